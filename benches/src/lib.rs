@@ -1,0 +1,161 @@
+//! The one seeded workload every Cupel benchmark draws from (see `BENCH-WORKLOAD.md`).
+//!
+//! Items, budgets, knapsack scores and the sort floor are all produced here, so
+//! numbers are comparable across components, commits and implementations.
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use cupel_core::{ContextBudget, ContextItem, ContextKind};
+
+/// The xorshift64 generator of the workload definition.
+#[derive(Debug, Clone)]
+pub struct XorShift64(u64);
+
+impl XorShift64 {
+    /// Seed of the item generator.
+    pub const ITEM_SEED: u64 = 0x9E37_79B9_7F4A_7C15;
+    /// Seed of the knapsack score generator.
+    pub const KNAPSACK_SEED: u64 = 0xD1B5_4A32_D192_ED03;
+    /// Seed of the sort-floor generator.
+    pub const FLOOR_SEED: u64 = 0x2545_F491_4F6C_DD1D;
+
+    /// A generator with state `seed`.
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    /// `x ^= x << 13; x ^= x >> 7; x ^= x << 17; x`
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    /// `next() % n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    /// `(next() >> 11) as f64 / 2^53`, uniform in `[0, 1)`.
+    pub fn unit_f64(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+const KINDS: [ContextKind; 4] = [
+    ContextKind::MESSAGE,
+    ContextKind::DOCUMENT,
+    ContextKind::TOOL_OUTPUT,
+    ContextKind::MEMORY,
+];
+
+/// The workload's epoch: 2025-01-01T00:00:00Z.
+pub fn epoch() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2025, 1, 1, 0, 0, 0)
+        .single()
+        .unwrap_or(DateTime::<Utc>::UNIX_EPOCH)
+}
+
+/// The first `n` items of the standard workload, drawn exactly as specified.
+pub fn items(n: usize) -> Vec<ContextItem> {
+    let mut rng = XorShift64::new(XorShift64::ITEM_SEED);
+    let epoch = epoch();
+    let mut contents: Vec<String> = Vec::with_capacity(n);
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let tokens = 10 + rng.below(1991) as i64;
+        let age_s = rng.below(2_592_000) as i64;
+        let pflag = rng.below(100);
+        let pval = rng.below(101) as i64;
+        let kind = KINDS[rng.below(4) as usize].clone();
+        let ntags = 1 + rng.below(3) as usize;
+        let mut tags: Vec<u64> = Vec::with_capacity(ntags);
+        while tags.len() < ntags {
+            let t = rng.below(20);
+            if !tags.contains(&t) {
+                tags.push(t);
+            }
+        }
+        let dflag = rng.below(100);
+        let dsel = rng.below(i.max(1) as u64) as usize;
+        let payload = rng.next();
+        let content = if dflag < 5 && i > 0 {
+            contents[dsel].clone()
+        } else {
+            format!("item-{i:06} {kind} synthetic payload {payload:016x}")
+        };
+        contents.push(content.clone());
+        let mut b = ContextItem::builder(content, tokens)
+            .kind(kind)
+            .timestamp(epoch - Duration::seconds(age_s))
+            .tags(tags.iter().map(|t| format!("tag{t:02}")));
+        if pflag < 70 {
+            b = b.priority(pval);
+        }
+        match b.build() {
+            Ok(item) => out.push(item),
+            Err(e) => unreachable_content(&e),
+        }
+    }
+    out
+}
+
+#[cold]
+fn unreachable_content(e: &cupel_core::CupelError) {
+    // Generated content is never empty; report loudly if that ever changes.
+    eprintln!("workload generator produced an invalid item: {e}");
+}
+
+/// The standard budget for `items`: max = total tokens, target = total / 4.
+pub fn budget(items: &[ContextItem]) -> ContextBudget {
+    let total: i64 = items.iter().map(ContextItem::tokens).sum();
+    ContextBudget::new(total, total / 4)
+        .unwrap_or_else(|_| ContextBudget::new(0, 0).unwrap_or_else(|_| unreachable_budget()))
+}
+
+fn unreachable_budget() -> ContextBudget {
+    // new(0, 0) always validates; this is never reached.
+    std::process::abort()
+}
+
+/// `n` knapsack scores from the second generator, in item order.
+pub fn knapsack_scores(n: usize) -> Vec<f64> {
+    let mut rng = XorShift64::new(XorShift64::KNAPSACK_SEED);
+    (0..n).map(|_| rng.unit_f64()).collect()
+}
+
+/// The floor input: `n` `(f64, u32)` pairs.
+pub fn floor_pairs(n: usize) -> Vec<(f64, u32)> {
+    let mut rng = XorShift64::new(XorShift64::FLOOR_SEED);
+    (0..n).map(|i| (rng.unit_f64(), i as u32)).collect()
+}
+
+/// The floor operation: stable sort, descending, index tie-break.
+pub fn floor_sort(v: &mut [(f64, u32)]) {
+    v.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generator_is_deterministic_and_prefix_stable() {
+        let a = items(200);
+        let b = items(50);
+        assert_eq!(&a[..50], &b[..]);
+        assert!(a.iter().all(|i| (10..=2000).contains(&i.tokens())));
+        assert!(a.iter().all(|i| (1..=3).contains(&i.tags().len())));
+    }
+
+    #[test]
+    fn xorshift_first_values() {
+        // x0 = 0x9E3779B97F4A7C15 stepped once by hand-checked shifts.
+        let mut r = XorShift64::new(1);
+        // 1 ^ (1<<13) = 0x2001; ^ (>>7) = 0x2001 ^ 0x40 = 0x2041; ^ (<<17) = 0x2041 ^ 0x40820000
+        assert_eq!(r.next(), 0x4082_2041);
+    }
+}

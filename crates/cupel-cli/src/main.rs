@@ -1,0 +1,2 @@
+//! The `cupel` command-line tool (skeleton).
+fn main() {}

@@ -1,0 +1,462 @@
+//! The [`TraceCollector`] observer trait and its two built-in implementations.
+
+use std::fmt;
+
+use crate::diagnostics::{
+    CountRequirementShortfall, ExcludedItem, ExclusionReason, IncludedItem, InclusionReason,
+    OverflowEvent, PipelineStage, SelectionReport, StageTrace, TraceDetailLevel, TraceEvent,
+};
+use crate::{ContextBudget, ContextItem, CupelError};
+
+/// One item's exclusion, as the pipeline reports it to a collector.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExclusionRecord<'a> {
+    /// The stage that excluded the item.
+    pub stage: PipelineStage,
+    /// The item's position in the run's input slice.
+    pub index: usize,
+    /// The item.
+    pub item: &'a ContextItem,
+    /// Its score at exclusion (0.0 before scoring).
+    pub score: f64,
+    /// Why.
+    pub reason: ExclusionReason,
+}
+
+/// One item's inclusion, reported after the Place stage in placed order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InclusionRecord<'a> {
+    /// The item's position in the run's input slice.
+    pub index: usize,
+    /// The item.
+    pub item: &'a ContextItem,
+    /// Its score (1.0 for pinned items).
+    pub score: f64,
+    /// Why.
+    pub reason: InclusionReason,
+}
+
+/// Observer of a pipeline run, passed per call (`run_traced(&items, &mut collector)`).
+///
+/// The pipeline checks [`is_enabled`](TraceCollector::is_enabled) once per
+/// run; when it is `false` no record is built, no clock is read and no hook is
+/// called (only [`on_overflow`](TraceCollector::on_overflow), which happens at
+/// most once, is delivered regardless).
+///
+/// Only `is_enabled` is required. The structured hooks (`on_*`) have defaults
+/// that turn them into the specification's plain events —
+/// [`record_stage_event`](TraceCollector::record_stage_event) after each stage,
+/// and [`record_item_event`](TraceCollector::record_item_event) for each item
+/// decision when [`detail_level`](TraceCollector::detail_level) is `Item` — so
+/// a simple collector implements those two; a rich one (report builder,
+/// OpenTelemetry bridge) overrides the hooks.
+///
+/// Call order in one run: `on_run_started`; then per stage, its item records
+/// followed by `on_stage_completed`; `on_shortfalls` (before the Slice stage
+/// completes, if any); `on_item_included` for every included item in placed
+/// order before the Place stage completes; finally `on_run_completed` or
+/// `on_run_failed`.
+pub trait TraceCollector {
+    /// Whether this collector records anything.
+    fn is_enabled(&self) -> bool;
+
+    /// The granularity of plain events recorded (default [`TraceDetailLevel::Stage`]).
+    fn detail_level(&self) -> TraceDetailLevel {
+        TraceDetailLevel::Stage
+    }
+
+    /// Records a stage-level event (called after the stage completes).
+    fn record_stage_event(&mut self, event: TraceEvent) {
+        let _ = event;
+    }
+
+    /// Records an item-level event (only called when the detail level is `Item`).
+    fn record_item_event(&mut self, event: TraceEvent) {
+        let _ = event;
+    }
+
+    /// A run starts over `items` with `budget`.
+    fn on_run_started(&mut self, items: &[ContextItem], budget: &ContextBudget) {
+        let _ = (items, budget);
+    }
+
+    /// A stage finished. Default: [`record_stage_event`](Self::record_stage_event).
+    fn on_stage_completed(&mut self, trace: &StageTrace) {
+        self.record_stage_event(trace.to_event());
+    }
+
+    /// An item was excluded. Default: an item event, if the detail level asks for it.
+    fn on_item_excluded(&mut self, record: ExclusionRecord<'_>) {
+        if self.detail_level() >= TraceDetailLevel::Item {
+            self.record_item_event(item_event(record.stage, record.reason.to_string()));
+        }
+    }
+
+    /// An item was included. Default: an item event, if the detail level asks for it.
+    fn on_item_included(&mut self, record: InclusionRecord<'_>) {
+        if self.detail_level() >= TraceDetailLevel::Item {
+            self.record_item_event(item_event(
+                PipelineStage::Place,
+                format!(
+                    "{}: {} tokens, score {}",
+                    record.reason,
+                    record.item.tokens(),
+                    record.score
+                ),
+            ));
+        }
+    }
+
+    /// The slicer could not meet some count requirements.
+    fn on_shortfalls(&mut self, shortfalls: &[CountRequirementShortfall]) {
+        let _ = shortfalls;
+    }
+
+    /// The selection overflowed the target under `Proceed`.
+    fn on_overflow(&mut self, event: &OverflowEvent) {
+        let _ = event;
+    }
+
+    /// The run finished and returned a window.
+    fn on_run_completed(&mut self) {}
+
+    /// The run failed with `error`.
+    fn on_run_failed(&mut self, error: &CupelError) {
+        let _ = error;
+    }
+}
+
+fn item_event(stage: PipelineStage, message: String) -> TraceEvent {
+    TraceEvent {
+        stage,
+        duration_ms: 0.0,
+        item_count: 1,
+        message: Some(message),
+    }
+}
+
+macro_rules! forward_collector {
+    ($($ptr:ty),*) => {$(
+        impl<T: TraceCollector + ?Sized> TraceCollector for $ptr {
+            fn is_enabled(&self) -> bool { (**self).is_enabled() }
+            fn detail_level(&self) -> TraceDetailLevel { (**self).detail_level() }
+            fn record_stage_event(&mut self, event: TraceEvent) { (**self).record_stage_event(event) }
+            fn record_item_event(&mut self, event: TraceEvent) { (**self).record_item_event(event) }
+            fn on_run_started(&mut self, items: &[ContextItem], budget: &ContextBudget) { (**self).on_run_started(items, budget) }
+            fn on_stage_completed(&mut self, trace: &StageTrace) { (**self).on_stage_completed(trace) }
+            fn on_item_excluded(&mut self, record: ExclusionRecord<'_>) { (**self).on_item_excluded(record) }
+            fn on_item_included(&mut self, record: InclusionRecord<'_>) { (**self).on_item_included(record) }
+            fn on_shortfalls(&mut self, shortfalls: &[CountRequirementShortfall]) { (**self).on_shortfalls(shortfalls) }
+            fn on_overflow(&mut self, event: &OverflowEvent) { (**self).on_overflow(event) }
+            fn on_run_completed(&mut self) { (**self).on_run_completed() }
+            fn on_run_failed(&mut self, error: &CupelError) { (**self).on_run_failed(error) }
+        }
+    )*};
+}
+forward_collector!(&mut T, Box<T>);
+
+/// The disabled collector: records nothing and costs nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NullTraceCollector;
+
+impl TraceCollector for NullTraceCollector {
+    #[inline(always)]
+    fn is_enabled(&self) -> bool {
+        false
+    }
+}
+
+/// Synchronous per-event callback of a [`DiagnosticTraceCollector`].
+pub type EventObserver = Box<dyn FnMut(&TraceEvent) + Send>;
+
+/// The recording collector: buffers events in order and builds a [`SelectionReport`].
+///
+/// Stage events are always kept; item events only at [`TraceDetailLevel::Item`].
+/// The included/excluded lists of the report are filled at either level.
+///
+/// ```
+/// use cupel_core::{DiagnosticTraceCollector, TraceCollector, TraceDetailLevel};
+/// let mut c = DiagnosticTraceCollector::new(TraceDetailLevel::Item)
+///     .with_observer(|e| println!("{:?} took {} ms", e.stage, e.duration_ms));
+/// assert!(c.is_enabled());
+/// let report = c.into_report();
+/// assert_eq!(report.total_candidates, 0);
+/// ```
+pub struct DiagnosticTraceCollector {
+    detail_level: TraceDetailLevel,
+    events: Vec<TraceEvent>,
+    included: Vec<IncludedItem>,
+    excluded: Vec<ExcludedItem>,
+    total_candidates: usize,
+    total_tokens: i64,
+    shortfalls: Vec<CountRequirementShortfall>,
+    observer: Option<EventObserver>,
+}
+
+impl fmt::Debug for DiagnosticTraceCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DiagnosticTraceCollector")
+            .field("detail_level", &self.detail_level)
+            .field("events", &self.events.len())
+            .field("included", &self.included.len())
+            .field("excluded", &self.excluded.len())
+            .field("observer", &self.observer.is_some())
+            .finish()
+    }
+}
+
+impl Default for DiagnosticTraceCollector {
+    fn default() -> Self {
+        Self::new(TraceDetailLevel::Stage)
+    }
+}
+
+impl DiagnosticTraceCollector {
+    /// A recording collector at `detail_level`.
+    pub fn new(detail_level: TraceDetailLevel) -> Self {
+        Self {
+            detail_level,
+            events: Vec::new(),
+            included: Vec::new(),
+            excluded: Vec::new(),
+            total_candidates: 0,
+            total_tokens: 0,
+            shortfalls: Vec::new(),
+            observer: None,
+        }
+    }
+
+    /// Adds a callback invoked synchronously for every recorded event.
+    pub fn with_observer(mut self, observer: impl FnMut(&TraceEvent) + Send + 'static) -> Self {
+        self.observer = Some(Box::new(observer));
+        self
+    }
+
+    /// The events recorded so far, in insertion order.
+    pub fn events(&self) -> &[TraceEvent] {
+        &self.events
+    }
+
+    /// Builds the report of the last run (the collector stays usable).
+    pub fn report(&self) -> SelectionReport {
+        build_report(
+            self.events.clone(),
+            self.included.clone(),
+            self.excluded.clone(),
+            self.total_candidates,
+            self.total_tokens,
+            self.shortfalls.clone(),
+        )
+    }
+
+    /// Consumes the collector and builds the report of the last run.
+    pub fn into_report(self) -> SelectionReport {
+        build_report(
+            self.events,
+            self.included,
+            self.excluded,
+            self.total_candidates,
+            self.total_tokens,
+            self.shortfalls,
+        )
+    }
+
+    fn push(&mut self, event: TraceEvent) {
+        if let Some(obs) = self.observer.as_mut() {
+            obs(&event);
+        }
+        self.events.push(event);
+    }
+}
+
+fn build_report(
+    events: Vec<TraceEvent>,
+    included: Vec<IncludedItem>,
+    mut excluded: Vec<ExcludedItem>,
+    total_candidates: usize,
+    total_tokens_considered: i64,
+    count_requirement_shortfalls: Vec<CountRequirementShortfall>,
+) -> SelectionReport {
+    // Stable: ties keep exclusion order. `total_cmp` gives NaN a fixed place
+    // (positive NaN sorts first, negative NaN last) instead of an arbitrary one.
+    excluded.sort_by(|a, b| b.score.total_cmp(&a.score));
+    SelectionReport {
+        events,
+        included,
+        excluded,
+        total_candidates,
+        total_tokens_considered,
+        count_requirement_shortfalls,
+    }
+}
+
+impl TraceCollector for DiagnosticTraceCollector {
+    fn is_enabled(&self) -> bool {
+        true
+    }
+
+    fn detail_level(&self) -> TraceDetailLevel {
+        self.detail_level
+    }
+
+    fn record_stage_event(&mut self, event: TraceEvent) {
+        self.push(event);
+    }
+
+    fn record_item_event(&mut self, event: TraceEvent) {
+        if self.detail_level >= TraceDetailLevel::Item {
+            self.push(event);
+        }
+    }
+
+    fn on_run_started(&mut self, items: &[ContextItem], _budget: &ContextBudget) {
+        self.events.clear();
+        self.included.clear();
+        self.excluded.clear();
+        self.shortfalls.clear();
+        self.total_candidates = items.len();
+        self.total_tokens = items
+            .iter()
+            .fold(0i64, |acc, i| acc.saturating_add(i.tokens()));
+    }
+
+    fn on_item_excluded(&mut self, record: ExclusionRecord<'_>) {
+        if self.detail_level >= TraceDetailLevel::Item {
+            self.push(item_event(record.stage, record.reason.to_string()));
+        }
+        self.excluded.push(ExcludedItem {
+            item: record.item.clone(),
+            score: record.score,
+            reason: record.reason,
+        });
+    }
+
+    fn on_item_included(&mut self, record: InclusionRecord<'_>) {
+        if self.detail_level >= TraceDetailLevel::Item {
+            self.push(item_event(
+                PipelineStage::Place,
+                format!(
+                    "{}: {} tokens, score {}",
+                    record.reason,
+                    record.item.tokens(),
+                    record.score
+                ),
+            ));
+        }
+        self.included.push(IncludedItem {
+            item: record.item.clone(),
+            score: record.score,
+            reason: record.reason,
+        });
+    }
+
+    fn on_shortfalls(&mut self, shortfalls: &[CountRequirementShortfall]) {
+        self.shortfalls.extend_from_slice(shortfalls);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, SystemTime};
+
+    fn stage(stage: PipelineStage, n: usize) -> StageTrace {
+        StageTrace {
+            stage,
+            started_at: SystemTime::UNIX_EPOCH,
+            duration: Duration::from_micros(1500),
+            item_count_in: n,
+            item_count_out: n,
+        }
+    }
+
+    #[test]
+    fn null_collector_is_disabled() {
+        let mut c = NullTraceCollector;
+        assert!(!c.is_enabled());
+        c.on_stage_completed(&stage(PipelineStage::Score, 3));
+    }
+
+    #[test]
+    fn stage_level_discards_item_events_but_keeps_report_lists() {
+        let item = ContextItem::new("a", 5).unwrap();
+        let budget = ContextBudget::new(10, 10).unwrap();
+        let mut c = DiagnosticTraceCollector::new(TraceDetailLevel::Stage);
+        c.on_run_started(std::slice::from_ref(&item), &budget);
+        c.on_item_excluded(ExclusionRecord {
+            stage: PipelineStage::Slice,
+            index: 0,
+            item: &item,
+            score: 0.5,
+            reason: ExclusionReason::BudgetExceeded {
+                item_tokens: 5,
+                available_tokens: 2,
+            },
+        });
+        c.record_item_event(item_event(PipelineStage::Slice, "x".into()));
+        c.on_stage_completed(&stage(PipelineStage::Slice, 1));
+        assert_eq!(c.events().len(), 1);
+        assert_eq!(c.events()[0].duration_ms, 1.5);
+        let r = c.into_report();
+        assert_eq!(r.excluded.len(), 1);
+        assert_eq!(r.total_candidates, 1);
+        assert_eq!(r.total_tokens_considered, 5);
+    }
+
+    #[test]
+    fn item_level_records_in_order_and_notifies_observer() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&seen);
+        let item = ContextItem::new("a", -1).unwrap();
+        let budget = ContextBudget::new(10, 10).unwrap();
+        let mut c = DiagnosticTraceCollector::new(TraceDetailLevel::Item)
+            .with_observer(move |e| sink.lock().unwrap().push(e.stage));
+        c.on_run_started(std::slice::from_ref(&item), &budget);
+        c.on_item_excluded(ExclusionRecord {
+            stage: PipelineStage::Classify,
+            index: 0,
+            item: &item,
+            score: 0.0,
+            reason: ExclusionReason::NegativeTokens { tokens: -1 },
+        });
+        c.on_stage_completed(&stage(PipelineStage::Classify, 1));
+        assert_eq!(c.events().len(), 2);
+        assert_eq!(c.events()[0].item_count, 1);
+        assert_eq!(c.events()[0].duration_ms, 0.0);
+        assert_eq!(
+            c.events()[0].message.as_deref(),
+            Some("NegativeTokens: -1 tokens")
+        );
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![PipelineStage::Classify, PipelineStage::Classify]
+        );
+    }
+
+    #[test]
+    fn excluded_sorted_by_score_desc_stable_on_ties() {
+        let items: Vec<ContextItem> = ["a", "b", "c", "d"]
+            .iter()
+            .map(|s| ContextItem::new(*s, 1).unwrap())
+            .collect();
+        let budget = ContextBudget::new(10, 10).unwrap();
+        let mut c = DiagnosticTraceCollector::default();
+        c.on_run_started(&items, &budget);
+        for (i, score) in [0.2, 0.9, 0.2, 0.5].into_iter().enumerate() {
+            c.on_item_excluded(ExclusionRecord {
+                stage: PipelineStage::Slice,
+                index: i,
+                item: &items[i],
+                score,
+                reason: ExclusionReason::BudgetExceeded {
+                    item_tokens: 1,
+                    available_tokens: 0,
+                },
+            });
+        }
+        let report = c.into_report();
+        let order: Vec<&str> = report.excluded.iter().map(|e| e.item.content()).collect();
+        assert_eq!(order, ["b", "d", "a", "c"]);
+    }
+}

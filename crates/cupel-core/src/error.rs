@@ -1,0 +1,193 @@
+//! The one error type of the Cupel crates.
+
+use std::fmt;
+
+/// Every way a Cupel operation can fail.
+///
+/// Each variant names one failure class and carries the numbers a caller needs
+/// to fix the input (the offending value, the limit it broke). The enum is
+/// `#[non_exhaustive]`: match the variants you handle and keep a `_` arm.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CupelError {
+    // ----- item construction -------------------------------------------------
+    /// A [`ContextItem`](crate::ContextItem) was built with empty content.
+    #[error("context item content must not be empty")]
+    EmptyContent,
+
+    /// A [`ContextKind`](crate::ContextKind) was empty or whitespace only.
+    #[error("context kind must not be empty or whitespace-only (got {value:?})")]
+    InvalidKind {
+        /// The rejected value.
+        value: String,
+    },
+
+    /// A [`ContextSource`](crate::ContextSource) was empty or whitespace only.
+    #[error("context source must not be empty or whitespace-only (got {value:?})")]
+    InvalidSource {
+        /// The rejected value.
+        value: String,
+    },
+
+    // ----- budget construction (the spec's seven rules) -----------------------
+    /// Rule 1: `max_tokens` was negative.
+    #[error("budget max_tokens must be >= 0 (got {max_tokens})")]
+    NegativeMaxTokens {
+        /// The rejected value.
+        max_tokens: i64,
+    },
+
+    /// Rule 2: `target_tokens` was negative.
+    #[error("budget target_tokens must be >= 0 (got {target_tokens})")]
+    NegativeTargetTokens {
+        /// The rejected value.
+        target_tokens: i64,
+    },
+
+    /// Rule 3: `target_tokens` was larger than `max_tokens`.
+    #[error("budget target_tokens ({target_tokens}) must not exceed max_tokens ({max_tokens})")]
+    TargetExceedsMax {
+        /// The soft target that was too large.
+        target_tokens: i64,
+        /// The hard ceiling it exceeded.
+        max_tokens: i64,
+    },
+
+    /// Rule 4: `output_reserve` was negative.
+    #[error("budget output_reserve must be >= 0 (got {output_reserve})")]
+    NegativeOutputReserve {
+        /// The rejected value.
+        output_reserve: i64,
+    },
+
+    /// Rule 5: `output_reserve` was larger than `max_tokens`.
+    #[error("budget output_reserve ({output_reserve}) must not exceed max_tokens ({max_tokens})")]
+    OutputReserveExceedsMax {
+        /// The reserve that was too large.
+        output_reserve: i64,
+        /// The hard ceiling it exceeded.
+        max_tokens: i64,
+    },
+
+    /// Rule 6: `estimation_safety_margin_percent` was outside `[0, 100]` (or NaN).
+    #[error("budget estimation_safety_margin_percent must be within [0, 100] (got {value})")]
+    SafetyMarginOutOfRange {
+        /// The rejected percentage.
+        value: f64,
+    },
+
+    /// Rule 7: a reserved-slot count was negative.
+    #[error("budget reserved slot for kind '{kind}' must be >= 0 (got {value})")]
+    NegativeReservedSlot {
+        /// The kind whose reservation was rejected.
+        kind: String,
+        /// The rejected count.
+        value: i64,
+    },
+
+    // ----- component configuration ---------------------------------------------
+    /// A scorer was configured with an invalid parameter.
+    #[error("scorer configuration: {0}")]
+    ScorerConfig(String),
+
+    /// A slicer was configured with an invalid parameter.
+    #[error("slicer configuration: {0}")]
+    SlicerConfig(String),
+
+    /// A placer was configured with an invalid parameter.
+    #[error("placer configuration: {0}")]
+    PlacerConfig(String),
+
+    /// A pipeline, policy or declarative configuration was invalid.
+    #[error("pipeline configuration: {0}")]
+    PipelineConfig(String),
+
+    /// A function argument broke its documented precondition.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    // ----- run-time failures ------------------------------------------------------
+    /// Pinned items need more tokens than `max_tokens - output_reserve` allows.
+    #[error(
+        "Pinned items require {pinned_tokens} tokens, but only {available_tokens} are available"
+    )]
+    PinnedBudgetExceeded {
+        /// Sum of the tokens of all pinned items.
+        pinned_tokens: i64,
+        /// `max_tokens - output_reserve`.
+        available_tokens: i64,
+    },
+
+    /// The merged selection exceeded `target_tokens` under
+    /// [`OverflowStrategy::Throw`](crate::OverflowStrategy::Throw).
+    #[error(
+        "Selected items require {selected_tokens} tokens, exceeding target budget of {target_tokens}"
+    )]
+    BudgetOverflow {
+        /// Tokens of the merged (pinned + sliced) selection.
+        selected_tokens: i64,
+        /// The budget's original `target_tokens`.
+        target_tokens: i64,
+    },
+
+    /// The knapsack DP table would exceed the configured cell limit.
+    #[error(
+        "knapsack table too large: {candidates} candidates x {capacity} capacity buckets = {cells} cells, \
+         limit is {limit} cells (raise the bucket size or the limit, or lower the budget)"
+    )]
+    TableTooLarge {
+        /// Number of non-zero-token candidates.
+        candidates: usize,
+        /// Discretised capacity plus one (the DP row length).
+        capacity: u64,
+        /// `candidates * capacity`.
+        cells: u64,
+        /// The configured guard.
+        limit: u64,
+    },
+
+    /// A count quota could not be met and the slicer was told to fail
+    /// (`ScarcityBehavior::Throw` in `cupel-slicers`).
+    #[error(
+        "{slicer}: candidate pool for kind '{kind}' has {satisfied} items but RequireCount is {required}."
+    )]
+    CountRequirementNotMet {
+        /// The slicer that failed (`CountQuotaSlice` or `CountConstrainedKnapsackSlice`).
+        slicer: &'static str,
+        /// The kind whose requirement could not be met.
+        kind: String,
+        /// How many candidates of that kind there were.
+        satisfied: usize,
+        /// The configured `require_count`.
+        required: usize,
+    },
+
+    /// The input's token counts add up beyond what an `i64` can hold.
+    #[error(
+        "token counts overflow: the {sign} token counts of the input add up to {total}, beyond the i64 range"
+    )]
+    TokenOverflow {
+        /// `"positive"` or `"negative"`.
+        sign: TokenSign,
+        /// The exact total.
+        total: i128,
+    },
+}
+
+/// Which side of the `i64` range a [`CupelError::TokenOverflow`] fell off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenSign {
+    /// Non-negative token counts summed above `i64::MAX`.
+    Positive,
+    /// Negative token counts summed below `i64::MIN`.
+    Negative,
+}
+
+impl fmt::Display for TokenSign {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TokenSign::Positive => "positive",
+            TokenSign::Negative => "negative",
+        })
+    }
+}

@@ -1,0 +1,464 @@
+//! [`ContextItem`], the unit the pipeline selects, and its builder.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+use crate::{ContextKind, ContextSource, CupelError};
+
+/// One candidate piece of context: a message, document, tool output, memory, ...
+///
+/// Immutable once built. The data lives behind an [`Arc`], so cloning an item
+/// (which the pipeline does once per selected item) is a reference-count bump,
+/// and the same item can be shared across threads and pipeline runs.
+///
+/// Token counts are the caller's: Cupel never tokenizes content itself.
+///
+/// ```
+/// use cupel_core::{ContextItem, ContextKind};
+/// let item = ContextItem::builder("The user asked about refunds.", 9)
+///     .kind(ContextKind::MESSAGE)
+///     .priority(5)
+///     .tag("billing")
+///     .build()?;
+/// assert_eq!(item.tokens(), 9);
+/// assert_eq!(item.tags(), ["billing"]);
+/// assert!(!item.pinned());
+/// # Ok::<(), cupel_core::CupelError>(())
+/// ```
+#[derive(Clone, PartialEq)]
+pub struct ContextItem {
+    inner: Arc<ItemData>,
+}
+
+#[derive(Clone, PartialEq)]
+struct ItemData {
+    content: String,
+    tokens: i64,
+    kind: ContextKind,
+    source: ContextSource,
+    priority: Option<i64>,
+    tags: Vec<String>,
+    metadata: BTreeMap<String, String>,
+    timestamp: Option<DateTime<Utc>>,
+    future_relevance_hint: Option<f64>,
+    pinned: bool,
+    original_tokens: Option<i64>,
+}
+
+impl ContextItem {
+    /// Builds an item with default fields (kind `Message`, source `Chat`, unpinned).
+    ///
+    /// # Errors
+    /// [`CupelError::EmptyContent`] when `content` is empty.
+    pub fn new(content: impl Into<String>, tokens: i64) -> Result<Self, CupelError> {
+        ContextItemBuilder::new(content, tokens).build()
+    }
+
+    /// Starts a [`ContextItemBuilder`].
+    pub fn builder(content: impl Into<String>, tokens: i64) -> ContextItemBuilder {
+        ContextItemBuilder::new(content, tokens)
+    }
+
+    /// A builder pre-filled with this item's fields, for making a modified copy.
+    pub fn to_builder(&self) -> ContextItemBuilder {
+        ContextItemBuilder {
+            data: (*self.inner).clone(),
+        }
+    }
+
+    /// The text of the item. Deduplication compares it byte for byte.
+    pub fn content(&self) -> &str {
+        &self.inner.content
+    }
+
+    /// The caller-counted token cost. Negative values are excluded by the pipeline.
+    pub fn tokens(&self) -> i64 {
+        self.inner.tokens
+    }
+
+    /// What the item is (default [`ContextKind::MESSAGE`]).
+    pub fn kind(&self) -> &ContextKind {
+        &self.inner.kind
+    }
+
+    /// Where the item came from (default [`ContextSource::CHAT`]).
+    pub fn source(&self) -> &ContextSource {
+        &self.inner.source
+    }
+
+    /// Optional importance; higher is more important (used by the priority scorer).
+    pub fn priority(&self) -> Option<i64> {
+        self.inner.priority
+    }
+
+    /// Descriptive tags. Tag-overlap comparisons fold ASCII case.
+    pub fn tags(&self) -> &[String] {
+        &self.inner.tags
+    }
+
+    /// Caller metadata, in key order. The pipeline never changes it; the
+    /// `cupel:` key prefix is reserved for library conventions such as
+    /// `cupel:trust`.
+    pub fn metadata(&self) -> &BTreeMap<String, String> {
+        &self.inner.metadata
+    }
+
+    /// When the item was created or observed (UTC).
+    pub fn timestamp(&self) -> Option<DateTime<Utc>> {
+        self.inner.timestamp
+    }
+
+    /// Caller-provided hint of future relevance, conventionally in `[0, 1]`.
+    pub fn future_relevance_hint(&self) -> Option<f64> {
+        self.inner.future_relevance_hint
+    }
+
+    /// Whether the item bypasses scoring and slicing and is always included.
+    pub fn pinned(&self) -> bool {
+        self.inner.pinned
+    }
+
+    /// Token count before any external summarisation; informational only.
+    pub fn original_tokens(&self) -> Option<i64> {
+        self.inner.original_tokens
+    }
+
+    /// Whether `self` and `other` are the very same allocation (cheap identity check).
+    pub fn ptr_eq(&self, other: &ContextItem) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl fmt::Debug for ContextItem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = &*self.inner;
+        let mut s = f.debug_struct("ContextItem");
+        s.field("content", &d.content)
+            .field("tokens", &d.tokens)
+            .field("kind", &d.kind)
+            .field("source", &d.source);
+        if let Some(p) = d.priority {
+            s.field("priority", &p);
+        }
+        if !d.tags.is_empty() {
+            s.field("tags", &d.tags);
+        }
+        if !d.metadata.is_empty() {
+            s.field("metadata", &d.metadata);
+        }
+        if let Some(t) = d.timestamp {
+            s.field("timestamp", &t);
+        }
+        if let Some(h) = d.future_relevance_hint {
+            s.field("future_relevance_hint", &h);
+        }
+        if d.pinned {
+            s.field("pinned", &true);
+        }
+        if let Some(o) = d.original_tokens {
+            s.field("original_tokens", &o);
+        }
+        s.finish()
+    }
+}
+
+/// Validating builder for [`ContextItem`]. Setters chain; [`build`](Self::build) validates.
+#[derive(Clone, Debug)]
+pub struct ContextItemBuilder {
+    data: ItemData,
+}
+
+impl fmt::Debug for ItemData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ItemData")
+            .field("content", &self.content)
+            .field("tokens", &self.tokens)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ContextItemBuilder {
+    /// Starts an item with its two required fields.
+    pub fn new(content: impl Into<String>, tokens: i64) -> Self {
+        Self {
+            data: ItemData {
+                content: content.into(),
+                tokens,
+                kind: ContextKind::MESSAGE,
+                source: ContextSource::CHAT,
+                priority: None,
+                tags: Vec::new(),
+                metadata: BTreeMap::new(),
+                timestamp: None,
+                future_relevance_hint: None,
+                pinned: false,
+                original_tokens: None,
+            },
+        }
+    }
+
+    /// Sets the content.
+    pub fn content(mut self, content: impl Into<String>) -> Self {
+        self.data.content = content.into();
+        self
+    }
+
+    /// Sets the token count.
+    pub fn tokens(mut self, tokens: i64) -> Self {
+        self.data.tokens = tokens;
+        self
+    }
+
+    /// Sets the kind.
+    pub fn kind(mut self, kind: ContextKind) -> Self {
+        self.data.kind = kind;
+        self
+    }
+
+    /// Sets the source.
+    pub fn source(mut self, source: ContextSource) -> Self {
+        self.data.source = source;
+        self
+    }
+
+    /// Sets the priority.
+    pub fn priority(mut self, priority: i64) -> Self {
+        self.data.priority = Some(priority);
+        self
+    }
+
+    /// Sets or clears the priority.
+    pub fn priority_opt(mut self, priority: Option<i64>) -> Self {
+        self.data.priority = priority;
+        self
+    }
+
+    /// Appends one tag.
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        self.data.tags.push(tag.into());
+        self
+    }
+
+    /// Replaces the tags.
+    pub fn tags<I, S>(mut self, tags: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.data.tags = tags.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Inserts one metadata entry (replacing an earlier value for the key).
+    pub fn metadata(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.data.metadata.insert(key.into(), value.into());
+        self
+    }
+
+    /// Replaces the metadata map.
+    pub fn metadata_map(mut self, metadata: BTreeMap<String, String>) -> Self {
+        self.data.metadata = metadata;
+        self
+    }
+
+    /// Sets the timestamp.
+    pub fn timestamp(mut self, timestamp: DateTime<Utc>) -> Self {
+        self.data.timestamp = Some(timestamp);
+        self
+    }
+
+    /// Sets or clears the timestamp.
+    pub fn timestamp_opt(mut self, timestamp: Option<DateTime<Utc>>) -> Self {
+        self.data.timestamp = timestamp;
+        self
+    }
+
+    /// Sets the future-relevance hint. Any `f64` is accepted; the reflexive
+    /// scorer maps non-finite hints to 0 and clamps the rest into `[0, 1]`.
+    pub fn future_relevance_hint(mut self, hint: f64) -> Self {
+        self.data.future_relevance_hint = Some(hint);
+        self
+    }
+
+    /// Sets or clears the future-relevance hint.
+    pub fn future_relevance_hint_opt(mut self, hint: Option<f64>) -> Self {
+        self.data.future_relevance_hint = hint;
+        self
+    }
+
+    /// Pins (or unpins) the item.
+    pub fn pinned(mut self, pinned: bool) -> Self {
+        self.data.pinned = pinned;
+        self
+    }
+
+    /// Sets the pre-summarisation token count.
+    pub fn original_tokens(mut self, tokens: i64) -> Self {
+        self.data.original_tokens = Some(tokens);
+        self
+    }
+
+    /// Sets or clears the pre-summarisation token count.
+    pub fn original_tokens_opt(mut self, tokens: Option<i64>) -> Self {
+        self.data.original_tokens = tokens;
+        self
+    }
+
+    /// Validates and builds the item.
+    ///
+    /// # Errors
+    /// [`CupelError::EmptyContent`] when the content is empty. (Negative token
+    /// counts are accepted here: the pipeline reports them as
+    /// `NegativeTokens` exclusions, as the specification requires.)
+    pub fn build(self) -> Result<ContextItem, CupelError> {
+        if self.data.content.is_empty() {
+            return Err(CupelError::EmptyContent);
+        }
+        Ok(ContextItem {
+            inner: Arc::new(self.data),
+        })
+    }
+}
+
+#[cfg(feature = "serde")]
+mod serde_impl {
+    use super::*;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize)]
+    struct ItemRef<'a> {
+        content: &'a str,
+        tokens: i64,
+        kind: &'a ContextKind,
+        source: &'a ContextSource,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        priority: Option<i64>,
+        #[serde(skip_serializing_if = "<[String]>::is_empty")]
+        tags: &'a [String],
+        #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+        metadata: &'a BTreeMap<String, String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        timestamp: Option<DateTime<Utc>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        future_relevance_hint: Option<f64>,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        pinned: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        original_tokens: Option<i64>,
+    }
+
+    impl Serialize for ContextItem {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let d = &*self.inner;
+            ItemRef {
+                content: &d.content,
+                tokens: d.tokens,
+                kind: &d.kind,
+                source: &d.source,
+                priority: d.priority,
+                tags: &d.tags,
+                metadata: &d.metadata,
+                timestamp: d.timestamp,
+                future_relevance_hint: d.future_relevance_hint,
+                pinned: d.pinned,
+                original_tokens: d.original_tokens,
+            }
+            .serialize(s)
+        }
+    }
+
+    /// Input shape: snake_case names, with the spec's camelCase spellings
+    /// (`futureRelevanceHint`, `originalTokens`) accepted as aliases.
+    #[derive(Deserialize)]
+    struct ItemOwned {
+        content: String,
+        tokens: i64,
+        #[serde(default)]
+        kind: Option<ContextKind>,
+        #[serde(default)]
+        source: Option<ContextSource>,
+        #[serde(default)]
+        priority: Option<i64>,
+        #[serde(default)]
+        tags: Vec<String>,
+        #[serde(default)]
+        metadata: BTreeMap<String, String>,
+        #[serde(default)]
+        timestamp: Option<DateTime<Utc>>,
+        #[serde(default, alias = "futureRelevanceHint")]
+        future_relevance_hint: Option<f64>,
+        #[serde(default)]
+        pinned: bool,
+        #[serde(default, alias = "originalTokens")]
+        original_tokens: Option<i64>,
+    }
+
+    impl<'de> Deserialize<'de> for ContextItem {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            let o = ItemOwned::deserialize(d)?;
+            ContextItemBuilder::new(o.content, o.tokens)
+                .kind(o.kind.unwrap_or_default())
+                .source(o.source.unwrap_or_default())
+                .priority_opt(o.priority)
+                .tags(o.tags)
+                .metadata_map(o.metadata)
+                .timestamp_opt(o.timestamp)
+                .future_relevance_hint_opt(o.future_relevance_hint)
+                .pinned(o.pinned)
+                .original_tokens_opt(o.original_tokens)
+                .build()
+                .map_err(serde::de::Error::custom)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_content_is_rejected() {
+        assert_eq!(ContextItem::new("", 1), Err(CupelError::EmptyContent));
+        assert_eq!(
+            ContextItem::builder("x", 1).content("").build(),
+            Err(CupelError::EmptyContent)
+        );
+    }
+
+    #[test]
+    fn defaults_follow_the_spec() {
+        let item = ContextItem::new("hello", 3).unwrap();
+        assert_eq!(item.kind(), &ContextKind::MESSAGE);
+        assert_eq!(item.source(), &ContextSource::CHAT);
+        assert_eq!(item.priority(), None);
+        assert!(item.tags().is_empty());
+        assert!(item.metadata().is_empty());
+        assert_eq!(item.timestamp(), None);
+        assert_eq!(item.future_relevance_hint(), None);
+        assert!(!item.pinned());
+        assert_eq!(item.original_tokens(), None);
+    }
+
+    #[test]
+    fn negative_tokens_are_allowed_at_construction() {
+        assert_eq!(ContextItem::new("neg", -5).unwrap().tokens(), -5);
+    }
+
+    #[test]
+    fn clone_shares_and_to_builder_copies() {
+        let a = ContextItem::builder("a", 1)
+            .tag("x")
+            .metadata("k", "v")
+            .build()
+            .unwrap();
+        let b = a.clone();
+        assert!(a.ptr_eq(&b));
+        let c = a.to_builder().pinned(true).build().unwrap();
+        assert!(!a.ptr_eq(&c));
+        assert!(c.pinned() && !a.pinned());
+        assert_eq!(c.metadata().get("k").map(String::as_str), Some("v"));
+    }
+}

@@ -1,0 +1,62 @@
+//! The data model and the stage contracts of Cupel, the context-window selector.
+//!
+//! Cupel picks which candidate items (messages, documents, tool outputs,
+//! memories, system prompts) go into a language model's context window under a
+//! token budget, in what order, and — on request — why. This crate holds what
+//! every other Cupel crate shares and nothing more; it does no I/O:
+//!
+//! * the data: [`ContextItem`] (+ [`ContextItemBuilder`]), [`ContextKind`],
+//!   [`ContextSource`], [`ContextBudget`] and the effective [`SliceBudget`],
+//!   [`ScoredItem`], [`OverflowStrategy`];
+//! * the three narrow stage traits: [`Scorer`], [`Slicer`], [`Placer`];
+//! * diagnostics: [`TraceCollector`] (with [`NullTraceCollector`] and
+//!   [`DiagnosticTraceCollector`]), [`SelectionReport`], [`ExclusionReason`],
+//!   [`InclusionReason`], [`TraceEvent`], [`OverflowEvent`];
+//! * injected services: [`TimeProvider`] and [`TokenCounter`];
+//! * the one error type, [`CupelError`].
+//!
+//! Depend on `cupel-core` to implement a custom scorer, slicer, placer or
+//! collector; depend on the `cupel` facade to run selections.
+//!
+//! ```
+//! use cupel_core::{ContextBudget, ContextItem, ContextKind};
+//!
+//! let system = ContextItem::builder("You are a helpful assistant.", 7)
+//!     .kind(ContextKind::SYSTEM_PROMPT)
+//!     .pinned(true)
+//!     .build()?;
+//! let budget = ContextBudget::builder(4_096, 3_000).output_reserve(512).build()?;
+//! // The slicer gets what is left once pinned tokens are committed.
+//! let effective = budget.effective(system.tokens());
+//! assert_eq!(effective.max_tokens, 4_096 - 512 - 7);
+//! assert_eq!(effective.target_tokens, 3_000 - 7);
+//! # Ok::<(), cupel_core::CupelError>(())
+//! ```
+//!
+//! # Features
+//! * `serde` — `Serialize`/`Deserialize` for every public data type, using the
+//!   specification's JSON wire format for reasons and reports.
+#![deny(missing_docs)]
+
+mod budget;
+pub mod diagnostics;
+mod error;
+mod item;
+mod kind;
+mod stage;
+mod time;
+mod tokens;
+
+pub use budget::{ContextBudget, ContextBudgetBuilder, SliceBudget};
+pub use diagnostics::{
+    CapExclusion, CountRequirementShortfall, DiagnosticTraceCollector, ExcludedItem,
+    ExclusionReason, ExclusionRecord, IncludedItem, InclusionReason, InclusionRecord,
+    NullTraceCollector, OverflowEvent, PipelineStage, SelectionReport, StageTrace, TraceCollector,
+    TraceDetailLevel, TraceEvent,
+};
+pub use error::{CupelError, TokenSign};
+pub use item::{ContextItem, ContextItemBuilder};
+pub use kind::{ContextKind, ContextSource};
+pub use stage::{OverflowStrategy, Placer, ScoredItem, Scorer, SliceOutcome, Slicer, SlicerKind};
+pub use time::{FixedTimeProvider, SystemTimeProvider, TimeProvider};
+pub use tokens::{TokenCounter, check_token_totals};

@@ -1,0 +1,251 @@
+//! The three narrow stage traits — [`Scorer`], [`Slicer`], [`Placer`] — and the
+//! values that flow between them.
+
+use std::sync::Arc;
+
+use crate::diagnostics::{CapExclusion, CountRequirementShortfall};
+use crate::{ContextItem, CupelError, SliceBudget};
+
+/// An item paired with the relevance score the Score stage gave it.
+///
+/// Borrowed: stages pass indices and scores around, never cloned items.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScoredItem<'a> {
+    /// The item.
+    pub item: &'a ContextItem,
+    /// Its score, conventionally in `[0, 1]` (not enforced).
+    pub score: f64,
+}
+
+impl<'a> ScoredItem<'a> {
+    /// Pairs an item with a score.
+    pub fn new(item: &'a ContextItem, score: f64) -> Self {
+        Self { item, score }
+    }
+}
+
+/// Computes a relevance score for an item among its peers.
+///
+/// The item is identified by its **index** in `items` (the scoreable list of
+/// one run); index identity is how Cupel expresses the specification's
+/// "reference identity" (two equal items at different indices are different
+/// items).
+///
+/// Implementations must be pure: the same `(index, items)` gives the same score.
+///
+/// # Performance
+/// The pipeline calls [`score_all`](Scorer::score_all) once per run. Its default
+/// calls [`score`](Scorer::score) for every index, which is right for absolute
+/// scorers (O(1) per item). Relative scorers — whose one-item method looks at
+/// every peer — should override `score_all` with a whole-pass algorithm that
+/// returns identical results.
+///
+/// ```
+/// use cupel_core::{ContextItem, Scorer};
+/// struct LengthScorer;
+/// impl Scorer for LengthScorer {
+///     fn score(&self, index: usize, items: &[&ContextItem]) -> f64 {
+///         1.0 / (1.0 + items[index].tokens().max(0) as f64)
+///     }
+/// }
+/// let a = ContextItem::new("a", 1)?;
+/// let b = ContextItem::new("b", 3)?;
+/// assert_eq!(LengthScorer.score_all(&[&a, &b]), vec![0.5, 0.25]);
+/// # Ok::<(), cupel_core::CupelError>(())
+/// ```
+pub trait Scorer: Send + Sync {
+    /// The score of `items[index]` given all of `items`.
+    ///
+    /// `index` is always `< items.len()`; callers outside the pipeline must
+    /// uphold that too (implementations may panic otherwise, like slice indexing).
+    fn score(&self, index: usize, items: &[&ContextItem]) -> f64;
+
+    /// Scores every item; `result[i]` is the score of `items[i]`.
+    ///
+    /// Must equal `score(i, items)` for every `i` (to within floating-point
+    /// evaluation-order differences). Override for speed.
+    fn score_all(&self, items: &[&ContextItem]) -> Vec<f64> {
+        (0..items.len()).map(|i| self.score(i, items)).collect()
+    }
+}
+
+macro_rules! forward_scorer {
+    ($($ptr:ty),*) => {$(
+        impl<T: Scorer + ?Sized> Scorer for $ptr {
+            fn score(&self, index: usize, items: &[&ContextItem]) -> f64 {
+                (**self).score(index, items)
+            }
+            fn score_all(&self, items: &[&ContextItem]) -> Vec<f64> {
+                (**self).score_all(items)
+            }
+        }
+    )*};
+}
+forward_scorer!(&T, Box<T>, Arc<T>);
+
+/// Which built-in strategy a slicer is, for callers (such as budget simulation)
+/// whose rules depend on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SlicerKind {
+    /// `GreedySlice`.
+    Greedy,
+    /// `KnapsackSlice`.
+    Knapsack,
+    /// `QuotaSlice` (percentage quotas per kind).
+    Quota,
+    /// `CountQuotaSlice` (item-count quotas per kind).
+    CountQuota,
+    /// `CountConstrainedKnapsackSlice`.
+    CountConstrainedKnapsack,
+    /// A streaming slicer that takes items in arrival order.
+    Stream,
+    /// Anything else (the default for user slicers).
+    Custom,
+}
+
+/// What a slicer decided: the selected items plus what the diagnostics need.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SliceOutcome {
+    /// Indices into the slicer's input, in the slicer's own output order.
+    /// Each index appears at most once.
+    pub selected: Vec<usize>,
+    /// Count requirements that could not be met (count-quota slicers, `Degrade` mode).
+    pub shortfalls: Vec<CountRequirementShortfall>,
+    /// Items a count cap removed after the inner selection (count-quota slicers).
+    pub cap_exclusions: Vec<CapExclusion>,
+}
+
+impl SliceOutcome {
+    /// An outcome with just a selection.
+    pub fn selected(selected: Vec<usize>) -> Self {
+        Self {
+            selected,
+            ..Self::default()
+        }
+    }
+}
+
+/// Chooses which scored items fit the budget.
+///
+/// Receives the items sorted by score descending (ties in input order) and the
+/// effective [`SliceBudget`]; returns indices into that slice. Slicers hold no
+/// per-run state: everything a run produces (shortfalls, cap exclusions) comes
+/// back in the [`SliceOutcome`], so one slicer can serve many threads at once.
+///
+/// ```
+/// use cupel_core::{ContextItem, ScoredItem, SliceBudget, SliceOutcome, Slicer, CupelError};
+/// /// Takes items in order while they fit.
+/// struct PrefixSlice;
+/// impl Slicer for PrefixSlice {
+///     fn slice(&self, items: &[ScoredItem<'_>], budget: SliceBudget) -> Result<SliceOutcome, CupelError> {
+///         let mut used = 0;
+///         let mut out = Vec::new();
+///         for (i, s) in items.iter().enumerate() {
+///             if used + s.item.tokens() > budget.target_tokens { break; }
+///             used += s.item.tokens();
+///             out.push(i);
+///         }
+///         Ok(SliceOutcome::selected(out))
+///     }
+/// }
+/// let a = ContextItem::new("a", 5)?;
+/// let b = ContextItem::new("b", 5)?;
+/// let items = [ScoredItem::new(&a, 0.9), ScoredItem::new(&b, 0.5)];
+/// assert_eq!(PrefixSlice.slice(&items, SliceBudget::new(8, 8))?.selected, vec![0]);
+/// # Ok::<(), CupelError>(())
+/// ```
+pub trait Slicer: Send + Sync {
+    /// Selects items within `budget`.
+    ///
+    /// # Errors
+    /// Slicer-specific: e.g. a knapsack table over its size guard, or an unmet
+    /// count requirement under `ScarcityBehavior::Throw`.
+    fn slice(
+        &self,
+        items: &[ScoredItem<'_>],
+        budget: SliceBudget,
+    ) -> Result<SliceOutcome, CupelError>;
+
+    /// Which built-in strategy this is ([`SlicerKind::Custom`] by default).
+    fn slicer_kind(&self) -> SlicerKind {
+        SlicerKind::Custom
+    }
+
+    /// Whether the slicer claims *monotonic inclusion*: that lowering the budget
+    /// never brings in an item that a higher budget left out.
+    ///
+    /// This is the assumption the specification's budget simulation makes. It
+    /// holds only approximately even for greedy and knapsack slicing (see
+    /// `cupel-analytics` for a counterexample and exact alternatives); quota
+    /// and count-quota slicers return `false` because their per-kind
+    /// allocations shift with the budget. Default: `true`.
+    fn is_monotonic(&self) -> bool {
+        true
+    }
+}
+
+macro_rules! forward_slicer {
+    ($($ptr:ty),*) => {$(
+        impl<T: Slicer + ?Sized> Slicer for $ptr {
+            fn slice(&self, items: &[ScoredItem<'_>], budget: SliceBudget) -> Result<SliceOutcome, CupelError> {
+                (**self).slice(items, budget)
+            }
+            fn slicer_kind(&self) -> SlicerKind {
+                (**self).slicer_kind()
+            }
+            fn is_monotonic(&self) -> bool {
+                (**self).is_monotonic()
+            }
+        }
+    )*};
+}
+forward_slicer!(&T, Box<T>, Arc<T>);
+
+/// Orders the final selection.
+///
+/// Receives the merged list (pinned items first, with score 1.0, then the
+/// sliced items in score order) and returns a permutation of its indices.
+///
+/// ```
+/// use cupel_core::{ContextItem, Placer, ScoredItem};
+/// /// Reverses the merged list.
+/// struct Reverse;
+/// impl Placer for Reverse {
+///     fn place(&self, items: &[ScoredItem<'_>]) -> Vec<usize> {
+///         (0..items.len()).rev().collect()
+///     }
+/// }
+/// let a = ContextItem::new("a", 1)?;
+/// let b = ContextItem::new("b", 1)?;
+/// assert_eq!(Reverse.place(&[ScoredItem::new(&a, 1.0), ScoredItem::new(&b, 0.5)]), vec![1, 0]);
+/// # Ok::<(), cupel_core::CupelError>(())
+/// ```
+pub trait Placer: Send + Sync {
+    /// Returns every index of `items` exactly once, in presentation order.
+    fn place(&self, items: &[ScoredItem<'_>]) -> Vec<usize>;
+}
+
+macro_rules! forward_placer {
+    ($($ptr:ty),*) => {$(
+        impl<T: Placer + ?Sized> Placer for $ptr {
+            fn place(&self, items: &[ScoredItem<'_>]) -> Vec<usize> {
+                (**self).place(items)
+            }
+        }
+    )*};
+}
+forward_placer!(&T, Box<T>, Arc<T>);
+
+/// What the pipeline does when the merged selection exceeds `target_tokens`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum OverflowStrategy {
+    /// Fail with [`CupelError::BudgetOverflow`] (the default).
+    #[default]
+    Throw,
+    /// Drop non-pinned items from the tail of the merged list until it fits.
+    Truncate,
+    /// Keep the over-budget selection and report an `OverflowEvent`.
+    Proceed,
+}

@@ -1,0 +1,79 @@
+//! The [`TokenCounter`] trait for components that must count tokens themselves.
+
+use std::sync::Arc;
+
+/// Counts the tokens of a text with a real tokenizer.
+///
+/// The pipeline never counts tokens (callers supply counts); components that
+/// produce new text — the context gate's compaction, the CLI's
+/// `--count-tokens` — take a `TokenCounter`. A tokenizer-backed implementation
+/// ships in the CLI behind the `tiktoken` feature; character heuristics are
+/// deliberately not provided.
+pub trait TokenCounter: Send + Sync {
+    /// The number of tokens in `text`.
+    fn count_tokens(&self, text: &str) -> i64;
+}
+
+impl<T: TokenCounter + ?Sized> TokenCounter for &T {
+    fn count_tokens(&self, text: &str) -> i64 {
+        (**self).count_tokens(text)
+    }
+}
+impl<T: TokenCounter + ?Sized> TokenCounter for Box<T> {
+    fn count_tokens(&self, text: &str) -> i64 {
+        (**self).count_tokens(text)
+    }
+}
+impl<T: TokenCounter + ?Sized> TokenCounter for Arc<T> {
+    fn count_tokens(&self, text: &str) -> i64 {
+        (**self).count_tokens(text)
+    }
+}
+
+use crate::error::TokenSign;
+use crate::{ContextItem, CupelError};
+
+/// Checks that an item set's token counts can be summed in `i64` without overflow.
+///
+/// Non-negative counts must sum to at most `i64::MAX` and negative counts to at
+/// least `i64::MIN`. When this holds, *every* partial sum of the set's
+/// non-negative counts fits in an `i64`, so stages can add tokens with plain
+/// arithmetic. The pipeline calls this at the start of every run.
+///
+/// # Errors
+/// [`CupelError::TokenOverflow`] with the exact total.
+///
+/// ```
+/// use cupel_core::{check_token_totals, ContextItem};
+/// let big = ContextItem::new("a", i64::MAX)?;
+/// let one = ContextItem::new("b", 1)?;
+/// assert!(check_token_totals([&big]).is_ok());
+/// assert!(check_token_totals([&big, &one]).is_err());
+/// # Ok::<(), cupel_core::CupelError>(())
+/// ```
+pub fn check_token_totals<'a>(
+    items: impl IntoIterator<Item = &'a ContextItem>,
+) -> Result<(), CupelError> {
+    let (mut pos, mut neg) = (0i128, 0i128);
+    for item in items {
+        let t = i128::from(item.tokens());
+        if t >= 0 {
+            pos += t;
+        } else {
+            neg += t;
+        }
+    }
+    if pos > i128::from(i64::MAX) {
+        return Err(CupelError::TokenOverflow {
+            sign: TokenSign::Positive,
+            total: pos,
+        });
+    }
+    if neg < i128::from(i64::MIN) {
+        return Err(CupelError::TokenOverflow {
+            sign: TokenSign::Negative,
+            total: neg,
+        });
+    }
+    Ok(())
+}

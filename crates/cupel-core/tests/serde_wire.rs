@@ -1,0 +1,226 @@
+//! Wire-format tests: round-trips and pinned JSON shapes.
+#![cfg(feature = "serde")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use cupel_core::{
+    ContextBudget, ContextItem, ContextKind, ExcludedItem, ExclusionReason, IncludedItem,
+    InclusionReason, OverflowEvent, PipelineStage, SelectionReport, TraceEvent,
+};
+
+fn ts(s: &str) -> chrono::DateTime<chrono::Utc> {
+    s.parse().unwrap()
+}
+
+fn sample_report() -> SelectionReport {
+    let recent = ContextItem::builder("Recent conversation turn", 256)
+        .timestamp(ts("2025-01-01T12:00:00Z"))
+        .build()
+        .unwrap();
+    let system = ContextItem::builder("System prompt", 128)
+        .kind(ContextKind::SYSTEM_PROMPT)
+        .pinned(true)
+        .build()
+        .unwrap();
+    let old = ContextItem::builder("Old tool output", 2048)
+        .kind(ContextKind::TOOL_OUTPUT)
+        .tags(["build", "ci"])
+        .metadata("cupel:trust", "0.4")
+        .build()
+        .unwrap();
+    let dup = ContextItem::new("Recent conversation turn", 256).unwrap();
+    SelectionReport {
+        events: vec![
+            TraceEvent {
+                stage: PipelineStage::Classify,
+                duration_ms: 0.25,
+                item_count: 4,
+                message: None,
+            },
+            TraceEvent {
+                stage: PipelineStage::Slice,
+                duration_ms: 0.0,
+                item_count: 1,
+                message: Some("BudgetExceeded: 2048 tokens requested, 512 available".into()),
+            },
+        ],
+        included: vec![
+            IncludedItem {
+                item: system,
+                score: 1.0,
+                reason: InclusionReason::Pinned,
+            },
+            IncludedItem {
+                item: recent,
+                score: 0.92,
+                reason: InclusionReason::Scored,
+            },
+        ],
+        excluded: vec![
+            ExcludedItem {
+                item: old,
+                score: 0.45,
+                reason: ExclusionReason::BudgetExceeded {
+                    item_tokens: 2048,
+                    available_tokens: 512,
+                },
+            },
+            ExcludedItem {
+                item: dup,
+                score: 0.3,
+                reason: ExclusionReason::Deduplicated {
+                    deduplicated_against: "Recent conversation turn".into(),
+                },
+            },
+        ],
+        total_candidates: 4,
+        total_tokens_considered: 2688,
+        count_requirement_shortfalls: vec![],
+    }
+}
+
+#[test]
+fn report_json_shape_is_pinned() {
+    insta::assert_json_snapshot!(sample_report());
+}
+
+#[test]
+fn report_round_trips() {
+    let r = sample_report();
+    let json = serde_json::to_string(&r).unwrap();
+    let back: SelectionReport = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, r);
+}
+
+#[test]
+fn every_exclusion_reason_has_the_spec_wire_shape() {
+    let reasons = vec![
+        ExclusionReason::BudgetExceeded {
+            item_tokens: 2048,
+            available_tokens: 512,
+        },
+        ExclusionReason::ScoredTooLow {
+            score: 0.12,
+            threshold: 0.25,
+        },
+        ExclusionReason::Deduplicated {
+            deduplicated_against: "tool_output_abc123".into(),
+        },
+        ExclusionReason::QuotaCapExceeded {
+            kind: "ToolOutput".into(),
+            cap: 3,
+            actual: 4,
+        },
+        ExclusionReason::QuotaRequireDisplaced {
+            displaced_by_kind: "SystemPrompt".into(),
+        },
+        ExclusionReason::NegativeTokens { tokens: -1 },
+        ExclusionReason::PinnedOverride {
+            displaced_by: "System prompt".into(),
+        },
+        ExclusionReason::Filtered {
+            filter_name: "max_age_filter".into(),
+        },
+        ExclusionReason::CountCapExceeded {
+            kind: "ToolOutput".into(),
+            cap: 2,
+            count: 2,
+        },
+    ];
+    for r in &reasons {
+        let json = serde_json::to_string(r).unwrap();
+        let back: ExclusionReason = serde_json::from_str(&json).unwrap();
+        assert_eq!(&back, r, "{json}");
+    }
+    insta::assert_json_snapshot!(reasons);
+}
+
+#[test]
+fn unknown_reasons_are_tolerated_on_input() {
+    let r: ExclusionReason = serde_json::from_str(r#"{"reason":"TooSpicy","heat":9000}"#).unwrap();
+    assert_eq!(
+        r,
+        ExclusionReason::Unknown {
+            reason: "TooSpicy".into()
+        }
+    );
+    assert_eq!(
+        serde_json::to_string(&r).unwrap(),
+        r#"{"reason":"TooSpicy"}"#
+    );
+    let i: InclusionReason = serde_json::from_str(r#"{"reason":"Boosted"}"#).unwrap();
+    assert_eq!(i.name(), "Boosted");
+    let s: PipelineStage = serde_json::from_str(r#""Rerank""#).unwrap();
+    assert_eq!(s, PipelineStage::Unknown);
+}
+
+#[test]
+fn known_reason_missing_a_field_is_an_error() {
+    let e =
+        serde_json::from_str::<ExclusionReason>(r#"{"reason":"BudgetExceeded","item_tokens":5}"#)
+            .unwrap_err();
+    assert!(e.to_string().contains("available_tokens"), "{e}");
+}
+
+#[test]
+fn inclusion_reason_is_an_envelope() {
+    assert_eq!(
+        serde_json::to_string(&InclusionReason::ZeroToken).unwrap(),
+        r#"{"reason":"ZeroToken"}"#
+    );
+}
+
+#[test]
+fn item_accepts_spec_camel_case_and_validates() {
+    let item: ContextItem = serde_json::from_str(
+        r#"{"content":"x","tokens":3,"kind":"toolOutput","futureRelevanceHint":0.7,"originalTokens":9,"timestamp":"2024-06-01T00:00:00Z","metadata":{"b":"2","a":"1"}}"#,
+    )
+    .unwrap();
+    assert_eq!(item.kind(), &ContextKind::TOOL_OUTPUT);
+    assert_eq!(item.future_relevance_hint(), Some(0.7));
+    assert_eq!(item.original_tokens(), Some(9));
+    let json = serde_json::to_string(&item).unwrap();
+    assert_eq!(
+        json,
+        r#"{"content":"x","tokens":3,"kind":"toolOutput","source":"Chat","metadata":{"a":"1","b":"2"},"timestamp":"2024-06-01T00:00:00Z","future_relevance_hint":0.7,"original_tokens":9}"#
+    );
+    assert!(serde_json::from_str::<ContextItem>(r#"{"content":"","tokens":1}"#).is_err());
+    assert!(
+        serde_json::from_str::<ContextItem>(r#"{"content":"a","tokens":1,"kind":" "}"#).is_err()
+    );
+}
+
+#[test]
+fn budget_round_trips_and_validates() {
+    let b = ContextBudget::builder(1000, 800)
+        .output_reserve(100)
+        .reserved_slot(ContextKind::MEMORY, 50)
+        .safety_margin_percent(5.0)
+        .build()
+        .unwrap();
+    let json = serde_json::to_string(&b).unwrap();
+    assert_eq!(
+        json,
+        r#"{"max_tokens":1000,"target_tokens":800,"output_reserve":100,"reserved_slots":{"Memory":50},"estimation_safety_margin_percent":5.0}"#
+    );
+    assert_eq!(serde_json::from_str::<ContextBudget>(&json).unwrap(), b);
+    let camel: ContextBudget =
+        serde_json::from_str(r#"{"maxTokens":4096,"targetTokens":3072}"#).unwrap();
+    assert_eq!(camel.max_tokens(), 4096);
+    let err = serde_json::from_str::<ContextBudget>(r#"{"max_tokens":10,"target_tokens":20}"#)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("must not exceed max_tokens"),
+        "{err}"
+    );
+}
+
+#[test]
+fn overflow_event_round_trips() {
+    let ev = OverflowEvent {
+        tokens_over_budget: 384,
+        overflowing_items: vec![ContextItem::new("a", 512).unwrap()],
+        budget: ContextBudget::new(4096, 3072).unwrap(),
+    };
+    let json = serde_json::to_string(&ev).unwrap();
+    assert_eq!(serde_json::from_str::<OverflowEvent>(&json).unwrap(), ev);
+}

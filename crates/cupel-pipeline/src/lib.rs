@@ -1,0 +1,1 @@
+//! Skeleton: the `cupel-pipeline` crate is being built (see its issue). Nothing here works yet.

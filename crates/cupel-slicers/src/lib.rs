@@ -1,0 +1,1 @@
+//! Skeleton: the `cupel-slicers` crate is being built (see its issue). Nothing here works yet.

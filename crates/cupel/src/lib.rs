@@ -1,0 +1,2 @@
+//! Skeleton facade: re-exports arrive with the pipeline.
+pub use cupel_core as core;

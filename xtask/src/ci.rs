@@ -1,0 +1,31 @@
+//! `cargo xtask ci`: the whole CI gate, in order.
+
+use crate::{cargo, run_step};
+
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    if let Some(a) = args.first() {
+        return Err(format!("`ci` takes no arguments (got `{a}`)"));
+    }
+    let mut fmt = cargo();
+    fmt.args(["fmt", "--all", "--", "--check"]);
+    run_step("cargo fmt --check", fmt)?;
+
+    let mut clippy = cargo();
+    clippy.args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--all-features",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    run_step("cargo clippy -D warnings", clippy)?;
+
+    let mut test = cargo();
+    test.args(["test", "--workspace", "--all-features"]);
+    run_step("cargo test --workspace --all-features", test)?;
+
+    eprintln!("==> ci: all checks passed");
+    Ok(())
+}
