@@ -1,6 +1,7 @@
 //! The three narrow stage traits — [`Scorer`], [`Slicer`], [`Placer`] — and the
 //! values that flow between them.
 
+use std::cmp::Ordering;
 use std::sync::Arc;
 
 use crate::diagnostics::{CapExclusion, CountRequirementShortfall};
@@ -21,6 +22,31 @@ impl<'a> ScoredItem<'a> {
     /// Pairs an item with a score.
     pub fn new(item: &'a ContextItem, score: f64) -> Self {
         Self { item, score }
+    }
+}
+
+/// Orders two scores for every score-descending sort in Cupel: higher first,
+/// IEEE equality for equal values (so `-0.0 == 0.0`), and NaN after every
+/// number (NaN carries no information, so it never outranks a real score).
+///
+/// Combine with an index tie-break (or a stable sort) for determinism.
+///
+/// ```
+/// use std::cmp::Ordering;
+/// use cupel_core::score_cmp_desc;
+/// assert_eq!(score_cmp_desc(0.9, 0.1), Ordering::Less);
+/// assert_eq!(score_cmp_desc(-0.0, 0.0), Ordering::Equal);
+/// assert_eq!(score_cmp_desc(f64::NAN, f64::NEG_INFINITY), Ordering::Greater);
+/// let mut v = [0.2, f64::NAN, 0.7];
+/// v.sort_by(|a, b| score_cmp_desc(*a, *b));
+/// assert_eq!(&v[..2], &[0.7, 0.2]);
+/// ```
+pub fn score_cmp_desc(a: f64, b: f64) -> Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        (false, false) => b.partial_cmp(&a).unwrap_or(Ordering::Equal),
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        (true, true) => Ordering::Equal,
     }
 }
 

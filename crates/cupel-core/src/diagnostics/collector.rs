@@ -277,9 +277,8 @@ fn build_report(
     total_tokens_considered: i64,
     count_requirement_shortfalls: Vec<CountRequirementShortfall>,
 ) -> SelectionReport {
-    // Stable: ties keep exclusion order. `total_cmp` gives NaN a fixed place
-    // (positive NaN sorts first, negative NaN last) instead of an arbitrary one.
-    excluded.sort_by(|a, b| b.score.total_cmp(&a.score));
+    // Stable: ties keep exclusion order; NaN scores go last.
+    excluded.sort_by(|a, b| crate::score_cmp_desc(a.score, b.score));
     SelectionReport {
         events,
         included,
