@@ -57,6 +57,8 @@ pub use diagnostics::{
 pub use error::{CupelError, TokenSign};
 pub use item::{ContextItem, ContextItemBuilder};
 pub use kind::{ContextKind, ContextSource};
-pub use stage::{OverflowStrategy, Placer, ScoredItem, Scorer, SliceOutcome, Slicer, SlicerKind};
+pub use stage::{
+    OverflowStrategy, Placer, ScoredItem, Scorer, SliceOutcome, Slicer, SlicerKind, score_cmp_desc,
+};
 pub use time::{FixedTimeProvider, SystemTimeProvider, TimeProvider};
 pub use tokens::{TokenCounter, check_token_totals};
