@@ -1,0 +1,251 @@
+//! [`Pipeline`]: a policy bound to a budget, and its run methods.
+
+use std::fmt;
+use std::sync::Arc;
+
+use cupel_core::{
+    ContextBudget, ContextItem, CupelError, DiagnosticTraceCollector, NullTraceCollector,
+    OverflowEvent, OverflowStrategy, Placer, Scorer, SelectionReport, Slicer, TraceCollector,
+    TraceDetailLevel,
+};
+
+use crate::policy::{Policy, PolicyBuilder};
+use crate::run::execute;
+
+/// Callback receiving the [`OverflowEvent`] of a run that overflowed under
+/// [`OverflowStrategy::Proceed`].
+pub type OverflowObserver = Arc<dyn Fn(&OverflowEvent) + Send + Sync>;
+
+/// A [`Policy`] bound to a [`ContextBudget`]: the object you run.
+///
+/// `Pipeline` is immutable, cheap to clone and `Send + Sync`; one instance can
+/// serve concurrent runs from many threads.
+///
+/// | method | returns | builds a report |
+/// | --- | --- | --- |
+/// | [`run`](Self::run) | the window | no (the hot path) |
+/// | [`run_traced`](Self::run_traced) | the window | whatever the collector records |
+/// | [`dry_run`](Self::dry_run) | a [`SelectionReport`] | yes |
+/// | [`dry_run_with_budget`](Self::dry_run_with_budget) | a report under another budget | yes |
+/// | [`dry_run_with_policy`](Self::dry_run_with_policy) | a report under another policy and budget | yes |
+///
+/// The returned window holds clones of the input items; since
+/// [`ContextItem`] is reference-counted, a clone costs one atomic increment.
+#[derive(Clone)]
+pub struct Pipeline {
+    policy: Policy,
+    budget: ContextBudget,
+    overflow_observer: Option<OverflowObserver>,
+}
+
+impl fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("policy", &self.policy)
+            .field("budget", &self.budget)
+            .field("overflow_observer", &self.overflow_observer.is_some())
+            .finish()
+    }
+}
+
+impl Pipeline {
+    /// A pipeline running `policy` under `budget`.
+    pub fn new(policy: Policy, budget: ContextBudget) -> Self {
+        Self {
+            policy,
+            budget,
+            overflow_observer: None,
+        }
+    }
+
+    /// Starts a [`PipelineBuilder`].
+    pub fn builder() -> PipelineBuilder {
+        PipelineBuilder::default()
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The budget.
+    pub fn budget(&self) -> &ContextBudget {
+        &self.budget
+    }
+
+    /// Selects and orders the window for `items`.
+    ///
+    /// # Errors
+    /// * [`CupelError::PinnedBudgetExceeded`] — pinned items need more than
+    ///   `max_tokens - output_reserve`;
+    /// * [`CupelError::BudgetOverflow`] — the selection exceeds the target
+    ///   under [`OverflowStrategy::Throw`];
+    /// * [`CupelError::TokenOverflow`] — the items' token counts cannot be summed in `i64`;
+    /// * errors from the slicer (e.g. `TableTooLarge`, `CountRequirementNotMet`);
+    /// * [`CupelError::PipelineConfig`] — a custom component broke its contract.
+    pub fn run(&self, items: &[ContextItem]) -> Result<Vec<ContextItem>, CupelError> {
+        execute(
+            &self.policy,
+            &self.budget,
+            items,
+            &mut NullTraceCollector,
+            self.overflow_observer.as_ref(),
+        )
+    }
+
+    /// Like [`run`](Self::run), reporting every stage and decision to `collector`.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    pub fn run_traced<C: TraceCollector + ?Sized>(
+        &self,
+        items: &[ContextItem],
+        collector: &mut C,
+    ) -> Result<Vec<ContextItem>, CupelError> {
+        execute(
+            &self.policy,
+            &self.budget,
+            items,
+            collector,
+            self.overflow_observer.as_ref(),
+        )
+    }
+
+    /// Runs without side effects and explains every decision.
+    ///
+    /// Deterministic: the same items give the same report, byte for byte once
+    /// serialised (durations in `events` aside).
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    pub fn dry_run(&self, items: &[ContextItem]) -> Result<SelectionReport, CupelError> {
+        report(&self.policy, &self.budget, items)
+    }
+
+    /// [`dry_run`](Self::dry_run) under another budget.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    pub fn dry_run_with_budget(
+        &self,
+        items: &[ContextItem],
+        budget: &ContextBudget,
+    ) -> Result<SelectionReport, CupelError> {
+        report(&self.policy, budget, items)
+    }
+
+    /// [`dry_run`](Self::dry_run) under another policy and budget, without
+    /// building a new pipeline.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    pub fn dry_run_with_policy(
+        &self,
+        items: &[ContextItem],
+        budget: &ContextBudget,
+        policy: &Policy,
+    ) -> Result<SelectionReport, CupelError> {
+        report(policy, budget, items)
+    }
+}
+
+fn report(
+    policy: &Policy,
+    budget: &ContextBudget,
+    items: &[ContextItem],
+) -> Result<SelectionReport, CupelError> {
+    let mut collector = DiagnosticTraceCollector::new(TraceDetailLevel::Stage);
+    execute(policy, budget, items, &mut collector, None)?;
+    Ok(collector.into_report())
+}
+
+/// Builder for [`Pipeline`]: a budget plus either a whole [`Policy`] or its parts.
+#[derive(Clone, Default)]
+pub struct PipelineBuilder {
+    policy: PolicyBuilder,
+    budget: Option<ContextBudget>,
+    overflow_observer: Option<OverflowObserver>,
+}
+
+impl fmt::Debug for PipelineBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PipelineBuilder")
+            .field("policy", &self.policy)
+            .field("budget", &self.budget)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PipelineBuilder {
+    /// Uses every component and setting of `policy`.
+    pub fn policy(mut self, policy: &Policy) -> Self {
+        self.policy = PolicyBuilder::new()
+            .scorer_arc(Arc::clone(&policy.scorer))
+            .slicer_arc(Arc::clone(&policy.slicer))
+            .placer_arc(Arc::clone(&policy.placer))
+            .overflow_strategy(policy.overflow_strategy)
+            .deduplication(policy.deduplication);
+        self
+    }
+
+    /// Sets the budget (required).
+    pub fn budget(mut self, budget: ContextBudget) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// Sets the scorer.
+    pub fn scorer(mut self, scorer: impl Scorer + 'static) -> Self {
+        self.policy = self.policy.scorer(scorer);
+        self
+    }
+
+    /// Sets the slicer.
+    pub fn slicer(mut self, slicer: impl Slicer + 'static) -> Self {
+        self.policy = self.policy.slicer(slicer);
+        self
+    }
+
+    /// Sets the placer.
+    pub fn placer(mut self, placer: impl Placer + 'static) -> Self {
+        self.policy = self.policy.placer(placer);
+        self
+    }
+
+    /// Sets the overflow strategy (default [`OverflowStrategy::Throw`]).
+    pub fn overflow_strategy(mut self, strategy: OverflowStrategy) -> Self {
+        self.policy = self.policy.overflow_strategy(strategy);
+        self
+    }
+
+    /// Enables or disables deduplication (default enabled).
+    pub fn deduplication(mut self, enabled: bool) -> Self {
+        self.policy = self.policy.deduplication(enabled);
+        self
+    }
+
+    /// Calls `observer` with the [`OverflowEvent`] whenever a run overflows
+    /// under [`OverflowStrategy::Proceed`].
+    pub fn on_overflow(
+        mut self,
+        observer: impl Fn(&OverflowEvent) + Send + Sync + 'static,
+    ) -> Self {
+        self.overflow_observer = Some(Arc::new(observer));
+        self
+    }
+
+    /// Builds the pipeline.
+    ///
+    /// # Errors
+    /// [`CupelError::PipelineConfig`] naming what is missing.
+    pub fn build(self) -> Result<Pipeline, CupelError> {
+        let budget = self.budget.ok_or_else(|| {
+            CupelError::PipelineConfig("pipeline has no budget: call `.budget(...)`".into())
+        })?;
+        Ok(Pipeline {
+            policy: self.policy.build()?,
+            budget,
+            overflow_observer: self.overflow_observer,
+        })
+    }
+}

@@ -1,0 +1,159 @@
+//! [`Policy`]: the scorer, slicer, placer and overflow rules of a selection.
+
+use std::fmt;
+use std::sync::Arc;
+
+use cupel_core::{CupelError, OverflowStrategy, Placer, Scorer, Slicer};
+
+/// Everything about *how* to select, but not *how much*: a scorer, a slicer, a
+/// placer, an [`OverflowStrategy`] and whether to deduplicate.
+///
+/// Cheap to clone (components are shared behind `Arc`), `Send + Sync`, and
+/// reusable across budgets — pair it with a budget in a
+/// [`Pipeline`](crate::Pipeline), or pass it to
+/// [`Pipeline::dry_run_with_policy`](crate::Pipeline::dry_run_with_policy).
+#[derive(Clone)]
+pub struct Policy {
+    pub(crate) scorer: Arc<dyn Scorer>,
+    pub(crate) slicer: Arc<dyn Slicer>,
+    pub(crate) placer: Arc<dyn Placer>,
+    pub(crate) overflow_strategy: OverflowStrategy,
+    pub(crate) deduplication: bool,
+}
+
+impl fmt::Debug for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Policy")
+            .field("slicer_kind", &self.slicer.slicer_kind())
+            .field("overflow_strategy", &self.overflow_strategy)
+            .field("deduplication", &self.deduplication)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Policy {
+    /// Starts a [`PolicyBuilder`].
+    pub fn builder() -> PolicyBuilder {
+        PolicyBuilder::new()
+    }
+
+    /// The scorer.
+    pub fn scorer(&self) -> &Arc<dyn Scorer> {
+        &self.scorer
+    }
+
+    /// The slicer.
+    pub fn slicer(&self) -> &Arc<dyn Slicer> {
+        &self.slicer
+    }
+
+    /// The placer.
+    pub fn placer(&self) -> &Arc<dyn Placer> {
+        &self.placer
+    }
+
+    /// What happens when the selection overflows the target.
+    pub fn overflow_strategy(&self) -> OverflowStrategy {
+        self.overflow_strategy
+    }
+
+    /// Whether byte-identical contents are deduplicated.
+    pub fn deduplication(&self) -> bool {
+        self.deduplication
+    }
+}
+
+/// Builder for [`Policy`]. Scorer, slicer and placer are required;
+/// overflow defaults to [`OverflowStrategy::Throw`] and deduplication to on.
+#[derive(Clone, Default)]
+pub struct PolicyBuilder {
+    scorer: Option<Arc<dyn Scorer>>,
+    slicer: Option<Arc<dyn Slicer>>,
+    placer: Option<Arc<dyn Placer>>,
+    overflow_strategy: OverflowStrategy,
+    deduplication: Option<bool>,
+}
+
+impl fmt::Debug for PolicyBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PolicyBuilder")
+            .field("scorer", &self.scorer.is_some())
+            .field("slicer", &self.slicer.is_some())
+            .field("placer", &self.placer.is_some())
+            .field("overflow_strategy", &self.overflow_strategy)
+            .field("deduplication", &self.deduplication)
+            .finish()
+    }
+}
+
+impl PolicyBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the scorer (any `Scorer`, including an `Arc<dyn Scorer>` you share elsewhere).
+    pub fn scorer(mut self, scorer: impl Scorer + 'static) -> Self {
+        self.scorer = Some(Arc::new(scorer));
+        self
+    }
+
+    /// Sets a shared scorer without re-wrapping it.
+    pub fn scorer_arc(mut self, scorer: Arc<dyn Scorer>) -> Self {
+        self.scorer = Some(scorer);
+        self
+    }
+
+    /// Sets the slicer.
+    pub fn slicer(mut self, slicer: impl Slicer + 'static) -> Self {
+        self.slicer = Some(Arc::new(slicer));
+        self
+    }
+
+    /// Sets a shared slicer without re-wrapping it.
+    pub fn slicer_arc(mut self, slicer: Arc<dyn Slicer>) -> Self {
+        self.slicer = Some(slicer);
+        self
+    }
+
+    /// Sets the placer.
+    pub fn placer(mut self, placer: impl Placer + 'static) -> Self {
+        self.placer = Some(Arc::new(placer));
+        self
+    }
+
+    /// Sets a shared placer without re-wrapping it.
+    pub fn placer_arc(mut self, placer: Arc<dyn Placer>) -> Self {
+        self.placer = Some(placer);
+        self
+    }
+
+    /// Sets the overflow strategy (default `Throw`).
+    pub fn overflow_strategy(mut self, strategy: OverflowStrategy) -> Self {
+        self.overflow_strategy = strategy;
+        self
+    }
+
+    /// Enables or disables deduplication (default enabled).
+    pub fn deduplication(mut self, enabled: bool) -> Self {
+        self.deduplication = Some(enabled);
+        self
+    }
+
+    /// Builds the policy.
+    ///
+    /// # Errors
+    /// [`CupelError::PipelineConfig`] naming the missing component.
+    pub fn build(self) -> Result<Policy, CupelError> {
+        let missing = |what: &str, call: &str| {
+            CupelError::PipelineConfig(format!("policy has no {what}: call `.{call}(...)`"))
+        };
+        Ok(Policy {
+            scorer: self.scorer.ok_or_else(|| missing("scorer", "scorer"))?,
+            slicer: self.slicer.ok_or_else(|| missing("slicer", "slicer"))?,
+            placer: self.placer.ok_or_else(|| missing("placer", "placer"))?,
+            overflow_strategy: self.overflow_strategy,
+            deduplication: self.deduplication.unwrap_or(true),
+        })
+    }
+}

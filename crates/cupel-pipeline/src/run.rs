@@ -1,0 +1,502 @@
+//! The six stages of one run. Stages pass indices and scores; items are cloned
+//! (an `Arc` bump each) only for the returned window and for diagnostics.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::time::{Instant, SystemTime};
+
+use cupel_core::{
+    ContextBudget, ContextItem, CupelError, ExclusionReason, ExclusionRecord, InclusionReason,
+    InclusionRecord, OverflowEvent, OverflowStrategy, PipelineStage, ScoredItem, SliceBudget,
+    StageTrace, TraceCollector, check_token_totals, score_cmp_desc,
+};
+
+use crate::Policy;
+use crate::pipeline::OverflowObserver;
+
+/// Wall-clock and monotonic start of a stage; only taken when tracing.
+struct Timer {
+    started_at: SystemTime,
+    started: Instant,
+}
+
+impl Timer {
+    fn start(traced: bool) -> Option<Timer> {
+        traced.then(|| Timer {
+            started_at: SystemTime::now(),
+            started: Instant::now(),
+        })
+    }
+}
+
+fn finish<C: TraceCollector + ?Sized>(
+    collector: &mut C,
+    timer: Option<Timer>,
+    stage: PipelineStage,
+    item_count_in: usize,
+    item_count_out: usize,
+) {
+    if let Some(t) = timer {
+        collector.on_stage_completed(&StageTrace {
+            stage,
+            started_at: t.started_at,
+            duration: t.started.elapsed(),
+            item_count_in,
+            item_count_out,
+        });
+    }
+}
+
+/// Runs the pipeline, bracketing it with the collector's run hooks.
+pub(crate) fn execute<C: TraceCollector + ?Sized>(
+    policy: &Policy,
+    budget: &ContextBudget,
+    items: &[ContextItem],
+    collector: &mut C,
+    observer: Option<&OverflowObserver>,
+) -> Result<Vec<ContextItem>, CupelError> {
+    let traced = collector.is_enabled();
+    if traced {
+        collector.on_run_started(items, budget);
+    }
+    let result = stages(policy, budget, items, collector, traced, observer);
+    if traced {
+        match &result {
+            Ok(_) => collector.on_run_completed(),
+            Err(e) => collector.on_run_failed(e),
+        }
+    }
+    result
+}
+
+#[allow(clippy::too_many_lines)]
+fn stages<C: TraceCollector + ?Sized>(
+    policy: &Policy,
+    budget: &ContextBudget,
+    items: &[ContextItem],
+    collector: &mut C,
+    traced: bool,
+    observer: Option<&OverflowObserver>,
+) -> Result<Vec<ContextItem>, CupelError> {
+    // After this check every sum of non-negative token counts fits in i64.
+    check_token_totals(items)?;
+
+    // ----- 1. Classify ---------------------------------------------------------
+    let timer = Timer::start(traced);
+    let mut pinned: Vec<usize> = Vec::new();
+    let mut scoreable: Vec<usize> = Vec::with_capacity(items.len());
+    let mut pinned_tokens: i64 = 0;
+    for (i, item) in items.iter().enumerate() {
+        let tokens = item.tokens();
+        if tokens < 0 {
+            if traced {
+                collector.on_item_excluded(ExclusionRecord {
+                    stage: PipelineStage::Classify,
+                    index: i,
+                    item,
+                    score: 0.0,
+                    reason: ExclusionReason::NegativeTokens { tokens },
+                });
+            }
+        } else if item.pinned() {
+            pinned.push(i);
+            pinned_tokens += tokens;
+        } else {
+            scoreable.push(i);
+        }
+    }
+    let available_for_pinned = budget.available_for_pinned();
+    if pinned_tokens > available_for_pinned {
+        return Err(CupelError::PinnedBudgetExceeded {
+            pinned_tokens,
+            available_tokens: available_for_pinned,
+        });
+    }
+    finish(
+        collector,
+        timer,
+        PipelineStage::Classify,
+        items.len(),
+        pinned.len() + scoreable.len(),
+    );
+
+    // ----- 2. Score --------------------------------------------------------------
+    let timer = Timer::start(traced);
+    let refs: Vec<&ContextItem> = scoreable.iter().map(|&i| &items[i]).collect();
+    let scores: Vec<f64> = if refs.is_empty() {
+        Vec::new()
+    } else {
+        policy.scorer.score_all(&refs)
+    };
+    if scores.len() != refs.len() {
+        return Err(CupelError::PipelineConfig(format!(
+            "scorer returned {} scores for {} items",
+            scores.len(),
+            refs.len()
+        )));
+    }
+    finish(
+        collector,
+        timer,
+        PipelineStage::Score,
+        refs.len(),
+        refs.len(),
+    );
+
+    // ----- 3. Deduplicate ----------------------------------------------------------
+    // Positions below are indices into `scoreable` / `scores`.
+    let timer = Timer::start(traced);
+    let deduped: Vec<usize> = if policy.deduplication && !refs.is_empty() {
+        let mut survivor = vec![true; refs.len()];
+        let mut best: HashMap<&str, usize> = HashMap::with_capacity(refs.len());
+        for (p, item) in refs.iter().enumerate() {
+            match best.entry(item.content()) {
+                Entry::Vacant(v) => {
+                    v.insert(p);
+                }
+                Entry::Occupied(mut o) => {
+                    let existing = *o.get();
+                    // Strictly better replaces; equal keeps the earlier position.
+                    if score_cmp_desc(scores[p], scores[existing]).is_lt() {
+                        survivor[existing] = false;
+                        o.insert(p);
+                    } else {
+                        survivor[p] = false;
+                    }
+                }
+            }
+        }
+        if traced {
+            for (p, &alive) in survivor.iter().enumerate() {
+                if !alive {
+                    let item = refs[p];
+                    collector.on_item_excluded(ExclusionRecord {
+                        stage: PipelineStage::Deduplicate,
+                        index: scoreable[p],
+                        item,
+                        score: scores[p],
+                        // Byte-identical by definition: the survivor's content is this content.
+                        reason: ExclusionReason::Deduplicated {
+                            deduplicated_against: item.content().to_owned(),
+                        },
+                    });
+                }
+            }
+        }
+        (0..refs.len()).filter(|&p| survivor[p]).collect()
+    } else {
+        (0..refs.len()).collect()
+    };
+    finish(
+        collector,
+        timer,
+        PipelineStage::Deduplicate,
+        refs.len(),
+        deduped.len(),
+    );
+
+    // ----- 4. Sort (no event) --------------------------------------------------------
+    let mut sorted = deduped;
+    // Stable, so equal scores keep deduplication order.
+    sorted.sort_by(|&a, &b| score_cmp_desc(scores[a], scores[b]));
+    let sorted_scored: Vec<ScoredItem<'_>> = sorted
+        .iter()
+        .map(|&p| ScoredItem::new(refs[p], scores[p]))
+        .collect();
+
+    // ----- 5. Slice ----------------------------------------------------------------------
+    let timer = Timer::start(traced);
+    let effective = budget.effective(pinned_tokens);
+    let outcome = policy.slicer.slice(&sorted_scored, effective)?;
+    let n_sorted = sorted_scored.len();
+    let mut selected = vec![false; n_sorted];
+    for &s in &outcome.selected {
+        match selected.get_mut(s) {
+            Some(flag) if !*flag => *flag = true,
+            Some(_) => {
+                return Err(CupelError::PipelineConfig(format!(
+                    "slicer selected index {s} more than once"
+                )));
+            }
+            None => {
+                return Err(CupelError::PipelineConfig(format!(
+                    "slicer selected index {s}, but only {n_sorted} items were given"
+                )));
+            }
+        }
+    }
+    // Sliced items in Sort-stage order (score descending), see clarification D-4.
+    let sliced: Vec<usize> = (0..n_sorted).filter(|&s| selected[s]).collect();
+    let sliced_tokens: i64 = sliced.iter().map(|&s| sorted_scored[s].item.tokens()).sum();
+    if traced {
+        if !outcome.shortfalls.is_empty() {
+            collector.on_shortfalls(&outcome.shortfalls);
+        }
+        report_slice_exclusions(
+            collector,
+            budget,
+            items,
+            &pinned,
+            &scoreable,
+            &sorted,
+            &sorted_scored,
+            &selected,
+            &outcome.cap_exclusions,
+            effective,
+            sliced_tokens,
+        )?;
+    }
+    finish(
+        collector,
+        timer,
+        PipelineStage::Slice,
+        n_sorted,
+        sliced.len(),
+    );
+
+    // ----- 6. Place ----------------------------------------------------------------------
+    let timer = Timer::start(traced);
+    // (input index, score); pinned first with score 1.0, then sliced in score order.
+    let mut merged: Vec<(usize, f64)> = Vec::with_capacity(pinned.len() + sliced.len());
+    merged.extend(pinned.iter().map(|&i| (i, 1.0)));
+    merged.extend(
+        sliced
+            .iter()
+            .map(|&s| (scoreable[sorted[s]], sorted_scored[s].score)),
+    );
+    let merged_in = merged.len();
+    let merged_tokens: i64 = merged.iter().map(|&(i, _)| items[i].tokens()).sum();
+    let target = budget.target_tokens();
+    if merged_tokens > target {
+        match policy.overflow_strategy {
+            OverflowStrategy::Throw => {
+                return Err(CupelError::BudgetOverflow {
+                    selected_tokens: merged_tokens,
+                    target_tokens: target,
+                });
+            }
+            OverflowStrategy::Truncate => {
+                merged = truncate(collector, traced, items, &pinned, merged, target);
+            }
+            OverflowStrategy::Proceed => {
+                let event = OverflowEvent {
+                    tokens_over_budget: merged_tokens - target,
+                    overflowing_items: merged.iter().map(|&(i, _)| items[i].clone()).collect(),
+                    budget: budget.clone(),
+                };
+                collector.on_overflow(&event);
+                if let Some(obs) = observer {
+                    obs(&event);
+                }
+            }
+        }
+    }
+
+    let merged_scored: Vec<ScoredItem<'_>> = merged
+        .iter()
+        .map(|&(i, s)| ScoredItem::new(&items[i], s))
+        .collect();
+    let order = policy.placer.place(&merged_scored);
+    check_permutation(&order, merged.len())?;
+    if traced {
+        for &m in &order {
+            let (index, score) = merged[m];
+            let item = &items[index];
+            let reason = if item.pinned() {
+                InclusionReason::Pinned
+            } else if item.tokens() == 0 {
+                InclusionReason::ZeroToken
+            } else {
+                InclusionReason::Scored
+            };
+            collector.on_item_included(InclusionRecord {
+                index,
+                item,
+                score,
+                reason,
+            });
+        }
+    }
+    let window: Vec<ContextItem> = order.iter().map(|&m| items[merged[m].0].clone()).collect();
+    finish(
+        collector,
+        timer,
+        PipelineStage::Place,
+        merged_in,
+        window.len(),
+    );
+    Ok(window)
+}
+
+/// Reports every sorted item the slicer left out (see clarifications D-8..D-10).
+#[allow(clippy::too_many_arguments)]
+fn report_slice_exclusions<C: TraceCollector + ?Sized>(
+    collector: &mut C,
+    budget: &ContextBudget,
+    items: &[ContextItem],
+    pinned: &[usize],
+    scoreable: &[usize],
+    sorted: &[usize],
+    sorted_scored: &[ScoredItem<'_>],
+    selected: &[bool],
+    cap_exclusions: &[cupel_core::CapExclusion],
+    effective: SliceBudget,
+    sliced_tokens: i64,
+) -> Result<(), CupelError> {
+    let n = sorted_scored.len();
+    let mut capped: Vec<Option<&cupel_core::CapExclusion>> = vec![None; n];
+    for cap in cap_exclusions {
+        match capped.get_mut(cap.index) {
+            Some(slot) if !selected[cap.index] => *slot = Some(cap),
+            _ => {
+                return Err(CupelError::PipelineConfig(format!(
+                    "slicer reported a cap exclusion for index {} which is selected or out of range ({n} items)",
+                    cap.index
+                )));
+            }
+        }
+    }
+    let room = effective.target_tokens.saturating_sub(sliced_tokens);
+    let available = room.max(0);
+    // Room the slicer would have had with no pinned tokens, and after each pinned prefix.
+    let room_without_pinned = budget
+        .effective(0)
+        .target_tokens
+        .saturating_sub(sliced_tokens);
+    let mut rooms_by_prefix: Vec<i64> = Vec::new();
+    if !pinned.is_empty() {
+        let mut cumulative: i64 = 0;
+        for &i in pinned {
+            cumulative += items[i].tokens();
+            rooms_by_prefix.push(
+                budget
+                    .effective(cumulative)
+                    .target_tokens
+                    .saturating_sub(sliced_tokens),
+            );
+        }
+    }
+    for s in 0..n {
+        if selected[s] {
+            continue;
+        }
+        let scored = sorted_scored[s];
+        let tokens = scored.item.tokens();
+        let reason = if let Some(cap) = capped[s] {
+            ExclusionReason::CountCapExceeded {
+                kind: cap.kind.to_string(),
+                cap: i64::try_from(cap.cap).unwrap_or(i64::MAX),
+                count: i64::try_from(cap.count).unwrap_or(i64::MAX),
+            }
+        } else if tokens > room && tokens <= room_without_pinned && !pinned.is_empty() {
+            // Rooms shrink as pinned tokens accumulate; find the first prefix that no longer fits.
+            let k = rooms_by_prefix.partition_point(|&r| tokens <= r);
+            let culprit = pinned
+                .get(k)
+                .or(pinned.last())
+                .map_or("", |&i| items[i].content());
+            ExclusionReason::PinnedOverride {
+                displaced_by: culprit.to_owned(),
+            }
+        } else {
+            ExclusionReason::BudgetExceeded {
+                item_tokens: tokens,
+                available_tokens: available,
+            }
+        };
+        collector.on_item_excluded(ExclusionRecord {
+            stage: PipelineStage::Slice,
+            index: scoreable[sorted[s]],
+            item: scored.item,
+            score: scored.score,
+            reason,
+        });
+    }
+    Ok(())
+}
+
+/// The Truncate strategy: keep pinned items, keep others from the front while they fit.
+fn truncate<C: TraceCollector + ?Sized>(
+    collector: &mut C,
+    traced: bool,
+    items: &[ContextItem],
+    pinned: &[usize],
+    merged: Vec<(usize, f64)>,
+    target: i64,
+) -> Vec<(usize, f64)> {
+    let mut kept = Vec::with_capacity(merged.len());
+    let mut removed: Vec<((usize, f64), i64)> = Vec::new();
+    let mut current: i64 = 0;
+    let mut kept_unpinned: i64 = 0;
+    for entry in merged {
+        let tokens = items[entry.0].tokens();
+        if items[entry.0].pinned() {
+            current += tokens;
+            kept.push(entry);
+        } else if current + tokens <= target {
+            current += tokens;
+            kept_unpinned += tokens;
+            kept.push(entry);
+        } else {
+            removed.push((entry, kept_unpinned));
+        }
+    }
+    if traced && !removed.is_empty() {
+        let available = target.saturating_sub(current).max(0);
+        let mut cumulative_pinned: Vec<i64> = Vec::with_capacity(pinned.len());
+        let mut c: i64 = 0;
+        for &i in pinned {
+            c += items[i].tokens();
+            cumulative_pinned.push(c);
+        }
+        for ((index, score), kept_before) in removed {
+            let item = &items[index];
+            let tokens = item.tokens();
+            let reason = if !pinned.is_empty() && kept_before + tokens <= target {
+                // First pinned prefix whose tokens push this item over the target.
+                let k = cumulative_pinned.partition_point(|&p| kept_before + p + tokens <= target);
+                let culprit = pinned
+                    .get(k)
+                    .or(pinned.last())
+                    .map_or("", |&i| items[i].content());
+                ExclusionReason::PinnedOverride {
+                    displaced_by: culprit.to_owned(),
+                }
+            } else {
+                ExclusionReason::BudgetExceeded {
+                    item_tokens: tokens,
+                    available_tokens: available,
+                }
+            };
+            collector.on_item_excluded(ExclusionRecord {
+                stage: PipelineStage::Place,
+                index,
+                item,
+                score,
+                reason,
+            });
+        }
+    }
+    kept
+}
+
+fn check_permutation(order: &[usize], n: usize) -> Result<(), CupelError> {
+    if order.len() != n {
+        return Err(CupelError::PipelineConfig(format!(
+            "placer returned {} positions for {n} items",
+            order.len()
+        )));
+    }
+    let mut seen = vec![false; n];
+    for &i in order {
+        match seen.get_mut(i) {
+            Some(flag) if !*flag => *flag = true,
+            _ => {
+                return Err(CupelError::PipelineConfig(format!(
+                    "placer output is not a permutation of 0..{n} (index {i} repeated or out of range)"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
