@@ -340,7 +340,10 @@ mod serde_impl {
         tags: &'a [String],
         #[serde(skip_serializing_if = "BTreeMap::is_empty")]
         metadata: &'a BTreeMap<String, String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[serde(
+            skip_serializing_if = "Option::is_none",
+            with = "crate::timestamp::serde_timestamp::option"
+        )]
         timestamp: Option<DateTime<Utc>>,
         #[serde(skip_serializing_if = "Option::is_none")]
         future_relevance_hint: Option<f64>,
@@ -386,7 +389,7 @@ mod serde_impl {
         tags: Vec<String>,
         #[serde(default)]
         metadata: BTreeMap<String, String>,
-        #[serde(default)]
+        #[serde(default, with = "crate::timestamp::serde_timestamp::option")]
         timestamp: Option<DateTime<Utc>>,
         #[serde(default, alias = "futureRelevanceHint")]
         future_relevance_hint: Option<f64>,

@@ -45,6 +45,7 @@ mod item;
 mod kind;
 mod stage;
 mod time;
+mod timestamp;
 mod tokens;
 
 pub use budget::{ContextBudget, ContextBudgetBuilder, SliceBudget};
@@ -61,4 +62,7 @@ pub use stage::{
     OverflowStrategy, Placer, ScoredItem, Scorer, SliceOutcome, Slicer, SlicerKind, score_cmp_desc,
 };
 pub use time::{FixedTimeProvider, SystemTimeProvider, TimeProvider};
+pub use timestamp::parse_timestamp;
+#[cfg(feature = "serde")]
+pub use timestamp::serde_timestamp;
 pub use tokens::{TokenCounter, check_token_totals};

@@ -224,3 +224,34 @@ fn overflow_event_round_trips() {
     let json = serde_json::to_string(&ev).unwrap();
     assert_eq!(serde_json::from_str::<OverflowEvent>(&json).unwrap(), ev);
 }
+
+#[test]
+fn items_read_native_toml_datetimes_including_toml_1_1_forms() {
+    #[derive(serde::Deserialize)]
+    struct Doc {
+        items: Vec<ContextItem>,
+    }
+    let doc: Doc = toml::from_str(
+        r#"
+        [[items]]
+        content = "a"
+        tokens = 1
+        timestamp = 2024-01-01T00:00Z
+
+        [[items]]
+        content = "b"
+        tokens = 2
+        timestamp = "2024-01-01T02:00:00+02:00"
+        futureRelevanceHint = 0.5
+        "#,
+    )
+    .unwrap();
+    assert_eq!(doc.items[0].timestamp(), doc.items[1].timestamp());
+    assert_eq!(doc.items[0].timestamp(), Some(ts("2024-01-01T00:00:00Z")));
+    let err = toml::from_str::<Doc>(
+        "[[items]]\ncontent = \"c\"\ntokens = 1\ntimestamp = 2024-01-01T00:00:00\n",
+    )
+    .err()
+    .unwrap();
+    assert!(err.to_string().contains("offset is required"), "{err}");
+}
