@@ -26,6 +26,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     test.args(["test", "--workspace", "--all-features"]);
     run_step("cargo test --workspace --all-features", test)?;
 
+    eprintln!("==> cargo xtask spec");
+    crate::spec::run(&[])?;
+
     eprintln!("==> ci: all checks passed");
     Ok(())
 }

@@ -2,11 +2,15 @@
 //!
 //! * `ci` — exactly what `.ci/run` runs: format check, clippy with warnings
 //!   denied, every test (doctests included), then the later checks as they exist.
+//! * `spec` — checks the links and anchors of `spec/*.md` and renders it to
+//!   `target/spec/` as HTML.
 
 use std::env;
 use std::process::{Command, ExitCode};
 
+mod bench;
 mod ci;
+mod spec;
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
@@ -19,6 +23,8 @@ fn main() -> ExitCode {
     };
     let result = match cmd {
         "ci" => ci::run(rest),
+        "bench" => bench::run(rest),
+        "spec" => spec::run(rest),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
             Ok(())
@@ -37,7 +43,10 @@ fn main() -> ExitCode {
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci            fmt check, clippy -D warnings, all tests (incl. doctests), conformance, spec build";
+  ci            fmt check, clippy -D warnings, all tests (incl. doctests), conformance, spec build
+  bench [--quick] [BENCH...]
+                run criterion benchmarks (default: pipeline) and print NAME median_ms floor_ms ratio
+  spec          check spec/*.md links and anchors, render it to target/spec/ (HTML)";
 
 /// The cargo that invoked us (`$CARGO`), falling back to `cargo` on PATH.
 pub(crate) fn cargo() -> Command {
@@ -55,4 +64,13 @@ pub(crate) fn run_step(name: &str, mut cmd: Command) -> Result<(), String> {
     } else {
         Err(format!("{name} failed ({status})"))
     }
+}
+
+/// The workspace root (the parent of this crate's directory).
+pub(crate) fn workspace_root() -> std::path::PathBuf {
+    let manifest = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or(manifest)
 }

@@ -1,0 +1,486 @@
+//! The thirteen patterns: what each one checks and the message it fails with.
+//!
+//! Both chains delegate here, so the panicking and the `Result` forms can never
+//! disagree. Every function returns `Ok(())` on success and leaves the report
+//! untouched.
+
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
+use std::fmt::{Display, Write as _};
+
+use cupel_core::{
+    ContextBudget, ContextItem, ContextKind, ExclusionReason, IncludedItem, SelectionReport,
+    score_cmp_desc,
+};
+
+use crate::{Assertion, SelectionReportAssertionError};
+
+type Outcome = Result<(), SelectionReportAssertionError>;
+
+/// Number of included items shown in the diagnostic appendix of
+/// `IncludeItemMatching`.
+pub(crate) const INCLUDE_MATCHING_SHOWN: usize = 5;
+
+fn fail(assertion: Assertion, message: String) -> Outcome {
+    Err(SelectionReportAssertionError::new(assertion, message))
+}
+
+/// Joins displayable values with `", "`.
+fn join<T: Display>(values: impl IntoIterator<Item = T>) -> String {
+    let mut out = String::new();
+    for (i, v) in values.into_iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        let _ = write!(out, "{v}");
+    }
+    out
+}
+
+/// Distinct kinds in order of first appearance. Kinds compare case-insensitively
+/// (as [`ContextKind`] does); the first spelling seen is the one shown.
+fn distinct_kinds<'r>(kinds: impl Iterator<Item = &'r ContextKind>) -> Vec<&'r ContextKind> {
+    let mut seen = BTreeSet::new();
+    kinds.filter(|k| seen.insert(*k)).collect()
+}
+
+/// Distinct reason names in order of first appearance.
+fn distinct_reason_names<'r>(reasons: impl Iterator<Item = &'r ExclusionReason>) -> Vec<&'r str> {
+    let mut seen = BTreeSet::new();
+    reasons
+        .map(ExclusionReason::name)
+        .filter(|n| seen.insert(*n))
+        .collect()
+}
+
+/// Sum of included tokens, exact (i128 cannot overflow on any `Vec` of i64).
+fn included_tokens(report: &SelectionReport) -> i128 {
+    report
+        .included
+        .iter()
+        .map(|i| i128::from(i.item.tokens()))
+        .sum()
+}
+
+/// `included_tokens / max_tokens`, or 0.0 when `max_tokens == 0` (D-13).
+pub(crate) fn utilization(included_tokens: i128, max_tokens: i64) -> f64 {
+    if max_tokens == 0 {
+        0.0
+    } else {
+        included_tokens as f64 / max_tokens as f64
+    }
+}
+
+/// The k-th edge position (0-based) in a list of `count` items:
+/// 0, count-1, 1, count-2, ... Requires `k < count`.
+pub(crate) fn edge_position(k: usize, count: usize) -> usize {
+    if k.is_multiple_of(2) {
+        k / 2
+    } else {
+        count - 1 - k / 2
+    }
+}
+
+pub(crate) fn include_item_with_kind(report: &SelectionReport, kind: &ContextKind) -> Outcome {
+    let included = &report.included;
+    if included.iter().any(|i| i.item.kind() == kind) {
+        return Ok(());
+    }
+    let kinds = distinct_kinds(included.iter().map(|i| i.item.kind()));
+    fail(
+        Assertion::IncludeItemWithKind,
+        format!(
+            "IncludeItemWithKind({kind}) failed: Included contained 0 items with Kind={kind}. \
+             Included had {count} items with kinds: [{kinds}].",
+            count = included.len(),
+            kinds = join(kinds),
+        ),
+    )
+}
+
+pub(crate) fn include_item_matching(
+    report: &SelectionReport,
+    mut predicate: impl FnMut(&IncludedItem) -> bool,
+) -> Outcome {
+    let included = &report.included;
+    if included.iter().any(&mut predicate) {
+        return Ok(());
+    }
+    let count = included.len();
+    let mut message = format!(
+        "IncludeItemMatching failed: no item in Included matched the predicate. \
+         Included had {count} items."
+    );
+    if count > 0 {
+        let shown = count.min(INCLUDE_MATCHING_SHOWN);
+        let items = included.iter().take(shown).map(|i| {
+            format!(
+                "(kind={}, score={}, reason={})",
+                i.item.kind(),
+                i.score,
+                i.reason.name()
+            )
+        });
+        let _ = write!(message, " Showing {shown} of {count}: [{}].", join(items));
+    }
+    fail(Assertion::IncludeItemMatching, message)
+}
+
+pub(crate) fn include_exactly_n_items_with_kind(
+    report: &SelectionReport,
+    kind: &ContextKind,
+    n: usize,
+) -> Outcome {
+    let included = &report.included;
+    let actual = included.iter().filter(|i| i.item.kind() == kind).count();
+    if actual == n {
+        return Ok(());
+    }
+    fail(
+        Assertion::IncludeExactlyNItemsWithKind,
+        format!(
+            "IncludeExactlyNItemsWithKind({kind}, {n}) failed: expected {n} items with \
+             Kind={kind} in Included, but found {actual}. Included had {count} items total.",
+            count = included.len(),
+        ),
+    )
+}
+
+pub(crate) fn exclude_item_with_reason(
+    report: &SelectionReport,
+    reason: &ExclusionReason,
+) -> Outcome {
+    let excluded = &report.excluded;
+    if excluded.iter().any(|e| e.reason.same_variant(reason)) {
+        return Ok(());
+    }
+    let names = distinct_reason_names(excluded.iter().map(|e| &e.reason));
+    fail(
+        Assertion::ExcludeItemWithReason,
+        format!(
+            "ExcludeItemWithReason({name}) failed: no excluded item had reason {name}. \
+             Excluded had {count} items with reasons: [{names}].",
+            name = reason.name(),
+            count = excluded.len(),
+            names = join(names),
+        ),
+    )
+}
+
+pub(crate) fn exclude_item_matching_with_reason(
+    report: &SelectionReport,
+    mut predicate: impl FnMut(&ContextItem) -> bool,
+    reason: &ExclusionReason,
+) -> Outcome {
+    // One pass; the predicate runs at most once per excluded item.
+    let mut matched = Vec::new();
+    for e in &report.excluded {
+        if predicate(&e.item) {
+            if e.reason.same_variant(reason) {
+                return Ok(());
+            }
+            matched.push(&e.reason);
+        }
+    }
+    let names = distinct_reason_names(matched.iter().copied());
+    fail(
+        Assertion::ExcludeItemMatchingWithReason,
+        format!(
+            "ExcludeItemMatchingWithReason(reason={name}) failed: predicate matched \
+             {matched_count} excluded item(s) but none had reason {name}. \
+             Matched items had reasons: [{names}].",
+            name = reason.name(),
+            matched_count = matched.len(),
+            names = join(names),
+        ),
+    )
+}
+
+pub(crate) fn exclude_item_with_budget_details(
+    report: &SelectionReport,
+    mut predicate: impl FnMut(&ContextItem) -> bool,
+    expected_item_tokens: i64,
+    expected_available_tokens: i64,
+) -> Outcome {
+    let mut first_budget: Option<(i64, i64)> = None;
+    let mut matched_reasons = Vec::new();
+    for e in &report.excluded {
+        if !predicate(&e.item) {
+            continue;
+        }
+        matched_reasons.push(&e.reason);
+        if let ExclusionReason::BudgetExceeded {
+            item_tokens,
+            available_tokens,
+        } = e.reason
+        {
+            if item_tokens == expected_item_tokens && available_tokens == expected_available_tokens
+            {
+                return Ok(());
+            }
+            first_budget.get_or_insert((item_tokens, available_tokens));
+        }
+    }
+    let head = format!(
+        "ExcludeItemWithBudgetDetails failed: expected BudgetExceeded with \
+         item_tokens={expected_item_tokens}, available_tokens={expected_available_tokens}, "
+    );
+    let message = match first_budget {
+        Some((item_tokens, available_tokens)) => format!(
+            "{head}but found item_tokens={item_tokens}, available_tokens={available_tokens}."
+        ),
+        None => format!(
+            "{head}but no matching item had reason BudgetExceeded. \
+             Predicate matched {count} excluded item(s) with reasons: [{names}].",
+            count = matched_reasons.len(),
+            names = join(distinct_reason_names(matched_reasons.iter().copied())),
+        ),
+    };
+    fail(Assertion::ExcludeItemWithBudgetDetails, message)
+}
+
+pub(crate) fn have_no_exclusions_for_kind(report: &SelectionReport, kind: &ContextKind) -> Outcome {
+    let mut of_kind = report.excluded.iter().filter(|e| e.item.kind() == kind);
+    let Some(first) = of_kind.next() else {
+        return Ok(());
+    };
+    let count = 1 + of_kind.count();
+    fail(
+        Assertion::HaveNoExclusionsForKind,
+        format!(
+            "HaveNoExclusionsForKind({kind}) failed: found {count} excluded item(s) with \
+             Kind={kind}. First: score={score}, reason={reason}.",
+            score = first.score,
+            reason = first.reason.name(),
+        ),
+    )
+}
+
+pub(crate) fn have_at_least_n_exclusions(report: &SelectionReport, n: usize) -> Outcome {
+    let actual = report.excluded.len();
+    if actual >= n {
+        return Ok(());
+    }
+    fail(
+        Assertion::HaveAtLeastNExclusions,
+        format!(
+            "HaveAtLeastNExclusions({n}) failed: expected at least {n} excluded items, \
+             but Excluded had {actual}."
+        ),
+    )
+}
+
+pub(crate) fn excluded_items_are_sorted_by_score_descending(report: &SelectionReport) -> Outcome {
+    // `score_cmp_desc` is the report's own order: descending, -0.0 == 0.0, NaN last.
+    let violation = report
+        .excluded
+        .windows(2)
+        .enumerate()
+        .find_map(|(i, pair)| match pair {
+            [a, b] if score_cmp_desc(a.score, b.score) == Ordering::Greater => {
+                Some((i, a.score, b.score))
+            }
+            _ => None,
+        });
+    let Some((i, si, si1)) = violation else {
+        return Ok(());
+    };
+    fail(
+        Assertion::ExcludedItemsAreSortedByScoreDescending,
+        format!(
+            "ExcludedItemsAreSortedByScoreDescending failed: item at index {next} \
+             (score={si1}) is higher than item at index {i} (score={si}). \
+             Expected non-increasing scores.",
+            next = i + 1,
+        ),
+    )
+}
+
+pub(crate) fn have_budget_utilization_above(
+    report: &SelectionReport,
+    threshold: f64,
+    budget: &ContextBudget,
+) -> Outcome {
+    let tokens = included_tokens(report);
+    let max_tokens = budget.max_tokens();
+    let actual = utilization(tokens, max_tokens);
+    if actual >= threshold {
+        return Ok(());
+    }
+    fail(
+        Assertion::HaveBudgetUtilizationAbove,
+        format!(
+            "HaveBudgetUtilizationAbove({threshold}) failed: computed utilization was \
+             {actual:.6} (includedTokens={tokens}, budget.MaxTokens={max_tokens})."
+        ),
+    )
+}
+
+pub(crate) fn have_kind_coverage_count(report: &SelectionReport, n: usize) -> Outcome {
+    let kinds = distinct_kinds(report.included.iter().map(|i| i.item.kind()));
+    let actual = kinds.len();
+    if actual >= n {
+        return Ok(());
+    }
+    fail(
+        Assertion::HaveKindCoverageCount,
+        format!(
+            "HaveKindCoverageCount({n}) failed: expected at least {n} distinct ContextKind \
+             values in Included, but found {actual}: [{kinds}].",
+            kinds = join(kinds),
+        ),
+    )
+}
+
+pub(crate) fn place_item_at_edge(
+    report: &SelectionReport,
+    mut predicate: impl FnMut(&IncludedItem) -> bool,
+) -> Outcome {
+    let included = &report.included;
+    let count = included.len();
+    let (Some(first_item), Some(last_item)) = (included.first(), included.last()) else {
+        return fail(
+            Assertion::PlaceItemAtEdge,
+            "PlaceItemAtEdge failed: no item in Included matched the predicate.".to_string(),
+        );
+    };
+    if predicate(first_item) || (count > 1 && predicate(last_item)) {
+        return Ok(());
+    }
+    // Both edges are known not to match; look in between (indices 1..count-1).
+    let inner = included.get(1..count.saturating_sub(1)).unwrap_or(&[]);
+    let message = match inner.iter().position(predicate) {
+        Some(p) => format!(
+            "PlaceItemAtEdge failed: item matching predicate was at index {actual} \
+             (not at edge). Edge positions: 0 and {last}. Included had {count} items.",
+            actual = p + 1,
+            last = count - 1,
+        ),
+        None => "PlaceItemAtEdge failed: no item in Included matched the predicate.".to_string(),
+    };
+    fail(Assertion::PlaceItemAtEdge, message)
+}
+
+pub(crate) fn place_top_n_scored_at_edges(report: &SelectionReport, n: usize) -> Outcome {
+    let included = &report.included;
+    let count = included.len();
+    if n == 0 {
+        return Ok(());
+    }
+    if n > count {
+        return fail(
+            Assertion::PlaceTopNScoredAtEdges,
+            format!(
+                "PlaceTopNScoredAtEdges({n}) failed: expected at least {n} items in Included \
+                 to fill {n} edge positions, but Included had {count}."
+            ),
+        );
+    }
+    let score = |i: usize| included.get(i).map_or(f64::NAN, |it| it.score);
+
+    // Rank: score descending (NaN last, -0.0 == 0.0), ties by position.
+    let mut order: Vec<usize> = (0..count).collect();
+    order.sort_by(|&a, &b| score_cmp_desc(score(a), score(b)));
+
+    // Edge k (0, count-1, 1, count-2, ...) must hold an item scored like the
+    // k-th ranked item. Equal scores are interchangeable, which is the spec's
+    // tie rule at the n-th boundary applied to every rank: a report cannot tell
+    // tied items apart by anything but position.
+    let edges: Vec<usize> = (0..n).map(|k| edge_position(k, count)).collect();
+    let rank_score = |k: usize| order.get(k).map_or(f64::NAN, |&i| score(i));
+    let ok: Vec<bool> = edges
+        .iter()
+        .enumerate()
+        .map(|(k, &e)| score_cmp_desc(score(e), rank_score(k)) == Ordering::Equal)
+        .collect();
+    let fail_count = ok.iter().filter(|&&b| !b).count();
+    if fail_count == 0 {
+        return Ok(());
+    }
+
+    // Name the top-n items: rank k is the item at edge k when that edge is
+    // right; otherwise the first (in rank order) not-yet-named item of the run
+    // of equal scores that rank k belongs to. A run never runs dry: it has at
+    // least as many members as it has ranks among the top n, and each correct
+    // edge in it names exactly one member for exactly one of those ranks.
+    let mut named = vec![false; count];
+    let mut top: Vec<Option<usize>> = vec![None; n];
+    for (k, (&e, &good)) in edges.iter().zip(&ok).enumerate() {
+        if good {
+            top[k] = Some(e);
+            named[e] = true;
+        }
+    }
+    // run_start[p]: first rank of the run of equal scores containing rank p.
+    let mut run_start = vec![0usize; count];
+    for p in 1..count {
+        run_start[p] = if score_cmp_desc(rank_score(p), rank_score(p - 1)) == Ordering::Equal {
+            run_start[p - 1]
+        } else {
+            p
+        };
+    }
+    // cursor[run]: next rank of that run to try (only ever moves forward).
+    let mut cursor: Vec<usize> = (0..count).collect();
+    for k in 0..n {
+        if top[k].is_some() {
+            continue;
+        }
+        let run = run_start[k];
+        while let Some(&i) = order.get(cursor[run]) {
+            if run_start.get(cursor[run]) != Some(&run) {
+                break; // left the run (cannot happen; see above)
+            }
+            cursor[run] += 1;
+            if !named[i] {
+                named[i] = true;
+                top[k] = Some(i);
+                break;
+            }
+        }
+    }
+    let top_items = top.iter().flatten().filter_map(|&i| {
+        included
+            .get(i)
+            .map(|it| format!("(kind={}, score={}, idx={i})", it.item.kind(), it.score))
+    });
+    fail(
+        Assertion::PlaceTopNScoredAtEdges,
+        format!(
+            "PlaceTopNScoredAtEdges({n}) failed: {fail_count} of the top-{n} scored items were \
+             not at expected edge positions. Top-{n} items (by score): [{items}]. \
+             Expected edge positions: [{edges}].",
+            items = join(top_items),
+            edges = join(edges.iter()),
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edge_positions_alternate_from_both_ends() {
+        // Spec example: n = 4, count = 6 -> 0, 5, 1, 4.
+        let e: Vec<usize> = (0..4).map(|k| edge_position(k, 6)).collect();
+        assert_eq!(e, [0, 5, 1, 4]);
+        // n = count = 5 visits every position once: 0, 4, 1, 3, 2.
+        let e: Vec<usize> = (0..5).map(|k| edge_position(k, 5)).collect();
+        assert_eq!(e, [0, 4, 1, 3, 2]);
+        assert_eq!(edge_position(0, 1), 0);
+    }
+
+    #[test]
+    fn utilization_divides_by_max_and_zero_max_is_zero() {
+        assert_eq!(utilization(800, 1000), 0.8);
+        assert_eq!(utilization(0, 1000), 0.0);
+        assert_eq!(utilization(5, 0), 0.0);
+    }
+
+    #[test]
+    fn join_separates_with_comma_space() {
+        assert_eq!(join(["a", "b", "c"]), "a, b, c");
+        assert_eq!(join(Vec::<&str>::new()), "");
+    }
+}

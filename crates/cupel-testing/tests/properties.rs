@@ -1,0 +1,112 @@
+//! Invariants over generated reports.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::cmp::Ordering;
+
+use common::*;
+use cupel_core::{SelectionReport, score_cmp_desc};
+use cupel_testing::SelectionReportAssertions;
+use proptest::prelude::*;
+
+/// Scores from a small pool so ties are frequent; NaN and both zeros included.
+fn score() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        8 => prop::sample::select(vec![0.0, -0.0, 0.1, 0.25, 0.5, 0.75, 1.0]),
+        1 => Just(f64::NAN),
+        2 => -1.0f64..2.0,
+    ]
+}
+
+/// The U-shaped placer as the specification writes it: rank by score
+/// descending (ties by index), even ranks fill from the left, odd from the right.
+fn u_shape(scores: &[f64]) -> Vec<f64> {
+    let mut ranked: Vec<usize> = (0..scores.len()).collect();
+    ranked.sort_by(|&a, &b| score_cmp_desc(scores[a], scores[b]).then(a.cmp(&b)));
+    let mut out = vec![0.0; scores.len()];
+    let (mut left, mut right) = (0, scores.len());
+    for (rank, &i) in ranked.iter().enumerate() {
+        if rank % 2 == 0 {
+            out[left] = scores[i];
+            left += 1;
+        } else {
+            right -= 1;
+            out[right] = scores[i];
+        }
+    }
+    out
+}
+
+fn included(scores: &[f64]) -> SelectionReport {
+    report(scored(scores), vec![])
+}
+
+proptest! {
+    #[test]
+    fn u_shaped_output_passes_top_n_for_every_n(scores in prop::collection::vec(score(), 0..24)) {
+        let r = included(&u_shape(&scores));
+        for n in 0..=scores.len() {
+            prop_assert!(r.check().place_top_n_scored_at_edges(n).is_ok(), "n = {}", n);
+        }
+        prop_assert!(r.check().place_top_n_scored_at_edges(scores.len() + 1).is_err());
+        if !scores.is_empty() {
+            // The best score is at an edge.
+            let best = r.included.iter().map(|i| i.score).min_by(|a, b| score_cmp_desc(*a, *b)).unwrap();
+            prop_assert!(r
+                .check()
+                .place_item_at_edge(|i| score_cmp_desc(i.score, best) == Ordering::Equal)
+                .is_ok());
+        }
+    }
+
+    #[test]
+    fn top_n_is_monotone_in_n(scores in prop::collection::vec(score(), 0..16)) {
+        // The edges checked for n are a prefix of those checked for n + 1.
+        let r = included(&scores);
+        let passing: Vec<bool> = (0..=scores.len())
+            .map(|n| r.check().place_top_n_scored_at_edges(n).is_ok())
+            .collect();
+        for w in passing.windows(2) {
+            prop_assert!(w[0] || !w[1], "{:?}", passing);
+        }
+    }
+
+    #[test]
+    fn sorted_assertion_agrees_with_the_pipeline_comparator(scores in prop::collection::vec(score(), 0..16)) {
+        let r = report(vec![], excluded_scored(&scores));
+        let sorted = scores.windows(2).all(|w| score_cmp_desc(w[0], w[1]) != Ordering::Greater);
+        prop_assert_eq!(r.check().excluded_items_are_sorted_by_score_descending().is_ok(), sorted);
+
+        let mut fixed = scores.clone();
+        fixed.sort_by(|a, b| score_cmp_desc(*a, *b));
+        let r = report(vec![], excluded_scored(&fixed));
+        prop_assert!(r.check().excluded_items_are_sorted_by_score_descending().is_ok());
+    }
+
+    #[test]
+    fn both_forms_give_the_same_verdict_and_message(
+        scores in prop::collection::vec(score(), 0..10),
+        n in 0usize..12,
+    ) {
+        let r = report(scored(&scores), excluded_scored(&scores));
+        let checks = [
+            r.check().place_top_n_scored_at_edges(n).err(),
+            r.check().have_at_least_n_exclusions(n).err(),
+            r.check().have_kind_coverage_count(n).err(),
+            r.check().excluded_items_are_sorted_by_score_descending().err(),
+        ];
+        let runs: [&dyn Fn(); 4] = [
+            &|| { let _ = r.should().place_top_n_scored_at_edges(n); },
+            &|| { let _ = r.should().have_at_least_n_exclusions(n); },
+            &|| { let _ = r.should().have_kind_coverage_count(n); },
+            &|| { let _ = r.should().excluded_items_are_sorted_by_score_descending(); },
+        ];
+        for (check, run) in checks.iter().zip(runs) {
+            match check {
+                Some(err) => prop_assert_eq!(&panic_message(run), &err.message),
+                None => run(),
+            }
+        }
+    }
+}
