@@ -51,9 +51,19 @@
 //!
 //! Depends on `cupel-core`, `cupel-scorers`, `cupel-slicers` and `cupel-placers`.
 
+mod config;
+mod construct;
+mod names;
 mod pipeline;
 mod policy;
+mod presets;
 mod run;
 
+pub use config::{
+    CountQuotaConfig, CurveConfig, InnerScorer, KindWeightConfig, OverflowName, PolicyConfig,
+    QuotaConfig, ScarcityName, ScorerConfig, SlicerConfig, StepWindowConfig, TagWeightConfig,
+};
+pub use names::{PlacerType, ScorerType, SlicerType};
 pub use pipeline::{OverflowObserver, Pipeline, PipelineBuilder};
 pub use policy::{Policy, PolicyBuilder};
+pub use presets::{Preset, preset, presets};

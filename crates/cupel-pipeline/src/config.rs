@@ -1,0 +1,642 @@
+//! [`PolicyConfig`]: a declarative, serde-readable description of a [`Policy`].
+//!
+//! The schema is the `[config]` table of the conformance vectors, so a policy
+//! file, a CLI input's `[policy]` table, a preset and a vector all read the same:
+//!
+//! ```toml
+//! slicer = "knapsack"          # greedy | knapsack | quota | count_quota | count_constrained_knapsack
+//! bucket_size = 100            # slicer keys sit next to `slicer`
+//! placer = "u-shaped"          # chronological | u-shaped
+//! deduplication = true         # default true
+//! overflow_strategy = "throw"  # throw (default) | truncate | proceed
+//!
+//! [[scorers]]                  # one entry: that scorer; several: a weighted composite
+//! type = "reflexive"
+//! weight = 3.0
+//!
+//! [[scorers]]
+//! type = "kind"                # no weights given: the spec's default kind weights
+//! weight = 1.0
+//! ```
+//!
+//! Read files with [`PolicyConfig::from_toml_str`] / [`PolicyConfig::from_json_str`]:
+//! they reject unknown keys and keys that do not apply to the component they
+//! sit on, naming the key. Plain `serde` deserialisation ignores unknown keys
+//! (forward compatibility, as the conformance format requires).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use cupel_core::{CupelError, OverflowStrategy};
+
+use crate::names::{PlacerType, ScorerType, SlicerType};
+
+fn default_weight() -> f64 {
+    1.0
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+fn is_default_overflow(o: &OverflowName) -> bool {
+    *o == OverflowName::Throw
+}
+
+/// A whole policy: scorers, slicer (with its keys), placer, overflow and deduplication.
+///
+/// On the wire the slicer's keys sit next to `slicer` in the same table (see
+/// the [module docs](self)).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "RawPolicy", into = "RawPolicy")]
+pub struct PolicyConfig {
+    /// One entry means that scorer alone (its weight is irrelevant); several
+    /// mean a [composite](ScorerType::Composite) of them with their weights.
+    pub scorers: Vec<ScorerConfig>,
+    /// The slicer type and its keys.
+    pub slicer: SlicerConfig,
+    /// The placer (default `chronological`).
+    pub placer: PlacerType,
+    /// Whether byte-identical contents are deduplicated (default `true`).
+    pub deduplication: bool,
+    /// `throw` (default), `truncate` or `proceed`.
+    pub overflow_strategy: OverflowName,
+}
+
+/// The flat wire shape of [`PolicyConfig`] (serde's `flatten` would hide unknown keys).
+#[derive(Clone, Serialize, Deserialize)]
+struct RawPolicy {
+    scorers: Vec<ScorerConfig>,
+    #[serde(default = "default_slicer")]
+    slicer: SlicerType,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    bucket_size: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_table_cells: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    inner_slicer: Option<SlicerType>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    quotas: Vec<QuotaConfig>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    entries: Vec<CountQuotaConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    scarcity_behavior: Option<ScarcityName>,
+    #[serde(default = "default_placer")]
+    placer: PlacerType,
+    #[serde(default = "default_true", skip_serializing_if = "is_true")]
+    deduplication: bool,
+    #[serde(default, skip_serializing_if = "is_default_overflow")]
+    overflow_strategy: OverflowName,
+}
+
+impl From<RawPolicy> for PolicyConfig {
+    fn from(r: RawPolicy) -> Self {
+        PolicyConfig {
+            scorers: r.scorers,
+            slicer: SlicerConfig {
+                slicer: r.slicer,
+                bucket_size: r.bucket_size,
+                max_table_cells: r.max_table_cells,
+                inner_slicer: r.inner_slicer,
+                quotas: r.quotas,
+                entries: r.entries,
+                scarcity_behavior: r.scarcity_behavior,
+            },
+            placer: r.placer,
+            deduplication: r.deduplication,
+            overflow_strategy: r.overflow_strategy,
+        }
+    }
+}
+
+impl From<PolicyConfig> for RawPolicy {
+    fn from(c: PolicyConfig) -> Self {
+        RawPolicy {
+            scorers: c.scorers,
+            slicer: c.slicer.slicer,
+            bucket_size: c.slicer.bucket_size,
+            max_table_cells: c.slicer.max_table_cells,
+            inner_slicer: c.slicer.inner_slicer,
+            quotas: c.slicer.quotas,
+            entries: c.slicer.entries,
+            scarcity_behavior: c.slicer.scarcity_behavior,
+            placer: c.placer,
+            deduplication: c.deduplication,
+            overflow_strategy: c.overflow_strategy,
+        }
+    }
+}
+
+fn default_placer() -> PlacerType {
+    PlacerType::Chronological
+}
+
+/// The overflow strategy as written in configuration (`throw`, `truncate`, `proceed`; any case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum OverflowName {
+    /// [`OverflowStrategy::Throw`].
+    #[default]
+    Throw,
+    /// [`OverflowStrategy::Truncate`].
+    Truncate,
+    /// [`OverflowStrategy::Proceed`].
+    Proceed,
+}
+
+impl From<OverflowName> for OverflowStrategy {
+    fn from(o: OverflowName) -> Self {
+        match o {
+            OverflowName::Throw => OverflowStrategy::Throw,
+            OverflowName::Truncate => OverflowStrategy::Truncate,
+            OverflowName::Proceed => OverflowStrategy::Proceed,
+        }
+    }
+}
+
+impl From<OverflowStrategy> for OverflowName {
+    fn from(o: OverflowStrategy) -> Self {
+        match o {
+            OverflowStrategy::Throw => OverflowName::Throw,
+            OverflowStrategy::Truncate => OverflowName::Truncate,
+            OverflowStrategy::Proceed => OverflowName::Proceed,
+        }
+    }
+}
+
+impl Serialize for OverflowName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(match self {
+            OverflowName::Throw => "throw",
+            OverflowName::Truncate => "truncate",
+            OverflowName::Proceed => "proceed",
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for OverflowName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        match s.to_ascii_lowercase().as_str() {
+            "throw" => Ok(OverflowName::Throw),
+            "truncate" => Ok(OverflowName::Truncate),
+            "proceed" => Ok(OverflowName::Proceed),
+            _ => Err(serde::de::Error::custom(format!(
+                "unknown overflow_strategy `{s}` (expected one of: throw, truncate, proceed)"
+            ))),
+        }
+    }
+}
+
+/// A slicer and its keys.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlicerConfig {
+    /// The slicer type (default `greedy`).
+    #[serde(default = "default_slicer")]
+    pub slicer: SlicerType,
+    /// Knapsack bucket size (`knapsack`, `count_constrained_knapsack`; default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket_size: Option<i64>,
+    /// Knapsack table-size guard in cells (default 50,000,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_table_cells: Option<u64>,
+    /// The slicer a decorator delegates to (`quota`, `count_quota`; default `greedy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inner_slicer: Option<SlicerType>,
+    /// Percentage quotas (`quota`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quotas: Vec<QuotaConfig>,
+    /// Count quotas (`count_quota`, `count_constrained_knapsack`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub entries: Vec<CountQuotaConfig>,
+    /// `degrade` (default) or `throw` (`count_quota`, `count_constrained_knapsack`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scarcity_behavior: Option<ScarcityName>,
+}
+
+fn default_slicer() -> SlicerType {
+    SlicerType::Greedy
+}
+
+impl SlicerConfig {
+    /// A slicer of `slicer` type with every key at its default.
+    pub fn new(slicer: SlicerType) -> Self {
+        Self {
+            slicer,
+            bucket_size: None,
+            max_table_cells: None,
+            inner_slicer: None,
+            quotas: Vec::new(),
+            entries: Vec::new(),
+            scarcity_behavior: None,
+        }
+    }
+}
+
+/// One percentage quota of a `quota` slicer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuotaConfig {
+    /// The kind (case-insensitive).
+    pub kind: String,
+    /// Minimum share of the target, in percent (default 0).
+    #[serde(default)]
+    pub require: f64,
+    /// Maximum share of the target, in percent (default 100).
+    #[serde(default = "hundred")]
+    pub cap: f64,
+}
+
+fn hundred() -> f64 {
+    100.0
+}
+
+/// One count quota of a `count_quota` / `count_constrained_knapsack` slicer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CountQuotaConfig {
+    /// The kind (case-insensitive).
+    pub kind: String,
+    /// Items of this kind committed first (default 0).
+    #[serde(default)]
+    pub require_count: i64,
+    /// Most items of this kind in the result.
+    pub cap_count: i64,
+}
+
+/// What a count-quota slicer does when a requirement cannot be met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScarcityName {
+    /// Keep going and record a shortfall (default).
+    #[default]
+    #[serde(alias = "Degrade")]
+    Degrade,
+    /// Fail the run.
+    #[serde(alias = "Throw")]
+    Throw,
+}
+
+/// A scorer and its keys.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScorerConfig {
+    /// The scorer type.
+    #[serde(rename = "type")]
+    pub kind: ScorerType,
+    /// Relative weight inside a composite (default 1.0).
+    #[serde(default = "default_weight")]
+    pub weight: f64,
+    /// `kind`: use the spec's default weights (also the behaviour when no weights are given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub use_default_weights: Option<bool>,
+    /// `kind`: custom weights.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights: Option<Vec<KindWeightConfig>>,
+    /// `tag`: tag weights.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag_weights: Option<Vec<TagWeightConfig>>,
+    /// `tag`: fold ASCII case when looking tags up (default `false`: case-sensitive, as the spec says).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case_insensitive_tags: Option<bool>,
+    /// `composite`: the children (also accepted as `scorers`).
+    #[serde(default, alias = "scorers", skip_serializing_if = "Option::is_none")]
+    pub children: Option<Vec<ScorerConfig>>,
+    /// `scaled`: the inner scorer, by name or as a full scorer table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inner_scorer: Option<InnerScorer>,
+    /// `decay`: the clock's fixed "now"; absent means the system clock.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "cupel_core::serde_timestamp::option"
+    )]
+    pub reference_time: Option<DateTime<Utc>>,
+    /// `decay`: score of items without a timestamp (default 0.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub null_timestamp_score: Option<f64>,
+    /// `decay`: the curve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub curve: Option<CurveConfig>,
+    /// `metadata_trust`: score when `cupel:trust` is missing or unusable (default 0.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_score: Option<f64>,
+    /// `metadata_key`: the metadata key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// `metadata_key`: the value to match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// `metadata_key`: the multiplier for matching items.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boost: Option<f64>,
+}
+
+impl ScorerConfig {
+    /// A scorer of type `kind`, weight 1.0, every key at its default.
+    pub fn new(kind: ScorerType) -> Self {
+        Self {
+            kind,
+            weight: 1.0,
+            use_default_weights: None,
+            weights: None,
+            tag_weights: None,
+            case_insensitive_tags: None,
+            children: None,
+            inner_scorer: None,
+            reference_time: None,
+            null_timestamp_score: None,
+            curve: None,
+            default_score: None,
+            key: None,
+            value: None,
+            boost: None,
+        }
+    }
+
+    /// Sets the weight.
+    pub fn weight(mut self, weight: f64) -> Self {
+        self.weight = weight;
+        self
+    }
+}
+
+/// A `kind` scorer weight.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KindWeightConfig {
+    /// The kind (case-insensitive).
+    pub kind: String,
+    /// Its score.
+    pub weight: f64,
+}
+
+/// A `tag` scorer weight.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TagWeightConfig {
+    /// The tag.
+    pub tag: String,
+    /// Its weight.
+    pub weight: f64,
+}
+
+/// The inner scorer of a `scaled` scorer: a bare type name or a full table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum InnerScorer {
+    /// `inner_scorer = "priority"`.
+    Name(ScorerType),
+    /// `inner_scorer = { type = "kind", weights = [...] }`.
+    Config(Box<ScorerConfig>),
+}
+
+/// A decay curve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum CurveConfig {
+    /// `2^(-age / half_life)`.
+    Exponential {
+        /// Half-life in seconds (fractions allowed; must be > 0).
+        half_life_secs: f64,
+    },
+    /// 1.0 while `age < max_age`, else 0.0.
+    Window {
+        /// Window length in seconds (must be > 0).
+        max_age_secs: f64,
+    },
+    /// The score of the first window whose `max_age` exceeds the age; the last window's otherwise.
+    Step {
+        /// Windows from youngest to oldest.
+        windows: Vec<StepWindowConfig>,
+    },
+}
+
+/// One window of a step curve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepWindowConfig {
+    /// Upper age bound of the window, in seconds (must be > 0).
+    pub max_age_secs: f64,
+    /// Score for ages below the bound.
+    pub score: f64,
+}
+
+impl PolicyConfig {
+    /// Parses a TOML policy, rejecting unknown or misplaced keys.
+    ///
+    /// # Errors
+    /// [`CupelError::PipelineConfig`] with the TOML error (line and column) or the offending key.
+    pub fn from_toml_str(s: &str) -> Result<Self, CupelError> {
+        let de = toml::de::Deserializer::parse(s)
+            .map_err(|e| CupelError::PipelineConfig(format!("invalid TOML: {e}")))?;
+        strict(de, |e| format!("invalid policy: {e}"))
+    }
+
+    /// Parses a JSON policy, rejecting unknown or misplaced keys.
+    ///
+    /// # Errors
+    /// [`CupelError::PipelineConfig`] with the JSON error or the offending key.
+    pub fn from_json_str(s: &str) -> Result<Self, CupelError> {
+        let mut de = serde_json::Deserializer::from_str(s);
+        let cfg = strict(&mut de, |e| format!("invalid policy JSON: {e}"))?;
+        de.end()
+            .map_err(|e| CupelError::PipelineConfig(format!("invalid policy JSON: {e}")))?;
+        Ok(cfg)
+    }
+
+    /// Checks that every key present applies to the component it sits on.
+    ///
+    /// # Errors
+    /// [`CupelError::PipelineConfig`] naming the first misplaced key.
+    pub fn check_keys(&self) -> Result<(), CupelError> {
+        for (i, s) in self.scorers.iter().enumerate() {
+            s.check_keys(&format!("scorers[{i}]"))?;
+        }
+        self.slicer.check_keys()
+    }
+
+    /// Builds the [`Policy`](crate::Policy).
+    ///
+    /// # Errors
+    /// [`CupelError::PipelineConfig`] (no scorers) or the component's own
+    /// construction error (e.g. `ScorerConfig`, `SlicerConfig`), prefixed with
+    /// where it sits.
+    pub fn build(&self) -> Result<crate::Policy, CupelError> {
+        let scorer: Arc<dyn cupel_core::Scorer> = match self.scorers.as_slice() {
+            [] => {
+                return Err(CupelError::PipelineConfig(
+                    "policy key `scorers`: at least one scorer is required".into(),
+                ));
+            }
+            [only] => only.build_at("scorers[0]")?,
+            many => crate::construct::composite(many, "scorers")?,
+        };
+        crate::Policy::builder()
+            .scorer_arc(scorer)
+            .slicer_arc(self.slicer.build()?)
+            .placer_arc(crate::construct::placer(self.placer))
+            .overflow_strategy(self.overflow_strategy.into())
+            .deduplication(self.deduplication)
+            .build()
+    }
+}
+
+fn strict<'de, D, F>(de: D, wrap: F) -> Result<PolicyConfig, CupelError>
+where
+    D: serde::Deserializer<'de>,
+    F: Fn(String) -> String,
+{
+    let mut unknown: Vec<String> = Vec::new();
+    let cfg: PolicyConfig = serde_ignored::deserialize(de, |path| unknown.push(path.to_string()))
+        .map_err(|e| CupelError::PipelineConfig(wrap(e.to_string())))?;
+    if let Some(key) = unknown.first() {
+        return Err(CupelError::PipelineConfig(format!(
+            "unknown policy key `{key}`"
+        )));
+    }
+    cfg.check_keys()?;
+    Ok(cfg)
+}
+
+impl ScorerConfig {
+    /// Builds the scorer this entry describes.
+    ///
+    /// # Errors
+    /// The scorer's construction error, or [`CupelError::PipelineConfig`] for
+    /// a missing required key.
+    pub fn build(&self) -> Result<Arc<dyn cupel_core::Scorer>, CupelError> {
+        self.build_at(self.kind.as_str())
+    }
+
+    pub(crate) fn build_at(&self, at: &str) -> Result<Arc<dyn cupel_core::Scorer>, CupelError> {
+        crate::construct::scorer(self, at)
+    }
+
+    fn check_keys(&self, at: &str) -> Result<(), CupelError> {
+        use ScorerType as T;
+        let present: [(&str, bool, &[ScorerType]); 13] = [
+            (
+                "use_default_weights",
+                self.use_default_weights.is_some(),
+                &[T::Kind],
+            ),
+            ("weights", self.weights.is_some(), &[T::Kind]),
+            ("tag_weights", self.tag_weights.is_some(), &[T::Tag]),
+            (
+                "case_insensitive_tags",
+                self.case_insensitive_tags.is_some(),
+                &[T::Tag],
+            ),
+            ("children", self.children.is_some(), &[T::Composite]),
+            ("inner_scorer", self.inner_scorer.is_some(), &[T::Scaled]),
+            ("reference_time", self.reference_time.is_some(), &[T::Decay]),
+            (
+                "null_timestamp_score",
+                self.null_timestamp_score.is_some(),
+                &[T::Decay],
+            ),
+            ("curve", self.curve.is_some(), &[T::Decay]),
+            (
+                "default_score",
+                self.default_score.is_some(),
+                &[T::MetadataTrust],
+            ),
+            ("key", self.key.is_some(), &[T::MetadataKey]),
+            ("value", self.value.is_some(), &[T::MetadataKey]),
+            ("boost", self.boost.is_some(), &[T::MetadataKey]),
+        ];
+        for (key, is_set, types) in present {
+            if is_set && !types.contains(&self.kind) {
+                return Err(CupelError::PipelineConfig(format!(
+                    "{at}: key `{key}` does not apply to scorer type `{}`",
+                    self.kind
+                )));
+            }
+        }
+        if let Some(children) = &self.children {
+            for (i, c) in children.iter().enumerate() {
+                c.check_keys(&format!("{at}.children[{i}]"))?;
+            }
+        }
+        if let Some(InnerScorer::Config(inner)) = &self.inner_scorer {
+            inner.check_keys(&format!("{at}.inner_scorer"))?;
+        }
+        Ok(())
+    }
+}
+
+impl SlicerConfig {
+    /// Builds the slicer this configuration describes.
+    ///
+    /// # Errors
+    /// The slicer's construction error (prefixed with the key it came from).
+    pub fn build(&self) -> Result<Arc<dyn cupel_core::Slicer>, CupelError> {
+        crate::construct::slicer(self)
+    }
+
+    fn check_keys(&self) -> Result<(), CupelError> {
+        use SlicerType as T;
+        let present: [(&str, bool, &[SlicerType]); 6] = [
+            (
+                "bucket_size",
+                self.bucket_size.is_some(),
+                &[
+                    T::Knapsack,
+                    T::CountConstrainedKnapsack,
+                    T::Quota,
+                    T::CountQuota,
+                ],
+            ),
+            (
+                "max_table_cells",
+                self.max_table_cells.is_some(),
+                &[
+                    T::Knapsack,
+                    T::CountConstrainedKnapsack,
+                    T::Quota,
+                    T::CountQuota,
+                ],
+            ),
+            (
+                "inner_slicer",
+                self.inner_slicer.is_some(),
+                &[T::Quota, T::CountQuota],
+            ),
+            ("quotas", !self.quotas.is_empty(), &[T::Quota]),
+            (
+                "entries",
+                !self.entries.is_empty(),
+                &[T::CountQuota, T::CountConstrainedKnapsack],
+            ),
+            (
+                "scarcity_behavior",
+                self.scarcity_behavior.is_some(),
+                &[T::CountQuota, T::CountConstrainedKnapsack],
+            ),
+        ];
+        for (key, is_set, types) in present {
+            if is_set && !types.contains(&self.slicer) {
+                return Err(CupelError::PipelineConfig(format!(
+                    "key `{key}` does not apply to slicer `{}`",
+                    self.slicer
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Kind weights as an ordered map (for building and display).
+pub(crate) fn kind_weights(
+    weights: &[KindWeightConfig],
+    at: &str,
+) -> Result<BTreeMap<cupel_core::ContextKind, f64>, CupelError> {
+    let mut map = BTreeMap::new();
+    for w in weights {
+        let kind = cupel_core::ContextKind::new(w.kind.clone())
+            .map_err(|e| CupelError::PipelineConfig(format!("{at}.weights: {e}")))?;
+        map.insert(kind, w.weight);
+    }
+    Ok(map)
+}

@@ -1,0 +1,233 @@
+//! Turns configuration values into components.
+
+use std::sync::Arc;
+
+use cupel_core::{
+    ContextKind, CupelError, FixedTimeProvider, Placer, Scorer, Slicer, SystemTimeProvider,
+    TimeProvider,
+};
+use cupel_placers::{ChronologicalPlacer, UShapedPlacer};
+use cupel_scorers::{
+    CompositeScorer, DecayCurve, DecayScorer, FrequencyScorer, KindScorer, MetadataKeyScorer,
+    MetadataTrustScorer, PriorityScorer, RecencyScorer, ReflexiveScorer, ScaledScorer, TagMatch,
+    TagScorer,
+};
+use cupel_slicers::{
+    CountConstrainedKnapsackSlice, CountQuotaEntry, CountQuotaSlice, GreedySlice, KnapsackSlice,
+    QuotaSet, QuotaSlice, ScarcityBehavior,
+};
+
+use crate::config::{
+    CurveConfig, InnerScorer, ScarcityName, ScorerConfig, SlicerConfig, kind_weights,
+};
+use crate::names::{PlacerType, ScorerType, SlicerType};
+
+/// Prefixes a construction error with where it came from, keeping its variant.
+fn at(err: CupelError, path: &str) -> CupelError {
+    match err {
+        CupelError::ScorerConfig(m) => CupelError::ScorerConfig(format!("{path}: {m}")),
+        CupelError::SlicerConfig(m) => CupelError::SlicerConfig(format!("{path}: {m}")),
+        CupelError::PipelineConfig(m) => CupelError::PipelineConfig(format!("{path}: {m}")),
+        other => other,
+    }
+}
+
+fn missing(path: &str, key: &str, kind: &str) -> CupelError {
+    CupelError::PipelineConfig(format!("{path}: scorer type `{kind}` needs key `{key}`"))
+}
+
+pub(crate) fn scorer(cfg: &ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, CupelError> {
+    let built: Arc<dyn Scorer> = match cfg.kind {
+        ScorerType::Recency => Arc::new(RecencyScorer::new()),
+        ScorerType::Priority => Arc::new(PriorityScorer::new()),
+        ScorerType::Frequency => Arc::new(FrequencyScorer::new()),
+        ScorerType::Reflexive => Arc::new(ReflexiveScorer::new()),
+        ScorerType::Kind => match (&cfg.weights, cfg.use_default_weights) {
+            (Some(w), Some(true)) if !w.is_empty() => {
+                return Err(CupelError::PipelineConfig(format!(
+                    "{path}: `use_default_weights = true` conflicts with custom `weights`"
+                )));
+            }
+            (Some(w), _) => {
+                let map = kind_weights(w, path)?;
+                Arc::new(KindScorer::new(map).map_err(|e| at(e, path))?)
+            }
+            (None, _) => Arc::new(KindScorer::default_weights()),
+        },
+        ScorerType::Tag => {
+            let weights = cfg
+                .tag_weights
+                .as_ref()
+                .ok_or_else(|| missing(path, "tag_weights", "tag"))?;
+            let scorer = TagScorer::new(weights.iter().map(|w| (w.tag.clone(), w.weight)))
+                .map_err(|e| at(e, path))?;
+            let scorer = if cfg.case_insensitive_tags == Some(true) {
+                scorer
+                    .with_match(TagMatch::AsciiCaseInsensitive)
+                    .map_err(|e| at(e, path))?
+            } else {
+                scorer
+            };
+            Arc::new(scorer)
+        }
+        ScorerType::Composite => {
+            let children = cfg
+                .children
+                .as_ref()
+                .ok_or_else(|| missing(path, "children", "composite"))?;
+            composite(children, &format!("{path}.children"))?
+        }
+        ScorerType::Scaled => {
+            let inner = cfg
+                .inner_scorer
+                .as_ref()
+                .ok_or_else(|| missing(path, "inner_scorer", "scaled"))?;
+            let inner_path = format!("{path}.inner_scorer");
+            let inner = match inner {
+                InnerScorer::Name(t) => scorer(&ScorerConfig::new(*t), &inner_path)?,
+                InnerScorer::Config(c) => scorer(c, &inner_path)?,
+            };
+            Arc::new(ScaledScorer::new(inner))
+        }
+        ScorerType::Decay => {
+            let curve_cfg = cfg
+                .curve
+                .as_ref()
+                .ok_or_else(|| missing(path, "curve", "decay"))?;
+            let curve = match curve_cfg {
+                CurveConfig::Exponential { half_life_secs } => {
+                    DecayCurve::exponential_secs(*half_life_secs)
+                }
+                CurveConfig::Window { max_age_secs } => DecayCurve::window_secs(*max_age_secs),
+                CurveConfig::Step { windows } => {
+                    DecayCurve::step_secs(windows.iter().map(|w| (w.max_age_secs, w.score)))
+                }
+            }
+            .map_err(|e| at(e, &format!("{path}.curve")))?;
+            let clock: Arc<dyn TimeProvider> = match cfg.reference_time {
+                Some(t) => Arc::new(FixedTimeProvider::new(t)),
+                None => Arc::new(SystemTimeProvider),
+            };
+            let mut decay = DecayScorer::new(clock, curve).map_err(|e| at(e, path))?;
+            if let Some(s) = cfg.null_timestamp_score {
+                decay = decay
+                    .with_null_timestamp_score(s)
+                    .map_err(|e| at(e, path))?;
+            }
+            Arc::new(decay)
+        }
+        ScorerType::MetadataTrust => Arc::new(
+            MetadataTrustScorer::new(cfg.default_score.unwrap_or(0.5)).map_err(|e| at(e, path))?,
+        ),
+        ScorerType::MetadataKey => {
+            let key = cfg
+                .key
+                .as_ref()
+                .ok_or_else(|| missing(path, "key", "metadata_key"))?;
+            let value = cfg
+                .value
+                .as_ref()
+                .ok_or_else(|| missing(path, "value", "metadata_key"))?;
+            let boost = cfg
+                .boost
+                .ok_or_else(|| missing(path, "boost", "metadata_key"))?;
+            Arc::new(
+                MetadataKeyScorer::new(key.clone(), value.clone(), boost)
+                    .map_err(|e| at(e, path))?,
+            )
+        }
+    };
+    Ok(built)
+}
+
+pub(crate) fn composite(
+    entries: &[ScorerConfig],
+    path: &str,
+) -> Result<Arc<dyn Scorer>, CupelError> {
+    let mut children = Vec::with_capacity(entries.len());
+    for (i, e) in entries.iter().enumerate() {
+        children.push((scorer(e, &format!("{path}[{i}]"))?, e.weight));
+    }
+    Ok(Arc::new(
+        CompositeScorer::new(children).map_err(|e| at(e, path))?,
+    ))
+}
+
+pub(crate) fn placer(p: PlacerType) -> Arc<dyn Placer> {
+    match p {
+        PlacerType::Chronological => Arc::new(ChronologicalPlacer),
+        PlacerType::UShaped => Arc::new(UShapedPlacer),
+    }
+}
+
+fn kind(name: &str, path: &str) -> Result<ContextKind, CupelError> {
+    ContextKind::new(name).map_err(|e| CupelError::PipelineConfig(format!("{path}: {e}")))
+}
+
+fn count(v: i64, key: &str, path: &str) -> Result<usize, CupelError> {
+    usize::try_from(v)
+        .map_err(|_| CupelError::SlicerConfig(format!("{path}.{key} must be >= 0 (got {v})")))
+}
+
+fn knapsack(cfg: &SlicerConfig) -> Result<KnapsackSlice, CupelError> {
+    let mut k =
+        KnapsackSlice::new(cfg.bucket_size.unwrap_or(100)).map_err(|e| at(e, "bucket_size"))?;
+    if let Some(cells) = cfg.max_table_cells {
+        k = k.with_max_table_cells(cells);
+    }
+    Ok(k)
+}
+
+fn entries(cfg: &SlicerConfig) -> Result<Vec<CountQuotaEntry>, CupelError> {
+    cfg.entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let p = format!("entries[{i}]");
+            CountQuotaEntry::new(
+                kind(&e.kind, &p)?,
+                count(e.require_count, "require_count", &p)?,
+                count(e.cap_count, "cap_count", &p)?,
+            )
+            .map_err(|err| at(err, &p))
+        })
+        .collect()
+}
+
+fn scarcity(cfg: &SlicerConfig) -> ScarcityBehavior {
+    match cfg.scarcity_behavior.unwrap_or_default() {
+        ScarcityName::Degrade => ScarcityBehavior::Degrade,
+        ScarcityName::Throw => ScarcityBehavior::Throw,
+    }
+}
+
+fn inner(cfg: &SlicerConfig) -> Result<Arc<dyn Slicer>, CupelError> {
+    let mut inner_cfg = SlicerConfig::new(cfg.inner_slicer.unwrap_or(SlicerType::Greedy));
+    // A knapsack inner slicer inherits the decorator's knapsack keys.
+    inner_cfg.bucket_size = cfg.bucket_size;
+    inner_cfg.max_table_cells = cfg.max_table_cells;
+    slicer(&inner_cfg).map_err(|e| at(e, "inner_slicer"))
+}
+
+pub(crate) fn slicer(cfg: &SlicerConfig) -> Result<Arc<dyn Slicer>, CupelError> {
+    Ok(match cfg.slicer {
+        SlicerType::Greedy => Arc::new(GreedySlice::new()),
+        SlicerType::Knapsack => Arc::new(knapsack(cfg)?),
+        SlicerType::Quota => {
+            let mut b = QuotaSet::builder();
+            for (i, q) in cfg.quotas.iter().enumerate() {
+                b = b.quota(kind(&q.kind, &format!("quotas[{i}]"))?, q.require, q.cap);
+            }
+            let set = b.build().map_err(|e| at(e, "quotas"))?;
+            Arc::new(QuotaSlice::new(set, inner(cfg)?))
+        }
+        SlicerType::CountQuota => Arc::new(
+            CountQuotaSlice::new(entries(cfg)?, inner(cfg)?, scarcity(cfg))
+                .map_err(|e| at(e, "count_quota"))?,
+        ),
+        SlicerType::CountConstrainedKnapsack => Arc::new(
+            CountConstrainedKnapsackSlice::new(entries(cfg)?, knapsack(cfg)?, scarcity(cfg))
+                .map_err(|e| at(e, "count_constrained_knapsack"))?,
+        ),
+    })
+}

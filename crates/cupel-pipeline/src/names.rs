@@ -1,0 +1,201 @@
+//! Component names as written in configuration files and conformance vectors.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Normalises a component name: ASCII-lowercase, `-`/`_`/spaces removed, and a
+/// trailing `scorer` / `slice` / `slicer` / `placer` suffix dropped, so that
+/// `"metadata_trust"`, `"MetadataTrustScorer"` and `"metadata-trust"` all match.
+fn normalise(name: &str) -> String {
+    let mut s: String = name
+        .chars()
+        .filter(|c| !matches!(c, '-' | '_' | ' '))
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    for suffix in ["scorer", "slicer", "slice", "placer"] {
+        if s.len() > suffix.len() && s.ends_with(suffix) {
+            s.truncate(s.len() - suffix.len());
+            break;
+        }
+    }
+    s
+}
+
+macro_rules! component_names {
+    (
+        $(#[$meta:meta])* $name:ident, $what:literal,
+        [$( $(#[$vmeta:meta])* $variant:ident = $canonical:literal $(| $alias:literal)* ),* $(,)?]
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum $name {
+            $( $(#[$vmeta])* $variant, )*
+        }
+
+        impl $name {
+            /// Every variant, in documentation order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),*];
+
+            /// The canonical (snake_case) name.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( $name::$variant => $canonical, )*
+                }
+            }
+
+            /// Looks a name up, accepting snake_case, kebab-case and the spec's spellings.
+            pub fn from_name(name: &str) -> Option<Self> {
+                let n = normalise(name);
+                $(
+                    if n == normalise($canonical) $(|| n == normalise($alias))* {
+                        return Some($name::$variant);
+                    }
+                )*
+                None
+            }
+
+            /// `"a, b, c"` — the accepted canonical names, for error messages.
+            pub fn expected() -> String {
+                let names: Vec<&str> = Self::ALL.iter().map(|v| v.as_str()).collect();
+                names.join(", ")
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = cupel_core::CupelError;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Self::from_name(s).ok_or_else(|| cupel_core::CupelError::PipelineConfig(format!(
+                    concat!("unknown ", $what, " `{}` (expected one of: {})"),
+                    s,
+                    Self::expected()
+                )))
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                s.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+component_names! {
+    /// The scorer types a [`ScorerConfig`](crate::ScorerConfig) can name.
+    ScorerType, "scorer",
+    [
+        /// `RecencyScorer`.
+        Recency = "recency",
+        /// `PriorityScorer`.
+        Priority = "priority",
+        /// `KindScorer`.
+        Kind = "kind",
+        /// `TagScorer`.
+        Tag = "tag",
+        /// `FrequencyScorer`.
+        Frequency = "frequency",
+        /// `ReflexiveScorer`.
+        Reflexive = "reflexive",
+        /// `CompositeScorer`.
+        Composite = "composite",
+        /// `ScaledScorer`.
+        Scaled = "scaled",
+        /// `DecayScorer`.
+        Decay = "decay",
+        /// `MetadataTrustScorer`.
+        MetadataTrust = "metadata_trust",
+        /// `MetadataKeyScorer`.
+        MetadataKey = "metadata_key",
+    ]
+}
+
+component_names! {
+    /// The slicer types a policy can name.
+    SlicerType, "slicer",
+    [
+        /// `GreedySlice`.
+        Greedy = "greedy",
+        /// `KnapsackSlice`.
+        Knapsack = "knapsack",
+        /// `QuotaSlice`.
+        Quota = "quota",
+        /// `CountQuotaSlice`.
+        CountQuota = "count_quota",
+        /// `CountConstrainedKnapsackSlice`.
+        CountConstrainedKnapsack = "count_constrained_knapsack",
+    ]
+}
+
+component_names! {
+    /// The placer types a policy can name.
+    PlacerType, "placer",
+    [
+        /// `ChronologicalPlacer`.
+        Chronological = "chronological",
+        /// `UShapedPlacer` (also written `u-shaped`).
+        UShaped = "u_shaped" | "u-shaped",
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_accept_every_spelling() {
+        for s in [
+            "metadata_trust",
+            "MetadataTrustScorer",
+            "metadata-trust",
+            "METADATATRUST",
+        ] {
+            assert_eq!(
+                ScorerType::from_name(s),
+                Some(ScorerType::MetadataTrust),
+                "{s}"
+            );
+        }
+        for s in ["u-shaped", "u_shaped", "UShapedPlacer", "ushaped"] {
+            assert_eq!(PlacerType::from_name(s), Some(PlacerType::UShaped), "{s}");
+        }
+        for s in [
+            "count_constrained_knapsack",
+            "CountConstrainedKnapsackSlice",
+        ] {
+            assert_eq!(
+                SlicerType::from_name(s),
+                Some(SlicerType::CountConstrainedKnapsack),
+                "{s}"
+            );
+        }
+        assert_eq!(
+            SlicerType::from_name("GreedySlice"),
+            Some(SlicerType::Greedy)
+        );
+        assert_eq!(ScorerType::from_name("bogus"), None);
+    }
+
+    #[test]
+    fn unknown_names_list_the_choices() {
+        let e = "fancy".parse::<PlacerType>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "pipeline configuration: unknown placer `fancy` (expected one of: chronological, u_shaped)"
+        );
+    }
+}

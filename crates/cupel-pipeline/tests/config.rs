@@ -1,0 +1,280 @@
+//! Declarative policies: parsing, strictness, building, presets.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use cupel_core::{ContextBudget, ContextItem, ContextKind, CupelError, SlicerKind};
+use cupel_pipeline::{Pipeline, PolicyConfig, ScorerType, SlicerType, preset, presets};
+
+const FULL: &str = r#"
+slicer = "count_quota"
+inner_slicer = "greedy"
+scarcity_behavior = "degrade"
+placer = "u-shaped"
+deduplication = false
+overflow_strategy = "Truncate"
+
+[[entries]]
+kind = "ToolOutput"
+require_count = 1
+cap_count = 3
+
+[[scorers]]
+type = "recency"
+weight = 2.0
+
+[[scorers]]
+type = "composite"
+weight = 1.0
+[[scorers.children]]
+type = "kind"
+weights = [{ kind = "Document", weight = 0.9 }]
+[[scorers.children]]
+type = "scaled"
+inner_scorer = "priority"
+
+[[scorers]]
+type = "decay"
+reference_time = 2025-01-01T12:00Z
+curve = { type = "step", windows = [{ max_age_secs = 3600, score = 0.9 }, { max_age_secs = 86400.5, score = 0.5 }] }
+
+[[scorers]]
+type = "metadata_key"
+key = "cupel:priority"
+value = "high"
+boost = 1.5
+
+[[scorers]]
+type = "metadata_trust"
+default_score = 0.25
+
+[[scorers]]
+type = "tag"
+tag_weights = [{ tag = "a", weight = 1.0 }]
+case_insensitive_tags = true
+"#;
+
+#[test]
+fn every_component_can_be_expressed_and_built() {
+    let cfg = PolicyConfig::from_toml_str(FULL).unwrap();
+    assert_eq!(cfg.slicer.slicer, SlicerType::CountQuota);
+    assert_eq!(cfg.scorers.len(), 6);
+    assert_eq!(cfg.scorers[1].kind, ScorerType::Composite);
+    let policy = cfg.build().unwrap();
+    assert_eq!(policy.slicer().slicer_kind(), SlicerKind::CountQuota);
+    assert!(!policy.deduplication());
+    // Round trip through JSON keeps the meaning.
+    let json = serde_json::to_string(&cfg).unwrap();
+    let back = PolicyConfig::from_json_str(&json).unwrap();
+    assert_eq!(back, cfg);
+}
+
+#[test]
+fn unknown_keys_are_named() {
+    let e = PolicyConfig::from_toml_str(
+        "slicer = \"greedy\"\ndedupliction = false\n[[scorers]]\ntype = \"recency\"\n",
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "pipeline configuration: unknown policy key `dedupliction`"
+    );
+    let e =
+        PolicyConfig::from_toml_str("[[scorers]]\ntype = \"recency\"\nwieght = 2.0\n").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "pipeline configuration: unknown policy key `scorers.0.wieght`"
+    );
+}
+
+#[test]
+fn misplaced_keys_are_named() {
+    let e =
+        PolicyConfig::from_toml_str("[[scorers]]\ntype = \"recency\"\nboost = 2.0\n").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "pipeline configuration: scorers[0]: key `boost` does not apply to scorer type `recency`"
+    );
+    let e = PolicyConfig::from_toml_str(
+        "slicer = \"greedy\"\nbucket_size = 10\n[[scorers]]\ntype = \"recency\"\n",
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "pipeline configuration: key `bucket_size` does not apply to slicer `greedy`"
+    );
+}
+
+#[test]
+fn bad_values_say_what_to_fix() {
+    let e = PolicyConfig::from_toml_str("slicer = \"fancy\"\n[[scorers]]\ntype = \"recency\"\n")
+        .unwrap_err();
+    assert!(
+        e.to_string().contains(
+            "unknown slicer `fancy` (expected one of: greedy, knapsack, quota, count_quota, count_constrained_knapsack)"
+        ),
+        "{e}"
+    );
+    let e = PolicyConfig::from_toml_str("slicer = \"greedy\"\n").unwrap_err();
+    assert!(e.to_string().contains("missing field `scorers`"), "{e}");
+    let e = PolicyConfig::from_toml_str("scorers = []\n")
+        .unwrap()
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "pipeline configuration: policy key `scorers`: at least one scorer is required"
+    );
+    let e = PolicyConfig::from_toml_str("[[scorers]]\ntype = \"tag\"\n")
+        .unwrap()
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "pipeline configuration: scorers[0]: scorer type `tag` needs key `tag_weights`"
+    );
+    let e = PolicyConfig::from_toml_str(
+        "slicer = \"knapsack\"\nbucket_size = 0\n[[scorers]]\ntype = \"recency\"\n",
+    )
+    .unwrap()
+    .build()
+    .unwrap_err();
+    assert!(
+        matches!(e, CupelError::SlicerConfig(ref m) if m.starts_with("bucket_size: ")),
+        "{e}"
+    );
+    let e = PolicyConfig::from_toml_str(
+        "[[scorers]]\ntype = \"recency\"\nweight = 1.0\n[[scorers]]\ntype = \"kind\"\nweight = -1.0\n",
+    )
+    .unwrap()
+    .build()
+    .unwrap_err();
+    assert!(
+        matches!(e, CupelError::ScorerConfig(ref m) if m.starts_with("scorers: ")),
+        "{e}"
+    );
+    let e = PolicyConfig::from_toml_str(
+        "slicer = \"count_quota\"\ninner_slicer = \"knapsack\"\n[[entries]]\nkind = \"a\"\ncap_count = 1\n[[scorers]]\ntype = \"recency\"\n",
+    )
+    .unwrap()
+    .build()
+    .unwrap_err();
+    assert!(e.to_string().contains("KnapsackSlice"), "{e}");
+}
+
+#[test]
+fn plain_serde_ignores_unknown_keys_for_forward_compatibility() {
+    let cfg: PolicyConfig =
+        toml::from_str("future_key = 1\n[[scorers]]\ntype = \"recency\"\nnew_knob = true\n")
+            .unwrap();
+    assert_eq!(cfg.scorers.len(), 1);
+}
+
+fn support_items() -> Vec<ContextItem> {
+    let t = |s: &str| s.parse().unwrap();
+    vec![
+        ContextItem::builder("system: be concise", 20)
+            .kind(ContextKind::SYSTEM_PROMPT)
+            .pinned(true)
+            .build()
+            .unwrap(),
+        ContextItem::builder("user: my invoice is wrong", 30)
+            .timestamp(t("2025-01-01T10:00:00Z"))
+            .priority(5)
+            .future_relevance_hint(0.9)
+            .build()
+            .unwrap(),
+        ContextItem::builder("tool: invoice #42 total $120", 60)
+            .kind(ContextKind::TOOL_OUTPUT)
+            .timestamp(t("2025-01-01T10:01:00Z"))
+            .priority(8)
+            .future_relevance_hint(0.8)
+            .tag("billing")
+            .build()
+            .unwrap(),
+        ContextItem::builder("doc: refund policy", 200)
+            .kind(ContextKind::DOCUMENT)
+            .timestamp(t("2024-12-01T00:00:00Z"))
+            .priority(3)
+            .future_relevance_hint(0.6)
+            .tag("billing")
+            .build()
+            .unwrap(),
+        ContextItem::builder("memory: customer prefers email", 15)
+            .kind(ContextKind::MEMORY)
+            .future_relevance_hint(0.4)
+            .build()
+            .unwrap(),
+        ContextItem::builder("user: hello", 5)
+            .timestamp(t("2025-01-01T09:59:00Z"))
+            .future_relevance_hint(0.1)
+            .build()
+            .unwrap(),
+    ]
+}
+
+#[test]
+fn every_preset_builds_and_selects_within_budget() {
+    let items = support_items();
+    let budget = ContextBudget::new(400, 150).unwrap();
+    for p in presets() {
+        let policy = p.config.build().unwrap();
+        let pipeline = Pipeline::new(policy, budget.clone());
+        let window = pipeline.run(&items).unwrap();
+        let tokens: i64 = window.iter().map(ContextItem::tokens).sum();
+        assert!(tokens <= 150, "{}: {tokens}", p.name);
+        assert!(
+            window.iter().any(|i| i.content() == "system: be concise"),
+            "{}: pinned item missing",
+            p.name
+        );
+        let report = pipeline.dry_run(&items).unwrap();
+        assert_eq!(
+            report.total_candidates,
+            report.included.len() + report.excluded.len()
+        );
+        // The report's included list is the window.
+        let a: Vec<&str> = window.iter().map(ContextItem::content).collect();
+        let b: Vec<&str> = report.included.iter().map(|i| i.item.content()).collect();
+        assert_eq!(a, b, "{}", p.name);
+    }
+}
+
+#[test]
+fn preset_lookup_is_case_insensitive_and_lists_names_on_error() {
+    assert_eq!(preset("CODE-REVIEW").unwrap().name, "code-review");
+    assert_eq!(preset("document_qa").unwrap().name, "document-qa");
+    let e = preset("speedy").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "pipeline configuration: unknown preset `speedy` (expected one of: chat, code-review, rag, document-qa, tool-use, long-running, debugging)"
+    );
+}
+
+#[test]
+fn chat_preset_selects_recent_turns_in_order() {
+    // chat = recency 3, kind 1 (composite, normalised 0.75 / 0.25); greedy; chronological.
+    // Scoreable: 5 items; timestamped: user-invoice (10:00), tool (10:01), doc (Dec), hello (09:59).
+    // Recency ranks among 4 timestamped: doc 0, hello 1/3, invoice 2/3, tool 1; memory (none) 0.
+    // Kind (defaults): message 0.2, tool 0.6, document 0.4, memory 0.8.
+    //   tool    = 0.75*1    + 0.25*0.6 = 0.9        density 0.9/60   = 0.015
+    //   invoice = 0.75*2/3  + 0.25*0.2 = 0.55       density 0.55/30  = 0.01833
+    //   hello   = 0.75*1/3  + 0.25*0.2 = 0.30       density 0.30/5   = 0.06
+    //   memory  = 0           + 0.25*0.8 = 0.20     density 0.20/15  = 0.01333
+    //   doc     = 0           + 0.25*0.4 = 0.10     density 0.10/200 = 0.0005
+    // Budget 400/150, pinned 20: effective target 130.
+    // Greedy by density: hello 5 (125 left), invoice 30 (95), tool 60 (35), memory 15 (20), doc 200 no.
+    // Chronological: hello 09:59, invoice 10:00, tool 10:01, then undated: system (pinned, merged first), memory.
+    let policy = preset("chat").unwrap().config.build().unwrap();
+    let p = Pipeline::new(policy, ContextBudget::new(400, 150).unwrap());
+    let window = p.run(&support_items()).unwrap();
+    let got: Vec<&str> = window.iter().map(ContextItem::content).collect();
+    assert_eq!(
+        got,
+        [
+            "user: hello",
+            "user: my invoice is wrong",
+            "tool: invoice #42 total $120",
+            "system: be concise",
+            "memory: customer prefers email"
+        ]
+    );
+}
