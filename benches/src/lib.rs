@@ -159,3 +159,8 @@ mod tests {
         assert_eq!(r.next(), 0x4082_2041);
     }
 }
+
+/// Whether `CUPEL_BENCH_QUICK` asks for a short run (`cargo xtask bench --quick`).
+pub fn quick() -> bool {
+    std::env::var_os("CUPEL_BENCH_QUICK").is_some_and(|v| !v.is_empty() && v != "0")
+}
