@@ -36,6 +36,48 @@
 //! Each method's rustdoc on [`SelectionReportAssertionChain`] states what it
 //! checks and its exact failure message.
 //!
+//! # With the pipeline
+//!
+//! The usual shape of a policy regression test: build the pipeline you ship,
+//! dry-run it on a representative input, and state what must hold.
+//!
+//! ```
+//! use cupel_core::{ContextBudget, ContextItem, ContextKind};
+//! use cupel_pipeline::{Pipeline, preset};
+//! use cupel_testing::{ReasonKind, SelectionReportAssertions};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let ts = |s: &str| s.parse::<chrono::DateTime<chrono::Utc>>();
+//! let items = vec![
+//!     ContextItem::builder("You are Acme's support assistant.", 30)
+//!         .kind(ContextKind::SYSTEM_PROMPT)
+//!         .pinned(true)
+//!         .build()?,
+//!     ContextItem::builder("User: I was charged twice.", 20).timestamp(ts("2025-03-01T10:00:00Z")?).build()?,
+//!     ContextItem::builder("Assistant: Let me check.", 15).timestamp(ts("2025-03-01T10:01:00Z")?).build()?,
+//!     ContextItem::builder("Tool: 2 charges of $40 found", 400)
+//!         .kind(ContextKind::TOOL_OUTPUT)
+//!         .timestamp(ts("2025-03-01T10:02:00Z")?)
+//!         .build()?,
+//! ];
+//! // "chat" = recency 3 + kind 1, greedy, chronological. Target 120, 30 pinned:
+//! // the slicer has 90 tokens; the 400-token tool output cannot fit.
+//! let pipeline = Pipeline::new(preset("chat")?.config.build()?, ContextBudget::new(8_000, 120)?);
+//! let report = pipeline.dry_run(&items)?;
+//!
+//! report
+//!     .should()
+//!     .include_item_with_kind(ContextKind::SYSTEM_PROMPT)
+//!     .include_exactly_n_items_with_kind(ContextKind::MESSAGE, 2)
+//!     .exclude_item_with_reason(ReasonKind::BudgetExceeded)
+//!     // room after slicing: 90 - (20 + 15) = 55
+//!     .exclude_item_with_budget_details(|i| i.kind() == &ContextKind::TOOL_OUTPUT, 400, 55)
+//!     .excluded_items_are_sorted_by_score_descending()
+//!     .have_kind_coverage_count(2);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Example
 //!
 //! A support-bot selection under a 1000-token window (target 850): the pinned
