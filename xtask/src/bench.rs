@@ -26,6 +26,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let root = workspace_root();
     for bench in &benches {
         let mut cmd = cargo();
+        // Criterion runs from the package directory; keep its output in the workspace target.
+        cmd.env("CRITERION_HOME", root.join("target").join("criterion"));
         cmd.current_dir(&root)
             .args(["bench", "-p", "cupel-benches", "--bench", bench, "--"]);
         if quick {

@@ -1,0 +1,311 @@
+//! [`GreedySlice`]: fill the budget by value density (score per token).
+
+use cupel_core::{CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer, SlicerKind};
+
+/// Selects items in order of value density — `score / tokens` — taking each
+/// one that still fits the remaining target.
+///
+/// This is the fractional-knapsack heuristic applied to a 0/1 choice: fast
+/// (`O(N log N)`, dominated by one sort) and usually close to optimal. Use
+/// [`KnapsackSlice`](crate::KnapsackSlice) when the budget is tight and the
+/// exact optimum matters.
+///
+/// # Algorithm
+/// 1. Empty input or `target_tokens <= 0`: select nothing.
+/// 2. Density of each item: `score / tokens`; an item with `tokens == 0` gets
+///    `f64::MAX` (the largest finite double).
+/// 3. Order by density descending, ties by input index ascending. Densities
+///    compare with [`score_cmp_desc`](cupel_core::score_cmp_desc): `-0.0 == 0.0`, NaN after every number.
+///    Zero-token items all share `f64::MAX`, so among themselves they keep
+///    input order whatever their scores.
+/// 4. One pass, `remaining = target_tokens`: a zero-token item is always
+///    taken; any other item is taken when `tokens <= remaining` (then
+///    `remaining -= tokens`), otherwise skipped for good — a skipped item is
+///    never reconsidered (skip, not defer).
+///
+/// The output lists input indices in that pass order (density order), not in
+/// input order; the Place stage decides the final order.
+///
+/// # Choices where the specification is silent
+/// * **Negative token counts** never reach a slicer in the pipeline (Classify
+///   excludes them). Given one directly, `GreedySlice` leaves it out: taking it
+///   would *raise* the remaining budget.
+/// * **NaN scores** give NaN densities, which sort after every real density;
+///   such an item is still taken if it fits when its turn comes.
+/// * Only `target_tokens` is consulted; `max_tokens` plays no part (as written
+///   in the specification).
+///
+/// ```
+/// use cupel_core::{ContextItem, ScoredItem, SliceBudget, Slicer};
+/// use cupel_slicers::GreedySlice;
+///
+/// let big = ContextItem::new("big", 80)?;     // density 0.9 / 80 = 0.01125
+/// let small = ContextItem::new("small", 30)?; // density 0.6 / 30 = 0.02
+/// let free = ContextItem::new("free", 0)?;    // density f64::MAX
+/// let items = [
+///     ScoredItem::new(&big, 0.9),
+///     ScoredItem::new(&small, 0.6),
+///     ScoredItem::new(&free, 0.1),
+/// ];
+/// // free (0 tokens), then small: 30 <= 100 (70 left), then big: 80 > 70, skipped.
+/// let out = GreedySlice.slice(&items, SliceBudget::new(100, 100))?;
+/// assert_eq!(out.selected, vec![2, 1]);
+/// # Ok::<(), cupel_core::CupelError>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct GreedySlice;
+
+impl GreedySlice {
+    /// The greedy slicer (it has no configuration).
+    pub fn new() -> Self {
+        GreedySlice
+    }
+}
+
+/// `score / tokens`, with `f64::MAX` for zero-token items.
+pub(crate) fn density(score: f64, tokens: i64) -> f64 {
+    if tokens == 0 {
+        f64::MAX
+    } else {
+        score / tokens as f64
+    }
+}
+
+/// A `u64` whose ascending order is [`score_cmp_desc`](cupel_core::score_cmp_desc)'s order on `d`:
+/// larger values first, `-0.0 == 0.0`, every NaN last (and equal).
+///
+/// Sorting integer keys is several times faster than calling a float
+/// comparator; `key_matches_score_cmp_desc` in the tests checks the two
+/// orders agree.
+pub(crate) fn desc_key(d: f64) -> u64 {
+    if d.is_nan() {
+        return u64::MAX;
+    }
+    // `+ 0.0` turns -0.0 into 0.0, so both get one key.
+    let bits = (d + 0.0).to_bits();
+    // Standard order-preserving map of IEEE doubles onto unsigned integers...
+    let ascending = if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | 1 << 63
+    };
+    // ...reversed for descending order. Finite and infinite values never map
+    // to u64::MAX (that would need ascending == 0, i.e. a NaN bit pattern).
+    !ascending
+}
+
+impl Slicer for GreedySlice {
+    fn slice(
+        &self,
+        items: &[ScoredItem<'_>],
+        budget: SliceBudget,
+    ) -> Result<SliceOutcome, CupelError> {
+        if items.is_empty() || budget.target_tokens <= 0 {
+            return Ok(SliceOutcome::default());
+        }
+        // (density key << 64 | index): ascending u128 order is density
+        // descending (NaN last), then index ascending — a total order, so the
+        // unstable sort is as deterministic as a stable one.
+        let mut order: Vec<u128> = Vec::with_capacity(items.len());
+        let mut tokens: Vec<i64> = Vec::with_capacity(items.len());
+        for (i, s) in items.iter().enumerate() {
+            let t = s.item.tokens();
+            tokens.push(t);
+            if t >= 0 {
+                order.push(u128::from(desc_key(density(s.score, t))) << 64 | i as u128);
+            }
+        }
+        order.sort_unstable();
+
+        let mut remaining = budget.target_tokens;
+        let mut selected = Vec::new();
+        for key in order {
+            let i = key as u64 as usize; // low 64 bits: the index we packed
+            let t = tokens[i];
+            if t == 0 {
+                selected.push(i);
+            } else if t <= remaining {
+                selected.push(i);
+                // 0 < t <= remaining: cannot overflow or go negative.
+                remaining -= t;
+            }
+        }
+        Ok(SliceOutcome::selected(selected))
+    }
+
+    fn slicer_kind(&self) -> SlicerKind {
+        SlicerKind::Greedy
+    }
+
+    fn is_monotonic(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_util::{budget, item, scored};
+
+    fn run(items: &[cupel_core::ContextItem], scores: &[f64], target: i64) -> Vec<usize> {
+        let s = scored(items, scores);
+        GreedySlice.slice(&s, budget(target)).unwrap().selected
+    }
+
+    // ----- edge-case table of the specification -----
+
+    #[test]
+    fn empty_input_selects_nothing() {
+        assert!(run(&[], &[], 100).is_empty());
+    }
+
+    #[test]
+    fn non_positive_target_selects_nothing_not_even_zero_token_items() {
+        let items = [item("z", 0), item("a", 10)];
+        assert!(run(&items, &[0.5, 0.5], 0).is_empty());
+        assert!(run(&items, &[0.5, 0.5], -5).is_empty());
+    }
+
+    #[test]
+    fn all_zero_token_items_are_selected_in_index_order() {
+        // All densities are f64::MAX; ties break by index, scores ignored.
+        let items = [item("a", 0), item("b", 0), item("c", 0)];
+        assert_eq!(run(&items, &[0.1, 0.9, 0.5], 1), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn single_item_that_fits_is_selected() {
+        assert_eq!(run(&[item("a", 50)], &[0.3], 50), vec![0]); // 50 <= 50
+    }
+
+    #[test]
+    fn single_item_over_budget_leaves_only_zero_token_items() {
+        let items = [item("big", 51), item("z", 0)];
+        // big: 51 > 50 skipped; z: zero tokens, always taken.
+        assert_eq!(run(&items, &[0.9, 0.0], 50), vec![1]);
+        assert!(run(&[item("big", 51)], &[0.9], 50).is_empty());
+    }
+
+    #[test]
+    fn all_items_over_budget_individually_leaves_zero_token_items() {
+        let items = [item("a", 20), item("z1", 0), item("b", 30), item("z2", 0)];
+        assert_eq!(run(&items, &[0.9, 0.1, 0.8, 0.2], 10), vec![1, 3]);
+    }
+
+    #[test]
+    fn all_items_fit_all_selected() {
+        let items = [item("a", 10), item("b", 20), item("c", 30)];
+        // 10 + 20 + 30 = 60 <= 60. Densities 0.05, 0.025, 0.01 -> order 0,1,2.
+        assert_eq!(run(&items, &[0.5, 0.5, 0.3], 60), vec![0, 1, 2]);
+    }
+
+    // ----- conformance notes -----
+
+    #[test]
+    fn equal_density_ties_break_by_lower_index() {
+        // Spec example: A (density 0.5, index 0) precedes B (density 0.5, index 3).
+        // A = 0.5/1, x = 0.2/1, y = 0.1/1, B = 1.0/2 = 0.5. Target 2: A (1 left),
+        // B needs 2 > 1 -> skipped, x fits (0 left), y skipped.
+        let items = [item("A", 1), item("x", 1), item("y", 1), item("B", 2)];
+        assert_eq!(run(&items, &[0.5, 0.2, 0.1, 1.0], 2), vec![0, 1]);
+        // With target 3: A (2 left), B (0 left), x and y skipped.
+        assert_eq!(run(&items, &[0.5, 0.2, 0.1, 1.0], 3), vec![0, 3]);
+    }
+
+    #[test]
+    fn skip_not_defer_single_pass() {
+        // Densities: a = 0.9/60 = 0.015, b = 0.5/50 = 0.01, c = 0.1/40 = 0.0025.
+        // Target 100: a (40 left), b 50 > 40 skipped, c 40 <= 40 taken (0 left).
+        let items = [item("a", 60), item("b", 50), item("c", 40)];
+        assert_eq!(run(&items, &[0.9, 0.5, 0.1], 100), vec![0, 2]);
+    }
+
+    #[test]
+    fn output_is_in_density_order_not_input_order() {
+        // a = 0.9/90 = 0.01, b = 0.5/10 = 0.05 -> b first.
+        let items = [item("a", 90), item("b", 10)];
+        assert_eq!(run(&items, &[0.9, 0.5], 100), vec![1, 0]);
+    }
+
+    #[test]
+    fn zero_token_items_come_first_whatever_their_score() {
+        let items = [item("a", 1), item("z", 0)];
+        // a: 1.0/1 = 1.0 < f64::MAX; z first.
+        assert_eq!(run(&items, &[1.0, 0.0], 10), vec![1, 0]);
+    }
+
+    #[test]
+    fn worked_example_of_the_diagnostics_chapter() {
+        // fits: 1.0/150 ~ 0.00667 first, 150 <= 200 (50 left); too-big 400 > 50.
+        let items = [item("fits", 150), item("too-big", 400)];
+        assert_eq!(run(&items, &[1.0, 0.0], 200), vec![0]);
+    }
+
+    // ----- choices -----
+
+    #[test]
+    fn negative_token_items_are_left_out() {
+        let items = [item("neg", -50), item("a", 60)];
+        // Without the guard, neg would raise `remaining` to 100 and let a in.
+        assert!(run(&items, &[0.9, 0.5], 50).is_empty());
+    }
+
+    #[test]
+    fn nan_density_sorts_last_but_is_taken_if_it_fits() {
+        // nan item first in input; a = 0.5/10 = 0.05 goes first; nan then fits.
+        let items = [item("nan", 10), item("a", 10)];
+        assert_eq!(run(&items, &[f64::NAN, 0.5], 20), vec![1, 0]);
+        // Target 10: a takes all, nan skipped.
+        assert_eq!(run(&items, &[f64::NAN, 0.5], 10), vec![1]);
+    }
+
+    #[test]
+    fn negative_zero_density_equals_zero_density() {
+        // -0.0/10 == 0.0/10: tie -> index order.
+        let items = [item("a", 10), item("b", 10)];
+        assert_eq!(run(&items, &[-0.0, 0.0], 20), vec![0, 1]);
+        assert_eq!(run(&items, &[0.0, -0.0], 20), vec![0, 1]);
+    }
+
+    #[test]
+    fn key_matches_score_cmp_desc() {
+        use cupel_core::score_cmp_desc;
+        let values = [
+            f64::NAN,
+            -f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::MAX,
+            f64::MIN,
+            f64::MIN_POSITIVE,
+            -f64::MIN_POSITIVE,
+            5e-324,
+            -5e-324,
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            0.25,
+            1e-300,
+            -1e300,
+            0.1 + 0.2,
+            0.3,
+        ];
+        for &a in &values {
+            for &b in &values {
+                assert_eq!(
+                    desc_key(a).cmp(&desc_key(b)),
+                    score_cmp_desc(a, b),
+                    "{a} vs {b}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn reports_kind_and_monotonicity() {
+        assert_eq!(GreedySlice.slicer_kind(), SlicerKind::Greedy);
+        assert!(GreedySlice.is_monotonic());
+    }
+}

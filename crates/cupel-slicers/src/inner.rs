@@ -1,0 +1,77 @@
+//! Running a wrapped (inner) slicer on a subset and mapping its answer back.
+
+use cupel_core::{CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer};
+
+/// Runs `inner` on the items at `map` (indices into `items`) and returns its
+/// outcome with every index translated back to `items`.
+///
+/// An inner index outside its input is a [`CupelError::PipelineConfig`]
+/// naming `who` and the numbers, never a panic.
+pub(crate) fn slice_subset(
+    who: &str,
+    inner: &dyn Slicer,
+    items: &[ScoredItem<'_>],
+    map: &[usize],
+    budget: SliceBudget,
+) -> Result<SliceOutcome, CupelError> {
+    let sub: Vec<ScoredItem<'_>> = map.iter().filter_map(|&i| items.get(i).copied()).collect();
+    let out = inner.slice(&sub, budget)?;
+    let back = |i: usize| {
+        map.get(i).copied().ok_or_else(|| {
+            CupelError::PipelineConfig(format!(
+                "{who}: inner slicer returned index {i}, but its input had {} items",
+                map.len()
+            ))
+        })
+    };
+    let selected = out
+        .selected
+        .iter()
+        .map(|&i| back(i))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut cap_exclusions = out.cap_exclusions;
+    for c in &mut cap_exclusions {
+        c.index = back(c.index)?;
+    }
+    Ok(SliceOutcome {
+        selected,
+        shortfalls: out.shortfalls,
+        cap_exclusions,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_util::{budget, item, scored};
+    use cupel_core::SliceOutcome;
+
+    struct Liar;
+    impl Slicer for Liar {
+        fn slice(&self, _: &[ScoredItem<'_>], _: SliceBudget) -> Result<SliceOutcome, CupelError> {
+            Ok(SliceOutcome::selected(vec![0, 7]))
+        }
+    }
+
+    #[test]
+    fn out_of_range_inner_index_is_a_config_error() {
+        let items = [item("a", 1), item("b", 1), item("c", 1)];
+        let s = scored(&items, &[0.5; 3]);
+        let err = slice_subset("QuotaSlice", &Liar, &s, &[1, 2], budget(10)).unwrap_err();
+        assert_eq!(
+            err,
+            CupelError::PipelineConfig(
+                "QuotaSlice: inner slicer returned index 7, but its input had 2 items".into()
+            )
+        );
+    }
+
+    #[test]
+    fn indices_map_back() {
+        let items = [item("a", 1), item("b", 1), item("c", 1)];
+        let s = scored(&items, &[0.5; 3]);
+        let out = slice_subset("x", &crate::GreedySlice, &s, &[2, 0], budget(10)).unwrap();
+        // Sub-input [c, a], equal densities -> sub order 0, 1 -> outer 2, 0.
+        assert_eq!(out.selected, vec![2, 0]);
+    }
+}

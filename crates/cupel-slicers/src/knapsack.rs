@@ -1,0 +1,590 @@
+//! [`KnapsackSlice`]: 0/1 knapsack dynamic programming over discretised tokens.
+
+use std::ops::Add;
+
+use cupel_core::{CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer, SlicerKind};
+
+/// Default token bucket size of [`KnapsackSlice`].
+pub const DEFAULT_BUCKET_SIZE: i64 = 100;
+
+/// Default keep-table guard of [`KnapsackSlice`]: 50,000,000 cells.
+///
+/// The keep table holds one **bit** per cell, so this default is about
+/// 6.25 MB of table (plus at most 63 bits of padding per row), next to two DP
+/// rows of `capacity + 1` values each.
+pub const DEFAULT_MAX_TABLE_CELLS: u64 = 50_000_000;
+
+/// Scores are scaled by this factor and floored to integer DP values.
+pub const SCORE_SCALE: f64 = 10_000.0;
+
+/// Selects the subset of items with the greatest total score that fits the
+/// target, by 0/1 knapsack dynamic programming.
+///
+/// Tokens are discretised into buckets of [`bucket_size`](Self::bucket_size)
+/// tokens to keep the table small, so the answer is optimal for the
+/// discretised problem and never over the real target.
+///
+/// # Algorithm
+/// 1. Empty input or `target_tokens <= 0`: select nothing.
+/// 2. Items with `tokens == 0` are always selected and stay out of the DP;
+///    items with `tokens > 0` are the *candidates* (in input order).
+/// 3. `value = max(0, floor(score * 10000))` (a NaN score gives 0),
+///    `weight = ceil(tokens / bucket_size)`,
+///    `capacity = floor(target_tokens / bucket_size)`. Rounding weights up and
+///    the capacity down means every discretised solution fits the real target.
+///    With `capacity == 0` only the zero-token items are selected.
+/// 4. One DP row `dp[0..=capacity]`; candidate `i` is folded in with `w` from
+///    `capacity` down to `weight[i]`: if `dp[w - weight[i]] + value[i] >
+///    dp[w]` (strictly), update `dp[w]` and set the keep bit `(i, w)`.
+/// 5. Reconstruction walks `i` from the last candidate down to the first,
+///    taking candidate `i` when its keep bit at the remaining capacity is set.
+///
+/// The output lists the zero-token items (input order) followed by the DP
+/// selection in reconstruction order (highest candidate index first).
+///
+/// # Memory and the table guard
+/// The keep table has `candidates x (capacity + 1)` cells stored as bits in
+/// `u64` words, each row padded to a whole word: `candidates *
+/// ceil((capacity + 1) / 64) * 8` bytes, i.e. **1/8 byte per cell** (a
+/// `bool` table would take 8 times as much). Next to it the DP keeps two rows
+/// of `capacity + 1` values: `u32` while the candidates' values add up to at
+/// most `u32::MAX` (always the case for scores in `[0, 1]` and fewer than
+/// 429,496 candidates), else `u64`, else `u128` — so `(capacity + 1) * 8`
+/// bytes in the usual case. Measured sizes:
+///
+/// | candidates | capacity + 1 | cells | keep table | DP rows | time (2-core VM) |
+/// | --- | --- | --- | --- | --- | --- |
+/// | 1,000 | 2,501 (target 250,000, bucket 100) | 2.5 M | 320 KB | 20 KB | ~1.8 ms |
+/// | 1,000 | 25,001 (target 250,000, bucket 10) | 25 M | 3.1 MB | 200 KB | ~19 ms |
+/// | 10,000 | 25,001 (target 2,500,000, bucket 100) | 250 M | 31 MB | 200 KB | over the default guard; ~180 ms with it raised |
+/// | — | — | 50 M (default guard) | 6.25 MB | — | ~37 ms (extrapolated at 0.73 ns/cell) |
+///
+/// A run whose table would exceed [`max_table_cells`](Self::max_table_cells)
+/// fails with [`CupelError::TableTooLarge`] before allocating anything;
+/// raise the bucket size or the limit (see
+/// [`with_max_table_cells`](Self::with_max_table_cells)) or lower the budget.
+/// The guard counts every candidate, including ones too heavy to fit.
+///
+/// # Choices where the specification is silent
+/// * Items with negative token counts (which the pipeline never passes) are
+///   neither candidates nor zero-token items: they are never selected.
+/// * Values are `u64` (the `as` conversion saturates absurd scores above
+///   `1.8e15`); the DP runs in the narrowest of `u32`/`u64`/`u128` that holds
+///   the sum of all values, so sums never wrap.
+///
+/// ```
+/// use cupel_core::{ContextItem, ScoredItem, SliceBudget, Slicer};
+/// use cupel_slicers::KnapsackSlice;
+///
+/// let a = ContextItem::new("a", 60)?;
+/// let b = ContextItem::new("b", 50)?;
+/// let c = ContextItem::new("c", 50)?;
+/// let items = [ScoredItem::new(&a, 0.9), ScoredItem::new(&b, 0.6), ScoredItem::new(&c, 0.6)];
+/// // bucket 10: weights 6, 5, 5; capacity 10. Best value: b + c = 12000 > a = 9000.
+/// let knapsack = KnapsackSlice::new(10)?;
+/// let out = knapsack.slice(&items, SliceBudget::new(100, 100))?.selected;
+/// assert_eq!(out, vec![2, 1]); // reconstruction order: last candidate first
+/// # Ok::<(), cupel_core::CupelError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KnapsackSlice {
+    bucket_size: i64,
+    max_table_cells: u64,
+}
+
+impl Default for KnapsackSlice {
+    /// Bucket size [`DEFAULT_BUCKET_SIZE`] (100), guard [`DEFAULT_MAX_TABLE_CELLS`].
+    fn default() -> Self {
+        Self {
+            bucket_size: DEFAULT_BUCKET_SIZE,
+            max_table_cells: DEFAULT_MAX_TABLE_CELLS,
+        }
+    }
+}
+
+/// The dimensions of a knapsack keep table, from [`KnapsackSlice::table_size`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KnapsackTableSize {
+    /// Number of DP candidates (items with `tokens > 0`).
+    pub candidates: usize,
+    /// Row length: `floor(target / bucket_size) + 1`.
+    pub row_len: u64,
+    /// `candidates * row_len` (saturating).
+    pub cells: u64,
+    /// Bytes of the keep table: `candidates * ceil(row_len / 64) * 8` (saturating).
+    pub keep_bytes: u64,
+    /// Bytes of the two DP rows with `u32` values (the usual case):
+    /// `2 * row_len * 4` (saturating); double it for `u64` values.
+    pub dp_bytes: u64,
+}
+
+impl KnapsackSlice {
+    /// A knapsack slicer with the given bucket size and the default table guard.
+    ///
+    /// # Errors
+    /// [`CupelError::SlicerConfig`] when `bucket_size <= 0`.
+    pub fn new(bucket_size: i64) -> Result<Self, CupelError> {
+        if bucket_size <= 0 {
+            return Err(CupelError::SlicerConfig(format!(
+                "KnapsackSlice bucket_size must be > 0 (got {bucket_size})"
+            )));
+        }
+        Ok(Self {
+            bucket_size,
+            max_table_cells: DEFAULT_MAX_TABLE_CELLS,
+        })
+    }
+
+    /// Replaces the table guard: runs whose keep table would have more than
+    /// `cells` cells fail with [`CupelError::TableTooLarge`].
+    pub fn with_max_table_cells(mut self, cells: u64) -> Self {
+        self.max_table_cells = cells;
+        self
+    }
+
+    /// The token bucket size (always `> 0`).
+    pub fn bucket_size(&self) -> i64 {
+        self.bucket_size
+    }
+
+    /// The table guard, in cells.
+    pub fn max_table_cells(&self) -> u64 {
+        self.max_table_cells
+    }
+
+    /// The keep table a run with `candidates` positive-token items and
+    /// `target_tokens` would build (`row_len` is 1 when the target is `<= 0`).
+    ///
+    /// ```
+    /// let k = cupel_slicers::KnapsackSlice::new(10)?;
+    /// let t = k.table_size(1_000, 250_000);
+    /// assert_eq!((t.row_len, t.cells), (25_001, 25_001_000));
+    /// // ceil(25_001 / 64) = 391 words per row; 1_000 rows x 391 x 8 bytes.
+    /// assert_eq!(t.keep_bytes, 3_128_000);
+    /// # Ok::<(), cupel_core::CupelError>(())
+    /// ```
+    pub fn table_size(&self, candidates: usize, target_tokens: i64) -> KnapsackTableSize {
+        let capacity = u64::try_from(target_tokens.max(0) / self.bucket_size).unwrap_or(0);
+        let row_len = capacity.saturating_add(1);
+        let n = candidates as u64;
+        KnapsackTableSize {
+            candidates,
+            row_len,
+            cells: n.saturating_mul(row_len),
+            keep_bytes: n.saturating_mul(row_len.div_ceil(64)).saturating_mul(8),
+            dp_bytes: row_len.saturating_mul(8),
+        }
+    }
+}
+
+/// `max(0, floor(score * 10000))`; NaN and negatives give 0, `as` saturates.
+pub(crate) fn scaled_value(score: f64) -> u64 {
+    (score * SCORE_SCALE).floor() as u64
+}
+
+/// `ceil(tokens / bucket)` for `tokens > 0`, `bucket > 0`, without overflow.
+fn ceil_div(tokens: i64, bucket: i64) -> u64 {
+    let q = tokens / bucket;
+    let q = if tokens % bucket != 0 { q + 1 } else { q };
+    u64::try_from(q).unwrap_or(u64::MAX)
+}
+
+/// DP value type: the narrowest of `u32`, `u64`, `u128` that holds the sum of
+/// all candidate values (so no addition in the DP can overflow).
+trait DpValue: Copy + Ord + Add<Output = Self> + Default {
+    /// Converts a value known to fit (its total fits `Self`).
+    fn from_u64(v: u64) -> Self;
+}
+impl DpValue for u32 {
+    fn from_u64(v: u64) -> Self {
+        u32::try_from(v).unwrap_or(u32::MAX)
+    }
+}
+impl DpValue for u64 {
+    fn from_u64(v: u64) -> Self {
+        v
+    }
+}
+impl DpValue for u128 {
+    fn from_u64(v: u64) -> Self {
+        u128::from(v)
+    }
+}
+
+/// Fills `keep` (row-major, `row_words` words per row) for the given weights
+/// (`weights[i] > capacity` means "never fits") and values.
+///
+/// This is the specification's in-place reverse loop
+/// (`for w = capacity downto dw: if dp[w - dw] + dv > dp[w] ...`), computed
+/// with two rows instead: a reverse in-place pass only ever reads slots it
+/// has not yet written (`w - dw < w`), so it equals
+/// `new[w] = max(old[w], old[w - dw] + dv)` for every `w >= dw` at once, which
+/// the compiler can vectorise. Keep bits are identical.
+///
+/// Invariants upheld by the caller: `keep.len() == weights.len() * row_words`,
+/// `row_words * 64 > capacity`, every weight `>= 1`, and the values' total
+/// fits in `V`.
+fn fill_keep_table<V: DpValue>(
+    weights: &[usize],
+    values: &[u64],
+    capacity: usize,
+    row_words: usize,
+    keep: &mut [u64],
+) {
+    let mut old: Vec<V> = vec![V::default(); capacity + 1];
+    let mut new: Vec<V> = vec![V::default(); capacity + 1];
+    for ((&dw, &v), row) in weights
+        .iter()
+        .zip(values)
+        .zip(keep.chunks_exact_mut(row_words))
+    {
+        // A zero value can never beat `dp[w]` strictly (dp is non-decreasing in
+        // w), so skipping it leaves the table exactly as the full loop would.
+        if dw > capacity || v == 0 {
+            continue;
+        }
+        let dv = V::from_u64(v);
+        new[..dw].copy_from_slice(&old[..dw]);
+        // One 64-bit keep word at a time, w in [lo, hi] within the word.
+        for (k, word) in row.iter_mut().enumerate().skip(dw / 64) {
+            let base = k * 64;
+            let lo = dw.max(base);
+            let hi = capacity.min(base + 63);
+            let current = &old[lo..=hi];
+            let shifted = &old[lo - dw..=hi - dw];
+            let mut bits = 0u64;
+            for (j, ((out, &cur), &prev)) in new[lo..=hi]
+                .iter_mut()
+                .zip(current)
+                .zip(shifted)
+                .enumerate()
+            {
+                let with_item = prev + dv;
+                let take = with_item > cur; // strictly better only
+                *out = if take { with_item } else { cur };
+                bits |= u64::from(take) << j;
+            }
+            *word = bits << (lo - base);
+        }
+        std::mem::swap(&mut old, &mut new);
+    }
+}
+
+impl Slicer for KnapsackSlice {
+    fn slice(
+        &self,
+        items: &[ScoredItem<'_>],
+        budget: SliceBudget,
+    ) -> Result<SliceOutcome, CupelError> {
+        if items.is_empty() || budget.target_tokens <= 0 {
+            return Ok(SliceOutcome::default());
+        }
+        let mut selected = Vec::new();
+        let mut candidates: Vec<usize> = Vec::new();
+        for (i, s) in items.iter().enumerate() {
+            match s.item.tokens() {
+                0 => selected.push(i),
+                t if t > 0 => candidates.push(i),
+                _ => {} // negative: never selected (see type docs)
+            }
+        }
+        let n = candidates.len();
+        if n == 0 {
+            return Ok(SliceOutcome::selected(selected));
+        }
+        let capacity = budget.target_tokens / self.bucket_size; // target > 0, bucket > 0
+        if capacity == 0 {
+            return Ok(SliceOutcome::selected(selected));
+        }
+
+        // ----- table guard (before any allocation) -----
+        let row_len = u128::from(capacity.unsigned_abs()) + 1;
+        let cells = (n as u128) * row_len;
+        if cells > u128::from(self.max_table_cells) {
+            return Err(CupelError::TableTooLarge {
+                candidates: n,
+                capacity: u64::try_from(row_len).unwrap_or(u64::MAX),
+                cells: u64::try_from(cells).unwrap_or(u64::MAX),
+                limit: self.max_table_cells,
+            });
+        }
+        let too_big = || {
+            CupelError::SlicerConfig(format!(
+                "KnapsackSlice: a keep table of {n} x {row_len} cells cannot be addressed or allocated on this platform"
+            ))
+        };
+        let capacity = usize::try_from(capacity).map_err(|_| too_big())?;
+        let row_words = capacity / 64 + 1; // ceil((capacity + 1) / 64)
+        let words = n.checked_mul(row_words).ok_or_else(too_big)?;
+
+        // ----- parallel arrays -----
+        let mut weights = Vec::with_capacity(n);
+        let mut values = Vec::with_capacity(n);
+        let mut value_total: u128 = 0;
+        for &i in &candidates {
+            let s = &items[i];
+            let dw = ceil_div(s.item.tokens(), self.bucket_size);
+            // Anything heavier than the capacity never fits: store capacity + 1.
+            weights.push(usize::try_from(dw).map_or(capacity + 1, |w| w.min(capacity + 1)));
+            let v = scaled_value(s.score);
+            value_total += u128::from(v);
+            values.push(v);
+        }
+
+        let mut keep: Vec<u64> = Vec::new();
+        keep.try_reserve_exact(words).map_err(|_| too_big())?;
+        keep.resize(words, 0);
+        if value_total <= u128::from(u32::MAX) {
+            fill_keep_table::<u32>(&weights, &values, capacity, row_words, &mut keep);
+        } else if value_total <= u128::from(u64::MAX) {
+            fill_keep_table::<u64>(&weights, &values, capacity, row_words, &mut keep);
+        } else {
+            fill_keep_table::<u128>(&weights, &values, capacity, row_words, &mut keep);
+        }
+
+        // ----- reconstruction: i = n-1 down to 0 -----
+        let mut remaining = capacity;
+        for i in (0..n).rev() {
+            let word = keep[i * row_words + remaining / 64];
+            if word >> (remaining % 64) & 1 == 1 {
+                selected.push(candidates[i]);
+                // A set keep bit at `remaining` implies weights[i] <= remaining.
+                remaining = remaining.saturating_sub(weights[i]);
+            }
+        }
+        Ok(SliceOutcome::selected(selected))
+    }
+
+    fn slicer_kind(&self) -> SlicerKind {
+        SlicerKind::Knapsack
+    }
+
+    fn is_monotonic(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_util::{budget, item, scored};
+
+    fn run(
+        k: &KnapsackSlice,
+        items: &[cupel_core::ContextItem],
+        scores: &[f64],
+        target: i64,
+    ) -> Vec<usize> {
+        let s = scored(items, scores);
+        k.slice(&s, budget(target)).unwrap().selected
+    }
+
+    fn k(bucket: i64) -> KnapsackSlice {
+        KnapsackSlice::new(bucket).unwrap()
+    }
+
+    // ----- construction -----
+
+    #[test]
+    fn bucket_size_must_be_positive() {
+        for b in [0, -1, i64::MIN] {
+            let err = KnapsackSlice::new(b).unwrap_err();
+            assert!(
+                matches!(err, CupelError::SlicerConfig(ref m) if m.contains(&format!("got {b}")))
+            );
+        }
+        assert_eq!(KnapsackSlice::default().bucket_size(), 100);
+        assert_eq!(KnapsackSlice::default().max_table_cells(), 50_000_000);
+    }
+
+    // ----- edge-case table of the specification -----
+
+    #[test]
+    fn empty_input_selects_nothing() {
+        assert!(run(&k(1), &[], &[], 100).is_empty());
+    }
+
+    #[test]
+    fn non_positive_target_selects_nothing() {
+        let items = [item("z", 0), item("a", 1)];
+        assert!(run(&k(1), &items, &[0.5, 0.5], 0).is_empty());
+        assert!(run(&k(1), &items, &[0.5, 0.5], -1).is_empty());
+    }
+
+    #[test]
+    fn all_zero_token_items_selected() {
+        let items = [item("a", 0), item("b", 0)];
+        assert_eq!(run(&k(100), &items, &[0.1, 0.2], 5), vec![0, 1]);
+    }
+
+    #[test]
+    fn zero_capacity_after_discretisation_keeps_only_zero_token_items() {
+        // capacity = floor(99 / 100) = 0.
+        let items = [item("a", 10), item("z", 0)];
+        assert_eq!(run(&k(100), &items, &[0.9, 0.1], 99), vec![1]);
+    }
+
+    #[test]
+    fn all_items_exceed_discretised_capacity() {
+        // bucket 100, target 250 -> capacity 2; weights ceil(201/100) = 3, ceil(300/100) = 3.
+        let items = [item("a", 201), item("z", 0), item("b", 300)];
+        assert_eq!(run(&k(100), &items, &[0.9, 0.1, 0.8], 250), vec![1]);
+    }
+
+    #[test]
+    fn single_candidate_that_fits_plus_zero_token_items() {
+        // weight ceil(150/100) = 2 <= capacity floor(200/100) = 2.
+        let items = [item("a", 150), item("z", 0)];
+        assert_eq!(run(&k(100), &items, &[0.5, 0.0], 200), vec![1, 0]);
+    }
+
+    // ----- discretisation -----
+
+    #[test]
+    fn ceil_weights_and_floor_capacity_never_overfill() {
+        // bucket 100, target 299 -> capacity floor(299/100) = 2.
+        // weights: a ceil(101/100) = 2, b ceil(100/100) = 1, c ceil(99/100) = 1.
+        // values: a 9900, b 5000, c 4000. Subsets of weight <= 2: {a} = 9900,
+        // {b, c} = 9000 -> {a}, even though a + b = 201 real tokens would fit.
+        let items = [item("a", 101), item("b", 100), item("c", 99)];
+        assert_eq!(run(&k(100), &items, &[0.99, 0.5, 0.4], 299), vec![0]);
+        // Bucket 1 sees the real weights: a+b = 201 <= 299, value 14900 beats
+        // a+c (13900) and b+c (9000); a+b+c = 300 > 299.
+        assert_eq!(run(&k(1), &items, &[0.99, 0.5, 0.4], 299), vec![1, 0]);
+    }
+
+    #[test]
+    fn score_scaling_floors_to_four_decimals() {
+        assert_eq!(scaled_value(0.5), 5000);
+        // 0.57 * 10000 = 5699.999999999999 in f64 -> floor 5699 (not 5700).
+        assert_eq!(scaled_value(0.57), 5699);
+        assert_eq!(scaled_value(0.29), 2900); // 0.29 * 10000 is exactly 2900.0
+        assert_eq!(scaled_value(0.00009), 0); // below 1e-4 -> 0
+        assert_eq!(scaled_value(-0.5), 0);
+        assert_eq!(scaled_value(f64::NAN), 0);
+        assert_eq!(scaled_value(f64::INFINITY), u64::MAX);
+    }
+
+    #[test]
+    fn zero_value_items_are_never_selected_by_the_dp() {
+        // value floor(0.00001 * 10000) = 0: can never beat dp[w] strictly.
+        let items = [item("a", 10), item("b", 10)];
+        assert_eq!(
+            run(&k(1), &items, &[0.00001, 0.0], 100),
+            Vec::<usize>::new()
+        );
+    }
+
+    // ----- DP details -----
+
+    #[test]
+    fn strict_improvement_keeps_the_earlier_of_equal_items() {
+        // Two identical items, room for one. Item 0 sets dp[1] = 5000 first;
+        // item 1 offers dp[0] + 5000 = 5000, not > 5000, so no keep bit.
+        let items = [item("a", 1), item("b", 1)];
+        assert_eq!(run(&k(1), &items, &[0.5, 0.5], 1), vec![0]);
+    }
+
+    #[test]
+    fn output_is_zero_token_items_then_reconstruction_order() {
+        // All fit (bucket 1: 10+20+30 = 60 <= 60). Reconstruction walks 3,2,0
+        // (candidate indices 2,1,0 -> input 3,2,0); zero-token item 1 first.
+        let items = [item("a", 10), item("z", 0), item("b", 20), item("c", 30)];
+        assert_eq!(
+            run(&k(1), &items, &[0.9, 0.5, 0.8, 0.7], 60),
+            vec![1, 3, 2, 0]
+        );
+    }
+
+    #[test]
+    fn beats_greedy_where_density_misleads() {
+        // Target 100, bucket 1. a: 51 tokens, 0.9 (density .0176); b, c: 50 tokens,
+        // 0.6 each (density .012). Greedy takes a only (9000). Knapsack: b + c =
+        // 12000 > 9000.
+        let items = [item("a", 51), item("b", 50), item("c", 50)];
+        assert_eq!(run(&k(1), &items, &[0.9, 0.6, 0.6], 100), vec![2, 1]);
+    }
+
+    #[test]
+    fn rows_wider_than_one_word() {
+        // capacity 200 (bucket 1): rows span 4 words. a: 130, b: 70, c: 71.
+        // values 9000, 5000, 5100. Feasible best: a + b = 200 -> 14000;
+        // a + c = 201 > 200; b + c = 141 -> 10100.
+        let items = [item("a", 130), item("b", 70), item("c", 71)];
+        assert_eq!(run(&k(1), &items, &[0.9, 0.5, 0.51], 200), vec![1, 0]);
+    }
+
+    #[test]
+    fn negative_token_items_are_never_selected() {
+        let items = [item("neg", -5), item("a", 10)];
+        assert_eq!(run(&k(1), &items, &[0.9, 0.5], 10), vec![1]);
+    }
+
+    #[test]
+    fn huge_values_use_the_wide_path() {
+        // Infinite scores saturate to u64::MAX; two of them sum past u64::MAX.
+        // Room for both (bucket 1, 1 + 1 <= 2): both selected, no wraparound.
+        let items = [item("a", 1), item("b", 1), item("c", 1)];
+        let out = run(&k(1), &items, &[f64::INFINITY, f64::INFINITY, 0.5], 2);
+        assert_eq!(out, vec![1, 0]);
+    }
+
+    // ----- table guard -----
+
+    #[test]
+    fn table_over_the_guard_is_an_error_with_the_numbers() {
+        // 3 candidates x (floor(1000/10) + 1 = 101) = 303 cells > 300.
+        let items = [item("a", 10), item("b", 10), item("c", 10), item("z", 0)];
+        let slicer = k(10).with_max_table_cells(300);
+        let err = slicer
+            .slice(&scored(&items, &[0.1; 4]), budget(1000))
+            .unwrap_err();
+        assert_eq!(
+            err,
+            CupelError::TableTooLarge {
+                candidates: 3,
+                capacity: 101,
+                cells: 303,
+                limit: 300
+            }
+        );
+        let msg = err.to_string();
+        assert!(msg.contains("3 candidates") && msg.contains("101") && msg.contains("303"));
+        // Exactly at the limit is allowed.
+        let ok = k(10).with_max_table_cells(303);
+        assert!(ok.slice(&scored(&items, &[0.1; 4]), budget(1000)).is_ok());
+    }
+
+    #[test]
+    fn guard_handles_extreme_targets_without_overflow() {
+        // capacity = i64::MAX: cells = 1 x (2^63) > default guard.
+        let items = [item("a", 10)];
+        let err = k(1)
+            .slice(&scored(&items, &[0.5]), budget(i64::MAX))
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            CupelError::TableTooLarge { candidates: 1, capacity, cells, .. }
+                if capacity == 1u64 << 63 && cells == 1u64 << 63
+        ));
+    }
+
+    #[test]
+    fn table_size_reports_memory() {
+        let t = KnapsackSlice::default().table_size(1_000, 250_000);
+        // capacity 2500 -> row 2501 -> 40 words -> 1000 * 40 * 8 bytes.
+        assert_eq!(t.cells, 2_501_000);
+        assert_eq!(t.keep_bytes, 320_000);
+        assert_eq!(t.dp_bytes, 20_008);
+        // 50M cells at 1/8 byte each = 6.25 MB (one row of 50M cells, 781,250 words).
+        let t = k(1).table_size(1, 49_999_999);
+        assert_eq!(t.cells, 50_000_000);
+        assert_eq!(t.keep_bytes, 6_250_000);
+    }
+
+    #[test]
+    fn reports_kind_and_monotonicity() {
+        assert_eq!(k(1).slicer_kind(), SlicerKind::Knapsack);
+        assert!(k(1).is_monotonic());
+    }
+}
