@@ -1,7 +1,6 @@
 //! The six stages of one run. Stages pass indices and scores; items are cloned
 //! (an `Arc` bump each) only for the returned window and for diagnostics.
 
-use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::time::{Instant, SystemTime};
 
@@ -10,6 +9,8 @@ use cupel_core::{
     InclusionRecord, OverflowEvent, OverflowStrategy, PipelineStage, ScoredItem, SliceBudget,
     StageTrace, TraceCollector, check_token_totals, score_cmp_desc,
 };
+
+use rustc_hash::FxHashMap;
 
 use crate::Policy;
 use crate::pipeline::OverflowObserver;
@@ -148,7 +149,9 @@ fn stages<C: TraceCollector + ?Sized>(
     let timer = Timer::start(traced);
     let deduped: Vec<usize> = if policy.deduplication && !refs.is_empty() {
         let mut survivor = vec![true; refs.len()];
-        let mut best: HashMap<&str, usize> = HashMap::with_capacity(refs.len());
+        // Only looked up, never iterated: hash order cannot reach the output.
+        let mut best: FxHashMap<&str, usize> =
+            FxHashMap::with_capacity_and_hasher(refs.len(), Default::default());
         for (p, item) in refs.iter().enumerate() {
             match best.entry(item.content()) {
                 Entry::Vacant(v) => {
@@ -196,9 +199,11 @@ fn stages<C: TraceCollector + ?Sized>(
     );
 
     // ----- 4. Sort (no event) --------------------------------------------------------
-    let mut sorted = deduped;
-    // Stable, so equal scores keep deduplication order.
-    sorted.sort_by(|&a, &b| score_cmp_desc(scores[a], scores[b]));
+    // Sort (score, position) pairs: the index tie-break makes every key unique,
+    // so an unstable sort gives the stable order, and the keys sit in one array.
+    let mut keyed: Vec<(f64, usize)> = deduped.iter().map(|&p| (scores[p], p)).collect();
+    keyed.sort_unstable_by(|a, b| score_cmp_desc(a.0, b.0).then(a.1.cmp(&b.1)));
+    let sorted: Vec<usize> = keyed.into_iter().map(|(_, p)| p).collect();
     let sorted_scored: Vec<ScoredItem<'_>> = sorted
         .iter()
         .map(|&p| ScoredItem::new(refs[p], scores[p]))

@@ -1,5 +1,7 @@
 use std::cmp::Ordering;
 
+use chrono::{DateTime, Utc};
+
 use cupel_core::{Placer, ScoredItem};
 
 /// Orders items by timestamp, oldest first; items without a timestamp follow,

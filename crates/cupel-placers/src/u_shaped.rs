@@ -13,8 +13,13 @@ pub struct UShapedPlacer;
 impl Placer for UShapedPlacer {
     fn place(&self, items: &[ScoredItem<'_>]) -> Vec<usize> {
         let n = items.len();
-        let mut ranked: Vec<usize> = (0..n).collect();
-        ranked.sort_by(|&a, &b| score_cmp_desc(items[a].score, items[b].score));
+        let mut keyed: Vec<(f64, usize)> = items
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.score, i))
+            .collect();
+        keyed.sort_unstable_by(|a, b| score_cmp_desc(a.0, b.0).then(a.1.cmp(&b.1)));
+        let ranked: Vec<usize> = keyed.into_iter().map(|(_, i)| i).collect();
         let mut result = vec![0usize; n];
         let (mut left, mut right) = (0usize, n);
         for (rank, &idx) in ranked.iter().enumerate() {
