@@ -23,17 +23,23 @@ pub struct ChronologicalPlacer;
 
 impl Placer for ChronologicalPlacer {
     fn place(&self, items: &[ScoredItem<'_>]) -> Vec<usize> {
-        let mut order: Vec<usize> = (0..items.len()).collect();
-        // `sort_by` is stable, so equal keys keep index order.
-        order.sort_by(
-            |&a, &b| match (items[a].item.timestamp(), items[b].item.timestamp()) {
+        // Extract the keys once (one pointer chase per item, not per comparison);
+        // the index makes every key unique, so an unstable sort is stable here.
+        let mut keyed: Vec<(Option<DateTime<Utc>>, usize)> = items
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.item.timestamp(), i))
+            .collect();
+        keyed.sort_unstable_by(|a, b| {
+            match (a.0, b.0) {
                 (Some(x), Some(y)) => x.cmp(&y),
                 (Some(_), None) => Ordering::Less,
                 (None, Some(_)) => Ordering::Greater,
                 (None, None) => Ordering::Equal,
-            },
-        );
-        order
+            }
+            .then(a.1.cmp(&b.1))
+        });
+        keyed.into_iter().map(|(_, i)| i).collect()
     }
 }
 
