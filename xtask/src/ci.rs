@@ -26,6 +26,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     test.args(["test", "--workspace", "--all-features"]);
     run_step("cargo test --workspace --all-features", test)?;
 
+    crate::conformance::run(&[])?;
+
     eprintln!("==> cargo xtask spec");
     crate::spec::run(&[])?;
 

@@ -2,6 +2,7 @@
 //!
 //! * `ci` — exactly what `.ci/run` runs: format check, clippy with warnings
 //!   denied, every test (doctests included), then the later checks as they exist.
+//! * `conformance` — runs the conformance vectors (`--dir`, `--filter`).
 //! * `spec` — checks the links and anchors of `spec/*.md` and renders it to
 //!   `target/spec/` as HTML.
 
@@ -10,6 +11,7 @@ use std::process::{Command, ExitCode};
 
 mod bench;
 mod ci;
+mod conformance;
 mod spec;
 
 fn main() -> ExitCode {
@@ -24,6 +26,7 @@ fn main() -> ExitCode {
     let result = match cmd {
         "ci" => ci::run(rest),
         "bench" => bench::run(rest),
+        "conformance" => conformance::run(rest),
         "spec" => spec::run(rest),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
@@ -44,6 +47,8 @@ const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
   ci            fmt check, clippy -D warnings, all tests (incl. doctests), conformance, spec build
+  conformance [--dir PATH]... [--filter SUBSTR]
+                run the conformance vectors (default: conformance/required + conformance/optional)
   bench [--quick] [BENCH...]
                 run criterion benchmarks (default: pipeline) and print NAME median_ms floor_ms ratio
   spec          check spec/*.md links and anchors, render it to target/spec/ (HTML)";
