@@ -138,6 +138,11 @@ pub fn floor_sort(v: &mut [(f64, u32)]) {
     v.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
 }
 
+/// Whether `CUPEL_BENCH_QUICK` asks for a short run (`cargo xtask bench --quick`).
+pub fn quick() -> bool {
+    std::env::var_os("CUPEL_BENCH_QUICK").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,9 +163,4 @@ mod tests {
         // 1 ^ (1<<13) = 0x2001; ^ (>>7) = 0x2001 ^ 0x40 = 0x2041; ^ (<<17) = 0x2041 ^ 0x40820000
         assert_eq!(r.next(), 0x4082_2041);
     }
-}
-
-/// Whether `CUPEL_BENCH_QUICK` asks for a short run (`cargo xtask bench --quick`).
-pub fn quick() -> bool {
-    std::env::var_os("CUPEL_BENCH_QUICK").is_some_and(|v| !v.is_empty() && v != "0")
 }

@@ -1,1 +1,91 @@
-//! Skeleton: the `cupel-analytics` crate is being built (see its issue). Nothing here works yet.
+//! What-if analysis for Cupel selections: report metrics, budget simulation and
+//! policy sensitivity, all computed from deterministic dry runs.
+//!
+//! The questions people ask after a selection, and the function that answers
+//! each:
+//!
+//! | question | function |
+//! | --- | --- |
+//! | How full is the window? How varied? How fresh? | [`budget_utilization`], [`kind_diversity`], [`timestamp_coverage`] |
+//! | How does each kind use its percentage quota? | [`quota_utilization`] |
+//! | What would I lose with `k` fewer tokens? | [`get_marginal_items`] |
+//! | How much budget does this item need? | [`find_min_budget_for`] (the specification's binary search), [`find_min_budget_for_exact`] (the true minimum) |
+//! | Who is in at each of these sizes? | [`budget_sweep`] → [`BudgetSweep`] |
+//! | What changes under another policy? | [`policy_sensitivity`], [`policy_sensitivity_from_pipelines`] → [`PolicySensitivityReport`] |
+//!
+//! # Honest about monotonicity
+//! The specification's simulations assume that an item selected at some
+//! budget stays selected at every larger one. That is false even for greedy
+//! slicing: a denser item that only fits at a larger budget can take the room
+//! a smaller one was using (A: 60 tokens, denser; B: 50 tokens — B is in at
+//! 50, out at 60, in again at 110). [`find_min_budget_for`] keeps the
+//! specification's search, so its answers match other implementations, and
+//! documents when it overshoots; [`find_min_budget_for_exact`] and
+//! [`budget_sweep`] give exact answers for any slicer at a higher, documented
+//! cost.
+//!
+//! # Identity and determinism
+//! Simulations identify items by their **position** in `items` (never by
+//! content), because they read the input index the pipeline reports for each
+//! included item. Policy sensitivity matches items across policies by
+//! **content**, as the specification requires. No output depends on hash-map
+//! order, and nothing keeps global state: the same inputs give the same
+//! answers. Every simulation probe is a dry run without side effects (a
+//! pipeline's overflow observer is not called). Scores do not depend on the
+//! budget, so each simulation call scores the items once and replays those
+//! scores at every probe; a scorer that reads a clock therefore sees one
+//! instant for the whole call.
+//!
+//! ```
+//! use cupel_analytics::{budget_utilization, find_min_budget_for_exact, get_marginal_items};
+//! use cupel_core::{ContextBudget, ContextItem};
+//! use cupel_pipeline::Pipeline;
+//! use cupel_placers::ChronologicalPlacer;
+//! use cupel_scorers::ReflexiveScorer;
+//! use cupel_slicers::GreedySlice;
+//!
+//! let items = vec![
+//!     ContextItem::builder("answer", 300).future_relevance_hint(0.9).build()?,
+//!     ContextItem::builder("background", 500).future_relevance_hint(0.4).build()?,
+//!     ContextItem::builder("trivia", 200).future_relevance_hint(0.1).build()?,
+//! ];
+//! let budget = ContextBudget::new(1_000, 800)?;
+//! let pipeline = Pipeline::builder()
+//!     .scorer(ReflexiveScorer)
+//!     .slicer(GreedySlice)
+//!     .placer(ChronologicalPlacer)
+//!     .budget(budget.clone())
+//!     .build()?;
+//!
+//! // answer (300) + background (500) fill the 800-token target: 800 / 1000.
+//! let report = pipeline.dry_run(&items)?;
+//! assert_eq!(budget_utilization(&report, &budget), 0.8);
+//! // With 100 tokens less only answer + trivia fit: background is marginal.
+//! assert_eq!(get_marginal_items(&pipeline, &items, &budget, 100)?, vec![1]);
+//! // background gets in only next to the denser answer: 300 + 500 = 800 tokens.
+//! assert_eq!(find_min_budget_for_exact(&pipeline, &items, 1, 1_000)?, Some(800));
+//! # Ok::<(), cupel_core::CupelError>(())
+//! ```
+//!
+//! Depends on `cupel-core`, `cupel-pipeline` and (for [`QuotaSet`](cupel_slicers::QuotaSet))
+//! `cupel-slicers`.
+#![deny(missing_docs)]
+
+mod metrics;
+mod probe;
+mod sensitivity;
+mod simulation;
+mod sweep;
+
+pub use metrics::{
+    KindQuotaUtilization, budget_utilization, kind_diversity, quota_utilization, timestamp_coverage,
+};
+pub use sensitivity::{
+    ItemStatus, PolicySensitivityDiffEntry, PolicySensitivityReport, policy_sensitivity,
+    policy_sensitivity_from_pipelines,
+};
+pub use simulation::{
+    MARGINAL_ITEMS_QUOTA_MESSAGE, MIN_BUDGET_MONOTONIC_MESSAGE, find_min_budget_for,
+    find_min_budget_for_exact, get_marginal_items,
+};
+pub use sweep::{BudgetSweep, SweepRow, budget_sweep};

@@ -44,15 +44,21 @@
 //! # Ok::<(), cupel::CupelError>(())
 //! ```
 //!
-//! Analytics (`cupel-analytics`), test assertions (`cupel-testing`) and the
-//! OpenTelemetry bridge (`cupel-otel`) are separate crates.
+//! Test assertions (`cupel-testing`) and the OpenTelemetry bridge
+//! (`cupel-otel`) are separate crates; analytics is behind a feature.
 //!
 //! # Features
 //! * `serde` — serde support on the data model (the pipeline layer enables it
 //!   for its declarative configuration in any case).
+//! * `analytics` — `cupel::analytics`: report metrics, budget simulation
+//!   (marginal items, minimum budget, sweeps) and policy sensitivity.
 
 pub use cupel_core::*;
 pub use cupel_pipeline::*;
 pub use cupel_placers::*;
 pub use cupel_scorers::*;
 pub use cupel_slicers::*;
+
+/// Report metrics, budget simulation and policy sensitivity (feature `analytics`).
+#[cfg(feature = "analytics")]
+pub use cupel_analytics as analytics;
