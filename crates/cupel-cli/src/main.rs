@@ -1,2 +1,263 @@
-//! The `cupel` command-line tool (skeleton).
-fn main() {}
+//! The `cupel` command-line tool: choose what goes into a language model's
+//! context window under a token budget, and explain every decision.
+//!
+//! Subcommands:
+//!
+//! * `cupel demo` — an embedded support-chat scenario, selected and explained;
+//! * `cupel select INPUT` — the ordered window (text) or the full selection
+//!   report (`--format json`);
+//! * `cupel explain INPUT` — every item with its status, score, tokens, kind
+//!   and reason, totals, budget utilisation and a bar of the budget by kind;
+//! * `cupel presets` — the named policies and what they configure.
+//!
+//! INPUT is a TOML or JSON file with `[budget]`, an optional `[policy]` and
+//! `[[items]]` (the item schema of the conformance vectors). Errors print one
+//! `error:` line (and sometimes a `hint:` line) on stderr; exit code 2 means a
+//! usage or input error, 1 a selection that could not be made.
+
+mod demo;
+mod error;
+mod input;
+mod render;
+mod tokens;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use cupel_core::{SelectionReport, TokenCounter};
+use cupel_pipeline::Pipeline;
+
+use crate::error::CliError;
+use crate::input::{Format, Prepared, RunSettings, Source};
+
+const AFTER_HELP: &str = "\
+Exit codes:
+  0  success
+  1  the selection failed: pinned items exceed max_tokens - output_reserve,
+     the selection overflows target_tokens under overflow_strategy = \"throw\",
+     a knapsack table is over its size guard, or a count requirement is unmet
+     under scarcity_behavior = \"throw\"
+  2  usage or input error: bad flags, unreadable or malformed file, invalid
+     budget, unknown preset, policy key or encoding, missing token counts";
+
+const FORMAT_SHORT: &str = "text (default) or json (the SelectionReport)";
+
+const FORMAT_HELP: &str = "text (default) or json (the SelectionReport)
+
+`text` is laid out for 80 columns. `json` prints the full
+SelectionReport, with the stage durations in its `events`
+set to 0 so that the output is reproducible.";
+
+/// Choose what goes into an LLM context window under a token budget, and why.
+#[derive(Debug, Parser)]
+#[command(name = "cupel", version, after_help = AFTER_HELP)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Select and explain a built-in support-chat scenario (no files needed).
+    #[command(after_help = AFTER_HELP)]
+    Demo(DemoArgs),
+    /// Select a context window from INPUT and print it in placed order.
+    #[command(after_help = AFTER_HELP)]
+    Select(RunArgs),
+    /// Explain every item of INPUT: status, score, tokens, kind and reason.
+    #[command(after_help = AFTER_HELP)]
+    Explain(RunArgs),
+    /// List the named presets and what each configures.
+    Presets,
+}
+
+#[derive(Debug, Args)]
+struct DemoArgs {
+    /// Print the scenario as an INPUT file instead of running it
+    ///
+    /// Try: cupel demo --print-input > chat.toml
+    #[arg(long, verbatim_doc_comment)]
+    print_input: bool,
+
+    #[arg(
+        long,
+        value_enum,
+        default_value_t = OutputFormat::Text,
+        hide_default_value = true,
+        hide_possible_values = true,
+        help = FORMAT_SHORT,
+        long_help = FORMAT_HELP
+    )]
+    format: OutputFormat,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// TOML or JSON file with [budget], [policy] and [[items]]; `-` is stdin
+    ///
+    /// [policy] is optional. Reading stdin needs --input-format.
+    #[arg(value_name = "INPUT", verbatim_doc_comment)]
+    input: String,
+
+    /// Policy file (the contents of a [policy] table)
+    ///
+    /// `.json` is read as JSON, anything else as TOML.
+    /// Overrides the input's [policy].
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "preset",
+        verbatim_doc_comment
+    )]
+    policy: Option<String>,
+
+    /// Named preset (see `cupel presets`)
+    ///
+    /// Overrides the input's [policy]. When no policy is given
+    /// anywhere, the `chat` preset is used.
+    #[arg(long, value_name = "NAME", verbatim_doc_comment)]
+    preset: Option<String>,
+
+    /// Override the budget's max_tokens
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    max_tokens: Option<i64>,
+
+    /// Override the budget's target_tokens
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    target_tokens: Option<i64>,
+
+    /// Override the budget's output_reserve
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    output_reserve: Option<i64>,
+
+    /// toml or json (default: by extension)
+    ///
+    /// Syntax of INPUT: `toml` or `json`. Required for stdin;
+    /// otherwise taken from the file extension.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        hide_possible_values = true,
+        verbatim_doc_comment
+    )]
+    input_format: Option<Format>,
+
+    /// Count missing `tokens` (e.g. cl100k_base)
+    ///
+    /// A BPE encoding (cl100k_base, o200k_base, o200k_harmony,
+    /// p50k_base, p50k_edit, r50k_base) or a model name such as
+    /// gpt-4o. Items that have `tokens` keep their count.
+    #[arg(long, value_name = "ENCODING", verbatim_doc_comment)]
+    count_tokens: Option<String>,
+
+    #[arg(
+        long,
+        value_enum,
+        default_value_t = OutputFormat::Text,
+        hide_default_value = true,
+        hide_possible_values = true,
+        help = FORMAT_SHORT,
+        long_help = FORMAT_HELP
+    )]
+    format: OutputFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum OutputFormat {
+    /// Human-readable text, laid out for 80 columns.
+    Text,
+    /// The SelectionReport as pretty-printed JSON.
+    Json,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo(a) => demo::run(a.print_input, a.format == OutputFormat::Json),
+        Command::Select(a) => run_input(&a, Mode::Select),
+        Command::Explain(a) => run_input(&a, Mode::Explain),
+        Command::Presets => Ok(render::presets()),
+    };
+    match result {
+        Ok(text) => {
+            let mut out = std::io::stdout().lock();
+            // A closed pipe (`cupel demo | head`) is not an error worth reporting.
+            let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr().lock(), "{e}");
+            ExitCode::from(e.code)
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Select,
+    Explain,
+}
+
+fn run_input(a: &RunArgs, mode: Mode) -> Result<String, CliError> {
+    let counter = a.count_tokens.as_deref().map(tokens::counter).transpose()?;
+    let src = Source::read(&a.input, a.input_format, "input")?;
+    let settings = RunSettings {
+        policy_file: a.policy.clone(),
+        preset: a.preset.clone(),
+        max_tokens: a.max_tokens,
+        target_tokens: a.target_tokens,
+        output_reserve: a.output_reserve,
+    };
+    let counter_ref = counter.as_ref().map(|c| {
+        let name = c.encoding();
+        (c as &dyn TokenCounter, name)
+    });
+    let prepared = input::prepare(&src, &settings, counter_ref)?;
+    let report = dry_run(&prepared)?;
+    if a.format == OutputFormat::Json {
+        return json(report);
+    }
+    let mut out = render::header(&prepared);
+    out.push('\n');
+    match mode {
+        Mode::Select => out.push_str(&render::window(&prepared, &report)),
+        Mode::Explain => {
+            out.push_str(render::EXPLAIN_CAPTION);
+            out.push_str(&render::explain_table(&prepared, &report));
+            out.push('\n');
+            out.push_str(&render::totals(&prepared, &report));
+        }
+    }
+    Ok(out)
+}
+
+/// Runs the pipeline once, explaining every decision.
+fn dry_run(p: &Prepared) -> Result<SelectionReport, CliError> {
+    Pipeline::new(p.policy.clone(), p.budget.clone())
+        .dry_run(&p.items)
+        .map_err(|e| CliError::from_run(&e))
+}
+
+/// The report as pretty JSON, with stage durations zeroed (reproducible output).
+fn json(mut report: SelectionReport) -> Result<String, CliError> {
+    for e in &mut report.events {
+        e.duration_ms = 0.0;
+    }
+    let mut s = serde_json::to_string_pretty(&report)
+        .map_err(|e| CliError::selection(format!("cannot serialise the report: {e}")))?;
+    s.push('\n');
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,1 +1,85 @@
-//! Skeleton: the `cupel-otel` crate is being built (see its issue). Nothing here works yet.
+//! OpenTelemetry spans (and, optionally, `tracing` events) for every Cupel pipeline run.
+//!
+//! [`CupelOtelTraceCollector`] is a [`TraceCollector`](cupel_core::TraceCollector):
+//! pass it to `Pipeline::run_traced` and each run becomes one span tree in the
+//! trace of whatever span is current — typically the model call the context
+//! window is built for:
+//!
+//! ```text
+//! cupel.pipeline                 budget, verbosity, candidate/included/excluded counts
+//! ├── cupel.stage.classify       item counts in/out, real start and end times
+//! ├── cupel.stage.score
+//! ├── cupel.stage.deduplicate
+//! ├── cupel.stage.slice
+//! └── cupel.stage.place
+//! ```
+//!
+//! [`CupelVerbosity`] picks how much detail goes in: stage spans only (for
+//! production), plus one event per excluded item on the stage span that
+//! excluded it, or plus one event per included item on the Place span. The
+//! collector's rustdoc lists every span, attribute and event name;
+//! [`exclusion_reason_name`] is how reasons are named. The tracer is named
+//! [`TRACER_NAME`] (`"cupel"`). Without an installed tracer provider the
+//! collector reports itself disabled and a traced run costs what an untraced
+//! one does.
+//!
+//! With the `tracing` feature, `TracingCollector` reports runs to
+//! `tracing` subscribers instead (DEBUG per stage, TRACE per item, target
+//! `cupel`), for applications that do not run OpenTelemetry.
+//!
+//! Depends on `cupel-core` and the `opentelemetry` API only (no SDK).
+//!
+//! ```
+//! use cupel_core::{ContextBudget, ContextItem, OverflowStrategy};
+//! use cupel_otel::{CupelOtelTraceCollector, CupelVerbosity};
+//! use cupel_pipeline::Pipeline;
+//! use cupel_placers::ChronologicalPlacer;
+//! use cupel_scorers::PriorityScorer;
+//! use cupel_slicers::GreedySlice;
+//! use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+//!
+//! // An SDK provider that keeps finished spans in memory.
+//! let exporter = InMemorySpanExporter::default();
+//! let provider = SdkTracerProvider::builder()
+//!     .with_simple_exporter(exporter.clone())
+//!     .build();
+//!
+//! let pipeline = Pipeline::builder()
+//!     .scorer(PriorityScorer)
+//!     .slicer(GreedySlice)
+//!     .placer(ChronologicalPlacer)
+//!     .overflow_strategy(OverflowStrategy::Proceed)
+//!     .budget(ContextBudget::new(1_000, 100)?)
+//!     .build()?;
+//! let items = vec![
+//!     ContextItem::builder("keep me", 60).priority(9).build()?,
+//!     ContextItem::builder("too big", 80).priority(1).build()?,
+//! ];
+//!
+//! let mut collector =
+//!     CupelOtelTraceCollector::with_tracer_provider(&provider, CupelVerbosity::StageAndExclusions);
+//! let window = pipeline.run_traced(&items, &mut collector)?;
+//! assert_eq!(window.len(), 1);
+//!
+//! let spans = exporter.get_finished_spans().unwrap();
+//! // Five stage spans, then the root (spans are exported as they end).
+//! let names: Vec<&str> = spans.iter().map(|s| s.name.as_ref()).collect();
+//! assert_eq!(names.last(), Some(&"cupel.pipeline"));
+//! assert_eq!(spans.len(), 6);
+//! // "too big" did not fit: one exclusion event on the Slice span.
+//! let slice = spans.iter().find(|s| s.name == "cupel.stage.slice").unwrap();
+//! assert_eq!(slice.events.len(), 1);
+//! # Ok::<(), cupel_core::CupelError>(())
+//! ```
+
+mod collector;
+mod names;
+#[cfg(feature = "tracing")]
+mod tracing_collector;
+mod verbosity;
+
+pub use collector::CupelOtelTraceCollector;
+pub use names::{TRACER_NAME, exclusion_reason_name};
+#[cfg(feature = "tracing")]
+pub use tracing_collector::TracingCollector;
+pub use verbosity::CupelVerbosity;

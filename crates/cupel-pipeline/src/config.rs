@@ -72,6 +72,7 @@ pub struct PolicyConfig {
 
 /// The flat wire shape of [`PolicyConfig`] (serde's `flatten` would hide unknown keys).
 #[derive(Clone, Serialize, Deserialize)]
+#[serde(expecting = "a policy table (scorers, slicer, placer, ...)")]
 struct RawPolicy {
     scorers: Vec<ScorerConfig>,
     #[serde(default = "default_slicer")]
@@ -383,13 +384,38 @@ pub struct TagWeightConfig {
 }
 
 /// The inner scorer of a `scaled` scorer: a bare type name or a full table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum InnerScorer {
     /// `inner_scorer = "priority"`.
     Name(ScorerType),
     /// `inner_scorer = { type = "kind", weights = [...] }`.
     Config(Box<ScorerConfig>),
+}
+
+// Not `#[serde(untagged)]` on input: untagged buffering would hide unknown
+// keys of an inline table from the strict parser.
+impl<'de> Deserialize<'de> for InnerScorer {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = InnerScorer;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a scorer type name or a scorer table")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<InnerScorer, E> {
+                s.parse().map(InnerScorer::Name).map_err(E::custom)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<InnerScorer, A::Error> {
+                ScorerConfig::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(|c| InnerScorer::Config(Box::new(c)))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// A decay curve.
@@ -491,6 +517,8 @@ where
     let cfg: PolicyConfig = serde_ignored::deserialize(de, |path| unknown.push(path.to_string()))
         .map_err(|e| CupelError::PipelineConfig(wrap(e.to_string())))?;
     if let Some(key) = unknown.first() {
+        // serde_ignored marks the hop into an inline table as `?`; it is noise to a reader.
+        let key = key.replace(".?", "");
         return Err(CupelError::PipelineConfig(format!(
             "unknown policy key `{key}`"
         )));

@@ -278,3 +278,26 @@ fn chat_preset_selects_recent_turns_in_order() {
         ]
     );
 }
+
+#[test]
+fn unknown_keys_inside_an_inline_inner_scorer_are_named() {
+    let e = PolicyConfig::from_toml_str(
+        "[[scorers]]\ntype = \"scaled\"\ninner_scorer = { type = \"kind\", wieghts = [] }\n",
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "pipeline configuration: unknown policy key `scorers.0.inner_scorer.wieghts`"
+    );
+    let ok = PolicyConfig::from_toml_str(
+        "[[scorers]]\ntype = \"scaled\"\ninner_scorer = { type = \"kind\", weights = [{ kind = \"a\", weight = 1.0 }] }\n",
+    )
+    .unwrap();
+    ok.build().unwrap();
+}
+
+#[test]
+fn a_policy_of_the_wrong_shape_says_what_was_expected() {
+    let e = PolicyConfig::from_json_str("\"chat\"").unwrap_err();
+    assert!(e.to_string().contains("expected a policy table"), "{e}");
+}

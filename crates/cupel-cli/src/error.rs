@@ -1,0 +1,110 @@
+//! [`CliError`]: one message, an optional hint, and the exit code.
+
+use std::fmt;
+
+use cupel_core::CupelError;
+
+/// Exit code for usage and input errors: bad flags, unreadable or malformed
+/// files, invalid budgets, unknown presets, policy keys or encodings.
+pub(crate) const EXIT_INPUT: u8 = 2;
+
+/// Exit code for a selection that could not be made from valid input: pinned
+/// items over the budget, an overflow under `throw`, a knapsack table over its
+/// guard, an unmet count requirement under `scarcity_behavior = "throw"`.
+pub(crate) const EXIT_SELECTION: u8 = 1;
+
+/// An error the CLI reports on stderr as `error: <message>` (+ `hint: <hint>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CliError {
+    /// The one-line message (no `error:` prefix).
+    pub(crate) message: String,
+    /// What to try next, when there is something useful to say.
+    pub(crate) hint: Option<String>,
+    /// The process exit code.
+    pub(crate) code: u8,
+}
+
+impl CliError {
+    /// A usage or input error (exit code 2).
+    pub(crate) fn input(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            hint: None,
+            code: EXIT_INPUT,
+        }
+    }
+
+    /// A selection failure (exit code 1).
+    pub(crate) fn selection(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            hint: None,
+            code: EXIT_SELECTION,
+        }
+    }
+
+    /// Adds a hint line.
+    pub(crate) fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// Maps an error returned by a pipeline run, with a hint for the common ones.
+    pub(crate) fn from_run(err: &CupelError) -> Self {
+        let e = Self::selection(err.to_string());
+        match err {
+            CupelError::PinnedBudgetExceeded { .. } => e.hint(
+                "pinned items must fit max_tokens - output_reserve: unpin some items, \
+                 raise --max-tokens or lower --output-reserve",
+            ),
+            CupelError::BudgetOverflow { .. } => e.hint(
+                "pinned plus selected items exceed target_tokens: raise --target-tokens, \
+                 pin less, or set overflow_strategy = \"truncate\" or \"proceed\" in the policy",
+            ),
+            CupelError::TableTooLarge { .. } => e.hint(
+                "raise the knapsack `bucket_size` (or `max_table_cells`) in the policy, \
+                 or use the greedy slicer",
+            ),
+            CupelError::CountRequirementNotMet { .. } => e.hint(
+                "add candidates of that kind, lower `require_count`, \
+                 or set scarcity_behavior = \"degrade\"",
+            ),
+            _ => e,
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "error: {}", self.message)?;
+        if let Some(h) = &self.hint {
+            write!(f, "\nhint: {h}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_is_one_error_line_plus_optional_hint() {
+        let e = CliError::input("bad thing");
+        assert_eq!(e.to_string(), "error: bad thing");
+        assert_eq!(e.code, 2);
+        let e = CliError::selection("no room").hint("make room");
+        assert_eq!(e.to_string(), "error: no room\nhint: make room");
+        assert_eq!(e.code, 1);
+    }
+
+    #[test]
+    fn run_errors_are_selection_failures_with_hints() {
+        let e = CliError::from_run(&CupelError::BudgetOverflow {
+            selected_tokens: 400,
+            target_tokens: 300,
+        });
+        assert_eq!(e.code, EXIT_SELECTION);
+        assert!(e.hint.as_deref().unwrap_or("").contains("truncate"));
+    }
+}

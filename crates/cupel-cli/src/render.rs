@@ -1,0 +1,893 @@
+//! Text output: the window, the explanation table, the budget bar, presets.
+//!
+//! Everything is laid out for an 80-column terminal: long contents are cut
+//! with `…`, long lists wrap. Widths count characters (not display cells).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+use cupel_core::{ContextItem, ExclusionReason, SelectionReport};
+use cupel_pipeline::{CurveConfig, InnerScorer, PolicyConfig, ScorerConfig, SlicerType};
+
+use crate::input::{PolicyOrigin, Prepared};
+
+/// The terminal width everything is laid out for.
+pub(crate) const WIDTH: usize = 80;
+
+/// Width of the budget bar between its brackets.
+const BAR_WIDTH: usize = 60;
+
+/// Collapses whitespace runs to one space, blanks out other control
+/// characters (no terminal escapes from item contents), and cuts to `width`
+/// characters, ending with `…` when something was cut.
+pub(crate) fn clip(s: &str, width: usize) -> String {
+    let flat = s
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if flat.chars().count() <= width {
+        return flat;
+    }
+    let mut out: String = flat.chars().take(width.saturating_sub(1)).collect();
+    out.truncate(out.trim_end().len());
+    out.push('…');
+    out
+}
+
+/// Greedy word wrap of `text` to lines of at most `width` characters.
+pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let need = line.chars().count() + usize::from(!line.is_empty()) + word.chars().count();
+        if !line.is_empty() && need > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// `label` followed by `text` wrapped under it (continuation lines indented).
+fn labelled(out: &mut String, label: &str, label_width: usize, text: &str) {
+    let lines = wrap(text, WIDTH.saturating_sub(label_width).max(20));
+    if lines.is_empty() {
+        let _ = writeln!(out, "{}", label.trim_end());
+    }
+    for (i, l) in lines.iter().enumerate() {
+        let lab = if i == 0 { label } else { "" };
+        let l = l.replace(GLUE, " ");
+        let _ = writeln!(out, "{lab:<label_width$}{l}");
+    }
+}
+
+/// A score with three decimals; `NaN` as such, `-0.0` as `0.000`.
+pub(crate) fn fmt_score(s: f64) -> String {
+    if s.is_nan() {
+        "NaN".into()
+    } else if s == 0.0 {
+        "0.000".into()
+    } else {
+        format!("{s:.3}")
+    }
+}
+
+/// `part / whole` in percent with one decimal; 0.0 when `whole <= 0`.
+fn pct(part: i128, whole: i128) -> String {
+    if whole <= 0 {
+        return "0.0%".into();
+    }
+    // Integer arithmetic in tenths of a percent, rounded half up: no float drift.
+    let tenths = (part * 1000 * 2 + whole) / (whole * 2);
+    format!("{}.{}%", tenths / 10, (tenths % 10).abs())
+}
+
+// ----- policy description ---------------------------------------------------------
+
+fn weight(w: f64) -> String {
+    format!("{w}")
+}
+
+/// `(name, detail)`: `("decay", Some("half-life 900s"))`.
+fn scorer_parts(s: &ScorerConfig) -> (&'static str, Option<String>) {
+    let name = s.kind.as_str();
+    let detail = match name {
+        "decay" => s.curve.as_ref().map(|c| match c {
+            CurveConfig::Exponential { half_life_secs } => {
+                format!("half-life {half_life_secs}s")
+            }
+            CurveConfig::Window { max_age_secs } => format!("window {max_age_secs}s"),
+            CurveConfig::Step { windows } => format!("{} steps", windows.len()),
+        }),
+        "kind" => s
+            .weights
+            .as_ref()
+            .map(|w| format!("{} custom weights", w.len())),
+        "tag" => s.tag_weights.as_ref().map(|w| format!("{} tags", w.len())),
+        "metadata_key" => match (&s.key, &s.value) {
+            (Some(k), Some(v)) => Some(format!("{k}={v}")),
+            _ => None,
+        },
+        "scaled" => s.inner_scorer.as_ref().map(|i| match i {
+            InnerScorer::Name(t) => t.as_str().to_string(),
+            InnerScorer::Config(c) => scorer_label(c),
+        }),
+        "composite" => s.children.as_ref().map(|c| scorers_text(c)),
+        _ => None,
+    };
+    (name, detail)
+}
+
+fn scorer_label(s: &ScorerConfig) -> String {
+    match scorer_parts(s) {
+        (name, Some(d)) => format!("{name} ({d})"),
+        (name, None) => name.to_string(),
+    }
+}
+
+/// `recency 3, kind 1` (a weighted composite) or `reflexive` (one scorer).
+pub(crate) fn scorers_text(scorers: &[ScorerConfig]) -> String {
+    match scorers {
+        [] => "none".into(),
+        [only] => scorer_label(only),
+        many => many
+            .iter()
+            .map(|s| match scorer_parts(s) {
+                (name, Some(d)) => format!("{name} {} ({d})", weight(s.weight)),
+                (name, None) => format!("{name} {}", weight(s.weight)),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+/// `greedy`, `knapsack (bucket 100)`, `quota (Memory 10-30%; inner greedy)`, ...
+pub(crate) fn slicer_text(cfg: &PolicyConfig) -> String {
+    let s = &cfg.slicer;
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(b) = s.bucket_size {
+        parts.push(format!("bucket {b}"));
+    } else if matches!(
+        s.slicer,
+        SlicerType::Knapsack | SlicerType::CountConstrainedKnapsack
+    ) {
+        parts.push("bucket 100".into());
+    }
+    for q in &s.quotas {
+        parts.push(format!("{} {}-{}%", q.kind, q.require, q.cap));
+    }
+    for e in &s.entries {
+        parts.push(format!("{} {}..{}", e.kind, e.require_count, e.cap_count));
+    }
+    if let Some(i) = s.inner_slicer {
+        parts.push(format!("inner {i}"));
+    }
+    if parts.is_empty() {
+        s.slicer.to_string()
+    } else {
+        format!("{} ({})", s.slicer, parts.join("; "))
+    }
+}
+
+fn overflow_text(cfg: &PolicyConfig) -> String {
+    let v = serde_json::to_value(cfg.overflow_strategy).unwrap_or_default();
+    v.as_str().unwrap_or("throw").to_string()
+}
+
+/// Placeholder for a space that must not become a line break.
+const GLUE: char = '\u{1}';
+
+/// A policy's settings, as `; `-separated parts that wrap between parts (the
+/// scorer list may also wrap inside).
+pub(crate) fn policy_summary(cfg: &PolicyConfig) -> String {
+    let glued = |s: String| s.replace(' ', &GLUE.to_string());
+    [
+        format!("scorers {}", scorers_text(&cfg.scorers)),
+        glued(format!("slicer {}", slicer_text(cfg))),
+        glued(format!("placer {}", cfg.placer)),
+        glued(format!("overflow {}", overflow_text(cfg))),
+        glued(format!(
+            "dedup {}",
+            if cfg.deduplication { "on" } else { "off" }
+        )),
+    ]
+    .join("; ")
+}
+
+// ----- header ------------------------------------------------------------------------
+
+/// `policy`, `budget` (and `tokens`) lines shared by every text output.
+pub(crate) fn header(p: &Prepared) -> String {
+    let mut out = String::new();
+    let origin = match &p.origin {
+        PolicyOrigin::File(f) => format!("from --policy {f}"),
+        PolicyOrigin::Preset(n) => format!("preset `{n}`"),
+        PolicyOrigin::Table(f) => format!("the [policy] table of {f}"),
+        PolicyOrigin::DefaultPreset => {
+            "preset `chat` (the default: no --policy, --preset or [policy] given)".into()
+        }
+    };
+    labelled(&mut out, "policy  ", 8, &origin);
+    labelled(&mut out, "        ", 8, &policy_summary(&p.config));
+    let b = &p.budget;
+    let mut budget = format!(
+        "max_tokens {}, target_tokens {}, output_reserve {}",
+        b.max_tokens(),
+        b.target_tokens(),
+        b.output_reserve()
+    );
+    for (kind, n) in b.reserved_slots() {
+        let _ = write!(budget, ", reserved{GLUE}{kind}{GLUE}{n}");
+    }
+    if b.estimation_safety_margin_percent() > 0.0 {
+        let _ = write!(
+            budget,
+            ", safety{GLUE}margin{GLUE}{}%",
+            b.estimation_safety_margin_percent()
+        );
+    }
+    labelled(&mut out, "budget  ", 8, &budget);
+    if let Some((enc, n)) = &p.counted {
+        let items = if *n == 1 { "item" } else { "items" };
+        labelled(
+            &mut out,
+            "tokens  ",
+            8,
+            &format!("counted with {enc} for {n} {items} without `tokens`"),
+        );
+    }
+    out
+}
+
+// ----- item identity ----------------------------------------------------------------------
+
+/// Finds an item's input index (D-1: identity is the index) from a report
+/// entry: report items are clones of the input items, so the same allocation.
+struct Indexer<'a> {
+    items: &'a [ContextItem],
+    by_content: HashMap<&'a str, Vec<usize>>,
+}
+
+impl<'a> Indexer<'a> {
+    fn new(items: &'a [ContextItem]) -> Self {
+        let mut by_content: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, it) in items.iter().enumerate() {
+            by_content.entry(it.content()).or_default().push(i);
+        }
+        Self { items, by_content }
+    }
+
+    fn index_of(&self, item: &ContextItem) -> Option<usize> {
+        let candidates = self.by_content.get(item.content())?;
+        candidates
+            .iter()
+            .copied()
+            .find(|&i| self.items.get(i).is_some_and(|x| x.ptr_eq(item)))
+            .or_else(|| {
+                candidates
+                    .iter()
+                    .copied()
+                    .find(|&i| self.items.get(i) == Some(item))
+            })
+    }
+
+    fn with_content(&self, content: &str) -> &[usize] {
+        self.by_content.get(content).map_or(&[], Vec::as_slice)
+    }
+}
+
+fn idx_text(i: Option<usize>) -> String {
+    i.map_or_else(|| "?".into(), |i| i.to_string())
+}
+
+// ----- the window ---------------------------------------------------------------------
+
+/// The selected window, in placed order.
+pub(crate) fn window(p: &Prepared, report: &SelectionReport) -> String {
+    let ix = Indexer::new(&p.items);
+    let mut out = String::new();
+    let tokens = i128::from(report.included_tokens());
+    let _ = writeln!(
+        out,
+        "window: {} of {} items, {} tokens ({} of max_tokens)",
+        report.included.len(),
+        report.total_candidates,
+        tokens,
+        pct(tokens, i128::from(p.budget.max_tokens()))
+    );
+    if report.included.is_empty() {
+        let _ = writeln!(out, "  (empty)");
+        return out;
+    }
+    let rows: Vec<[String; 4]> = report
+        .included
+        .iter()
+        .map(|inc| {
+            [
+                idx_text(ix.index_of(&inc.item)),
+                inc.item.kind().to_string(),
+                inc.item.tokens().to_string(),
+                fmt_score(inc.score),
+            ]
+        })
+        .collect();
+    let w = widths(&rows, ["item", "kind", "tokens", "score"], [4, 14, 12, 9]);
+    let used: usize = w.iter().map(|x| x + 2).sum();
+    let cw = WIDTH.saturating_sub(used).max(10);
+    let _ = writeln!(
+        out,
+        "{:>w0$}  {:<w1$}  {:>w2$}  {:>w3$}  content",
+        "item",
+        "kind",
+        "tokens",
+        "score",
+        w0 = w[0],
+        w1 = w[1],
+        w2 = w[2],
+        w3 = w[3]
+    );
+    for (row, inc) in rows.iter().zip(&report.included) {
+        let _ = writeln!(
+            out,
+            "{:>w0$}  {:<w1$}  {:>w2$}  {:>w3$}  {}",
+            row[0],
+            clip(&row[1], w[1]),
+            row[2],
+            row[3],
+            clip(inc.item.content(), cw),
+            w0 = w[0],
+            w1 = w[1],
+            w2 = w[2],
+            w3 = w[3]
+        );
+    }
+    out
+}
+
+/// Column widths: at least the header, at most `max`.
+fn widths<const N: usize>(rows: &[[String; N]], head: [&str; N], max: [usize; N]) -> [usize; N] {
+    let mut w = [0usize; N];
+    for c in 0..N {
+        let longest = rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0);
+        w[c] = longest.max(head[c].len()).min(max[c].max(head[c].len()));
+    }
+    w
+}
+
+// ----- the explanation ------------------------------------------------------------------
+
+/// One item's reason, with the details that explain it.
+fn exclusion_text(
+    reason: &ExclusionReason,
+    me: Option<usize>,
+    ix: &Indexer<'_>,
+    dedup_losers: &[usize],
+) -> String {
+    match reason {
+        ExclusionReason::BudgetExceeded {
+            item_tokens,
+            available_tokens,
+        } if item_tokens > available_tokens => {
+            format!("BudgetExceeded: {item_tokens} > {available_tokens} available")
+        }
+        // The slicer left it out although it would fit what is left (a knapsack
+        // optimum, bucket rounding, a quota): say so without claiming `>`.
+        ExclusionReason::BudgetExceeded {
+            item_tokens,
+            available_tokens,
+        } => format!("BudgetExceeded: {item_tokens} tokens, {available_tokens} left"),
+        ExclusionReason::Deduplicated {
+            deduplicated_against,
+        } => {
+            let kept = ix
+                .with_content(deduplicated_against)
+                .iter()
+                .copied()
+                .find(|i| Some(*i) != me && !dedup_losers.contains(i));
+            match kept {
+                Some(k) => format!("Deduplicated: duplicate of #{k}"),
+                None => format!(
+                    "Deduplicated: duplicate of {:?}",
+                    clip(deduplicated_against, 20)
+                ),
+            }
+        }
+        ExclusionReason::PinnedOverride { displaced_by } => {
+            let pinned = ix
+                .with_content(displaced_by)
+                .iter()
+                .copied()
+                .find(|&i| ix.items.get(i).is_some_and(ContextItem::pinned));
+            match pinned {
+                Some(k) => format!("PinnedOverride: displaced by #{k}"),
+                None => format!("PinnedOverride: displaced by {:?}", clip(displaced_by, 20)),
+            }
+        }
+        ExclusionReason::NegativeTokens { tokens } => format!("NegativeTokens: {tokens}"),
+        ExclusionReason::CountCapExceeded { kind, cap, count } => {
+            format!("CountCapExceeded: {kind} has {count}, cap {cap}")
+        }
+        ExclusionReason::ScoredTooLow { score, threshold } => {
+            format!(
+                "ScoredTooLow: {} < {}",
+                fmt_score(*score),
+                fmt_score(*threshold)
+            )
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The line above the explanation table.
+pub(crate) const EXPLAIN_CAPTION: &str =
+    "Every candidate: included (in window order), then excluded (by score).\n\n";
+
+/// Every item — included in placed order, then excluded by score — with its
+/// status, score, tokens, kind, reason and content.
+pub(crate) fn explain_table(p: &Prepared, report: &SelectionReport) -> String {
+    let ix = Indexer::new(&p.items);
+    let dedup_losers: Vec<usize> = report
+        .excluded
+        .iter()
+        .filter(|e| matches!(e.reason, ExclusionReason::Deduplicated { .. }))
+        .filter_map(|e| ix.index_of(&e.item))
+        .collect();
+    struct Row<'r> {
+        cells: [String; 5],
+        reason: String,
+        item: &'r ContextItem,
+    }
+    let mut rows: Vec<Row<'_>> = Vec::new();
+    for inc in &report.included {
+        let i = ix.index_of(&inc.item);
+        rows.push(Row {
+            cells: [
+                idx_text(i),
+                "included".into(),
+                fmt_score(inc.score),
+                inc.item.tokens().to_string(),
+                inc.item.kind().to_string(),
+            ],
+            reason: inc.reason.to_string(),
+            item: &inc.item,
+        });
+    }
+    for exc in &report.excluded {
+        let i = ix.index_of(&exc.item);
+        rows.push(Row {
+            cells: [
+                idx_text(i),
+                "excluded".into(),
+                fmt_score(exc.score),
+                exc.item.tokens().to_string(),
+                exc.item.kind().to_string(),
+            ],
+            reason: exclusion_text(&exc.reason, i, &ix, &dedup_losers),
+            item: &exc.item,
+        });
+    }
+    let cells: Vec<[String; 5]> = rows.iter().map(|r| r.cells.clone()).collect();
+    let w = widths(
+        &cells,
+        ["item", "status", "score", "tokens", "kind"],
+        [6, 8, 9, 12, 14],
+    );
+    let used: usize = w.iter().map(|x| x + 2).sum();
+    let rw = WIDTH.saturating_sub(used).max(20);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:>w0$}  {:<w1$}  {:>w2$}  {:>w3$}  {:<w4$}  reason",
+        "item",
+        "status",
+        "score",
+        "tokens",
+        "kind",
+        w0 = w[0],
+        w1 = w[1],
+        w2 = w[2],
+        w3 = w[3],
+        w4 = w[4]
+    );
+    let indent = w[0] + 2;
+    for r in &rows {
+        let c = &r.cells;
+        let _ = writeln!(
+            out,
+            "{:>w0$}  {:<w1$}  {:>w2$}  {:>w3$}  {:<w4$}  {}",
+            c[0],
+            c[1],
+            c[2],
+            c[3],
+            clip(&c[4], w[4]),
+            clip(&r.reason, rw),
+            w0 = w[0],
+            w1 = w[1],
+            w2 = w[2],
+            w3 = w[3],
+            w4 = w[4]
+        );
+        let _ = writeln!(
+            out,
+            "{:indent$}{}",
+            "",
+            clip(r.item.content(), WIDTH.saturating_sub(indent))
+        );
+    }
+    if rows.is_empty() {
+        let _ = writeln!(out, "  (no items)");
+    }
+    out
+}
+
+/// Totals, exclusion reasons, budget utilisation and the bar.
+pub(crate) fn totals(p: &Prepared, report: &SelectionReport) -> String {
+    let mut out = String::new();
+    let inc_tokens = i128::from(report.included_tokens());
+    let exc_tokens: i128 = report
+        .excluded
+        .iter()
+        .map(|e| i128::from(e.item.tokens()))
+        .sum();
+    let count = |n: usize, what: &str| {
+        if n == 1 {
+            format!("1 {what}")
+        } else {
+            format!("{n} {what}s")
+        }
+    };
+    let pinned: Vec<i128> = report
+        .included
+        .iter()
+        .filter(|i| i.item.pinned())
+        .map(|i| i128::from(i.item.tokens()))
+        .collect();
+    let _ = writeln!(
+        out,
+        "{} candidates, {} tokens considered",
+        report.total_candidates, report.total_tokens_considered
+    );
+    let mut by_reason: BTreeMap<String, usize> = BTreeMap::new();
+    for e in &report.excluded {
+        *by_reason.entry(e.reason.name().to_string()).or_default() += 1;
+    }
+    let reasons = by_reason
+        .iter()
+        .map(|(r, n)| format!("{r} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let pinned_text = format!(
+        "(pinned: {}, {} tokens)",
+        count(pinned.len(), "item"),
+        pinned.iter().sum::<i128>()
+    );
+    let rows = [
+        ("included  ", report.included.len(), inc_tokens, pinned_text),
+        (
+            "excluded  ",
+            report.excluded.len(),
+            exc_tokens,
+            if reasons.is_empty() {
+                String::new()
+            } else {
+                format!("({reasons})")
+            },
+        ),
+    ];
+    for (label, n, t, extra) in rows {
+        let head = format!("{label}{:<9} {t:>7} tokens  ", count(n, "item"));
+        labelled(&mut out, &head, head.chars().count(), &extra);
+    }
+    for s in &report.count_requirement_shortfalls {
+        let _ = writeln!(
+            out,
+            "shortfall: {} required {}, only {} available",
+            s.kind, s.required_count, s.satisfied_count
+        );
+    }
+    let max = i128::from(p.budget.max_tokens());
+    let target = i128::from(p.budget.target_tokens());
+    let _ = writeln!(
+        out,
+        "utilisation  {inc_tokens} of {max} max_tokens = {} (target {target}: {})",
+        pct(inc_tokens, max),
+        pct(inc_tokens, target)
+    );
+    out.push_str(&bar(p, report));
+    out
+}
+
+// ----- the budget bar ---------------------------------------------------------------------
+
+/// A letter per kind: its initial if free, else the lowercase initial, else
+/// another letter of its name, else a digit.
+fn assign_letters(kinds: &[String]) -> Vec<char> {
+    let mut used: Vec<char> = vec!['.', '~'];
+    let mut out = Vec::with_capacity(kinds.len());
+    for k in kinds {
+        let alnum: Vec<char> = k.chars().filter(char::is_ascii_alphanumeric).collect();
+        let mut candidates: Vec<char> = Vec::new();
+        if let Some(&c) = alnum.first() {
+            candidates.push(c.to_ascii_uppercase());
+            candidates.push(c.to_ascii_lowercase());
+        }
+        candidates.extend(alnum.iter().filter(|c| c.is_ascii_uppercase()));
+        candidates.extend(alnum.iter().map(char::to_ascii_uppercase));
+        candidates.extend(alnum.iter().map(char::to_ascii_lowercase));
+        candidates.extend('0'..='9');
+        candidates.extend(['#', '%', '&', '*', '+', '=', '@']);
+        let c = candidates
+            .into_iter()
+            .find(|c| !used.contains(c))
+            .unwrap_or('?');
+        used.push(c);
+        out.push(c);
+    }
+    out
+}
+
+/// Splits `width` cells among `parts` proportionally (largest remainder),
+/// giving every non-zero part at least one cell when there is room.
+fn apportion(parts: &[i128], width: usize) -> Vec<usize> {
+    let total: i128 = parts.iter().sum();
+    if total <= 0 {
+        return vec![0; parts.len()];
+    }
+    let w = i128::try_from(width).unwrap_or(0);
+    let mut cells: Vec<usize> = parts
+        .iter()
+        .map(|&p| usize::try_from(p * w / total).unwrap_or(0))
+        .collect();
+    let mut order: Vec<usize> = (0..parts.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(parts[i] * w % total));
+    let mut left = width.saturating_sub(cells.iter().sum());
+    for &i in order.iter().cycle().take(parts.len() * 2) {
+        if left == 0 {
+            break;
+        }
+        if parts[i] > 0 {
+            cells[i] += 1;
+            left -= 1;
+        }
+    }
+    // Every non-zero part visible: take a cell from the biggest one.
+    for i in 0..parts.len() {
+        if parts[i] > 0
+            && cells[i] == 0
+            && let Some(big) = (0..cells.len()).max_by_key(|&j| (cells[j], std::cmp::Reverse(j)))
+            && cells[big] > 1
+        {
+            cells[big] -= 1;
+            cells[i] = 1;
+        }
+    }
+    cells
+}
+
+/// `[SSMMMMTTDD......~~~~]` with a legend: how `max_tokens` was spent by kind.
+fn bar(p: &Prepared, report: &SelectionReport) -> String {
+    let mut out = String::new();
+    // Kinds in order of first appearance in the window.
+    let mut kinds: Vec<String> = Vec::new();
+    let mut tokens: Vec<i128> = Vec::new();
+    for inc in &report.included {
+        let k = inc.item.kind();
+        let t = i128::from(inc.item.tokens()).max(0);
+        match kinds.iter().position(|x| k.eq_str(x)) {
+            Some(i) => tokens[i] += t,
+            None => {
+                kinds.push(k.to_string());
+                tokens.push(t);
+            }
+        }
+    }
+    let used: i128 = tokens.iter().sum();
+    let max = i128::from(p.budget.max_tokens());
+    let reserve = i128::from(p.budget.output_reserve());
+    let scale = max.max(used + reserve);
+    if scale <= 0 {
+        let _ = writeln!(out, "(max_tokens is 0: no budget to draw)");
+        return out;
+    }
+    let free = (scale - used - reserve).max(0);
+    let letters = assign_letters(&kinds);
+    let mut parts: Vec<(char, String, i128)> = Vec::new();
+    for ((k, t), c) in kinds.iter().zip(&tokens).zip(&letters) {
+        if *t > 0 {
+            parts.push((*c, k.clone(), *t));
+        }
+    }
+    parts.push(('.', "free".into(), free));
+    parts.push(('~', "output reserve".into(), reserve));
+    let amounts: Vec<i128> = parts.iter().map(|x| x.2).collect();
+    let cells = apportion(&amounts, BAR_WIDTH);
+    let mut line = String::from("[");
+    for ((c, _, _), n) in parts.iter().zip(&cells) {
+        line.extend(std::iter::repeat_n(*c, *n));
+    }
+    line.push(']');
+    let _ = writeln!(out, "{line}");
+    let legend: Vec<String> = parts
+        .iter()
+        .filter(|x| x.2 > 0 || x.0 == '.')
+        .map(|(c, name, t)| format!("{c} {} {t} ({})", clip(name, 24), pct(*t, max)))
+        .collect();
+    // Pack legend entries into 80-column lines.
+    let mut row = String::new();
+    for entry in legend {
+        if !row.is_empty() && row.chars().count() + 3 + entry.chars().count() > WIDTH {
+            let _ = writeln!(out, "{row}");
+            row.clear();
+        }
+        if !row.is_empty() {
+            row.push_str("   ");
+        }
+        row.push_str(&entry);
+    }
+    if !row.is_empty() {
+        let _ = writeln!(out, "{row}");
+    }
+    out
+}
+
+// ----- presets ------------------------------------------------------------------------------
+
+/// `recency 3 (75%), kind 1 (25%)`: weights with their normalised shares.
+fn weighted_shares(scorers: &[ScorerConfig]) -> String {
+    if scorers.len() < 2 {
+        return scorers_text(scorers);
+    }
+    let total: f64 = scorers.iter().map(|s| s.weight).sum();
+    scorers
+        .iter()
+        .map(|s| {
+            let share = if total > 0.0 {
+                format!(" ({:.0}%)", s.weight / total * 100.0)
+            } else {
+                String::new()
+            };
+            format!("{} {}{share}", scorer_label(s), weight(s.weight))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+const COMPONENTS: &[(&str, &str)] = &[
+    (
+        "recency",
+        "newer timestamps rank higher (rank / (n - 1)); undated items 0",
+    ),
+    (
+        "priority",
+        "higher `priority` ranks higher; items without one 0",
+    ),
+    (
+        "kind",
+        "SystemPrompt 1.0, Memory 0.8, ToolOutput 0.6, Document 0.4, Message 0.2",
+    ),
+    (
+        "reflexive",
+        "the item's `future_relevance_hint`, clamped to [0, 1]",
+    ),
+    (
+        "frequency",
+        "share of the other items that share a tag with it",
+    ),
+    ("greedy", "fills the target by score per token"),
+    (
+        "knapsack",
+        "best total score that fits; tokens rounded up to buckets",
+    ),
+    ("chronological", "oldest first; undated items last"),
+    (
+        "u_shaped",
+        "best items at the start and the end, weakest in the middle",
+    ),
+];
+
+/// `cupel presets`.
+pub(crate) fn presets() -> String {
+    let mut out = String::new();
+    for p in cupel_pipeline::presets() {
+        let c = &p.config;
+        let _ = writeln!(out, "{}", p.name);
+        labelled(&mut out, "  ", 2, p.description);
+        labelled(&mut out, "  scorers   ", 12, &weighted_shares(&c.scorers));
+        labelled(&mut out, "  slicer    ", 12, &slicer_text(c));
+        labelled(&mut out, "  placer    ", 12, c.placer.as_str());
+        labelled(
+            &mut out,
+            "  overflow  ",
+            12,
+            &format!(
+                "{}; deduplication {}",
+                overflow_text(c),
+                if c.deduplication { "on" } else { "off" }
+            ),
+        );
+        let _ = writeln!(out);
+    }
+    let _ = writeln!(out, "What the components do:");
+    for (name, what) in COMPONENTS {
+        labelled(&mut out, &format!("  {name:<15}"), 17, what);
+    }
+    let _ = writeln!(out);
+    labelled(
+        &mut out,
+        "",
+        0,
+        "Weights are relative: a composite scorer divides each by their sum. Use a \
+         preset with `cupel select INPUT --preset NAME`, or copy its settings into a \
+         [policy] table to adjust them.",
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clip_flattens_and_cuts_with_an_ellipsis() {
+        assert_eq!(clip("a\n  b\tc", 10), "a b c");
+        // 10 chars allowed: 9 kept ("abcde fgh") + "…"
+        assert_eq!(clip("abcde fghij klm", 10), "abcde fgh…");
+        // a cut right after a space drops the space
+        assert_eq!(clip("abcd efgh", 6), "abcd…");
+        assert_eq!(clip("éééééé", 3).chars().count(), 3);
+        // an ANSI escape cannot reach the terminal
+        assert_eq!(clip("a\u{1b}[31mred", 20), "a [31mred");
+    }
+
+    #[test]
+    fn wrap_keeps_lines_within_width() {
+        assert_eq!(wrap("aa bb cc dd", 5), ["aa bb", "cc dd"]);
+        assert_eq!(wrap("toolongword x", 4), ["toolongword", "x"]);
+    }
+
+    #[test]
+    fn percentages_round_half_up_in_tenths() {
+        // 1318 / 2048 = 0.64355... -> 64.4%
+        assert_eq!(pct(1318, 2048), "64.4%");
+        // 1 / 8 = 12.5% exactly; 1 / 16 = 6.25% -> 6.3% (half up)
+        assert_eq!(pct(1, 8), "12.5%");
+        assert_eq!(pct(1, 16), "6.3%");
+        assert_eq!(pct(5, 0), "0.0%");
+    }
+
+    #[test]
+    fn apportion_is_exact_and_shows_small_parts() {
+        // 60 cells over [30, 20, 10] of 60 -> exactly 30/20/10
+        assert_eq!(apportion(&[30, 20, 10], 60), [30, 20, 10]);
+        // [1, 999] over 10 cells: exact 0.01 and 9.99 -> 0 + 10, then the
+        // small part borrows one cell: [1, 9]
+        assert_eq!(apportion(&[1, 999], 10), [1, 9]);
+        // always sums to the width
+        let c = apportion(&[7, 11, 13, 0, 17], 60);
+        assert_eq!(c.iter().sum::<usize>(), 60);
+        assert_eq!(c[3], 0);
+    }
+
+    #[test]
+    fn letters_are_initials_then_lowercase_on_collision() {
+        let kinds: Vec<String> = ["SystemPrompt", "Message", "Memory", "Mystery"]
+            .map(String::from)
+            .to_vec();
+        // Memory collides with Message's M -> m; Mystery: M, m taken -> 'Y'
+        assert_eq!(assign_letters(&kinds), ['S', 'M', 'm', 'Y']);
+    }
+
+    #[test]
+    fn scores_print_with_three_decimals() {
+        assert_eq!(fmt_score(0.5), "0.500");
+        assert_eq!(fmt_score(-0.0), "0.000");
+        assert_eq!(fmt_score(f64::NAN), "NaN");
+    }
+}

@@ -1,0 +1,502 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The `cupel` binary, run for real: snapshots of every command and of every
+//! error message, plus hand-derived checks of the numbers they print.
+
+use std::process::Output;
+
+use assert_cmd::cargo_bin_cmd;
+
+/// Runs `cupel args...` from the crate directory (so fixture paths in
+/// messages are `tests/fixtures/...`), optionally feeding `stdin`.
+fn cupel(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut cmd = cargo_bin_cmd!("cupel");
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR")).args(args);
+    if let Some(s) = stdin {
+        cmd.write_stdin(s);
+    }
+    cmd.output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+/// A successful run's stdout; fails on a non-zero exit or any stderr.
+fn ok(args: &[&str]) -> String {
+    let o = cupel(args, None);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+    stdout(&o)
+}
+
+/// A failed run: asserts the exit code, an empty stdout, exactly one
+/// `error:` line first (plus at most one `hint:` line), and returns stderr.
+fn fails(args: &[&str], stdin: Option<&str>, code: i32) -> String {
+    let o = cupel(args, stdin);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(code), "stderr: {err}");
+    assert_eq!(stdout(&o), "");
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(lines[0].starts_with("error: "), "{err}");
+    assert!(lines.len() <= 2, "{err}");
+    if let Some(h) = lines.get(1) {
+        assert!(h.starts_with("hint: "), "{err}");
+    }
+    assert!(!err.contains("panicked") && !err.contains("backtrace"));
+    err
+}
+
+/// Every line fits an 80-column terminal (counted in characters).
+fn assert_fits_80(text: &str) {
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 80,
+            "{} chars: {line}",
+            line.chars().count()
+        );
+    }
+}
+
+const CHAT: &str = "tests/fixtures/chat.toml";
+const RAG: &str = "tests/fixtures/rag.json";
+const COUNT: &str = "tests/fixtures/count.toml";
+
+// ----- demo ------------------------------------------------------------------------------
+
+#[test]
+fn demo() {
+    let out = ok(&["demo"]);
+    assert_fits_80(&out);
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn demo_numbers_follow_from_the_scenario() {
+    // Policy weights: decay 1, reflexive 3, kind 1 -> 0.2, 0.6, 0.2.
+    // KB-2231 (#5): undated (decay 0.5), hint 0.95, Document 0.4:
+    //   0.2*0.5 + 0.6*0.95 + 0.2*0.4 = 0.1 + 0.57 + 0.08 = 0.75
+    // Its copy (#9, hint 0.7): 0.1 + 0.42 + 0.08 = 0.6 -> deduplicated against #5.
+    // Effective target = 1024 - 71 pinned = 953; the slicer takes 950, so
+    // KB-0412 (#7, 85 tokens) is BudgetExceeded with 953 - 950 = 3 available.
+    // Without the pinned prompt the room would be 1024 - 950 = 74: the items
+    // of 4..=74 tokens left out are PinnedOverride (9 of them).
+    // Window: 71 + 950 = 1021 tokens; 1021 / 1536 = 66.47% -> 66.5%.
+    // Bar, 60 cells over max(1536, 1021 + 384) = 1536 tokens:
+    //   S 71 -> 2.77, Memory 93 -> 3.63, Message 125 -> 4.88, ToolOutput 318 -> 12.42,
+    //   Document 414 -> 16.17, free 131 -> 5.12, reserve 384 -> 15.0;
+    //   floors 2+3+4+12+16+5+15 = 57, the 3 largest remainders (.88, .77, .63)
+    //   round up Message, SystemPrompt, Memory -> 3, 4, 5, 12, 16, 5, 15.
+    let out = ok(&["demo"]);
+    assert!(out.contains("  5  included  0.750     156  Document      Scored"));
+    assert!(
+        out.contains("  9  excluded  0.600     156  Document      Deduplicated: duplicate of #5")
+    );
+    assert!(out.contains("BudgetExceeded: 85 > 3 available"));
+    assert_eq!(out.matches("PinnedOverride: displaced by #0").count(), 9);
+    assert!(out.contains("window: 19 of 31 items, 1021 tokens (66.5% of max_tokens)"));
+    let bar = format!(
+        "[{}{}{}{}{}{}{}]",
+        "S".repeat(3),
+        "M".repeat(4),
+        "m".repeat(5),
+        "T".repeat(12),
+        "D".repeat(16),
+        ".".repeat(5),
+        "~".repeat(15)
+    );
+    assert!(out.contains(&bar), "{out}");
+}
+
+#[test]
+fn demo_print_input_is_the_embedded_scenario() {
+    let out = ok(&["demo", "--print-input"]);
+    assert_eq!(out, include_str!("../src/demo.toml"));
+}
+
+#[test]
+fn demo_json_is_a_reproducible_report() {
+    let a = ok(&["demo", "--format", "json"]);
+    assert_eq!(a, ok(&["demo", "--format", "json"]));
+    let v: serde_json::Value = serde_json::from_str(&a).unwrap();
+    // 31 candidates; the demo's `window:` line says 19 included.
+    assert_eq!(v["total_candidates"], 31);
+    let included = v["included"].as_array().unwrap().len();
+    let excluded = v["excluded"].as_array().unwrap().len();
+    assert_eq!(included + excluded, 31);
+}
+
+// ----- select ---------------------------------------------------------------------------------
+
+#[test]
+fn select_text_with_the_default_preset() {
+    let out = ok(&["select", CHAT]);
+    assert_fits_80(&out);
+    // No --policy, --preset or [policy]: the chat preset, and the output says so.
+    assert!(out.contains("preset `chat` (the default"));
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn select_text_window_follows_the_chat_preset() {
+    // chat preset: recency 3, kind 1 -> weights 0.75 / 0.25.
+    // Scoreable: messages #1 #2 #3 #5 #6 (dated 10:00..10:04, recency ranks
+    // 0, 0.25, 0.5, 0.75, 1.0) and the undated document #4 (recency 0).
+    //   #1 0.75*0    + 0.25*0.2 = 0.05      #5 0.75*0.75 + 0.05 = 0.6125
+    //   #2 0.75*0.25 + 0.05     = 0.2375    #6 0.75*1    + 0.05 = 0.8
+    //   #3 0.75*0.5  + 0.05     = 0.425     #4 0.25*0.4 (Document) = 0.1
+    // Effective target = min(200 - 20 pinned, 300 - 50 - 20) = 180.
+    // Greedy by score/token: #6 30, #5 35, #3 25, #2 40, #1 30 = 160 <= 180;
+    // #4 (90) > 180 - 160 = 20 -> excluded. Window (chronological): #0 (09:00)
+    // then #1 #2 #3 #5 #6; 20 + 160 = 180 tokens = 60.0% of 300.
+    let out = ok(&["select", CHAT]);
+    assert!(out.contains("window: 6 of 7 items, 180 tokens (60.0% of max_tokens)"));
+    let items: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("item"))
+        .skip(1)
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(items, ["0", "1", "2", "3", "5", "6"]);
+}
+
+#[test]
+fn select_json_is_the_full_report_with_zeroed_durations() {
+    let out = ok(&["select", RAG, "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // rag.json: reflexive only; pinned "Answer..." 10 tokens.
+    // Dedup: two copies of Source A (hints 0.9, 0.5) -> the 0.5 copy goes.
+    // Effective target 300 - 10 = 290. Greedy densities: A 0.009, B 0.008,
+    // D 0.6/150 = 0.004, C 0.3/80 = 0.00375: A 100 -> 190, B 100 -> 90,
+    // D 150 > 90 skip, C 80 -> 10. D: BudgetExceeded, available 290 - 280 = 10.
+    // U-shaped over [sys 1.0, A 0.9, B 0.8, C 0.3]: sys, B, C, A.
+    let included: Vec<&str> = v["included"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["item"]["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        included,
+        [
+            "Answer using only the sources below.",
+            "Source B: it was renamed in 1974.",
+            "Source C: a tram crosses it today.",
+            "Source A: the bridge opened in 1966.",
+        ]
+    );
+    assert_eq!(v["excluded"][0]["reason"]["reason"], "BudgetExceeded");
+    assert_eq!(v["excluded"][0]["reason"]["available_tokens"], 10);
+    assert_eq!(v["excluded"][1]["reason"]["reason"], "Deduplicated");
+    // 10 + 100 + 100 + 80 + 100 + 150 = 540
+    assert_eq!(v["total_tokens_considered"], 540);
+    let events = v["events"].as_array().unwrap();
+    assert_eq!(events.len(), 5);
+    assert!(events.iter().all(|e| e["duration_ms"] == 0.0));
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn select_reads_stdin_with_input_format() {
+    let text = std::fs::read_to_string(format!("{}/{RAG}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let o = cupel(
+        &["select", "-", "--input-format", "json", "--format", "json"],
+        Some(&text),
+    );
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o), ok(&["select", RAG, "--format", "json"]));
+}
+
+#[test]
+fn select_with_a_policy_file() {
+    // policy.toml: reflexive 2, kind 1 (2/3, 1/3), knapsack bucket 10.
+    //   A 2/3*0.9 + 1/3*0.4 = 0.733, B 0.667, C 0.333, D 0.533.
+    // Capacity floor(290/10) = 29 buckets; weights A 10, B 10, C 8, D 15.
+    // A+B+C = 28 buckets, value 1.733 beats any set with D (A+D = 25, no
+    // room for a third). Chronological over undated items keeps merged
+    // order: pinned, then A, B, C by score.
+    let out = ok(&["select", RAG, "--policy", "tests/fixtures/policy.toml"]);
+    assert_fits_80(&out);
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn flags_override_the_budget() {
+    // --target-tokens 200: effective target 200 - 10 pinned = 190.
+    // Greedy: A 100 -> 90 left; B 100 > 90 and D 150 > 90 skipped; C 80 -> 10.
+    // Window: sys 10 + A 100 + C 80 = 190 tokens.
+    let out = ok(&["select", RAG, "--target-tokens", "200", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let tokens: i64 = v["included"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["item"]["tokens"].as_i64().unwrap())
+        .sum();
+    assert_eq!(tokens, 10 + 100 + 80);
+}
+
+// ----- explain ----------------------------------------------------------------------------------
+
+#[test]
+fn explain_text() {
+    let out = ok(&["explain", CHAT]);
+    assert_fits_80(&out);
+    // Bar: scale max(300, 180 + 50) = 300 over 60 cells:
+    //   S 20 -> 4, M 160 -> 32, free 300 - 180 - 50 = 70 -> 14, reserve 50 -> 10.
+    let bar = format!(
+        "[{}{}{}{}]",
+        "S".repeat(4),
+        "M".repeat(32),
+        ".".repeat(14),
+        "~".repeat(10)
+    );
+    assert!(out.contains(&bar), "{out}");
+    assert!(out.contains("utilisation  180 of 300 max_tokens = 60.0% (target 200: 90.0%)"));
+    assert!(out.contains("BudgetExceeded: 90 > 20 available"));
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn explain_names_duplicates_and_pinned_by_index() {
+    let out = ok(&["explain", RAG]);
+    assert_fits_80(&out);
+    // The 0.5 copy of Source A (#4) lost to #1.
+    assert!(out.contains("Deduplicated: duplicate of #1"));
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn explain_json_is_the_same_report_as_select_json() {
+    assert_eq!(
+        ok(&["explain", RAG, "--format", "json"]),
+        ok(&["select", RAG, "--format", "json"])
+    );
+}
+
+// ----- presets ----------------------------------------------------------------------------------
+
+#[test]
+fn presets() {
+    let out = ok(&["presets"]);
+    assert_fits_80(&out);
+    for name in [
+        "chat",
+        "code-review",
+        "rag",
+        "document-qa",
+        "tool-use",
+        "long-running",
+        "debugging",
+    ] {
+        assert!(out.lines().any(|l| l == name), "{name}");
+    }
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn every_preset_runs() {
+    for p in [
+        "chat",
+        "rag",
+        "document-qa",
+        "tool-use",
+        "long-running",
+        "debugging",
+        "code-review",
+    ] {
+        ok(&["select", CHAT, "--preset", p]);
+    }
+}
+
+// ----- --count-tokens -------------------------------------------------------------------------
+
+#[cfg(feature = "tiktoken")]
+#[test]
+fn count_tokens_fills_missing_counts() {
+    let out = ok(&[
+        "select",
+        COUNT,
+        "--count-tokens",
+        "cl100k_base",
+        "--preset",
+        "rag",
+    ]);
+    // cl100k_base: "hello world" = hello + " world" = 2;
+    // "The quick brown fox jumps over the lazy dog." = 9 words + "." = 10;
+    // the third item keeps its own 7. 2 + 10 + 7 = 19.
+    assert!(out.contains("counted with cl100k_base for 2 items without `tokens`"));
+    assert!(out.contains("window: 3 of 3 items, 19 tokens"));
+    insta::assert_snapshot!(out);
+}
+
+// ----- errors -------------------------------------------------------------------------------------
+
+#[test]
+fn error_unreadable_file() {
+    let err = fails(&["select", "tests/fixtures/missing.toml"], None, 2);
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn error_unknown_extension() {
+    let err = fails(&["select", "Cargo.lock"], None, 2);
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn error_stdin_needs_input_format() {
+    let err = fails(&["select", "-"], Some("{}"), 2);
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn error_bad_toml_has_line_and_column() {
+    // Line 6 is `content = "unterminated`; the string runs to the end of the line.
+    let err = fails(&["select", "tests/fixtures/bad-syntax.toml"], None, 2);
+    assert!(err.starts_with("error: tests/fixtures/bad-syntax.toml:6:"));
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn error_bad_json_has_line_and_column() {
+    // Line 5 has the trailing comma before `}`.
+    let err = fails(&["explain", "tests/fixtures/bad-syntax.json"], None, 2);
+    assert!(err.starts_with("error: tests/fixtures/bad-syntax.json:5:"));
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn error_wrong_type_has_line_and_column() {
+    let err = fails(&["select", "tests/fixtures/bad-type.toml"], None, 2);
+    assert!(err.starts_with("error: tests/fixtures/bad-type.toml:7:"));
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn error_invalid_budget() {
+    let err = fails(&["select", "tests/fixtures/invalid-budget.toml"], None, 2);
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn error_invalid_budget_from_a_flag() {
+    let err = fails(&["select", CHAT, "--output-reserve", "400"], None, 2);
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn error_unknown_preset() {
+    let err = fails(&["select", CHAT, "--preset", "fancy"], None, 2);
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn error_unknown_policy_key() {
+    let err = fails(
+        &["select", "tests/fixtures/unknown-policy-key.toml"],
+        None,
+        2,
+    );
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn error_unknown_key_in_a_policy_file() {
+    let err = fails(
+        &[
+            "select",
+            CHAT,
+            "--policy",
+            "tests/fixtures/policy-typo.toml",
+        ],
+        None,
+        2,
+    );
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn error_misplaced_key_in_a_policy_file() {
+    let err = fails(
+        &[
+            "select",
+            CHAT,
+            "--policy",
+            "tests/fixtures/policy-misplaced.toml",
+        ],
+        None,
+        2,
+    );
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn error_unknown_item_key() {
+    let err = fails(
+        &["explain", "tests/fixtures/unknown-item-key.toml"],
+        None,
+        2,
+    );
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn error_policy_and_preset_conflict() {
+    let o = cupel(
+        &["select", CHAT, "--preset", "rag", "--policy", "x.toml"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cannot be used with"));
+}
+
+#[test]
+fn error_pinned_overflow_is_a_selection_failure() {
+    // Pinned 250 + 200 = 450 > max_tokens - output_reserve = 500 - 100 = 400.
+    let err = fails(&["select", "tests/fixtures/pinned-overflow.toml"], None, 1);
+    assert!(err.contains("450") && err.contains("400"));
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn error_throw_overflow_is_a_selection_failure() {
+    // Pinned 200 + 200 = 400 > target 300 under overflow_strategy = "throw".
+    let err = fails(&["explain", "tests/fixtures/throw-overflow.toml"], None, 1);
+    assert!(err.contains("400") && err.contains("300"));
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn error_missing_tokens_names_the_item() {
+    let err = fails(&["select", COUNT], None, 2);
+    assert!(err.contains("items[0]"));
+    insta::assert_snapshot!(err);
+}
+
+#[cfg(feature = "tiktoken")]
+#[test]
+fn error_unknown_encoding() {
+    let err = fails(&["select", COUNT, "--count-tokens", "cl200k"], None, 2);
+    insta::assert_snapshot!(err);
+}
+
+#[cfg(not(feature = "tiktoken"))]
+#[test]
+fn error_count_tokens_without_a_tokenizer() {
+    let err = fails(&["select", COUNT, "--count-tokens", "cl100k_base"], None, 2);
+    assert!(err.contains("built without"));
+}
+
+// ----- help ----------------------------------------------------------------------------------------
+
+#[test]
+fn help_documents_exit_codes_and_json_durations() {
+    let out = ok(&["select", "--help"]);
+    assert!(out.contains("Exit codes:"));
+    assert!(out.contains("set to 0"));
+    insta::assert_snapshot!(out);
+}
