@@ -19,7 +19,10 @@ fn items(spec: &[(Option<i64>, f64)]) -> Vec<ContextItem> {
 
 fn is_permutation(order: &[usize], n: usize) -> bool {
     let mut seen = vec![false; n];
-    order.len() == n && order.iter().all(|&i| i < n && !std::mem::replace(&mut seen[i], true))
+    order.len() == n
+        && order
+            .iter()
+            .all(|&i| i < n && !std::mem::replace(&mut seen[i], true))
 }
 
 proptest! {
