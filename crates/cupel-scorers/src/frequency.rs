@@ -1,0 +1,836 @@
+//! [`FrequencyScorer`]: the share of peers that share a tag.
+
+use std::collections::HashMap;
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+
+use cupel_core::{ContextItem, Scorer};
+
+use crate::gather::{pack, tags_of};
+
+/// Inclusion–exclusion enumerates `2^k - 1` subsets per group of `k` tags; it
+/// is only considered when no group has more than this many tags.
+const MAX_INCLUSION_EXCLUSION_TAGS: usize = 8;
+
+/// Estimated cost units of the two counting methods (see [`choose_method`]):
+/// one 64-bit word of a bitset OR/popcount, one item of a tag's item list
+/// (a random access), one subset of inclusion–exclusion (two hash-map
+/// operations on a table that may not fit in cache).
+const WORD_COST: u64 = 1;
+const LIST_COST: u64 = 4;
+const SUBSET_COST: u64 = 128;
+
+/// Scores an item by the fraction of the *other* items that share at least one
+/// tag with it.
+///
+/// `score = matching / (N - 1)`, where `N` is the number of items and
+/// `matching` the number of other items (identified by index: an identical copy
+/// at another index is a peer) with at least one tag equal to one of the
+/// item's tags under ASCII case folding (`"Urgent"` matches `"urgent"`).
+/// Items without tags score 0.0 and never match; a single item scores 0.0. The
+/// denominator is always `N - 1`, tagless peers included.
+///
+/// # Performance
+/// [`score`](Scorer::score) is the specification's reference algorithm: it
+/// compares the item's tags with every peer's, O(N · T²) per item, O(N² · T²)
+/// for a pass.
+///
+/// [`score_all`](Scorer::score_all) never compares item pairs. It
+/// 1. copies all tags into one buffer, ASCII-lowercased, and interns them
+///    (short tags as packed integers), turning each item into its sorted set
+///    of tag ids — O(T) for `T` tags in total. (Inside a
+///    [`CompositeScorer`](crate::CompositeScorer) the copy is shared with the
+///    other tag-reading children.)
+/// 2. drops tags that only one item carries (they cannot make an overlap) and
+///    groups the items by their remaining tag set: `G` groups `A` of `s_A`
+///    items and `k_A` tags each;
+/// 3. counts, for every group `A`, the items that share a tag with it,
+///    `Σ_B s_B · [A ∩ B ≠ ∅]`, with the cheaper (by an estimate made from
+///    the tag counts, before any work) of two exact methods:
+///    * **inclusion–exclusion**: `Σ_{∅≠S⊆A} (-1)^{|S|+1} c(S)`, where `c(S)`
+///      is the number of items whose tag set contains `S`, filled by
+///      enumerating every group's non-empty subsets — O(Σ_A 2^{k_A}), for
+///      sets of at most 8 tags;
+///    * **union counting**: the size of the union of the item lists of `A`'s
+///      tags, counted with a stamp array — or, for tags carried by at least
+///      1/32 of the items, with item bitsets OR-ed 64 items at a time and
+///      popcounted — O(Σ_A Σ_{t∈A} min(|items(t)|, N/64)).
+///
+/// Total: **O(T + min(Σ_A 2^{k_A}, Σ_A Σ_{t∈A} min(|items(t)|, N/64)))**.
+/// That is linear in the number of items when items share few tags (in the
+/// benchmark workload — 20 tags, 1–3 per item — G ≤ 1,350 whatever N is), and
+/// at worst O(G · k · N / 64) for many distinct, large, overlapping tag sets
+/// (deciding even whether two sets are disjoint is believed to need quadratic
+/// time in general). Bitsets take at most 4 bytes per tag occurrence. The
+/// counts are exact integers, so the scores equal [`score`](Scorer::score)'s
+/// bit for bit.
+///
+/// ```
+/// use cupel_core::{ContextItem, Scorer};
+/// use cupel_scorers::FrequencyScorer;
+///
+/// let a = ContextItem::builder("a", 1).tags(["rust"]).build()?;
+/// let b = ContextItem::builder("b", 1).tags(["RUST", "async"]).build()?;
+/// let c = ContextItem::builder("c", 1).tags(["python"]).build()?;
+/// // a and b share "rust" (case-folded); c shares nothing. Denominator 3 - 1 = 2.
+/// assert_eq!(FrequencyScorer.score_all(&[&a, &b, &c]), vec![0.5, 0.5, 0.0]);
+/// # Ok::<(), cupel_core::CupelError>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct FrequencyScorer;
+
+impl FrequencyScorer {
+    /// The scorer (it has no configuration).
+    pub fn new() -> Self {
+        Self
+    }
+}
+
+fn shares_any_tag(a: &[String], b: &[String]) -> bool {
+    a.iter()
+        .any(|x| b.iter().any(|y| x.eq_ignore_ascii_case(y)))
+}
+
+impl Scorer for FrequencyScorer {
+    /// The reference algorithm; an out-of-range `index` scores `NaN`.
+    fn score(&self, index: usize, items: &[&ContextItem]) -> f64 {
+        let Some(item) = items.get(index) else {
+            return f64::NAN;
+        };
+        let n = items.len();
+        if item.tags().is_empty() || n <= 1 {
+            return 0.0;
+        }
+        let mut matching: u64 = 0;
+        for (j, other) in items.iter().enumerate() {
+            if j == index || other.tags().is_empty() {
+                continue;
+            }
+            if shares_any_tag(item.tags(), other.tags()) {
+                matching += 1;
+            }
+        }
+        matching as f64 / (n - 1) as f64
+    }
+
+    fn score_all(&self, items: &[&ContextItem]) -> Vec<f64> {
+        let n = items.len();
+        if n <= 1 {
+            return vec![0.0; n];
+        }
+        let denominator = (n - 1) as f64;
+        peer_overlap_counts(items)
+            .into_iter()
+            .map(|matching| matching.map_or(0.0, |m| m as f64 / denominator))
+            .collect()
+    }
+}
+
+/// A fast hasher for the short keys of the whole pass (packed tags, id sets).
+///
+/// A multiply-fold mix (as in the `foldhash` family) seeded per pass from the
+/// standard library's random keys, so bucket layouts differ from run to run
+/// and are not predictable from tag names alone. Hash order never reaches an
+/// output: the maps are only probed, never iterated.
+#[derive(Clone, Copy)]
+struct PassHasher(u64);
+
+const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+
+fn folded_multiply(a: u64, b: u64) -> u64 {
+    let full = u128::from(a) * u128::from(b);
+    (full as u64) ^ ((full >> 64) as u64)
+}
+
+impl PassHasher {
+    fn mix(&mut self, word: u64) {
+        self.0 = folded_multiply(self.0 ^ word, MIX);
+    }
+}
+
+impl Hasher for PassHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.mix(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            // Tag the length so "a" and "a\0" differ.
+            self.mix(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.mix(u64::from(i));
+    }
+
+    fn write_u32(&mut self, i: u32) {
+        self.mix(u64::from(i));
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.mix(i);
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.mix(i as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        folded_multiply(self.0, MIX.rotate_left(17))
+    }
+}
+
+#[derive(Clone, Copy)]
+struct PassState(u64);
+
+impl PassState {
+    fn new() -> Self {
+        // `RandomState::new()` draws fresh random keys per process (and
+        // varies them per call); hashing a constant turns them into a seed.
+        Self(RandomState::new().hash_one(0x5EED_u64))
+    }
+}
+
+impl BuildHasher for PassState {
+    type Hasher = PassHasher;
+    fn build_hasher(&self) -> PassHasher {
+        PassHasher(self.0)
+    }
+}
+
+type PassMap<K, V> = HashMap<K, V, PassState>;
+
+/// How step 3 counts overlaps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Method {
+    InclusionExclusion,
+    Union,
+}
+
+/// For every item, the number of *other* items sharing at least one tag with
+/// it (ASCII-folded); `None` for tagless items.
+fn peer_overlap_counts(items: &[&ContextItem]) -> Vec<Option<u64>> {
+    peer_overlap_counts_with(items, None)
+}
+
+/// [`peer_overlap_counts`], with the counting method forced (for tests).
+fn peer_overlap_counts_with(items: &[&ContextItem], force: Option<Method>) -> Vec<Option<u64>> {
+    let n = items.len();
+    if u32::try_from(n).is_err() {
+        // Item ids are 32-bit below; four billion items: count pair by pair.
+        return reference_counts(items);
+    }
+    let state = PassState::new();
+
+    // 1. All tags, ASCII-folded, in one buffer (see `gather`; shared with
+    //    the other children of a composite). Intern them: short tags (at
+    //    most 7 bytes) keyed by their packed `u64`, which needs no byte
+    //    comparison, longer ones by their bytes.
+    let arena = tags_of(items);
+    let folded = arena.bytes(true);
+    let mut short_ids: PassMap<u64, u32> = HashMap::with_hasher(state);
+    let mut long_ids: PassMap<&[u8], u32> = HashMap::with_hasher(state);
+    let mut distinct: usize = 0;
+    let mut sets: Vec<u32> = Vec::with_capacity(arena.tag_count());
+    for t in 0..arena.tag_count() {
+        let next = u32::try_from(distinct).unwrap_or(u32::MAX);
+        let tag = arena.tag(folded, t);
+        let id = match pack(tag) {
+            Some(packed) => *short_ids.entry(packed).or_insert(next),
+            None => *long_ids.entry(tag).or_insert(next),
+        };
+        if id == next {
+            distinct += 1;
+        }
+        sets.push(id);
+    }
+    if distinct >= u32::MAX as usize {
+        // Four billion distinct tags: ids would collide. Count pair by pair.
+        return reference_counts(items);
+    }
+
+    // Each item's ids sorted and deduplicated, compacted in place.
+    let mut offsets = arena.offsets.clone();
+    let mut write = 0;
+    for i in 0..n {
+        let (from, to) = (offsets[i], offsets[i + 1]);
+        let own = &mut sets[from..to];
+        own.sort_unstable();
+        let mut kept = 0;
+        for read in 0..own.len() {
+            if kept == 0 || own[read] != own[kept - 1] {
+                own[kept] = own[read];
+                kept += 1;
+            }
+        }
+        sets.copy_within(from..from + kept, write);
+        offsets[i] = write;
+        write += kept;
+    }
+    sets.truncate(write);
+    offsets[n] = write;
+
+    // 2. Keep only tags carried by two or more items, and group the items by
+    //    the set that remains. An item whose set becomes empty shares no tag
+    //    with anybody.
+    let mut carriers = vec![0u32; distinct];
+    for &t in &sets {
+        carriers[t as usize] = carriers[t as usize].saturating_add(1);
+    }
+    let mut shared: Vec<u32> = Vec::with_capacity(sets.len());
+    let mut shared_offsets: Vec<usize> = Vec::with_capacity(n + 1);
+    shared_offsets.push(0);
+    for w in offsets.windows(2) {
+        shared.extend(
+            sets[w[0]..w[1]]
+                .iter()
+                .filter(|&&t| carriers[t as usize] > 1),
+        );
+        shared_offsets.push(shared.len());
+    }
+
+    let mut group_of: Vec<Option<usize>> = vec![None; n];
+    let mut group_sets: Vec<&[u32]> = Vec::new();
+    let mut sizes: Vec<u64> = Vec::new();
+    {
+        let mut index: PassMap<&[u32], usize> = HashMap::with_hasher(state);
+        for (i, w) in shared_offsets.windows(2).enumerate() {
+            let set = &shared[w[0]..w[1]];
+            if set.is_empty() {
+                continue;
+            }
+            let g = *index.entry(set).or_insert_with(|| {
+                group_sets.push(set);
+                sizes.push(0);
+                group_sets.len() - 1
+            });
+            sizes[g] += 1;
+            group_of[i] = Some(g);
+        }
+    }
+
+    // 3. Per group, the number of items (its own included) sharing a tag with it.
+    let heavy = |t: u32| carriers[t as usize] as usize * 32 >= n;
+    let method = force.unwrap_or_else(|| choose_method(&group_sets, n, &carriers, heavy));
+    let count = match method {
+        Method::InclusionExclusion if distinct < usize::from(u16::MAX) => {
+            inclusion_exclusion(&group_sets, &sizes, state, PackedSubset)
+        }
+        Method::InclusionExclusion => inclusion_exclusion(&group_sets, &sizes, state, ListedSubset),
+        Method::Union => union_counts(&group_sets, &group_of, distinct, heavy),
+    };
+
+    group_of
+        .iter()
+        .zip(arena.offsets.windows(2))
+        .map(|(g, own)| {
+            if own[0] == own[1] {
+                None
+            } else {
+                // The group's own count includes the item itself.
+                Some(g.map_or(0, |g| count[g].saturating_sub(1)))
+            }
+        })
+        .collect()
+}
+
+/// The pairwise count, for inputs too large to index.
+#[cold]
+fn reference_counts(items: &[&ContextItem]) -> Vec<Option<u64>> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            if item.tags().is_empty() {
+                return None;
+            }
+            let matching = items
+                .iter()
+                .enumerate()
+                .filter(|(j, other)| *j != i && shares_any_tag(item.tags(), other.tags()))
+                .count();
+            Some(matching as u64)
+        })
+        .collect()
+}
+
+/// The method with the lower estimated cost (inclusion–exclusion only when
+/// every group has at most [`MAX_INCLUSION_EXCLUSION_TAGS`] tags).
+fn choose_method(
+    group_sets: &[&[u32]],
+    n: usize,
+    carriers: &[u32],
+    heavy: impl Fn(u32) -> bool,
+) -> Method {
+    let words = n.div_ceil(64) as u64;
+    let mut subsets: u64 = 0;
+    let mut union: u64 = 0;
+    for set in group_sets {
+        subsets = match set.len() {
+            k if k <= MAX_INCLUSION_EXCLUSION_TAGS => {
+                subsets.saturating_add(((1u64 << k) - 1) * 2 * SUBSET_COST)
+            }
+            _ => u64::MAX,
+        };
+        let mut any_heavy = false;
+        for &t in *set {
+            let cost = if heavy(t) {
+                any_heavy = true;
+                words * WORD_COST
+            } else {
+                u64::from(carriers[t as usize]) * LIST_COST
+            };
+            union = union.saturating_add(cost);
+        }
+        if any_heavy {
+            union = union.saturating_add(words * WORD_COST);
+        }
+    }
+    if subsets <= union {
+        Method::InclusionExclusion
+    } else {
+        Method::Union
+    }
+}
+
+/// How the non-empty subsets of a sorted tag-id set are keyed in the
+/// inclusion–exclusion table.
+trait SubsetKey {
+    /// The key type.
+    type Key: std::hash::Hash + Eq;
+    /// The subset of `set` selected by the bits of `mask`.
+    fn key(&self, set: &[u32], mask: u32) -> Self::Key;
+}
+
+/// Subsets of at most 8 ids below `u16::MAX`, packed 16 bits per id into a
+/// `u128` (id + 1, so no id packs to zero): exact and allocation-free.
+struct PackedSubset;
+
+impl SubsetKey for PackedSubset {
+    type Key = u128;
+    fn key(&self, set: &[u32], mask: u32) -> u128 {
+        set.iter()
+            .enumerate()
+            .filter(|(bit, _)| mask & (1u32 << bit) != 0)
+            .fold(0u128, |key, (_, &t)| (key << 16) | u128::from(t + 1))
+    }
+}
+
+/// Any subset, as a list of ids.
+struct ListedSubset;
+
+impl SubsetKey for ListedSubset {
+    type Key = Vec<u32>;
+    fn key(&self, set: &[u32], mask: u32) -> Vec<u32> {
+        set.iter()
+            .enumerate()
+            .filter(|(bit, _)| mask & (1u32 << bit) != 0)
+            .map(|(_, &t)| t)
+            .collect()
+    }
+}
+
+/// `count[A] = Σ_{∅≠S⊆A} (-1)^{|S|+1} c(S)` for every group `A`, with `c(S)`
+/// the number of items whose set contains `S`. Every group has at most
+/// [`MAX_INCLUSION_EXCLUSION_TAGS`] tags.
+fn inclusion_exclusion<K: SubsetKey>(
+    group_sets: &[&[u32]],
+    sizes: &[u64],
+    state: PassState,
+    keys: K,
+) -> Vec<u64> {
+    let mut containing: PassMap<K::Key, u64> = HashMap::with_hasher(state);
+    for (set, size) in group_sets.iter().zip(sizes) {
+        for mask in 1u32..(1u32 << set.len()) {
+            *containing.entry(keys.key(set, mask)).or_insert(0) += size;
+        }
+    }
+    group_sets
+        .iter()
+        .map(|set| {
+            let mut total: i128 = 0;
+            for mask in 1u32..(1u32 << set.len()) {
+                let c = i128::from(containing.get(&keys.key(set, mask)).copied().unwrap_or(0));
+                if mask.count_ones() % 2 == 1 {
+                    total += c;
+                } else {
+                    total -= c;
+                }
+            }
+            u64::try_from(total).unwrap_or(0)
+        })
+        .collect()
+}
+
+/// `count[A] = |⋃_{t∈A} items(t)|` for every group `A`: item lists for most
+/// tags, item bitsets for `heavy` ones (carried by at least 1/32 of the items).
+fn union_counts(
+    group_sets: &[&[u32]],
+    group_of: &[Option<usize>],
+    tags: usize,
+    heavy: impl Fn(u32) -> bool,
+) -> Vec<u64> {
+    let n = group_of.len();
+    let words = n.div_ceil(64);
+
+    // items(t) for every tag, as one index (item ids fit in u32: checked).
+    let mut list_offsets = vec![0usize; tags + 1];
+    for g in group_of.iter().flatten() {
+        for &t in group_sets[*g] {
+            list_offsets[t as usize + 1] += 1;
+        }
+    }
+    for t in 0..tags {
+        list_offsets[t + 1] += list_offsets[t];
+    }
+    let mut cursor = list_offsets.clone();
+    let mut lists = vec![0u32; list_offsets[tags]];
+    for (i, g) in group_of.iter().enumerate() {
+        if let Some(g) = g {
+            for &t in group_sets[*g] {
+                lists[cursor[t as usize]] = i as u32;
+                cursor[t as usize] += 1;
+            }
+        }
+    }
+    let items_of = |t: u32| &lists[list_offsets[t as usize]..list_offsets[t as usize + 1]];
+
+    // Bitsets of the heavy tags.
+    let mut slot_of: Vec<Option<usize>> = vec![None; tags];
+    let mut bits: Vec<u64> = Vec::new();
+    for (t, slot) in slot_of.iter_mut().enumerate() {
+        let t32 = t as u32;
+        if heavy(t32) && !items_of(t32).is_empty() {
+            *slot = Some(bits.len() / words.max(1));
+            let start = bits.len();
+            bits.resize(start + words, 0);
+            for &i in items_of(t32) {
+                bits[start + (i as usize >> 6)] |= 1u64 << (i & 63);
+            }
+        }
+    }
+    let bitset = |slot: usize| &bits[slot * words..(slot + 1) * words];
+
+    let mut scratch = vec![0u64; words];
+    let mut stamp: Vec<usize> = vec![usize::MAX; n];
+    group_sets
+        .iter()
+        .enumerate()
+        .map(|(g, set)| {
+            let mut heavy_slots = set.iter().filter_map(|&t| slot_of[t as usize]);
+            match heavy_slots.next() {
+                Some(first) => {
+                    scratch.copy_from_slice(bitset(first));
+                    for slot in heavy_slots {
+                        for (acc, word) in scratch.iter_mut().zip(bitset(slot)) {
+                            *acc |= word;
+                        }
+                    }
+                    for &t in set.iter().filter(|&&t| slot_of[t as usize].is_none()) {
+                        for &i in items_of(t) {
+                            scratch[i as usize >> 6] |= 1u64 << (i & 63);
+                        }
+                    }
+                    scratch.iter().map(|w| u64::from(w.count_ones())).sum()
+                }
+                None => {
+                    let mut count = 0u64;
+                    for &t in *set {
+                        for &i in items_of(t) {
+                            if stamp[i as usize] != g {
+                                stamp[i as usize] = g;
+                                count += 1;
+                            }
+                        }
+                    }
+                    count
+                }
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(name: &str, tags: &[&str]) -> ContextItem {
+        ContextItem::builder(name, 1)
+            .tags(tags.iter().copied())
+            .build()
+            .unwrap()
+    }
+
+    fn both(items: &[ContextItem]) -> Vec<f64> {
+        let refs: Vec<&ContextItem> = items.iter().collect();
+        let batch = FrequencyScorer.score_all(&refs);
+        let single: Vec<f64> = (0..refs.len())
+            .map(|i| FrequencyScorer.score(i, &refs))
+            .collect();
+        assert_eq!(batch, single);
+        batch
+    }
+
+    // Edge-case table row 1: item has no tags -> 0.0.
+    #[test]
+    fn tagless_item_scores_zero() {
+        // b has no tags: 0.0. a and c share "x": each 1 match / (3 - 1) = 0.5.
+        assert_eq!(
+            both(&[item("a", &["x"]), item("b", &[]), item("c", &["x"])]),
+            vec![0.5, 0.0, 0.5]
+        );
+    }
+
+    // Row 2: only one item -> 0.0.
+    #[test]
+    fn single_item_scores_zero() {
+        assert_eq!(both(&[item("a", &["x"])]), vec![0.0]);
+        assert!(FrequencyScorer.score_all(&[]).is_empty());
+    }
+
+    // Row 3: no peer shares a tag -> 0.0.
+    #[test]
+    fn no_overlap_scores_zero() {
+        assert_eq!(
+            both(&[item("a", &["x"]), item("b", &["y"]), item("c", &["z"])]),
+            vec![0.0, 0.0, 0.0]
+        );
+    }
+
+    // Row 4: every peer shares a tag -> 1.0.
+    #[test]
+    fn full_overlap_scores_one() {
+        // a shares x with b and y with c: 2 / 2 = 1.0. b shares x with a only
+        // (b = {x, q}, c = {y}): 1 / 2. c shares y with a only: 1 / 2.
+        assert_eq!(
+            both(&[
+                item("a", &["x", "y"]),
+                item("b", &["x", "q"]),
+                item("c", &["y"])
+            ]),
+            vec![1.0, 0.5, 0.5]
+        );
+    }
+
+    // Row 5: a tagless peer never matches but stays in the denominator.
+    #[test]
+    fn tagless_peer_counts_in_denominator_only() {
+        // a, b share "x"; c, d tagless. a: 1 / (4 - 1) = 1/3.
+        let s = both(&[
+            item("a", &["x"]),
+            item("b", &["x"]),
+            item("c", &[]),
+            item("d", &[]),
+        ]);
+        assert_eq!(s, vec![1.0 / 3.0, 1.0 / 3.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn tags_compare_with_ascii_folding_only() {
+        // "Important" == "important"; "É" != "é" (not ASCII).
+        // a-b match (1/3 each); c and d do not match each other.
+        assert_eq!(
+            both(&[
+                item("a", &["Important"]),
+                item("b", &["important"]),
+                item("c", &["É"]),
+                item("d", &["é"]),
+            ]),
+            vec![1.0 / 3.0, 1.0 / 3.0, 0.0, 0.0]
+        );
+    }
+
+    #[test]
+    fn identical_copies_are_peers_self_excluded_by_index() {
+        // The same item twice at different indices: each counts the other.
+        // Denominator 2 - 1 = 1 -> 1.0 each.
+        let a = item("same", &["x"]);
+        let items = [a.clone(), a];
+        assert_eq!(both(&items), vec![1.0, 1.0]);
+        // The same allocation twice (identical references): still two peers.
+        let refs = [&items[0], &items[0]];
+        assert_eq!(FrequencyScorer.score(0, &refs), 1.0);
+        assert_eq!(FrequencyScorer.score_all(&refs), vec![1.0, 1.0]);
+    }
+
+    #[test]
+    fn duplicate_tags_on_one_item_count_once() {
+        // a = {x, X, x} folds to {x}; b = {x}; c = {y}. a: 1/2, b: 1/2, c: 0.
+        assert_eq!(
+            both(&[
+                item("a", &["x", "X", "x"]),
+                item("b", &["x"]),
+                item("c", &["y"])
+            ]),
+            vec![0.5, 0.5, 0.0]
+        );
+    }
+
+    #[test]
+    fn large_tag_sets_agree() {
+        // a has 10 shared tags t0..t9 (over the inclusion-exclusion cap);
+        // b has t0, c has t9 and u, d has u, e has nothing shared.
+        // a: b, c -> 2/4; b: a -> 1/4; c: a, d -> 2/4; d: c -> 1/4; e: 0.
+        let many: Vec<String> = (0..10).map(|i| format!("t{i}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        let s = both(&[
+            item("a", &many),
+            item("b", &["t0"]),
+            item("c", &["T9", "u"]),
+            item("d", &["u"]),
+            item("e", &["lonely"]),
+        ]);
+        assert_eq!(s, vec![0.5, 0.25, 0.5, 0.25, 0.0]);
+        // Two large groups overlapping each other and a small one.
+        let mut other: Vec<&str> = many.clone();
+        other.push("extra");
+        let s = both(&[item("a", &many), item("f", &other), item("b", &["t3"])]);
+        // a: f, b -> 2/2; f: a, b -> 2/2; b: a, f -> 2/2.
+        assert_eq!(s, vec![1.0, 1.0, 1.0]);
+    }
+
+    fn mixed_items() -> Vec<ContextItem> {
+        // Set sizes 0..=10 (some above the inclusion-exclusion cap), case
+        // variants, a tag carried by most items (heavy: a bitset), tagless items.
+        let names: Vec<String> = (0..12).map(|i| format!("t{i}")).collect();
+        (0..90usize)
+            .map(|i| {
+                let mut tags: Vec<String> = (0..(i % 11))
+                    .map(|k| {
+                        let name = &names[(i * 7 + k * 5) % names.len()];
+                        if (i + k) % 3 == 0 {
+                            name.to_uppercase()
+                        } else {
+                            name.clone()
+                        }
+                    })
+                    .collect();
+                if i % 4 == 1 {
+                    tags.push("Common".into());
+                }
+                if i % 9 == 0 {
+                    tags.push(format!("lonely-{i}"));
+                }
+                ContextItem::builder(format!("i{i}"), 1)
+                    .tags(tags)
+                    .build()
+                    .unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn both_counting_methods_agree_with_the_reference() {
+        let items = mixed_items();
+        let refs: Vec<&ContextItem> = items.iter().collect();
+        let reference = reference_counts(&refs);
+        assert_eq!(
+            peer_overlap_counts_with(&refs, Some(Method::Union)),
+            reference
+        );
+        // Inclusion-exclusion needs sets of at most 8 tags.
+        let small: Vec<ContextItem> = items.into_iter().filter(|i| i.tags().len() <= 8).collect();
+        let refs: Vec<&ContextItem> = small.iter().collect();
+        let reference = reference_counts(&refs);
+        assert_eq!(
+            peer_overlap_counts_with(&refs, Some(Method::InclusionExclusion)),
+            reference
+        );
+        assert_eq!(
+            peer_overlap_counts_with(&refs, Some(Method::Union)),
+            reference
+        );
+        assert_eq!(peer_overlap_counts(&refs), reference);
+    }
+
+    #[test]
+    fn many_distinct_tags_use_listed_subset_keys() {
+        // 70,000 tags only `a` carries (dropped: nobody shares them) push the
+        // distinct count past the packed-key range. b and c share "x" with a.
+        // a: b, c -> 2/3; b: a, c -> 2/3; c: a, b -> 2/3; d: 0.
+        let mut many: Vec<String> = (0..70_000).map(|i| format!("u{i}")).collect();
+        many.push("x".into());
+        let a = ContextItem::builder("a", 1).tags(many).build().unwrap();
+        let items = [a, item("b", &["X"]), item("c", &["x", "y"]), item("d", &[])];
+        let refs: Vec<&ContextItem> = items.iter().collect();
+        let third = 2.0 / 3.0;
+        assert_eq!(
+            FrequencyScorer.score_all(&refs),
+            vec![third, third, third, 0.0]
+        );
+        assert_eq!(FrequencyScorer.score(0, &refs), third);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn both_methods_match_the_reference_on_random_sets(
+            tag_lists in proptest::collection::vec(
+                proptest::collection::vec(0usize..12, 0..9), 0..50),
+        ) {
+            const POOL: [&str; 12] = ["a", "A", "b", "B", "c", "d", "e", "f", "É", "é", "long-tag-x", "LONG-TAG-X"];
+            let items: Vec<ContextItem> = tag_lists
+                .iter()
+                .enumerate()
+                .map(|(i, tags)| {
+                    ContextItem::builder(format!("i{i}"), 1)
+                        .tags(tags.iter().map(|&t| POOL[t]))
+                        .build()
+                        .unwrap()
+                })
+                .collect();
+            let refs: Vec<&ContextItem> = items.iter().collect();
+            let reference = reference_counts(&refs);
+            proptest::prop_assert_eq!(&peer_overlap_counts_with(&refs, Some(Method::Union)), &reference);
+            proptest::prop_assert_eq!(
+                &peer_overlap_counts_with(&refs, Some(Method::InclusionExclusion)),
+                &reference
+            );
+        }
+    }
+
+    #[test]
+    fn the_method_follows_the_estimated_work() {
+        // Few distinct small sets over many items: 20 * 3 subsets * 256 =
+        // 15,360 against 20 * 3 bitsets * 1,563 words -> inclusion-exclusion.
+        let sets: Vec<Vec<u32>> = (0..20).map(|i| vec![i, i + 1]).collect();
+        let refs: Vec<&[u32]> = sets.iter().map(Vec::as_slice).collect();
+        let carriers = vec![10_000u32; 21];
+        assert_eq!(
+            choose_method(&refs, 100_000, &carriers, |_| true),
+            Method::InclusionExclusion
+        );
+        // Any set above the cap: union counting.
+        let big = [vec![0u32, 1, 2, 3, 4, 5, 6, 7, 8]];
+        let refs: Vec<&[u32]> = big.iter().map(Vec::as_slice).collect();
+        assert_eq!(choose_method(&refs, 100, &[2; 9], |_| false), Method::Union);
+        // Many 8-tag sets over short item lists: 255 subsets each cost more
+        // than walking 8 short lists.
+        let sets: Vec<Vec<u32>> = (0..100).map(|i| (i..i + 8).collect()).collect();
+        let refs: Vec<&[u32]> = sets.iter().map(Vec::as_slice).collect();
+        assert_eq!(
+            choose_method(&refs, 1_000, &[8; 108], |_| false),
+            Method::Union
+        );
+    }
+
+    #[test]
+    fn inclusion_exclusion_counts_each_peer_once() {
+        // a = {x, y}; b = {x, y} (shares both: counted once); c = {y, z}; d = {z}.
+        // a: b, c -> 2/3; b: a, c -> 2/3; c: a, b, d -> 3/3; d: c -> 1/3.
+        assert_eq!(
+            both(&[
+                item("a", &["x", "y"]),
+                item("b", &["y", "x"]),
+                item("c", &["y", "z"]),
+                item("d", &["z"]),
+            ]),
+            vec![2.0 / 3.0, 2.0 / 3.0, 1.0, 1.0 / 3.0]
+        );
+    }
+}

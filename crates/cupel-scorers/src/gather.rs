@@ -1,0 +1,267 @@
+//! Copying every item's tags into one contiguous buffer before a whole-pass
+//! scorer works on them — once per pass, shared by the tag-reading children
+//! of a [`CompositeScorer`](crate::CompositeScorer).
+//!
+//! Items live behind `Arc`s and their tags behind two more pointers (the tag
+//! list, then each tag's text), scattered over the heap. A loop that follows
+//! those pointers *and* branches on what it reads (hash probes, comparisons)
+//! makes the CPU wait for each read in turn. Gathering level by level — the
+//! lists, then the texts, then their bytes — keeps each loop's branches on
+//! data that is already local, so the reads of many items overlap; the
+//! scorers then work on a compact buffer. Reading the tags is still the
+//! largest cost of [`TagScorer`](crate::TagScorer) and
+//! [`FrequencyScorer`](crate::FrequencyScorer) passes, so a composite opens a
+//! [`TagScope`] and its children reuse one gathered copy.
+
+use std::cell::{OnceCell, RefCell};
+use std::rc::Rc;
+
+use cupel_core::ContextItem;
+
+/// Every tag of every item, as bytes in one buffer (plus an ASCII-lowercased
+/// copy, made on first use).
+pub(crate) struct TagArena {
+    /// All tag bytes, item after item, tag after tag.
+    raw: Vec<u8>,
+    /// `raw` with ASCII letters lowercased.
+    folded: OnceCell<Vec<u8>>,
+    /// `ends[t]`: end of tag `t` in the buffers (tag `t` starts at `ends[t - 1]`, or 0).
+    ends: Vec<usize>,
+    /// `offsets[i]..offsets[i + 1]`: the tags of item `i` (`n + 1` entries).
+    pub(crate) offsets: Vec<usize>,
+}
+
+impl TagArena {
+    /// Gathers the tags of `items`.
+    pub(crate) fn gather(items: &[&ContextItem]) -> Self {
+        let n = items.len();
+        let lists: Vec<&[String]> = items.iter().map(|item| item.tags()).collect();
+        let mut texts: Vec<&str> = Vec::with_capacity(n * 2);
+        let mut offsets: Vec<usize> = Vec::with_capacity(n + 1);
+        offsets.push(0);
+        for list in &lists {
+            texts.extend(list.iter().map(String::as_str));
+            offsets.push(texts.len());
+        }
+        let mut raw: Vec<u8> = Vec::with_capacity(texts.iter().map(|t| t.len()).sum());
+        let mut ends: Vec<usize> = Vec::with_capacity(texts.len());
+        for text in &texts {
+            raw.extend_from_slice(text.as_bytes());
+            ends.push(raw.len());
+        }
+        Self {
+            raw,
+            folded: OnceCell::new(),
+            ends,
+            offsets,
+        }
+    }
+
+    /// The number of items.
+    #[cfg(test)]
+    pub(crate) fn item_count(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    /// The number of tags in total.
+    pub(crate) fn tag_count(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// The tag bytes, ASCII-lowercased when `fold` is set.
+    ///
+    /// Lowercasing only changes ASCII letters; multi-byte UTF-8 sequences
+    /// (all bytes `>= 0x80`) are untouched, so equal folded tags are exactly
+    /// the tags equal under `eq_ignore_ascii_case`.
+    pub(crate) fn bytes(&self, fold: bool) -> &[u8] {
+        if fold {
+            self.folded.get_or_init(|| self.raw.to_ascii_lowercase())
+        } else {
+            &self.raw
+        }
+    }
+
+    /// Tag `t` (`t < tag_count()`) within `bytes` (from [`bytes`](Self::bytes)).
+    pub(crate) fn tag<'b>(&self, bytes: &'b [u8], t: usize) -> &'b [u8] {
+        let start = if t == 0 { 0 } else { self.ends[t - 1] };
+        &bytes[start..self.ends[t]]
+    }
+}
+
+/// Packs up to 7 bytes and their length into a `u64`: the bytes in the low 7
+/// bytes, the length in the top byte, so equal packs mean equal byte strings.
+/// `None` for longer strings.
+pub(crate) fn pack(bytes: &[u8]) -> Option<u64> {
+    let len = bytes.len();
+    // Whole-word reads (no byte stores into a buffer read back as a word,
+    // which stalls store forwarding).
+    let body = match (bytes.first_chunk::<4>(), bytes.last_chunk::<4>()) {
+        _ if len > 7 => return None,
+        (Some(first), Some(last)) => {
+            // 4..=7 bytes: two overlapping 4-byte reads; the overlap agrees.
+            u64::from(u32::from_le_bytes(*first))
+                | (u64::from(u32::from_le_bytes(*last)) << (8 * (len - 4)))
+        }
+        _ => bytes
+            .iter()
+            .enumerate()
+            .fold(0u64, |w, (i, b)| w | (u64::from(*b) << (8 * i))),
+    };
+    Some(body | ((len as u64) << 56))
+}
+
+/// One open scope: the item slice it is for (address and length) and, once
+/// a child asked, its gathered tags.
+struct Scope {
+    slice: (usize, usize),
+    tags: Option<Rc<TagArena>>,
+}
+
+thread_local! {
+    static SCOPES: RefCell<Vec<Scope>> = const { RefCell::new(Vec::new()) };
+}
+
+fn slice_key(items: &[&ContextItem]) -> (usize, usize) {
+    (items.as_ptr() as usize, items.len())
+}
+
+/// While alive, whole-pass tag scorers on this thread scoring exactly the
+/// slice the scope was opened for share one [`TagArena`].
+///
+/// Sound because the slice is borrowed for the scope's whole life (the
+/// composite holds it while calling its children): the same address and
+/// length mean the same items, and items are immutable. The scope is
+/// thread-local, closed on drop (also when a child panics), and a nested
+/// scope for the same slice reuses the outer one.
+pub(crate) struct TagScope {
+    opened: bool,
+}
+
+impl TagScope {
+    /// Opens a scope for `items` (a no-op if the innermost open scope is for
+    /// the same slice, or if `items` is empty).
+    pub(crate) fn open(items: &[&ContextItem]) -> Self {
+        if items.is_empty() {
+            return Self { opened: false };
+        }
+        let slice = slice_key(items);
+        let opened = SCOPES.with(|scopes| {
+            let mut scopes = scopes.borrow_mut();
+            if scopes.last().is_some_and(|s| s.slice == slice) {
+                false
+            } else {
+                scopes.push(Scope { slice, tags: None });
+                true
+            }
+        });
+        Self { opened }
+    }
+}
+
+impl Drop for TagScope {
+    fn drop(&mut self) {
+        if self.opened {
+            SCOPES.with(|scopes| {
+                scopes.borrow_mut().pop();
+            });
+        }
+    }
+}
+
+/// The gathered tags of `items`: shared with the innermost open scope when
+/// it is for this very slice, gathered afresh otherwise.
+pub(crate) fn tags_of(items: &[&ContextItem]) -> Rc<TagArena> {
+    let slice = slice_key(items);
+    let shared = SCOPES.with(|scopes| {
+        let mut scopes = scopes.borrow_mut();
+        let scope = scopes.last_mut().filter(|s| s.slice == slice)?;
+        Some(
+            scope
+                .tags
+                .get_or_insert_with(|| Rc::new(TagArena::gather(items)))
+                .clone(),
+        )
+    });
+    shared.unwrap_or_else(|| Rc::new(TagArena::gather(items)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(tags: &[&str]) -> ContextItem {
+        ContextItem::builder("x", 1)
+            .tags(tags.iter().copied())
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn arena_layout_and_folding() {
+        let a = item(&["Ab", "É"]);
+        let b = item(&[]);
+        let c = item(&["cD"]);
+        let arena = TagArena::gather(&[&a, &b, &c]);
+        assert_eq!(arena.item_count(), 3);
+        assert_eq!(arena.offsets, vec![0, 2, 2, 3]);
+        let raw = arena.bytes(false);
+        let folded = arena.bytes(true);
+        assert_eq!(arena.tag(raw, 0), b"Ab");
+        assert_eq!(arena.tag(folded, 0), b"ab");
+        assert_eq!(arena.tag(folded, 1), "É".as_bytes());
+        assert_eq!(arena.tag(folded, 2), b"cd");
+    }
+
+    #[test]
+    fn pack_is_the_little_endian_bytes_plus_length() {
+        for len in 0..=7usize {
+            let bytes: Vec<u8> = (0..len as u8).map(|i| 0xA0 + i).collect();
+            let mut word = [0u8; 8];
+            word[..len].copy_from_slice(&bytes);
+            word[7] = len as u8;
+            assert_eq!(pack(&bytes), Some(u64::from_le_bytes(word)), "len {len}");
+        }
+    }
+
+    #[test]
+    fn pack_distinguishes_length_and_bytes() {
+        assert_eq!(pack(b"a"), pack(b"a"));
+        assert_ne!(pack(b"a"), pack(b"a\0"));
+        assert_ne!(pack(b""), pack(b"\0"));
+        assert!(pack(b"1234567").is_some());
+        assert!(pack(b"12345678").is_none());
+    }
+
+    #[test]
+    fn scopes_share_for_the_same_slice_only() {
+        let a = item(&["x"]);
+        let b = item(&["y"]);
+        let items = [&a, &b];
+        let other = [&b];
+        {
+            let _outer = TagScope::open(&items);
+            let first = tags_of(&items);
+            let second = tags_of(&items);
+            assert!(Rc::ptr_eq(&first, &second));
+            {
+                // Nested scope for the same slice: reuses the outer one.
+                let _inner = TagScope::open(&items);
+                assert!(Rc::ptr_eq(&first, &tags_of(&items)));
+            }
+            assert!(Rc::ptr_eq(&first, &tags_of(&items)));
+            // A different slice is gathered on its own.
+            let elsewhere = tags_of(&other);
+            assert!(!Rc::ptr_eq(&first, &elsewhere));
+            assert_eq!(elsewhere.item_count(), 1);
+            {
+                // A scope for another slice shadows, then restores.
+                let _other = TagScope::open(&other);
+                assert!(!Rc::ptr_eq(&first, &tags_of(&items)));
+            }
+            assert!(Rc::ptr_eq(&first, &tags_of(&items)));
+        }
+        // Closed: nothing shared any more.
+        assert!(!Rc::ptr_eq(&tags_of(&items), &tags_of(&items)));
+        SCOPES.with(|s| assert!(s.borrow().is_empty()));
+    }
+}

@@ -1,0 +1,150 @@
+//! The rank computation shared by [`RecencyScorer`](crate::RecencyScorer) and
+//! [`PriorityScorer`](crate::PriorityScorer).
+//!
+//! Both scorers give an item with key `k` the score
+//! `rank / (count - 1)`, where `count` is the number of items that have a key
+//! and `rank` the number of those whose key is strictly smaller than `k`.
+//! Items without a key score 0.0; when at most one item has a key, that item
+//! scores 1.0.
+
+/// The reference algorithm for one item: one scan over the peers, O(N).
+pub(crate) fn rank_score_one<K, I>(key: Option<K>, keys: I) -> f64
+where
+    K: Ord,
+    I: IntoIterator<Item = Option<K>>,
+{
+    let Some(key) = key else {
+        return 0.0;
+    };
+    let mut count: u64 = 0;
+    let mut rank: u64 = 0;
+    for other in keys.into_iter().flatten() {
+        count += 1;
+        if other < key {
+            rank += 1;
+        }
+    }
+    if count <= 1 {
+        return 1.0;
+    }
+    rank as f64 / (count - 1) as f64
+}
+
+/// The whole pass: one sort of the keyed items, O(N log N).
+///
+/// After sorting, every item of a run of equal keys gets the run's start
+/// position as its rank — exactly the number of keys strictly smaller — so the
+/// result equals [`rank_score_one`] bit for bit (same integers, same division).
+pub(crate) fn rank_scores_all<K, I>(n: usize, keys: I) -> Vec<f64>
+where
+    K: Ord,
+    I: IntoIterator<Item = Option<K>>,
+{
+    // Compact 32-bit indices whenever they fit (they always do in practice).
+    if u32::try_from(n).is_ok() {
+        rank_keyed::<K, u32>(n, keyed(keys).collect())
+    } else {
+        rank_keyed::<K, usize>(n, keyed(keys).collect())
+    }
+}
+
+/// Like [`rank_scores_all`], but gives up (returning `None`) as soon as a key
+/// function returns `Err`; used for fast keys that exist for most inputs.
+pub(crate) fn try_rank_scores_all<K, T, I, F>(n: usize, values: I, key: F) -> Option<Vec<f64>>
+where
+    K: Ord,
+    I: IntoIterator<Item = Option<T>>,
+    F: Fn(T) -> Option<K>,
+{
+    let mut keyed: Vec<(K, u32)> = Vec::with_capacity(n);
+    for (i, v) in values.into_iter().enumerate() {
+        if let Some(v) = v {
+            keyed.push((key(v)?, u32::try_from(i).ok()?));
+        }
+    }
+    Some(rank_keyed(n, keyed))
+}
+
+fn keyed<K, Ix: SortIndex, I: IntoIterator<Item = Option<K>>>(
+    keys: I,
+) -> impl Iterator<Item = (K, Ix)> {
+    keys.into_iter()
+        .enumerate()
+        .filter_map(|(i, k)| k.map(|k| (k, Ix::from_usize(i))))
+}
+
+/// An item index stored next to its key while sorting.
+trait SortIndex: Copy {
+    fn from_usize(i: usize) -> Self;
+    fn to_usize(self) -> usize;
+}
+
+impl SortIndex for u32 {
+    fn from_usize(i: usize) -> Self {
+        // Only used when every index fits (checked by the caller).
+        u32::try_from(i).unwrap_or(u32::MAX)
+    }
+    fn to_usize(self) -> usize {
+        self as usize
+    }
+}
+
+impl SortIndex for usize {
+    fn from_usize(i: usize) -> Self {
+        i
+    }
+    fn to_usize(self) -> usize {
+        self
+    }
+}
+
+fn rank_keyed<K: Ord, Ix: SortIndex>(n: usize, mut keyed: Vec<(K, Ix)>) -> Vec<f64> {
+    let mut out = vec![0.0; n];
+    let count = keyed.len();
+    if count <= 1 {
+        for (_, i) in &keyed {
+            if let Some(slot) = out.get_mut(i.to_usize()) {
+                *slot = 1.0;
+            }
+        }
+        return out;
+    }
+    // Unstable is fine: ties get the same rank whatever their order.
+    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let denominator = (count - 1) as f64;
+    let mut run_start = 0usize;
+    for pos in 0..count {
+        if pos > 0 && keyed[pos].0 != keyed[pos - 1].0 {
+            run_start = pos;
+        }
+        if let Some(slot) = out.get_mut(keyed[pos].1.to_usize()) {
+            *slot = run_start as f64 / denominator;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_matches_reference_on_ties_and_nulls() {
+        let keys = [Some(3), None, Some(1), Some(3), Some(2), None, Some(1)];
+        let batch = rank_scores_all(keys.len(), keys);
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(batch[i], rank_score_one(*k, keys), "index {i}");
+        }
+        // Keyed: 3,1,3,2,1 -> count 5, denominator 4.
+        // key 3: two smaller-keyed items below (1,1) plus 2 -> rank 3 -> 0.75.
+        // key 2: rank 2 (the two 1s) -> 0.5; key 1: rank 0 -> 0.0; null -> 0.0.
+        assert_eq!(batch, vec![0.75, 0.0, 0.0, 0.75, 0.5, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn single_keyed_item_scores_one() {
+        let keys = [None, Some(7), None];
+        assert_eq!(rank_scores_all(3, keys), vec![0.0, 1.0, 0.0]);
+        assert_eq!(rank_score_one(Some(7), keys), 1.0);
+    }
+}

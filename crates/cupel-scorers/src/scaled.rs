@@ -1,0 +1,240 @@
+//! [`ScaledScorer`]: min-max normalisation of an inner scorer.
+
+use std::fmt;
+use std::sync::Arc;
+
+use cupel_core::{ContextItem, Scorer};
+
+/// Rescales an inner scorer's scores to span `[0, 1]`:
+/// `(raw - min) / (max - min)`, with `min` and `max` the inner scorer's lowest
+/// and highest score over all items.
+///
+/// When every item gets the same inner score (including the single-item case),
+/// or there are no items, the score is exactly 0.5 — "no information".
+///
+/// Like the specification's reference algorithm, `min` and `max` are found with
+/// `<` and `>` comparisons starting from `+inf` and `-inf`, so NaN inner scores
+/// are skipped when finding the range (and an item whose own inner score is
+/// NaN scores NaN).
+///
+/// # Performance
+/// [`score`](Scorer::score) is the reference algorithm: it runs the inner
+/// scorer over every item, so a whole pass of one-item calls costs N inner
+/// passes. [`score_all`](Scorer::score_all) runs the inner
+/// [`score_all`](Scorer::score_all) once and finds `min`/`max` once: the cost
+/// of one inner pass plus O(N). Nesting `ScaledScorer`s stays linear in depth.
+///
+/// ```
+/// use cupel_core::{ContextItem, Scorer};
+/// use cupel_scorers::{ReflexiveScorer, ScaledScorer};
+///
+/// let hint = |h| ContextItem::builder("x", 1).future_relevance_hint(h).build();
+/// let (a, b, c) = (hint(0.3)?, hint(0.4)?, hint(0.5)?);
+/// let scaled = ScaledScorer::wrap(ReflexiveScorer);
+/// let s = scaled.score_all(&[&a, &b, &c]);
+/// // (0.4 - 0.3) / (0.5 - 0.3) = 0.5 (to rounding)
+/// assert_eq!(s[0], 0.0);
+/// assert!((s[1] - 0.5).abs() < 1e-12);
+/// assert_eq!(s[2], 1.0);
+/// # Ok::<(), cupel_core::CupelError>(())
+/// ```
+#[derive(Clone)]
+pub struct ScaledScorer {
+    inner: Arc<dyn Scorer>,
+}
+
+impl ScaledScorer {
+    /// The score given when the inner scores carry no information.
+    pub const DEGENERATE_SCORE: f64 = 0.5;
+
+    /// Wraps a (possibly shared) inner scorer.
+    pub fn new(inner: Arc<dyn Scorer>) -> Self {
+        Self { inner }
+    }
+
+    /// Wraps an owned inner scorer.
+    pub fn wrap<S: Scorer + 'static>(inner: S) -> Self {
+        Self {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The inner scorer.
+    pub fn inner(&self) -> &Arc<dyn Scorer> {
+        &self.inner
+    }
+}
+
+impl fmt::Debug for ScaledScorer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScaledScorer").finish_non_exhaustive()
+    }
+}
+
+/// The range of `scores` the way the reference algorithm finds it.
+fn min_max(scores: impl IntoIterator<Item = f64>) -> (f64, f64) {
+    let mut min = f64::INFINITY;
+    let mut max = f64::NEG_INFINITY;
+    for s in scores {
+        if s < min {
+            min = s;
+        }
+        if s > max {
+            max = s;
+        }
+    }
+    (min, max)
+}
+
+impl Scorer for ScaledScorer {
+    /// The reference algorithm (one inner scan); an out-of-range `index` scores `NaN`.
+    fn score(&self, index: usize, items: &[&ContextItem]) -> f64 {
+        if items.is_empty() {
+            return Self::DEGENERATE_SCORE;
+        }
+        let mut raw = f64::NAN;
+        let (min, max) = min_max((0..items.len()).map(|i| {
+            let s = self.inner.score(i, items);
+            if i == index {
+                raw = s;
+            }
+            s
+        }));
+        if max == min {
+            return Self::DEGENERATE_SCORE;
+        }
+        (raw - min) / (max - min)
+    }
+
+    fn score_all(&self, items: &[&ContextItem]) -> Vec<f64> {
+        let n = items.len();
+        let mut raw = self.inner.score_all(items);
+        if raw.len() != n {
+            // A user-written inner scorer broke the batch contract: fall back
+            // to its one-item method.
+            raw = (0..n).map(|i| self.inner.score(i, items)).collect();
+        }
+        let (min, max) = min_max(raw.iter().copied());
+        if max == min {
+            return vec![Self::DEGENERATE_SCORE; n];
+        }
+        let range = max - min;
+        raw.into_iter().map(|s| (s - min) / range).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{KindScorer, PriorityScorer};
+    use cupel_core::ContextKind;
+
+    /// Returns `values[index]`.
+    struct Table(Vec<f64>);
+    impl Scorer for Table {
+        fn score(&self, index: usize, _: &[&ContextItem]) -> f64 {
+            self.0[index]
+        }
+    }
+
+    fn items(n: usize) -> Vec<ContextItem> {
+        (0..n)
+            .map(|i| ContextItem::new(format!("i{i}"), 1).unwrap())
+            .collect()
+    }
+
+    fn both(s: &ScaledScorer, items: &[ContextItem]) -> Vec<f64> {
+        let refs: Vec<&ContextItem> = items.iter().collect();
+        let batch = s.score_all(&refs);
+        let single: Vec<f64> = (0..refs.len()).map(|i| s.score(i, &refs)).collect();
+        assert_eq!(batch.len(), single.len());
+        for (a, b) in batch.iter().zip(&single) {
+            assert!(a == b || (a.is_nan() && b.is_nan()), "{a} vs {b}");
+        }
+        batch
+    }
+
+    fn table(v: &[f64]) -> ScaledScorer {
+        ScaledScorer::wrap(Table(v.to_vec()))
+    }
+
+    // Edge-case table row 1: empty allItems -> 0.5.
+    #[test]
+    fn empty_is_degenerate() {
+        let s = table(&[]);
+        assert!(s.score_all(&[]).is_empty());
+        assert_eq!(s.score(0, &[]), 0.5);
+    }
+
+    // Row 2: a single item -> 0.5 (max == min).
+    #[test]
+    fn single_item_is_degenerate() {
+        assert_eq!(both(&table(&[0.9]), &items(1)), vec![0.5]);
+    }
+
+    // Row 3: all the same inner score -> 0.5 each (exactly).
+    #[test]
+    fn equal_scores_are_degenerate() {
+        assert_eq!(
+            both(&table(&[0.3, 0.3, 0.3]), &items(3)),
+            vec![0.5, 0.5, 0.5]
+        );
+        // KindScorer over items of one kind: the "degenerate ScaledScorer" vector.
+        let its: Vec<ContextItem> = (0..3)
+            .map(|i| {
+                ContextItem::builder(format!("d{i}"), 1)
+                    .kind(ContextKind::DOCUMENT)
+                    .build()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(
+            both(&ScaledScorer::wrap(KindScorer::default()), &its),
+            vec![0.5, 0.5, 0.5]
+        );
+    }
+
+    // Row 4: two distinct inner scores -> 0.0 and 1.0.
+    #[test]
+    fn two_distinct_scores_span_the_range() {
+        assert_eq!(both(&table(&[0.7, 0.2]), &items(2)), vec![1.0, 0.0]);
+    }
+
+    // Row 5: inner scores outside [0, 1] still map into [0, 1].
+    #[test]
+    fn out_of_range_inner_scores_are_rescaled() {
+        // min -2, max 6, range 8: (-2+2)/8 = 0, (2+2)/8 = 0.5, (6+2)/8 = 1.
+        assert_eq!(
+            both(&table(&[-2.0, 2.0, 6.0]), &items(3)),
+            vec![0.0, 0.5, 1.0]
+        );
+    }
+
+    #[test]
+    fn scales_a_relative_inner_scorer() {
+        // Priorities 1, 2, 2 -> PriorityScorer 0.0, 0.5, 0.5 -> scaled 0, 1, 1.
+        let its: Vec<ContextItem> = [1, 2, 2]
+            .iter()
+            .map(|p| ContextItem::builder("x", 1).priority(*p).build().unwrap())
+            .collect();
+        assert_eq!(
+            both(&ScaledScorer::wrap(PriorityScorer), &its),
+            vec![0.0, 1.0, 1.0]
+        );
+    }
+
+    #[test]
+    fn nan_inner_scores_are_skipped_for_the_range() {
+        // range from 0.2 and 0.6 only: 0.2 -> 0, NaN -> NaN, 0.6 -> 1.
+        let s = both(&table(&[0.2, f64::NAN, 0.6]), &items(3));
+        assert_eq!(s[0], 0.0);
+        assert!(s[1].is_nan());
+        assert_eq!(s[2], 1.0);
+    }
+
+    #[test]
+    fn nested_scaled_is_idempotent() {
+        let nested = ScaledScorer::wrap(table(&[1.0, 3.0, 2.0]));
+        assert_eq!(both(&nested, &items(3)), vec![0.0, 1.0, 0.5]);
+    }
+}
