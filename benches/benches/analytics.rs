@@ -20,54 +20,17 @@
 //! runs, tens of seconds) and prints whether the binary search overshot.
 
 use std::hint::black_box;
-use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use cupel_analytics::{budget_sweep, find_min_budget_for, find_min_budget_for_exact};
-use cupel_benches::{budget, floor_pairs, floor_sort, items, quick};
-use cupel_core::{ContextItem, ExclusionReason, OverflowStrategy, Scorer};
+use cupel_benches::{floor_pairs, floor_sort, items, quick, standard_pipeline};
+use cupel_core::{ContextItem, ExclusionReason};
 use cupel_pipeline::Pipeline;
-use cupel_placers::ChronologicalPlacer;
-use cupel_scorers::{
-    CompositeScorer, FrequencyScorer, KindScorer, PriorityScorer, RecencyScorer, TagScorer,
-};
-use cupel_slicers::GreedySlice;
 
 const N: usize = 1_000;
 /// How far above the item's tokens the exact search may look.
 const EXACT_RANGE: i64 = 2_000;
-
-fn standard_scorer() -> CompositeScorer {
-    let tags = TagScorer::new([
-        ("tag00", 1.0),
-        ("tag01", 0.8),
-        ("tag02", 0.6),
-        ("tag03", 0.4),
-        ("tag04", 0.2),
-    ])
-    .unwrap();
-    let children: Vec<(Arc<dyn Scorer>, f64)> = vec![
-        (Arc::new(RecencyScorer::new()), 1.0),
-        (Arc::new(PriorityScorer::new()), 1.0),
-        (Arc::new(KindScorer::default_weights()), 1.0),
-        (Arc::new(tags), 1.0),
-        (Arc::new(FrequencyScorer::new()), 1.0),
-    ];
-    CompositeScorer::new(children).unwrap()
-}
-
-fn standard_pipeline(items: &[ContextItem]) -> Pipeline {
-    Pipeline::builder()
-        .scorer(standard_scorer())
-        .slicer(GreedySlice::new())
-        .placer(ChronologicalPlacer)
-        .overflow_strategy(OverflowStrategy::Proceed)
-        .deduplication(true)
-        .budget(budget(items))
-        .build()
-        .unwrap()
-}
 
 /// Position of the highest-scored item the standard dry run leaves out for
 /// lack of room (not a deduplicated copy).
@@ -90,7 +53,7 @@ fn bench_analytics(c: &mut Criterion) {
             .measurement_time(Duration::from_secs(1));
     }
     let items = items(N);
-    let pipeline = standard_pipeline(&items);
+    let pipeline = standard_pipeline(&items).unwrap();
     let total = pipeline.budget().max_tokens();
     let target = target_index(&pipeline, &items);
     let tokens = items[target].tokens();

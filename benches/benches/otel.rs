@@ -20,19 +20,12 @@
 
 use std::future::Future;
 use std::hint::black_box;
-use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
-use cupel_benches::{budget, floor_pairs, floor_sort, items, quick};
-use cupel_core::{OverflowStrategy, Scorer, TraceCollector};
+use cupel_benches::{floor_pairs, floor_sort, items, quick, standard_pipeline};
+use cupel_core::TraceCollector;
 use cupel_otel::{CupelOtelTraceCollector, CupelVerbosity};
-use cupel_pipeline::Pipeline;
-use cupel_placers::ChronologicalPlacer;
-use cupel_scorers::{
-    CompositeScorer, FrequencyScorer, KindScorer, PriorityScorer, RecencyScorer, TagScorer,
-};
-use cupel_slicers::GreedySlice;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
 
@@ -60,25 +53,6 @@ impl SpanExporter for Discard {
     }
 }
 
-fn standard_scorer() -> CompositeScorer {
-    let tags = TagScorer::new([
-        ("tag00", 1.0),
-        ("tag01", 0.8),
-        ("tag02", 0.6),
-        ("tag03", 0.4),
-        ("tag04", 0.2),
-    ])
-    .unwrap();
-    let children: Vec<(Arc<dyn Scorer>, f64)> = vec![
-        (Arc::new(RecencyScorer::new()), 1.0),
-        (Arc::new(PriorityScorer::new()), 1.0),
-        (Arc::new(KindScorer::default_weights()), 1.0),
-        (Arc::new(tags), 1.0),
-        (Arc::new(FrequencyScorer::new()), 1.0),
-    ];
-    CompositeScorer::new(children).unwrap()
-}
-
 fn bench_otel(c: &mut Criterion) {
     let mut group = c.benchmark_group("otel");
     if quick() {
@@ -93,15 +67,7 @@ fn bench_otel(c: &mut Criterion) {
             .measurement_time(Duration::from_secs(3));
     }
     let items = items(N);
-    let pipeline = Pipeline::builder()
-        .scorer(standard_scorer())
-        .slicer(GreedySlice::new())
-        .placer(ChronologicalPlacer)
-        .overflow_strategy(OverflowStrategy::Proceed)
-        .deduplication(true)
-        .budget(budget(&items))
-        .build()
-        .unwrap();
+    let pipeline = standard_pipeline(&items).unwrap();
 
     let pairs = floor_pairs(N);
     group.bench_with_input(BenchmarkId::new("floor", N), &pairs, |b, pairs| {

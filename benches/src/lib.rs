@@ -3,8 +3,16 @@
 //! Items, budgets, knapsack scores and the sort floor are all produced here, so
 //! numbers are comparable across components, commits and implementations.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use cupel_core::{ContextBudget, ContextItem, ContextKind};
+use cupel_core::{ContextBudget, ContextItem, ContextKind, CupelError, OverflowStrategy, Scorer};
+use cupel_pipeline::Pipeline;
+use cupel_placers::ChronologicalPlacer;
+use cupel_scorers::{
+    CompositeScorer, FrequencyScorer, KindScorer, PriorityScorer, RecencyScorer, TagScorer,
+};
+use cupel_slicers::GreedySlice;
 
 /// The xorshift64 generator of the workload definition.
 #[derive(Debug, Clone)]
@@ -119,6 +127,58 @@ pub fn budget(items: &[ContextItem]) -> ContextBudget {
 fn unreachable_budget() -> ContextBudget {
     // new(0, 0) always validates; this is never reached.
     std::process::abort()
+}
+
+/// The standard case's scorer: a composite of recency, priority, kind
+/// (default weights), tag (tag00 1.0, tag01 0.8, tag02 0.6, tag03 0.4, tag04
+/// 0.2) and frequency, each with weight 1.0.
+///
+/// # Errors
+/// Never in practice; construction errors are passed through.
+pub fn standard_scorer() -> Result<CompositeScorer, CupelError> {
+    CompositeScorer::new(standard_scorer_children()?)
+}
+
+/// A composite child: a shared scorer and its weight.
+pub type WeightedScorer = (Arc<dyn Scorer>, f64);
+
+/// The five children of [`standard_scorer`], with their weights.
+///
+/// # Errors
+/// Never in practice; construction errors are passed through.
+pub fn standard_scorer_children() -> Result<Vec<WeightedScorer>, CupelError> {
+    let tags = TagScorer::new([
+        ("tag00", 1.0),
+        ("tag01", 0.8),
+        ("tag02", 0.6),
+        ("tag03", 0.4),
+        ("tag04", 0.2),
+    ])?;
+    let children: Vec<WeightedScorer> = vec![
+        (Arc::new(RecencyScorer::new()), 1.0),
+        (Arc::new(PriorityScorer::new()), 1.0),
+        (Arc::new(KindScorer::default_weights()), 1.0),
+        (Arc::new(tags), 1.0),
+        (Arc::new(FrequencyScorer::new()), 1.0),
+    ];
+    Ok(children)
+}
+
+/// The standard pipeline case for `items`: [`standard_scorer`], greedy
+/// slicing, chronological placement, deduplication on, overflow `Proceed`,
+/// under [`budget`]`(items)`.
+///
+/// # Errors
+/// Never in practice; construction errors are passed through.
+pub fn standard_pipeline(items: &[ContextItem]) -> Result<Pipeline, CupelError> {
+    Pipeline::builder()
+        .scorer(standard_scorer()?)
+        .slicer(GreedySlice::new())
+        .placer(ChronologicalPlacer)
+        .overflow_strategy(OverflowStrategy::Proceed)
+        .deduplication(true)
+        .budget(budget(items))
+        .build()
 }
 
 /// `n` knapsack scores from the second generator, in item order.

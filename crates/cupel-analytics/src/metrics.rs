@@ -1,19 +1,8 @@
 //! Report metrics: single numbers (or per-kind rows) computed from a
 //! [`SelectionReport`].
 
-use std::collections::BTreeSet;
-
 use cupel_core::{ContextBudget, ContextKind, SelectionReport};
 use cupel_slicers::QuotaSet;
-
-/// Tokens of the included items, summed exactly.
-fn included_tokens(report: &SelectionReport) -> i128 {
-    report
-        .included
-        .iter()
-        .map(|i| i128::from(i.item.tokens()))
-        .sum()
-}
 
 fn saturate(v: i128) -> i64 {
     i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
@@ -44,11 +33,7 @@ fn saturate(v: i128) -> i64 {
 /// # Ok::<(), cupel_core::CupelError>(())
 /// ```
 pub fn budget_utilization(report: &SelectionReport, budget: &ContextBudget) -> f64 {
-    let max = budget.max_tokens();
-    if max == 0 {
-        return 0.0;
-    }
-    included_tokens(report) as f64 / max as f64
+    report.budget_utilization(budget)
 }
 
 /// The number of distinct kinds among the included items (kinds compare
@@ -71,12 +56,7 @@ pub fn budget_utilization(report: &SelectionReport, budget: &ContextBudget) -> f
 /// # Ok::<(), cupel_core::CupelError>(())
 /// ```
 pub fn kind_diversity(report: &SelectionReport) -> usize {
-    report
-        .included
-        .iter()
-        .map(|i| i.item.kind())
-        .collect::<BTreeSet<&ContextKind>>()
-        .len()
+    report.kind_diversity()
 }
 
 /// The share of included items that carry a timestamp: timestamped ÷
@@ -100,16 +80,7 @@ pub fn kind_diversity(report: &SelectionReport) -> usize {
 /// # Ok::<(), cupel_core::CupelError>(())
 /// ```
 pub fn timestamp_coverage(report: &SelectionReport) -> f64 {
-    let n = report.included.len();
-    if n == 0 {
-        return 0.0;
-    }
-    let stamped = report
-        .included
-        .iter()
-        .filter(|i| i.item.timestamp().is_some())
-        .count();
-    stamped as f64 / n as f64
+    report.timestamp_coverage()
 }
 
 /// How one kind's included tokens compare with its quota; a row of

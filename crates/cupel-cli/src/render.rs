@@ -293,7 +293,7 @@ fn idx_text(i: Option<usize>) -> String {
 pub(crate) fn window(p: &Prepared, report: &SelectionReport) -> String {
     let ix = Indexer::new(&p.items);
     let mut out = String::new();
-    let tokens = i128::from(report.included_tokens());
+    let tokens = report.included_tokens();
     let _ = writeln!(
         out,
         "window: {} of {} items, {} tokens ({} of max_tokens)",
@@ -530,7 +530,7 @@ pub(crate) fn explain_table(p: &Prepared, report: &SelectionReport) -> String {
 /// Totals, exclusion reasons, budget utilisation and the bar.
 pub(crate) fn totals(p: &Prepared, report: &SelectionReport) -> String {
     let mut out = String::new();
-    let inc_tokens = i128::from(report.included_tokens());
+    let inc_tokens = report.included_tokens();
     let exc_tokens: i128 = report
         .excluded
         .iter()

@@ -78,19 +78,7 @@ pub(crate) fn stage_span_name(stage: PipelineStage) -> &'static str {
 /// assert_eq!(exclusion_reason_name(&foreign), "Unknown");
 /// ```
 pub fn exclusion_reason_name(reason: &ExclusionReason) -> &'static str {
-    match reason {
-        ExclusionReason::BudgetExceeded { .. } => "BudgetExceeded",
-        ExclusionReason::ScoredTooLow { .. } => "ScoredTooLow",
-        ExclusionReason::Deduplicated { .. } => "Deduplicated",
-        ExclusionReason::QuotaCapExceeded { .. } => "QuotaCapExceeded",
-        ExclusionReason::QuotaRequireDisplaced { .. } => "QuotaRequireDisplaced",
-        ExclusionReason::NegativeTokens { .. } => "NegativeTokens",
-        ExclusionReason::PinnedOverride { .. } => "PinnedOverride",
-        ExclusionReason::Filtered { .. } => "Filtered",
-        ExclusionReason::CountCapExceeded { .. } => "CountCapExceeded",
-        ExclusionReason::Unknown { .. } => "Unknown",
-        _ => "Unknown",
-    }
+    reason.variant_name()
 }
 
 #[cfg(test)]

@@ -395,14 +395,11 @@ fn report_slice_exclusions<C: TraceCollector + ?Sized>(
             }
         } else if tokens > room && tokens <= room_without_pinned && !pinned.is_empty() {
             // Rooms shrink as pinned tokens accumulate; find the first prefix that no longer fits.
-            let k = rooms_by_prefix.partition_point(|&r| tokens <= r);
-            let culprit = pinned
-                .get(k)
-                .or(pinned.last())
-                .map_or("", |&i| items[i].content());
-            ExclusionReason::PinnedOverride {
-                displaced_by: culprit.to_owned(),
-            }
+            pinned_override(
+                items,
+                pinned,
+                rooms_by_prefix.partition_point(|&r| tokens <= r),
+            )
         } else {
             ExclusionReason::BudgetExceeded {
                 item_tokens: tokens,
@@ -418,6 +415,18 @@ fn report_slice_exclusions<C: TraceCollector + ?Sized>(
         });
     }
     Ok(())
+}
+
+/// `PinnedOverride` naming the `k`-th pinned item in input order (the first
+/// pinned prefix that no longer leaves room; the last one if `k` runs past).
+fn pinned_override(items: &[ContextItem], pinned: &[usize], k: usize) -> ExclusionReason {
+    let culprit = pinned
+        .get(k)
+        .or(pinned.last())
+        .map_or("", |&i| items[i].content());
+    ExclusionReason::PinnedOverride {
+        displaced_by: culprit.to_owned(),
+    }
 }
 
 /// The Truncate strategy: keep pinned items, keep others from the front while they fit.
@@ -460,13 +469,7 @@ fn truncate<C: TraceCollector + ?Sized>(
             let reason = if !pinned.is_empty() && kept_before + tokens <= target {
                 // First pinned prefix whose tokens push this item over the target.
                 let k = cumulative_pinned.partition_point(|&p| kept_before + p + tokens <= target);
-                let culprit = pinned
-                    .get(k)
-                    .or(pinned.last())
-                    .map_or("", |&i| items[i].content());
-                ExclusionReason::PinnedOverride {
-                    displaced_by: culprit.to_owned(),
-                }
+                pinned_override(items, pinned, k)
             } else {
                 ExclusionReason::BudgetExceeded {
                     item_tokens: tokens,

@@ -53,24 +53,6 @@ fn distinct_reason_names<'r>(reasons: impl Iterator<Item = &'r ExclusionReason>)
         .collect()
 }
 
-/// Sum of included tokens, exact (i128 cannot overflow on any `Vec` of i64).
-fn included_tokens(report: &SelectionReport) -> i128 {
-    report
-        .included
-        .iter()
-        .map(|i| i128::from(i.item.tokens()))
-        .sum()
-}
-
-/// `included_tokens / max_tokens`, or 0.0 when `max_tokens == 0` (D-13).
-pub(crate) fn utilization(included_tokens: i128, max_tokens: i64) -> f64 {
-    if max_tokens == 0 {
-        0.0
-    } else {
-        included_tokens as f64 / max_tokens as f64
-    }
-}
-
 /// The k-th edge position (0-based) in a list of `count` items:
 /// 0, count-1, 1, count-2, ... Requires `k < count`.
 pub(crate) fn edge_position(k: usize, count: usize) -> usize {
@@ -301,9 +283,9 @@ pub(crate) fn have_budget_utilization_above(
     threshold: f64,
     budget: &ContextBudget,
 ) -> Outcome {
-    let tokens = included_tokens(report);
+    let tokens = report.included_tokens();
     let max_tokens = budget.max_tokens();
-    let actual = utilization(tokens, max_tokens);
+    let actual = report.budget_utilization(budget);
     if actual >= threshold {
         return Ok(());
     }
@@ -469,13 +451,6 @@ mod tests {
         let e: Vec<usize> = (0..5).map(|k| edge_position(k, 5)).collect();
         assert_eq!(e, [0, 4, 1, 3, 2]);
         assert_eq!(edge_position(0, 1), 0);
-    }
-
-    #[test]
-    fn utilization_divides_by_max_and_zero_max_is_zero() {
-        assert_eq!(utilization(800, 1000), 0.8);
-        assert_eq!(utilization(0, 1000), 0.0);
-        assert_eq!(utilization(5, 0), 0.0);
     }
 
     #[test]

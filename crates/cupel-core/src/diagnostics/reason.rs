@@ -83,8 +83,19 @@ pub enum ExclusionReason {
 }
 
 impl ExclusionReason {
-    /// The variant name, as used on the wire and in telemetry (`"BudgetExceeded"`, ...).
+    /// The variant name, as used on the wire (`"BudgetExceeded"`, ...); for
+    /// [`Unknown`](ExclusionReason::Unknown) the foreign name it was read with.
     pub fn name(&self) -> &str {
+        match self {
+            ExclusionReason::Unknown { reason } => reason,
+            other => other.variant_name(),
+        }
+    }
+
+    /// The variant name as a `'static` string, with every
+    /// [`Unknown`](ExclusionReason::Unknown) reason reported as `"Unknown"` — a
+    /// bounded set of values, as telemetry attributes need.
+    pub fn variant_name(&self) -> &'static str {
         match self {
             ExclusionReason::BudgetExceeded { .. } => "BudgetExceeded",
             ExclusionReason::ScoredTooLow { .. } => "ScoredTooLow",
@@ -95,7 +106,7 @@ impl ExclusionReason {
             ExclusionReason::PinnedOverride { .. } => "PinnedOverride",
             ExclusionReason::Filtered { .. } => "Filtered",
             ExclusionReason::CountCapExceeded { .. } => "CountCapExceeded",
-            ExclusionReason::Unknown { reason } => reason,
+            ExclusionReason::Unknown { .. } => "Unknown",
         }
     }
 

@@ -1,7 +1,7 @@
 //! The [`SelectionReport`] and its item types.
 
-use crate::ContextItem;
 use crate::diagnostics::{CountRequirementShortfall, ExclusionReason, InclusionReason, TraceEvent};
+use crate::{ContextBudget, ContextItem, ContextKind};
 
 /// An item that made it into the window, with its score and reason.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,11 +57,60 @@ pub struct SelectionReport {
 }
 
 impl SelectionReport {
-    /// Sum of the tokens of the included items (saturating).
-    pub fn included_tokens(&self) -> i64 {
+    /// Sum of the tokens of the included items, exact (an `i128` cannot
+    /// overflow on any list of `i64` counts).
+    pub fn included_tokens(&self) -> i128 {
         self.included
             .iter()
-            .fold(0i64, |acc, i| acc.saturating_add(i.item.tokens()))
+            .map(|i| i128::from(i.item.tokens()))
+            .sum()
+    }
+
+    /// How full the window is: included tokens ÷ `budget.max_tokens()`.
+    ///
+    /// The denominator is the hard ceiling (not the target). When `max_tokens`
+    /// is 0 — which the budget rules allow — utilisation is defined as 0.0.
+    /// An overflow under `Proceed` can make it exceed 1.0.
+    ///
+    /// ```
+    /// use cupel_core::{ContextBudget, ContextItem, IncludedItem, InclusionReason, SelectionReport};
+    /// let mut report = SelectionReport::default();
+    /// for (c, t) in [("a", 300), ("b", 200)] {
+    ///     report.included.push(IncludedItem { item: ContextItem::new(c, t)?, score: 0.5, reason: InclusionReason::Scored });
+    /// }
+    /// assert_eq!(report.budget_utilization(&ContextBudget::new(1_000, 800)?), 0.5); // 500 / 1000
+    /// assert_eq!(report.budget_utilization(&ContextBudget::new(0, 0)?), 0.0);
+    /// # Ok::<(), cupel_core::CupelError>(())
+    /// ```
+    pub fn budget_utilization(&self, budget: &ContextBudget) -> f64 {
+        match budget.max_tokens() {
+            0 => 0.0,
+            max => self.included_tokens() as f64 / max as f64,
+        }
+    }
+
+    /// The number of distinct kinds among the included items (ASCII case
+    /// folded; 0 for an empty window).
+    pub fn kind_diversity(&self) -> usize {
+        self.included
+            .iter()
+            .map(|i| i.item.kind())
+            .collect::<std::collections::BTreeSet<&ContextKind>>()
+            .len()
+    }
+
+    /// The share of included items that carry a timestamp (0.0 for an empty window).
+    pub fn timestamp_coverage(&self) -> f64 {
+        let n = self.included.len();
+        if n == 0 {
+            return 0.0;
+        }
+        let stamped = self
+            .included
+            .iter()
+            .filter(|i| i.item.timestamp().is_some())
+            .count();
+        stamped as f64 / n as f64
     }
 
     /// The included items, in placed order.
