@@ -270,7 +270,10 @@ pub enum OverflowStrategy {
     /// Fail with [`CupelError::BudgetOverflow`] (the default).
     #[default]
     Throw,
-    /// Drop non-pinned items from the tail of the merged list until it fits.
+    /// Walk the merged list (pinned items first, then the sliced items by score)
+    /// keeping every pinned item and every other item that still fits the
+    /// target; drop the rest. Pinned items are never dropped, so the result
+    /// can still exceed the target when pinned items alone do.
     Truncate,
     /// Keep the over-budget selection and report an `OverflowEvent`.
     Proceed,

@@ -19,15 +19,11 @@
 //! [`dry_run`](Pipeline::dry_run)).
 //!
 //! ```
-//! use cupel_core::{ContextBudget, ContextItem, ContextKind};
+//! use cupel_core::{ContextBudget, ContextItem, ContextKind, ExclusionReason};
 //! use cupel_pipeline::Pipeline;
-//! # use cupel_core::{Scorer, Slicer, Placer, ScoredItem, SliceBudget, SliceOutcome, CupelError};
-//! # struct Hint; impl Scorer for Hint { fn score(&self, i: usize, items: &[&ContextItem]) -> f64 { items[i].future_relevance_hint().unwrap_or(0.0) } }
-//! # struct Fill; impl Slicer for Fill { fn slice(&self, s: &[ScoredItem<'_>], b: SliceBudget) -> Result<SliceOutcome, CupelError> {
-//! #     let mut left = b.target_tokens; let mut out = vec![];
-//! #     for (i, x) in s.iter().enumerate() { if x.item.tokens() <= left { left -= x.item.tokens(); out.push(i); } }
-//! #     Ok(SliceOutcome::selected(out)) } }
-//! # struct Keep; impl Placer for Keep { fn place(&self, s: &[ScoredItem<'_>]) -> Vec<usize> { (0..s.len()).collect() } }
+//! use cupel_placers::ChronologicalPlacer;
+//! use cupel_scorers::ReflexiveScorer;
+//! use cupel_slicers::GreedySlice;
 //!
 //! let items = vec![
 //!     ContextItem::builder("You are terse.", 5).kind(ContextKind::SYSTEM_PROMPT).pinned(true).build()?,
@@ -35,19 +31,50 @@
 //!     ContextItem::builder("stale doc", 40).future_relevance_hint(0.1).build()?,
 //! ];
 //! let pipeline = Pipeline::builder()
-//!     .scorer(Hint)
-//!     .slicer(Fill)
-//!     .placer(Keep)
+//!     .scorer(ReflexiveScorer::new())      // score = the item's relevance hint
+//!     .slicer(GreedySlice::new())
+//!     .placer(ChronologicalPlacer)
 //!     .budget(ContextBudget::new(100, 50)?)
 //!     .build()?;
+//! // The slicer gets 50 - 5 pinned = 45 tokens: "relevant doc" (40) fits, "stale doc" does not.
 //! let window = pipeline.run(&items)?;
 //! let contents: Vec<&str> = window.iter().map(|i| i.content()).collect();
+//! // No timestamps: chronological placement keeps the merged order, pinned first.
 //! assert_eq!(contents, ["You are terse.", "relevant doc"]);
 //!
 //! let report = pipeline.dry_run(&items)?;
 //! assert_eq!(report.excluded[0].item.content(), "stale doc");
+//! // Room left after slicing: 45 - 40 = 5. Without the pinned item it would
+//! // have been 50 - 40 = 10, still too small, so this is a budget exclusion.
+//! assert_eq!(
+//!     report.excluded[0].reason,
+//!     ExclusionReason::BudgetExceeded { item_tokens: 40, available_tokens: 5 }
+//! );
 //! # Ok::<(), cupel_core::CupelError>(())
 //! ```
+//!
+//! # How a report explains exclusions
+//!
+//! * `NegativeTokens` (Classify, score 0.0) and `Deduplicated` (the survivor
+//!   has the same content) are decided by their stage.
+//! * An item the slicer did not select is `BudgetExceeded` with
+//!   `available_tokens` = the room left when slicing finished
+//!   (`effective target - tokens selected`, at least 0) — or `PinnedOverride`
+//!   when it does not fit that room but would have fitted had there been no
+//!   pinned items; `displaced_by` names the first pinned item (input order)
+//!   whose tokens, added to those before it, leave too little room.
+//! * A count-quota cap removal is `CountCapExceeded { kind, cap, count }`.
+//! * Under `Truncate`, a dropped item is `PinnedOverride` by the same rule
+//!   (it would have been kept without the pinned tokens), else
+//!   `BudgetExceeded` with the target minus the tokens kept.
+//!
+//! The placer sees pinned items first (score 1.0, input order), then the
+//! sliced items by score — not in the slicer's output order — so ties resolve
+//! the same way whatever the slicer. Scores are compared with
+//! [`score_cmp_desc`](cupel_core::score_cmp_desc): NaN scores from a custom
+//! scorer sort after every number (and never win a deduplication tie), they
+//! never cause a panic. `spec/07-diagnostics.md` and
+//! `spec/13-clarifications.md` give the full rules with worked examples.
 //!
 //! Depends on `cupel-core`, `cupel-scorers`, `cupel-slicers` and `cupel-placers`.
 
