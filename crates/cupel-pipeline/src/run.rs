@@ -230,6 +230,17 @@ fn stages<C: TraceCollector + ?Sized>(
             }
         }
     }
+    // Checked on every path (not only when tracing) so `run` and `dry_run` agree.
+    if let Some(cap) = outcome
+        .cap_exclusions
+        .iter()
+        .find(|c| selected.get(c.index).is_none_or(|&sel| sel))
+    {
+        return Err(CupelError::PipelineConfig(format!(
+            "slicer reported a cap exclusion for index {} which is selected or out of range ({n_sorted} items)",
+            cap.index
+        )));
+    }
     // Sliced items in Sort-stage order (score descending), see clarification D-4.
     let sliced: Vec<usize> = (0..n_sorted).filter(|&s| selected[s]).collect();
     let sliced_tokens: i64 = sliced.iter().map(|&s| sorted_scored[s].item.tokens()).sum();
@@ -249,7 +260,7 @@ fn stages<C: TraceCollector + ?Sized>(
             &outcome.cap_exclusions,
             effective,
             sliced_tokens,
-        )?;
+        );
     }
     finish(
         collector,
@@ -347,18 +358,13 @@ fn report_slice_exclusions<C: TraceCollector + ?Sized>(
     cap_exclusions: &[cupel_core::CapExclusion],
     effective: SliceBudget,
     sliced_tokens: i64,
-) -> Result<(), CupelError> {
+) {
     let n = sorted_scored.len();
+    // Indices were validated by the caller.
     let mut capped: Vec<Option<&cupel_core::CapExclusion>> = vec![None; n];
     for cap in cap_exclusions {
-        match capped.get_mut(cap.index) {
-            Some(slot) if !selected[cap.index] => *slot = Some(cap),
-            _ => {
-                return Err(CupelError::PipelineConfig(format!(
-                    "slicer reported a cap exclusion for index {} which is selected or out of range ({n} items)",
-                    cap.index
-                )));
-            }
+        if let Some(slot) = capped.get_mut(cap.index) {
+            *slot = Some(cap);
         }
     }
     let room = effective.target_tokens.saturating_sub(sliced_tokens);
@@ -414,7 +420,6 @@ fn report_slice_exclusions<C: TraceCollector + ?Sized>(
             reason,
         });
     }
-    Ok(())
 }
 
 /// `PinnedOverride` naming the `k`-th pinned item in input order (the first

@@ -570,3 +570,34 @@ fn one_pipeline_serves_many_threads() {
         assert_eq!(h.join().unwrap(), expected);
     }
 }
+
+#[test]
+fn a_bad_cap_exclusion_fails_run_and_dry_run_alike() {
+    struct BadCap;
+    impl Slicer for BadCap {
+        fn slice(&self, _: &[ScoredItem<'_>], _: SliceBudget) -> Result<SliceOutcome, CupelError> {
+            Ok(SliceOutcome {
+                selected: vec![0],
+                shortfalls: vec![],
+                cap_exclusions: vec![cupel_core::CapExclusion {
+                    index: 0,
+                    kind: cupel_core::ContextKind::MESSAGE,
+                    cap: 1,
+                    count: 1,
+                }],
+            })
+        }
+    }
+    let p = Pipeline::builder()
+        .scorer(Hint)
+        .slicer(BadCap)
+        .placer(Keep)
+        .budget(ContextBudget::new(10, 10).unwrap())
+        .build()
+        .unwrap();
+    let items = [item("a", 1, 0.5)];
+    let e1 = p.run(&items).unwrap_err();
+    let e2 = p.dry_run(&items).unwrap_err();
+    assert_eq!(e1, e2);
+    assert!(e1.to_string().contains("cap exclusion for index 0"), "{e1}");
+}
