@@ -170,25 +170,23 @@ pub fn quota_utilization(
         .sum();
     let slice_target = budget.effective(saturate(pinned)).target_tokens;
 
-    let mut kinds: Vec<&ContextKind> = quotas.entries().iter().map(|e| e.kind()).collect();
+    // One pass over the window: (kind, included non-pinned tokens), configured
+    // kinds first, then the others in placed order of first appearance.
+    let mut kinds: Vec<(&ContextKind, i128)> =
+        quotas.entries().iter().map(|e| (e.kind(), 0)).collect();
     for inc in report.included.iter().filter(|i| !i.item.pinned()) {
         let kind = inc.item.kind();
-        if !kinds.contains(&kind) {
-            kinds.push(kind);
+        let tokens = i128::from(inc.item.tokens());
+        match kinds.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, sum)) => *sum += tokens,
+            None => kinds.push((kind, tokens)),
         }
     }
 
     kinds
         .into_iter()
-        .map(|kind| {
-            let tokens = saturate(
-                report
-                    .included
-                    .iter()
-                    .filter(|i| !i.item.pinned() && i.item.kind() == kind)
-                    .map(|i| i128::from(i.item.tokens()))
-                    .sum(),
-            );
+        .map(|(kind, tokens)| {
+            let tokens = saturate(tokens);
             let require_percent = quotas.require_percent(kind);
             let cap_percent = quotas.cap_percent(kind);
             let require_tokens = percent_of(require_percent, slice_target);

@@ -88,13 +88,9 @@ pub fn policy_sensitivity(
     budget: &ContextBudget,
     variants: &[(impl AsRef<str>, &Policy)],
 ) -> Result<PolicySensitivityReport, CupelError> {
-    check_variant_count(variants.len())?;
-    let mut reports = Vec::with_capacity(variants.len());
-    for (label, policy) in variants {
-        let report = Pipeline::new((*policy).clone(), budget.clone()).dry_run(items)?;
-        reports.push((label.as_ref().to_owned(), report));
-    }
-    Ok(build_report(items, reports))
+    compare(items, variants, |policy| {
+        Pipeline::new((*policy).clone(), budget.clone()).dry_run(items)
+    })
 }
 
 /// [`policy_sensitivity`] with whole pipelines as the variants, each dry-run
@@ -137,12 +133,23 @@ pub fn policy_sensitivity_from_pipelines(
     budget: &ContextBudget,
     variants: &[(impl AsRef<str>, &Pipeline)],
 ) -> Result<PolicySensitivityReport, CupelError> {
+    compare(items, variants, |pipeline| {
+        pipeline.dry_run_with_budget(items, budget)
+    })
+}
+
+/// Checks the variant count, dry-runs every variant in input order (stopping
+/// at the first error) and diffs the reports.
+fn compare<V>(
+    items: &[ContextItem],
+    variants: &[(impl AsRef<str>, V)],
+    dry_run: impl Fn(&V) -> Result<SelectionReport, CupelError>,
+) -> Result<PolicySensitivityReport, CupelError> {
     check_variant_count(variants.len())?;
-    let mut reports = Vec::with_capacity(variants.len());
-    for (label, pipeline) in variants {
-        let report = pipeline.dry_run_with_budget(items, budget)?;
-        reports.push((label.as_ref().to_owned(), report));
-    }
+    let reports = variants
+        .iter()
+        .map(|(label, variant)| Ok((label.as_ref().to_owned(), dry_run(variant)?)))
+        .collect::<Result<Vec<_>, CupelError>>()?;
     Ok(build_report(items, reports))
 }
 

@@ -99,8 +99,9 @@ impl BudgetSweep {
         let n = self.by_item.len();
         let mut seen_in = vec![false; n];
         let mut broken = vec![false; n];
+        let mut here = vec![false; n];
         for row in order {
-            let mut here = vec![false; n];
+            here.fill(false);
             for &i in &row.included {
                 if let Some(flag) = here.get_mut(i) {
                     *flag = true;

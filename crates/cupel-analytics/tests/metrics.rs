@@ -205,3 +205,46 @@ fn quota_utilization_lists_configured_kinds_without_items_and_zero_caps() {
     let empty = pipeline(GreedySlice, roomy()).dry_run(&[]).unwrap();
     assert!(quota_utilization(&empty, &QuotaSet::empty(), &budget).is_empty());
 }
+
+#[test]
+fn quota_utilization_sums_each_kind_once_in_first_appearance_order() {
+    // Greedy with room for everything: the window is pinned "sys" then the
+    // rest by score (no timestamps): t 0.9, m1 0.8, d 0.7, m2 0.6.
+    // "message" and "Message" are one kind (case-insensitive), spelled as
+    // first seen.
+    let items = vec![
+        ContextItem::builder("sys", 50)
+            .kind(kind("SystemPrompt"))
+            .pinned(true)
+            .build()
+            .unwrap(),
+        kinded("t", 40, 0.9, "ToolOutput"),
+        kinded("m1", 30, 0.8, "message"),
+        kinded("d", 20, 0.7, "Document"),
+        kinded("m2", 10, 0.6, "Message"),
+    ];
+    let budget = ContextBudget::new(1_000, 1_000).unwrap();
+    let report = pipeline(GreedySlice, budget.clone())
+        .dry_run(&items)
+        .unwrap();
+    let quotas = QuotaSet::builder()
+        .cap(kind("Document"), 10.0)
+        .build()
+        .unwrap();
+    let rows = quota_utilization(&report, &quotas, &budget);
+    // Slicer target 1000 - 50 pinned = 950. Document (configured) first: cap
+    // floor(0.1 * 950) = 95; then ToolOutput and message in placed order,
+    // each with cap 100% = 950. message: 30 + 10 = 40.
+    let got: Vec<(&str, i64, i64)> = rows
+        .iter()
+        .map(|r| (r.kind.as_str(), r.included_tokens, r.cap_tokens))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("Document", 20, 95),
+            ("ToolOutput", 40, 950),
+            ("message", 40, 950)
+        ]
+    );
+}

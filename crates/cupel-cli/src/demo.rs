@@ -5,7 +5,7 @@ use crate::input::{self, Format, RunSettings, Source};
 use crate::render;
 
 /// The scenario, in the INPUT format (`cupel demo --print-input` prints it).
-pub(crate) const SCENARIO: &str = include_str!("demo.toml");
+pub(crate) const SCENARIO: &str = cupel_pipeline::samples::SUPPORT_CHAT;
 
 const INTRO: &str = "\
 Cupel demo: a support chat about a thermostat that went offline after a

@@ -5,7 +5,8 @@ use std::fmt;
 use cupel_core::CupelError;
 
 /// Exit code for usage and input errors: bad flags, unreadable or malformed
-/// files, invalid budgets, unknown presets, policy keys or encodings.
+/// files, invalid budgets, unknown presets, policy keys or encodings, token
+/// counts that cannot be summed in 64 bits.
 pub(crate) const EXIT_INPUT: u8 = 2;
 
 /// Exit code for a selection that could not be made from valid input: pinned
@@ -50,7 +51,14 @@ impl CliError {
     }
 
     /// Maps an error returned by a pipeline run, with a hint for the common ones.
+    ///
+    /// Token counts whose sum does not fit an `i64` are an input error (exit
+    /// code 2); every other run error is a selection failure (exit code 1).
     pub(crate) fn from_run(err: &CupelError) -> Self {
+        if let CupelError::TokenOverflow { .. } = err {
+            return Self::input(err.to_string())
+                .hint("check the items' `tokens`: their sum must fit in a signed 64-bit integer");
+        }
         let e = Self::selection(err.to_string());
         match err {
             CupelError::PinnedBudgetExceeded { .. } => e.hint(
@@ -106,5 +114,15 @@ mod tests {
         });
         assert_eq!(e.code, EXIT_SELECTION);
         assert!(e.hint.as_deref().unwrap_or("").contains("truncate"));
+    }
+
+    #[test]
+    fn token_overflow_is_an_input_error() {
+        let e = CliError::from_run(&CupelError::TokenOverflow {
+            sign: cupel_core::TokenSign::Positive,
+            total: i128::from(i64::MAX) + 1,
+        });
+        assert_eq!(e.code, EXIT_INPUT);
+        assert!(e.message.contains("9223372036854775808"), "{}", e.message);
     }
 }

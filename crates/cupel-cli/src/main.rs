@@ -39,7 +39,8 @@ Exit codes:
      a knapsack table is over its size guard, or a count requirement is unmet
      under scarcity_behavior = \"throw\"
   2  usage or input error: bad flags, unreadable or malformed file, invalid
-     budget, unknown preset, policy key or encoding, missing token counts";
+     budget, unknown preset, policy key or encoding, missing token counts,
+     token counts whose sum overflows a 64-bit integer";
 
 const FORMAT_SHORT: &str = "text (default) or json (the SelectionReport)";
 
@@ -80,16 +81,8 @@ struct DemoArgs {
     #[arg(long, verbatim_doc_comment)]
     print_input: bool,
 
-    #[arg(
-        long,
-        value_enum,
-        default_value_t = OutputFormat::Text,
-        hide_default_value = true,
-        hide_possible_values = true,
-        help = FORMAT_SHORT,
-        long_help = FORMAT_HELP
-    )]
-    format: OutputFormat,
+    #[command(flatten)]
+    output: OutputArgs,
 }
 
 #[derive(Debug, Args)]
@@ -152,6 +145,13 @@ struct RunArgs {
     #[arg(long, value_name = "ENCODING", verbatim_doc_comment)]
     count_tokens: Option<String>,
 
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+/// `--format`, shared by every command that prints a selection.
+#[derive(Debug, Args)]
+struct OutputArgs {
     #[arg(
         long,
         value_enum,
@@ -162,6 +162,12 @@ struct RunArgs {
         long_help = FORMAT_HELP
     )]
     format: OutputFormat,
+}
+
+impl OutputArgs {
+    fn json(&self) -> bool {
+        self.format == OutputFormat::Json
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -175,7 +181,7 @@ enum OutputFormat {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Demo(a) => demo::run(a.print_input, a.format == OutputFormat::Json),
+        Command::Demo(a) => demo::run(a.print_input, a.output.json()),
         Command::Select(a) => run_input(&a, Mode::Select),
         Command::Explain(a) => run_input(&a, Mode::Explain),
         Command::Presets => Ok(render::presets()),
@@ -216,7 +222,7 @@ fn run_input(a: &RunArgs, mode: Mode) -> Result<String, CliError> {
     });
     let prepared = input::prepare(&src, &settings, counter_ref)?;
     let report = dry_run(&prepared)?;
-    if a.format == OutputFormat::Json {
+    if a.output.json() {
         return json(report);
     }
     let mut out = render::header(&prepared);

@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use cupel_core::{ContextItem, ExclusionReason, SelectionReport};
-use cupel_pipeline::{CurveConfig, InnerScorer, PolicyConfig, ScorerConfig, SlicerType};
+use cupel_pipeline::{
+    CurveConfig, InnerScorer, PolicyConfig, ScorerConfig, ScorerType, SlicerType,
+};
 
 use crate::input::{PolicyOrigin, Prepared};
 
@@ -36,10 +38,16 @@ pub(crate) fn clip(s: &str, width: usize) -> String {
 }
 
 /// Greedy word wrap of `text` to lines of at most `width` characters.
+///
+/// Control characters other than [`GLUE`] separate words like whitespace, so
+/// no terminal escape in a kind or file name reaches the output.
 pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = String::new();
-    for word in text.split_whitespace() {
+    let words = text
+        .split(|c: char| c.is_whitespace() || (c.is_control() && c != GLUE))
+        .filter(|w| !w.is_empty());
+    for word in words {
         let need = line.chars().count() + usize::from(!line.is_empty()) + word.chars().count();
         if !line.is_empty() && need > width {
             lines.push(std::mem::take(&mut line));
@@ -97,32 +105,31 @@ fn weight(w: f64) -> String {
 
 /// `(name, detail)`: `("decay", Some("half-life 900s"))`.
 fn scorer_parts(s: &ScorerConfig) -> (&'static str, Option<String>) {
-    let name = s.kind.as_str();
-    let detail = match name {
-        "decay" => s.curve.as_ref().map(|c| match c {
+    let detail = match s.kind {
+        ScorerType::Decay => s.curve.as_ref().map(|c| match c {
             CurveConfig::Exponential { half_life_secs } => {
                 format!("half-life {half_life_secs}s")
             }
             CurveConfig::Window { max_age_secs } => format!("window {max_age_secs}s"),
             CurveConfig::Step { windows } => format!("{} steps", windows.len()),
         }),
-        "kind" => s
+        ScorerType::Kind => s
             .weights
             .as_ref()
             .map(|w| format!("{} custom weights", w.len())),
-        "tag" => s.tag_weights.as_ref().map(|w| format!("{} tags", w.len())),
-        "metadata_key" => match (&s.key, &s.value) {
+        ScorerType::Tag => s.tag_weights.as_ref().map(|w| format!("{} tags", w.len())),
+        ScorerType::MetadataKey => match (&s.key, &s.value) {
             (Some(k), Some(v)) => Some(format!("{k}={v}")),
             _ => None,
         },
-        "scaled" => s.inner_scorer.as_ref().map(|i| match i {
+        ScorerType::Scaled => s.inner_scorer.as_ref().map(|i| match i {
             InnerScorer::Name(t) => t.as_str().to_string(),
             InnerScorer::Config(c) => scorer_label(c),
         }),
-        "composite" => s.children.as_ref().map(|c| scorers_text(c)),
+        ScorerType::Composite => s.children.as_ref().map(|c| scorers_text(c)),
         _ => None,
     };
-    (name, detail)
+    (s.kind.as_str(), detail)
 }
 
 fn scorer_label(s: &ScorerConfig) -> String {
@@ -177,8 +184,7 @@ pub(crate) fn slicer_text(cfg: &PolicyConfig) -> String {
 }
 
 fn overflow_text(cfg: &PolicyConfig) -> String {
-    let v = serde_json::to_value(cfg.overflow_strategy).unwrap_or_default();
-    v.as_str().unwrap_or("throw").to_string()
+    cfg.overflow_strategy.to_string()
 }
 
 /// Placeholder for a space that must not become a line break.
@@ -249,7 +255,9 @@ pub(crate) fn header(p: &Prepared) -> String {
 // ----- item identity ----------------------------------------------------------------------
 
 /// Finds an item's input index (D-1: identity is the index) from a report
-/// entry: report items are clones of the input items, so the same allocation.
+/// entry: report items are clones of the input items, and a [`ContextItem`]
+/// clone shares its allocation ([`ContextItem::ptr_eq`]), so equal contents at
+/// two positions stay apart.
 struct Indexer<'a> {
     items: &'a [ContextItem],
     by_content: HashMap<&'a str, Vec<usize>>,
@@ -265,17 +273,10 @@ impl<'a> Indexer<'a> {
     }
 
     fn index_of(&self, item: &ContextItem) -> Option<usize> {
-        let candidates = self.by_content.get(item.content())?;
-        candidates
+        self.with_content(item.content())
             .iter()
             .copied()
             .find(|&i| self.items.get(i).is_some_and(|x| x.ptr_eq(item)))
-            .or_else(|| {
-                candidates
-                    .iter()
-                    .copied()
-                    .find(|&i| self.items.get(i) == Some(item))
-            })
     }
 
     fn with_content(&self, content: &str) -> &[usize] {
@@ -351,12 +352,20 @@ pub(crate) fn window(p: &Prepared, report: &SelectionReport) -> String {
     out
 }
 
-/// Column widths: at least the header, at most `max`.
-fn widths<const N: usize>(rows: &[[String; N]], head: [&str; N], max: [usize; N]) -> [usize; N] {
-    let mut w = [0usize; N];
-    for c in 0..N {
-        let longest = rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0);
-        w[c] = longest.max(head[c].len()).min(max[c].max(head[c].len()));
+/// Column widths: at least the header, at most `max` (or the header, if longer).
+fn widths<'r, const N: usize>(
+    rows: impl IntoIterator<Item = &'r [String; N]>,
+    head: [&str; N],
+    max: [usize; N],
+) -> [usize; N] {
+    let mut w = head.map(str::len);
+    for row in rows {
+        for (w, cell) in w.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for ((w, max), head) in w.iter_mut().zip(max).zip(head) {
+        *w = (*w).min(max.max(head.len()));
     }
     w
 }
@@ -473,9 +482,8 @@ pub(crate) fn explain_table(p: &Prepared, report: &SelectionReport) -> String {
             item: &exc.item,
         });
     }
-    let cells: Vec<[String; 5]> = rows.iter().map(|r| r.cells.clone()).collect();
     let w = widths(
-        &cells,
+        rows.iter().map(|r| &r.cells),
         ["item", "status", "score", "tokens", "kind"],
         [6, 8, 9, 12, 14],
     );
@@ -543,12 +551,13 @@ pub(crate) fn totals(p: &Prepared, report: &SelectionReport) -> String {
             format!("{n} {what}s")
         }
     };
-    let pinned: Vec<i128> = report
+    let (pinned, pinned_tokens) = report
         .included
         .iter()
         .filter(|i| i.item.pinned())
-        .map(|i| i128::from(i.item.tokens()))
-        .collect();
+        .fold((0usize, 0i128), |(n, t), i| {
+            (n + 1, t + i128::from(i.item.tokens()))
+        });
     let _ = writeln!(
         out,
         "{} candidates, {} tokens considered",
@@ -565,8 +574,8 @@ pub(crate) fn totals(p: &Prepared, report: &SelectionReport) -> String {
         .join(", ");
     let pinned_text = format!(
         "(pinned: {}, {} tokens)",
-        count(pinned.len(), "item"),
-        pinned.iter().sum::<i128>()
+        count(pinned, "item"),
+        pinned_tokens
     );
     let rows = [
         ("included  ", report.included.len(), inc_tokens, pinned_text),
@@ -589,7 +598,9 @@ pub(crate) fn totals(p: &Prepared, report: &SelectionReport) -> String {
         let _ = writeln!(
             out,
             "shortfall: {} required {}, only {} available",
-            s.kind, s.required_count, s.satisfied_count
+            clip(s.kind.as_str(), 40),
+            s.required_count,
+            s.satisfied_count
         );
     }
     let max = i128::from(p.budget.max_tokens());
@@ -853,6 +864,19 @@ mod tests {
     }
 
     #[test]
+    fn wrapped_text_carries_no_terminal_escapes() {
+        // A reserved-slot kind spelled with an escape sequence: the ESC
+        // separates words like a space; GLUE survives for `labelled`.
+        assert_eq!(
+            wrap("reserved\u{1}\u{1b}[2Jx\u{1}1", 80),
+            ["reserved\u{1} [2Jx\u{1}1"]
+        );
+        let mut out = String::new();
+        labelled(&mut out, "budget  ", 8, "slots \u{1b}[31mred");
+        assert_eq!(out, "budget  slots [31mred\n");
+    }
+
+    #[test]
     fn percentages_round_half_up_in_tenths() {
         // 1318 / 2048 = 0.64355... -> 64.4%
         assert_eq!(pct(1318, 2048), "64.4%");
@@ -873,6 +897,40 @@ mod tests {
         let c = apportion(&[7, 11, 13, 0, 17], 60);
         assert_eq!(c.iter().sum::<usize>(), 60);
         assert_eq!(c[3], 0);
+    }
+
+    #[test]
+    fn widths_fit_the_longest_cell_between_header_and_cap() {
+        let rows = [
+            ["12345".to_string(), "a".to_string()],
+            ["7".to_string(), "éé".to_string()],
+        ];
+        // Column 0: longest cell 5 chars, capped at 3. Column 1: longest cell
+        // 2 chars ("éé", 4 bytes) is below the 4-char header, which wins.
+        assert_eq!(widths(&rows, ["id", "kind"], [3, 10]), [3, 4]);
+        // A cap below the header length is raised to the header.
+        assert_eq!(widths(&rows, ["id", "kind"], [1, 1]), [2, 4]);
+        // No rows: the headers.
+        assert_eq!(
+            widths(&[] as &[[String; 2]], ["id", "kind"], [9, 9]),
+            [2, 4]
+        );
+    }
+
+    #[test]
+    fn items_are_found_by_allocation_not_by_content() {
+        let items = vec![
+            ContextItem::new("same", 1).unwrap(),
+            ContextItem::new("other", 1).unwrap(),
+            ContextItem::new("same", 1).unwrap(),
+        ];
+        let ix = Indexer::new(&items);
+        // Clones (what a report holds) find their own position...
+        assert_eq!(ix.index_of(&items[2].clone()), Some(2));
+        assert_eq!(ix.index_of(&items[0].clone()), Some(0));
+        // ...an equal item that is not one of the inputs is not guessed.
+        assert_eq!(ix.index_of(&ContextItem::new("same", 1).unwrap()), None);
+        assert_eq!(ix.with_content("same"), [0, 2]);
     }
 
     #[test]

@@ -114,7 +114,7 @@ fn demo_numbers_follow_from_the_scenario() {
 #[test]
 fn demo_print_input_is_the_embedded_scenario() {
     let out = ok(&["demo", "--print-input"]);
-    assert_eq!(out, include_str!("../src/demo.toml"));
+    assert_eq!(out, cupel_pipeline::samples::SUPPORT_CHAT);
 }
 
 #[test]
@@ -124,9 +124,11 @@ fn demo_json_is_a_reproducible_report() {
     let v: serde_json::Value = serde_json::from_str(&a).unwrap();
     // 31 candidates; the demo's `window:` line says 19 included.
     assert_eq!(v["total_candidates"], 31);
+    // 31 - 19 = 12 excluded: 9 PinnedOverride + 1 BudgetExceeded + 1 Deduplicated
+    // + 1 NegativeTokens (see demo_numbers_follow_from_the_scenario).
     let included = v["included"].as_array().unwrap().len();
     let excluded = v["excluded"].as_array().unwrap().len();
-    assert_eq!(included + excluded, 31);
+    assert_eq!((included, excluded), (19, 12));
 }
 
 // ----- select ---------------------------------------------------------------------------------
@@ -218,8 +220,28 @@ fn select_with_a_policy_file() {
     // A+B+C = 28 buckets, value 1.733 beats any set with D (A+D = 25, no
     // room for a third). Chronological over undated items keeps merged
     // order: pinned, then A, B, C by score.
+    // Window: 10 pinned + 100 + 100 + 80 = 290 tokens; 290 / 400 = 72.5%.
     let out = ok(&["select", RAG, "--policy", "tests/fixtures/policy.toml"]);
     assert_fits_80(&out);
+    assert!(out.contains("window: 4 of 6 items, 290 tokens (72.5% of max_tokens)"));
+    let rows: Vec<(&str, &str)> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("item"))
+        .skip(1)
+        .map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            (cols[0], cols[3])
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("0", "1.000"),
+            ("1", "0.733"),
+            ("2", "0.667"),
+            ("3", "0.333")
+        ]
+    );
     insta::assert_snapshot!(out);
 }
 
@@ -467,6 +489,15 @@ fn error_throw_overflow_is_a_selection_failure() {
     // Pinned 200 + 200 = 400 > target 300 under overflow_strategy = "throw".
     let err = fails(&["explain", "tests/fixtures/throw-overflow.toml"], None, 1);
     assert!(err.contains("400") && err.contains("300"));
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn error_token_overflow_is_an_input_error() {
+    // 2^62 + 2^62 = 2^63 = 9223372036854775808 = i64::MAX + 1: bad input
+    // (exit 2, like a malformed file), not a selection that failed (exit 1).
+    let err = fails(&["select", "tests/fixtures/token-overflow.toml"], None, 2);
+    assert!(err.contains("9223372036854775808"), "{err}");
     insta::assert_snapshot!(err);
 }
 

@@ -58,14 +58,12 @@ pub(crate) fn stage_span_name(stage: PipelineStage) -> &'static str {
 /// (`"BudgetExceeded"`, `"Deduplicated"`, `"CountCapExceeded"`, ...), or the
 /// stable fallback `"Unknown"`.
 ///
-/// The fallback covers two cases:
-///
-/// * [`ExclusionReason::Unknown`] — a reason read from another
-///   implementation's data. Its wire name is free text this version cannot
-///   vouch for (it could be anything, of any length), so it is not copied into
-///   telemetry; the attribute stays within a bounded set of names.
-/// * a variant added to `cupel-core` after this crate was built (the enum is
-///   `#[non_exhaustive]`).
+/// This is [`ExclusionReason::variant_name`], so a variant added to
+/// `cupel-core` later is recorded under its own name without a change here.
+/// The fallback is for [`ExclusionReason::Unknown`] — a reason read from
+/// another implementation's data. Its wire name is free text this version
+/// cannot vouch for (it could be anything, of any length), so it is not copied
+/// into telemetry; the attribute stays within a bounded set of names.
 ///
 /// The result is `'static`, so recording it allocates nothing.
 ///
@@ -87,8 +85,8 @@ mod tests {
 
     #[test]
     fn known_reasons_use_the_core_variant_name() {
-        // One value of every variant cupel-core knows; our table must agree with
-        // `ExclusionReason::name` for all of them.
+        // One value of every variant cupel-core knows: the recorded name is the
+        // wire name `ExclusionReason::name` for all of them.
         let reasons = [
             ExclusionReason::BudgetExceeded {
                 item_tokens: 1,

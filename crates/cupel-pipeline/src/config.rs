@@ -171,13 +171,26 @@ impl From<OverflowStrategy> for OverflowName {
     }
 }
 
-impl Serialize for OverflowName {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(match self {
+impl OverflowName {
+    /// The configuration spelling: `throw`, `truncate` or `proceed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
             OverflowName::Throw => "throw",
             OverflowName::Truncate => "truncate",
             OverflowName::Proceed => "proceed",
-        })
+        }
+    }
+}
+
+impl std::fmt::Display for OverflowName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for OverflowName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 

@@ -85,6 +85,7 @@ mod pipeline;
 mod policy;
 mod presets;
 mod run;
+pub mod samples;
 
 pub use config::{
     CountQuotaConfig, CurveConfig, InnerScorer, KindWeightConfig, OverflowName, PolicyConfig,

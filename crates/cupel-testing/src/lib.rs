@@ -6,7 +6,8 @@
 //! "the two best items sit at the edges": each is one call, and a failure
 //! explains itself with the numbers from the report instead of an index
 //! mismatch. The thirteen assertions are the specification's testing
-//! vocabulary, in snake_case. This crate depends only on `cupel-core`.
+//! vocabulary, in snake_case. Of the Cupel crates, this one depends only on
+//! `cupel-core`.
 //!
 //! # Overview
 //!

@@ -63,19 +63,10 @@ impl ReasonKind {
         ReasonKind::CountCapExceeded,
     ];
 
-    /// The variant name, identical to [`ExclusionReason::name`].
+    /// The variant name, identical to [`ExclusionReason::name`] (it is
+    /// [`ExclusionReason::variant_name`] of the variant; no allocation).
     pub fn name(self) -> &'static str {
-        match self {
-            ReasonKind::BudgetExceeded => "BudgetExceeded",
-            ReasonKind::ScoredTooLow => "ScoredTooLow",
-            ReasonKind::Deduplicated => "Deduplicated",
-            ReasonKind::QuotaCapExceeded => "QuotaCapExceeded",
-            ReasonKind::QuotaRequireDisplaced => "QuotaRequireDisplaced",
-            ReasonKind::NegativeTokens => "NegativeTokens",
-            ReasonKind::PinnedOverride => "PinnedOverride",
-            ReasonKind::Filtered => "Filtered",
-            ReasonKind::CountCapExceeded => "CountCapExceeded",
-        }
+        ExclusionReason::from(self).variant_name()
     }
 
     /// Whether `reason` is this variant (fields ignored).
@@ -132,6 +123,27 @@ impl From<ReasonKind> for ExclusionReason {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_the_spec_variant_names() {
+        // The specification's eight variants, then this implementation's
+        // count-cap reason (clarification D-10).
+        let names: Vec<&str> = ReasonKind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "BudgetExceeded",
+                "ScoredTooLow",
+                "Deduplicated",
+                "QuotaCapExceeded",
+                "QuotaRequireDisplaced",
+                "NegativeTokens",
+                "PinnedOverride",
+                "Filtered",
+                "CountCapExceeded",
+            ]
+        );
+    }
 
     #[test]
     fn names_agree_with_core_and_variants_are_distinct() {
