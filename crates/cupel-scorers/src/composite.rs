@@ -6,6 +6,7 @@ use std::sync::Arc;
 use cupel_core::{ContextItem, CupelError, Scorer};
 
 use crate::gather::TagScope;
+use crate::scaled::checked_score_all;
 
 /// Combines child scorers into one score: the weighted average of their scores.
 ///
@@ -149,21 +150,13 @@ impl Scorer for CompositeScorer {
     /// A (user-written) child whose `score_all` returns the wrong number of
     /// scores is asked item by item with [`score`](Scorer::score) instead.
     fn score_all(&self, items: &[&ContextItem]) -> Vec<f64> {
-        let n = items.len();
         // Tag-reading children (tag, frequency) gather the items' tags once
         // between them, for this pass only.
         let _tags = TagScope::open(items);
-        let mut out = vec![0.0; n];
+        let mut out = vec![0.0; items.len()];
         for (child, weight) in &self.children {
-            let scores = child.score_all(items);
-            if scores.len() == n {
-                for (acc, s) in out.iter_mut().zip(&scores) {
-                    *acc += s * weight;
-                }
-            } else {
-                for (i, acc) in out.iter_mut().enumerate() {
-                    *acc += child.score(i, items) * weight;
-                }
+            for (acc, s) in out.iter_mut().zip(checked_score_all(&**child, items)) {
+                *acc += s * weight;
             }
         }
         out

@@ -318,12 +318,15 @@ fn peer_overlap_counts_with(items: &[&ContextItem], force: Option<Method>) -> Ve
     // 3. Per group, the number of items (its own included) sharing a tag with it.
     let heavy = |t: u32| carriers[t as usize] as usize * 32 >= n;
     let method = force.unwrap_or_else(|| choose_method(&group_sets, n, &carriers, heavy));
-    let count = match method {
-        Method::InclusionExclusion if distinct < usize::from(u16::MAX) => {
-            inclusion_exclusion(&group_sets, &sizes, state, PackedSubset)
-        }
-        Method::InclusionExclusion => inclusion_exclusion(&group_sets, &sizes, state, ListedSubset),
-        Method::Union => union_counts(&group_sets, &group_of, distinct, heavy),
+    // Inclusion-exclusion only for sets of at most 8 tags, even when forced
+    // (or when saturated estimates tie).
+    let small_sets = group_sets
+        .iter()
+        .all(|set| set.len() <= MAX_INCLUSION_EXCLUSION_TAGS);
+    let count = if method == Method::InclusionExclusion && small_sets {
+        inclusion_exclusion(&group_sets, &sizes, state)
+    } else {
+        union_counts(&group_sets, &group_of, distinct, heavy)
     };
 
     group_of
@@ -399,56 +402,31 @@ fn choose_method(
     }
 }
 
-/// How the non-empty subsets of a sorted tag-id set are keyed in the
-/// inclusion–exclusion table.
-trait SubsetKey {
-    /// The key type.
-    type Key: std::hash::Hash + Eq;
-    /// The subset of `set` selected by the bits of `mask`.
-    fn key(&self, set: &[u32], mask: u32) -> Self::Key;
-}
-
-/// Subsets of at most 8 ids below `u16::MAX`, packed 16 bits per id into a
-/// `u128` (id + 1, so no id packs to zero): exact and allocation-free.
-struct PackedSubset;
-
-impl SubsetKey for PackedSubset {
-    type Key = u128;
-    fn key(&self, set: &[u32], mask: u32) -> u128 {
-        set.iter()
-            .enumerate()
-            .filter(|(bit, _)| mask & (1u32 << bit) != 0)
-            .fold(0u128, |key, (_, &t)| (key << 16) | u128::from(t + 1))
+/// The subset of the sorted tag-id `set` selected by the bits of `mask`, as
+/// its ids plus one (so no id is 0) followed by zeros: equal keys are equal
+/// subsets, with no allocation. `set` has at most
+/// [`MAX_INCLUSION_EXCLUSION_TAGS`] ids.
+fn subset_key(set: &[u32], mask: u32) -> [u32; MAX_INCLUSION_EXCLUSION_TAGS] {
+    let mut key = [0u32; MAX_INCLUSION_EXCLUSION_TAGS];
+    let chosen = set
+        .iter()
+        .enumerate()
+        .filter(|(bit, _)| mask & (1u32 << bit) != 0);
+    for (slot, (_, &t)) in key.iter_mut().zip(chosen) {
+        *slot = t.saturating_add(1);
     }
-}
-
-/// Any subset, as a list of ids.
-struct ListedSubset;
-
-impl SubsetKey for ListedSubset {
-    type Key = Vec<u32>;
-    fn key(&self, set: &[u32], mask: u32) -> Vec<u32> {
-        set.iter()
-            .enumerate()
-            .filter(|(bit, _)| mask & (1u32 << bit) != 0)
-            .map(|(_, &t)| t)
-            .collect()
-    }
+    key
 }
 
 /// `count[A] = Σ_{∅≠S⊆A} (-1)^{|S|+1} c(S)` for every group `A`, with `c(S)`
 /// the number of items whose set contains `S`. Every group has at most
 /// [`MAX_INCLUSION_EXCLUSION_TAGS`] tags.
-fn inclusion_exclusion<K: SubsetKey>(
-    group_sets: &[&[u32]],
-    sizes: &[u64],
-    state: PassState,
-    keys: K,
-) -> Vec<u64> {
-    let mut containing: PassMap<K::Key, u64> = HashMap::with_hasher(state);
+fn inclusion_exclusion(group_sets: &[&[u32]], sizes: &[u64], state: PassState) -> Vec<u64> {
+    let mut containing: PassMap<[u32; MAX_INCLUSION_EXCLUSION_TAGS], u64> =
+        HashMap::with_hasher(state);
     for (set, size) in group_sets.iter().zip(sizes) {
         for mask in 1u32..(1u32 << set.len()) {
-            *containing.entry(keys.key(set, mask)).or_insert(0) += size;
+            *containing.entry(subset_key(set, mask)).or_insert(0) += size;
         }
     }
     group_sets
@@ -456,7 +434,7 @@ fn inclusion_exclusion<K: SubsetKey>(
         .map(|set| {
             let mut total: i128 = 0;
             for mask in 1u32..(1u32 << set.len()) {
-                let c = i128::from(containing.get(&keys.key(set, mask)).copied().unwrap_or(0));
+                let c = i128::from(containing.get(&subset_key(set, mask)).copied().unwrap_or(0));
                 if mask.count_ones() % 2 == 1 {
                     total += c;
                 } else {
@@ -750,21 +728,52 @@ mod tests {
     }
 
     #[test]
-    fn many_distinct_tags_use_listed_subset_keys() {
-        // 70,000 tags only `a` carries (dropped: nobody shares them) push the
-        // distinct count past the packed-key range. b and c share "x" with a.
-        // a: b, c -> 2/3; b: a, c -> 2/3; c: a, b -> 2/3; d: 0.
+    fn inclusion_exclusion_handles_tag_ids_beyond_16_bits() {
+        // 70,000 tags only `a` carries come first, so the shared tags get ids
+        // 70,000 and up. (The old test of this case let the cost estimate pick
+        // union counting, so the wide-id keys were never exercised.)
+        // Shared sets: a {x, z}, b {x}, c {x, y}, e {y, z}; d tagless.
+        // a: b, c, e -> 3/4; b: a, c -> 2/4; c: a, b, e -> 3/4; d: 0; e: a, c -> 2/4.
         let mut many: Vec<String> = (0..70_000).map(|i| format!("u{i}")).collect();
-        many.push("x".into());
+        many.extend(["x".into(), "z".into()]);
         let a = ContextItem::builder("a", 1).tags(many).build().unwrap();
-        let items = [a, item("b", &["X"]), item("c", &["x", "y"]), item("d", &[])];
+        let items = [
+            a,
+            item("b", &["X"]),
+            item("c", &["x", "y"]),
+            item("d", &[]),
+            item("e", &["Y", "z"]),
+        ];
         let refs: Vec<&ContextItem> = items.iter().collect();
-        let third = 2.0 / 3.0;
+        let expected = vec![Some(3), Some(2), Some(3), None, Some(2)];
+        assert_eq!(reference_counts(&refs), expected);
+        assert_eq!(
+            peer_overlap_counts_with(&refs, Some(Method::InclusionExclusion)),
+            expected
+        );
+        assert_eq!(
+            peer_overlap_counts_with(&refs, Some(Method::Union)),
+            expected
+        );
         assert_eq!(
             FrequencyScorer.score_all(&refs),
-            vec![third, third, third, 0.0]
+            vec![0.75, 0.5, 0.75, 0.0, 0.5]
         );
-        assert_eq!(FrequencyScorer.score(0, &refs), third);
+        assert_eq!(FrequencyScorer.score(0, &refs), 0.75);
+    }
+
+    #[test]
+    fn forced_inclusion_exclusion_falls_back_for_large_sets() {
+        // a has 10 shared tags (over the cap of 8); forcing inclusion-exclusion
+        // must still count exactly: a shares with b and c -> 2; b, c with a -> 1.
+        let many: Vec<String> = (0..10).map(|i| format!("t{i}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        let items = [item("a", &many), item("b", &["t0"]), item("c", &["t9"])];
+        let refs: Vec<&ContextItem> = items.iter().collect();
+        assert_eq!(
+            peer_overlap_counts_with(&refs, Some(Method::InclusionExclusion)),
+            vec![Some(2), Some(1), Some(1)]
+        );
     }
 
     proptest::proptest! {

@@ -1,5 +1,5 @@
-//! Every scorer of the Cupel specification, with whole-pass scoring that costs
-//! O(N log N) or less.
+//! Every scorer of the Cupel specification, with whole-pass scoring that avoids
+//! the reference algorithms' all-pairs scans (O(N log N) for the rank scorers).
 //!
 //! A scorer gives each candidate item a relevance score, conventionally in
 //! `[0, 1]`; the pipeline sorts by it before slicing. All scorers here
@@ -25,9 +25,12 @@
 //! # One item or a whole pass
 //! [`Scorer::score`](cupel_core::Scorer::score) follows the specification's
 //! reference algorithm for one item. The pipeline calls
-//! [`Scorer::score_all`](cupel_core::Scorer::score_all), which every scorer
-//! here overrides with a whole-pass algorithm returning the same scores (to
-//! the bit, for the built-in scorers): the rank scorers sort once — O(N log N)
+//! [`Scorer::score_all`](cupel_core::Scorer::score_all); for the absolute
+//! scorers [`ReflexiveScorer`], [`MetadataTrustScorer`] and
+//! [`MetadataKeyScorer`] that is the trait's default (one `score` per item,
+//! already O(1) each), and every other scorer here overrides it with a
+//! whole-pass algorithm returning the same scores (to the bit, for the
+//! built-in scorers): the rank scorers sort once — O(N log N)
 //! where the reference is O(N²), O(N³) under a [`ScaledScorer`];
 //! [`FrequencyScorer`] counts tag overlaps per distinct tag set without
 //! comparing item pairs — linear in N when items share few tags (its docs give

@@ -40,70 +40,39 @@ where
     K: Ord,
     I: IntoIterator<Item = Option<K>>,
 {
-    // Compact 32-bit indices whenever they fit (they always do in practice).
-    if u32::try_from(n).is_ok() {
-        rank_keyed::<K, u32>(n, keyed(keys).collect())
-    } else {
-        rank_keyed::<K, usize>(n, keyed(keys).collect())
-    }
+    let keyed = keys
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, k)| k.map(|k| (k, i)))
+        .collect();
+    rank_keyed(n, keyed)
 }
 
-/// Like [`rank_scores_all`], but gives up (returning `None`) as soon as a key
-/// function returns `Err`; used for fast keys that exist for most inputs.
+/// Like [`rank_scores_all`], with the keys computed by `key`, giving up
+/// (returning `None`) as soon as `key` returns `None`; used for fast keys that
+/// exist for most inputs.
 pub(crate) fn try_rank_scores_all<K, T, I, F>(n: usize, values: I, key: F) -> Option<Vec<f64>>
 where
     K: Ord,
     I: IntoIterator<Item = Option<T>>,
     F: Fn(T) -> Option<K>,
 {
-    let mut keyed: Vec<(K, u32)> = Vec::with_capacity(n);
+    let mut keyed: Vec<(K, usize)> = Vec::with_capacity(n);
     for (i, v) in values.into_iter().enumerate() {
         if let Some(v) = v {
-            keyed.push((key(v)?, u32::try_from(i).ok()?));
+            keyed.push((key(v)?, i));
         }
     }
     Some(rank_keyed(n, keyed))
 }
 
-fn keyed<K, Ix: SortIndex, I: IntoIterator<Item = Option<K>>>(
-    keys: I,
-) -> impl Iterator<Item = (K, Ix)> {
-    keys.into_iter()
-        .enumerate()
-        .filter_map(|(i, k)| k.map(|k| (k, Ix::from_usize(i))))
-}
-
-/// An item index stored next to its key while sorting.
-trait SortIndex: Copy {
-    fn from_usize(i: usize) -> Self;
-    fn to_usize(self) -> usize;
-}
-
-impl SortIndex for u32 {
-    fn from_usize(i: usize) -> Self {
-        // Only used when every index fits (checked by the caller).
-        u32::try_from(i).unwrap_or(u32::MAX)
-    }
-    fn to_usize(self) -> usize {
-        self as usize
-    }
-}
-
-impl SortIndex for usize {
-    fn from_usize(i: usize) -> Self {
-        i
-    }
-    fn to_usize(self) -> usize {
-        self
-    }
-}
-
-fn rank_keyed<K: Ord, Ix: SortIndex>(n: usize, mut keyed: Vec<(K, Ix)>) -> Vec<f64> {
+/// Scores from `(key, item index)` pairs of the keyed items (indices `< n`).
+fn rank_keyed<K: Ord>(n: usize, mut keyed: Vec<(K, usize)>) -> Vec<f64> {
     let mut out = vec![0.0; n];
     let count = keyed.len();
     if count <= 1 {
-        for (_, i) in &keyed {
-            if let Some(slot) = out.get_mut(i.to_usize()) {
+        for &(_, i) in &keyed {
+            if let Some(slot) = out.get_mut(i) {
                 *slot = 1.0;
             }
         }
@@ -117,7 +86,7 @@ fn rank_keyed<K: Ord, Ix: SortIndex>(n: usize, mut keyed: Vec<(K, Ix)>) -> Vec<f
         if pos > 0 && keyed[pos].0 != keyed[pos - 1].0 {
             run_start = pos;
         }
-        if let Some(slot) = out.get_mut(keyed[pos].1.to_usize()) {
+        if let Some(slot) = out.get_mut(keyed[pos].1) {
             *slot = run_start as f64 / denominator;
         }
     }

@@ -39,10 +39,6 @@ impl Scorer for ReflexiveScorer {
     fn score(&self, index: usize, items: &[&ContextItem]) -> f64 {
         items.get(index).map_or(f64::NAN, |item| reflexive(item))
     }
-
-    fn score_all(&self, items: &[&ContextItem]) -> Vec<f64> {
-        items.iter().map(|item| reflexive(item)).collect()
-    }
 }
 
 #[cfg(test)]

@@ -86,11 +86,28 @@ fn min_max(scores: impl IntoIterator<Item = f64>) -> (f64, f64) {
     (min, max)
 }
 
+/// `scorer`'s whole pass, or — if a (user-written) scorer's
+/// [`score_all`](Scorer::score_all) returns the wrong number of scores — its
+/// one-item scores.
+pub(crate) fn checked_score_all(scorer: &dyn Scorer, items: &[&ContextItem]) -> Vec<f64> {
+    let scores = scorer.score_all(items);
+    if scores.len() == items.len() {
+        scores
+    } else {
+        (0..items.len()).map(|i| scorer.score(i, items)).collect()
+    }
+}
+
 impl Scorer for ScaledScorer {
-    /// The reference algorithm (one inner scan); an out-of-range `index` scores `NaN`.
+    /// The reference algorithm (one inner scan). Empty `items` score 0.5 (the
+    /// specification's rule); an out-of-range `index` into non-empty `items`
+    /// scores `NaN`.
     fn score(&self, index: usize, items: &[&ContextItem]) -> f64 {
         if items.is_empty() {
             return Self::DEGENERATE_SCORE;
+        }
+        if index >= items.len() {
+            return f64::NAN;
         }
         let mut raw = f64::NAN;
         let (min, max) = min_max((0..items.len()).map(|i| {
@@ -107,16 +124,10 @@ impl Scorer for ScaledScorer {
     }
 
     fn score_all(&self, items: &[&ContextItem]) -> Vec<f64> {
-        let n = items.len();
-        let mut raw = self.inner.score_all(items);
-        if raw.len() != n {
-            // A user-written inner scorer broke the batch contract: fall back
-            // to its one-item method.
-            raw = (0..n).map(|i| self.inner.score(i, items)).collect();
-        }
+        let raw = checked_score_all(&*self.inner, items);
         let (min, max) = min_max(raw.iter().copied());
         if max == min {
-            return vec![Self::DEGENERATE_SCORE; n];
+            return vec![Self::DEGENERATE_SCORE; raw.len()];
         }
         let range = max - min;
         raw.into_iter().map(|s| (s - min) / range).collect()
@@ -164,6 +175,34 @@ mod tests {
         let s = table(&[]);
         assert!(s.score_all(&[]).is_empty());
         assert_eq!(s.score(0, &[]), 0.5);
+    }
+
+    #[test]
+    fn out_of_range_index_scores_nan_even_when_degenerate() {
+        // One item: the range is degenerate (0.5 for index 0), but index 1 is
+        // not an item at all -> NaN, as the rustdoc says (it used to be 0.5).
+        let refs_items = items(1);
+        let refs: Vec<&ContextItem> = refs_items.iter().collect();
+        assert_eq!(table(&[0.9]).score(0, &refs), 0.5);
+        assert!(table(&[0.9]).score(1, &refs).is_nan());
+    }
+
+    #[test]
+    fn wrong_length_inner_batch_falls_back_to_per_item() {
+        struct Short;
+        impl Scorer for Short {
+            fn score(&self, index: usize, _: &[&ContextItem]) -> f64 {
+                index as f64
+            }
+            fn score_all(&self, _: &[&ContextItem]) -> Vec<f64> {
+                vec![7.0]
+            }
+        }
+        // Per-item inner scores 0, 1, 2 -> range 2 -> 0.0, 0.5, 1.0.
+        assert_eq!(
+            both(&ScaledScorer::wrap(Short), &items(3)),
+            vec![0.0, 0.5, 1.0]
+        );
     }
 
     // Row 2: a single item -> 0.5 (max == min).

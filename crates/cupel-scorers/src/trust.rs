@@ -84,10 +84,6 @@ impl Scorer for MetadataTrustScorer {
             .get(index)
             .map_or(f64::NAN, |item| self.score_item(item))
     }
-
-    fn score_all(&self, items: &[&ContextItem]) -> Vec<f64> {
-        items.iter().map(|item| self.score_item(item)).collect()
-    }
 }
 
 #[cfg(test)]

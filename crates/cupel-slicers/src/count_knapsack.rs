@@ -1,11 +1,8 @@
 //! [`CountConstrainedKnapsackSlice`]: count quotas with knapsack selection.
 
-use cupel_core::{
-    CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer, SlicerKind, score_cmp_desc,
-};
+use cupel_core::{CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer, SlicerKind};
 
-use crate::count_quota::{CountPolicy, CountQuotaEntry, ScarcityBehavior};
-use crate::inner::slice_subset;
+use crate::count_quota::{CountPolicy, CountQuotaEntry, Phase2Order, ScarcityBehavior};
 use crate::knapsack::KnapsackSlice;
 
 const NAME: &str = "CountConstrainedKnapsackSlice";
@@ -109,25 +106,14 @@ impl Slicer for CountConstrainedKnapsackSlice {
         items: &[ScoredItem<'_>],
         budget: SliceBudget,
     ) -> Result<SliceOutcome, CupelError> {
-        if items.is_empty() || budget.target_tokens <= 0 {
-            return Ok(SliceOutcome::default());
-        }
-        let mut c = self.policy.commit_required(NAME, items)?;
-        let (residual, sub) = CountPolicy::residual(items, &c, budget);
-        let mut phase2 = slice_subset(NAME, &self.knapsack, items, &residual, sub)?.selected;
-        // Normative re-sort: score descending, NaN last, ties by input index.
-        phase2.sort_unstable_by(|&a, &b| {
-            score_cmp_desc(items[a].score, items[b].score).then(a.cmp(&b))
-        });
-
-        let mut out = SliceOutcome {
-            selected: std::mem::take(&mut c.committed),
-            shortfalls: std::mem::take(&mut c.shortfalls),
-            cap_exclusions: Vec::new(),
-        };
-        self.policy
-            .enforce_caps(items, &phase2, &mut c.counts, &mut out);
-        Ok(out)
+        // Normative re-sort of the knapsack's selection before the cap loop.
+        self.policy.slice(
+            NAME,
+            &self.knapsack,
+            Phase2Order::ScoreDescending,
+            items,
+            budget,
+        )
     }
 
     fn slicer_kind(&self) -> SlicerKind {

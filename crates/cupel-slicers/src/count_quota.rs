@@ -1,7 +1,6 @@
 //! [`CountQuotaSlice`] and the count policy it shares with
 //! [`CountConstrainedKnapsackSlice`](crate::CountConstrainedKnapsackSlice).
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -11,6 +10,7 @@ use cupel_core::{
 };
 
 use crate::inner::slice_subset;
+use crate::kinds::KindLookup;
 
 /// What a count-quota slicer does when a kind has fewer candidates than its
 /// `require_count`.
@@ -93,27 +93,38 @@ impl CountQuotaEntry {
 #[derive(Debug, Clone)]
 pub(crate) struct CountPolicy {
     entries: Vec<CountQuotaEntry>,
-    /// Kind -> entry position, used only when there are many entries (a
-    /// linear scan is faster for a few). Lookup only: its iteration order
-    /// never reaches an output.
-    by_kind: HashMap<ContextKind, usize>,
+    /// Kind -> entry position (case-insensitive).
+    by_kind: KindLookup<ContextKind>,
     scarcity: ScarcityBehavior,
 }
 
-/// Up to this many entries, kinds are looked up by a linear scan.
-const LINEAR_MAX: usize = 16;
+/// In which order phase 3 sees the phase-2 selection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase2Order {
+    /// The inner slicer's output order (`CountQuotaSlice`).
+    AsReturned,
+    /// Score descending, NaN last, ties by input index
+    /// (`CountConstrainedKnapsackSlice`; the knapsack's order means nothing).
+    ScoreDescending,
+}
 
 /// Phase 1's result.
-pub(crate) struct Committed {
+struct Committed {
     /// Committed input indices, in commit order (entry order, then score order).
-    pub(crate) committed: Vec<usize>,
+    committed: Vec<usize>,
     /// `is_committed[i]` for every input index.
-    pub(crate) is_committed: Vec<bool>,
+    is_committed: Vec<bool>,
     /// Selected count per entry (seeded by phase 1, advanced by phase 3).
-    pub(crate) counts: Vec<usize>,
+    counts: Vec<usize>,
     /// Sum of the committed items' tokens.
-    pub(crate) preallocated: i128,
-    pub(crate) shortfalls: Vec<CountRequirementShortfall>,
+    preallocated: i128,
+    shortfalls: Vec<CountRequirementShortfall>,
+}
+
+/// Score descending, NaN last, ties by input index: a total order.
+fn by_score_then_index(items: &[ScoredItem<'_>], a: usize, b: usize) -> std::cmp::Ordering {
+    let score = |i: usize| items.get(i).map_or(f64::NAN, |s| s.score);
+    score_cmp_desc(score(a), score(b)).then(a.cmp(&b))
 }
 
 impl CountPolicy {
@@ -122,30 +133,21 @@ impl CountPolicy {
         entries: Vec<CountQuotaEntry>,
         scarcity: ScarcityBehavior,
     ) -> Result<Self, CupelError> {
-        let mut by_kind = HashMap::with_capacity(entries.len());
+        let mut by_kind = KindLookup::default();
         for (i, e) in entries.iter().enumerate() {
-            if let Some(&first) = by_kind.get(&e.kind) {
+            if let Some(first) = by_kind.get(&e.kind) {
                 return Err(CupelError::SlicerConfig(format!(
                     "{slicer}: kind '{}' has more than one entry (entries {first} and {i})",
                     e.kind
                 )));
             }
-            by_kind.insert(e.kind.clone(), i);
+            by_kind.insert(e.kind.clone());
         }
         Ok(Self {
             entries,
             by_kind,
             scarcity,
         })
-    }
-
-    /// The entry governing `kind` (case-insensitive), if any.
-    fn entry_of(&self, kind: &ContextKind) -> Option<usize> {
-        if self.entries.len() <= LINEAR_MAX {
-            self.entries.iter().position(|e| e.kind == *kind)
-        } else {
-            self.by_kind.get(kind).copied()
-        }
     }
 
     pub(crate) fn entries(&self) -> &[CountQuotaEntry] {
@@ -156,9 +158,63 @@ impl CountPolicy {
         self.scarcity
     }
 
+    /// The three phases around `inner` (see [`CountQuotaSlice`]); `slicer`
+    /// names the caller in errors.
+    pub(crate) fn slice(
+        &self,
+        slicer: &'static str,
+        inner: &dyn Slicer,
+        order: Phase2Order,
+        items: &[ScoredItem<'_>],
+        budget: SliceBudget,
+    ) -> Result<SliceOutcome, CupelError> {
+        if items.is_empty() || budget.target_tokens <= 0 {
+            return Ok(SliceOutcome::default());
+        }
+        let Committed {
+            committed,
+            is_committed,
+            mut counts,
+            preallocated,
+            shortfalls,
+        } = self.commit_required(slicer, items)?;
+
+        // Phase 2: the uncommitted, non-negative-token items (input order)
+        // with the target reduced by what phase 1 took.
+        let residual: Vec<usize> = items
+            .iter()
+            .zip(&is_committed)
+            .enumerate()
+            .filter(|(_, (s, committed))| !**committed && s.item.tokens() >= 0)
+            .map(|(i, _)| i)
+            .collect();
+        let target = (i128::from(budget.target_tokens) - preallocated)
+            .max(0)
+            .min(i128::from(budget.max_tokens));
+        // min(.., max_tokens) keeps it within i64.
+        let target = i64::try_from(target).unwrap_or(budget.max_tokens);
+        let sub = SliceBudget::new(budget.max_tokens, target);
+        let inner = slice_subset(slicer, inner, items, &residual, sub)?;
+        let mut phase2 = inner.selected;
+        if order == Phase2Order::ScoreDescending {
+            phase2.sort_unstable_by(|&a, &b| by_score_then_index(items, a, b));
+        }
+
+        let mut out = SliceOutcome {
+            selected: committed,
+            shortfalls,
+            cap_exclusions: Vec::new(),
+        };
+        self.enforce_caps(items, &phase2, &mut counts, &mut out);
+        // Whatever the inner slicer reported itself comes after our own.
+        out.shortfalls.extend(inner.shortfalls);
+        out.cap_exclusions.extend(inner.cap_exclusions);
+        Ok(out)
+    }
+
     /// Phase 1 (Count-Satisfy): per entry with `require_count > 0`, in entry
     /// order, commit the kind's best `require_count` items.
-    pub(crate) fn commit_required(
+    fn commit_required(
         &self,
         slicer: &'static str,
         items: &[ScoredItem<'_>],
@@ -169,7 +225,7 @@ impl CountPolicy {
             if s.item.tokens() < 0 {
                 continue;
             }
-            if let Some(e) = self.entry_of(s.item.kind())
+            if let Some(e) = self.by_kind.get(s.item.kind())
                 && self.entries[e].require_count > 0
             {
                 partitions[e].push(i);
@@ -186,10 +242,7 @@ impl CountPolicy {
             if entry.require_count == 0 {
                 continue;
             }
-            // Score descending, NaN last, ties by input index: a total order.
-            part.sort_unstable_by(|&a, &b| {
-                score_cmp_desc(items[a].score, items[b].score).then(a.cmp(&b))
-            });
+            part.sort_unstable_by(|&a, &b| by_score_then_index(items, a, b));
             let take = entry.require_count.min(part.len());
             for &i in &part[..take] {
                 c.committed.push(i);
@@ -218,28 +271,10 @@ impl CountPolicy {
         Ok(c)
     }
 
-    /// The residual pool (uncommitted, non-negative-token items, input order)
-    /// and the phase-2 budget.
-    pub(crate) fn residual(
-        items: &[ScoredItem<'_>],
-        c: &Committed,
-        budget: SliceBudget,
-    ) -> (Vec<usize>, SliceBudget) {
-        let residual = (0..items.len())
-            .filter(|&i| !c.is_committed[i] && items[i].item.tokens() >= 0)
-            .collect();
-        let target = (i128::from(budget.target_tokens) - c.preallocated)
-            .max(0)
-            .min(i128::from(budget.max_tokens));
-        // min(.., max_tokens) keeps it within i64.
-        let target = i64::try_from(target).unwrap_or(budget.max_tokens);
-        (residual, SliceBudget::new(budget.max_tokens, target))
-    }
-
     /// Phase 3 (cap enforcement) over `phase2` (input indices, in the order
     /// given), appending kept items to `out.selected` and excluded ones to
     /// `out.cap_exclusions`. Counts continue from phase 1.
-    pub(crate) fn enforce_caps(
+    fn enforce_caps(
         &self,
         items: &[ScoredItem<'_>],
         phase2: &[usize],
@@ -248,7 +283,7 @@ impl CountPolicy {
     ) {
         for &i in phase2 {
             let Some(s) = items.get(i) else { continue };
-            match self.entry_of(s.item.kind()) {
+            match self.by_kind.get(s.item.kind()) {
                 Some(e) => {
                     let entry = &self.entries[e];
                     let count = counts[e];
@@ -404,23 +439,13 @@ impl Slicer for CountQuotaSlice {
         items: &[ScoredItem<'_>],
         budget: SliceBudget,
     ) -> Result<SliceOutcome, CupelError> {
-        if items.is_empty() || budget.target_tokens <= 0 {
-            return Ok(SliceOutcome::default());
-        }
-        let mut c = self.policy.commit_required(COUNT_QUOTA, items)?;
-        let (residual, sub) = CountPolicy::residual(items, &c, budget);
-        let inner = slice_subset(COUNT_QUOTA, &*self.inner, items, &residual, sub)?;
-
-        let mut out = SliceOutcome {
-            selected: std::mem::take(&mut c.committed),
-            shortfalls: std::mem::take(&mut c.shortfalls),
-            cap_exclusions: Vec::new(),
-        };
-        self.policy
-            .enforce_caps(items, &inner.selected, &mut c.counts, &mut out);
-        out.shortfalls.extend(inner.shortfalls);
-        out.cap_exclusions.extend(inner.cap_exclusions);
-        Ok(out)
+        self.policy.slice(
+            COUNT_QUOTA,
+            &*self.inner,
+            Phase2Order::AsReturned,
+            items,
+            budget,
+        )
     }
 
     fn slicer_kind(&self) -> SlicerKind {

@@ -1,5 +1,6 @@
 //! [`KnapsackSlice`]: 0/1 knapsack dynamic programming over discretised tokens.
 
+use std::collections::TryReserveError;
 use std::ops::Add;
 
 use cupel_core::{CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer, SlicerKind};
@@ -63,7 +64,12 @@ pub const SCORE_SCALE: f64 = 10_000.0;
 /// fails with [`CupelError::TableTooLarge`] before allocating anything;
 /// raise the bucket size or the limit (see
 /// [`with_max_table_cells`](Self::with_max_table_cells)) or lower the budget.
-/// The guard counts every candidate, including ones too heavy to fit.
+/// The guard counts every candidate, including ones too heavy to fit. Note
+/// that the DP rows grow with the capacity alone: at the default guard a
+/// single candidate may bring a 50,000,000-bucket capacity, i.e. 400 MB of
+/// rows. A table within the guard that cannot be allocated (only plausible
+/// with a raised guard) fails with [`CupelError::SlicerConfig`], never an
+/// abort.
 ///
 /// # Choices where the specification is silent
 /// * Items with negative token counts (which the pipeline never passes) are
@@ -211,8 +217,16 @@ impl DpValue for u128 {
     }
 }
 
-/// Fills `keep` (row-major, `row_words` words per row) for the given weights
-/// (`weights[i] > capacity` means "never fits") and values.
+/// A row of `len` zeros, or the allocation error (never an abort).
+fn zeroed<T: Copy + Default>(len: usize) -> Result<Vec<T>, TryReserveError> {
+    let mut row = Vec::new();
+    row.try_reserve_exact(len)?;
+    row.resize(len, T::default());
+    Ok(row)
+}
+
+/// Builds the keep table (row-major, `row_words` words per row) for the given
+/// weights (`weights[i] > capacity` means "never fits") and values.
 ///
 /// This is the specification's in-place reverse loop
 /// (`for w = capacity downto dw: if dp[w - dw] + dv > dp[w] ...`), computed
@@ -221,7 +235,11 @@ impl DpValue for u128 {
 /// `new[w] = max(old[w], old[w - dw] + dv)` for every `w >= dw` at once, which
 /// the compiler can vectorise. Keep bits are identical.
 ///
-/// Invariants upheld by the caller: `keep.len() == weights.len() * row_words`,
+/// Every buffer (the two DP rows first, then the `words`-word keep table) is
+/// allocated fallibly, so a table the machine cannot hold is an error, not an
+/// abort.
+///
+/// Invariants upheld by the caller: `words == weights.len() * row_words`,
 /// `row_words * 64 > capacity`, every weight `>= 1`, and the values' total
 /// fits in `V`.
 fn fill_keep_table<V: DpValue>(
@@ -229,10 +247,12 @@ fn fill_keep_table<V: DpValue>(
     values: &[u64],
     capacity: usize,
     row_words: usize,
-    keep: &mut [u64],
-) {
-    let mut old: Vec<V> = vec![V::default(); capacity + 1];
-    let mut new: Vec<V> = vec![V::default(); capacity + 1];
+    words: usize,
+) -> Result<Vec<u64>, TryReserveError> {
+    let row_len = capacity.saturating_add(1);
+    let mut old: Vec<V> = zeroed(row_len)?;
+    let mut new: Vec<V> = zeroed(row_len)?;
+    let mut keep: Vec<u64> = zeroed(words)?;
     for ((&dw, &v), row) in weights
         .iter()
         .zip(values)
@@ -268,6 +288,7 @@ fn fill_keep_table<V: DpValue>(
         }
         std::mem::swap(&mut old, &mut new);
     }
+    Ok(keep)
 }
 
 impl Slicer for KnapsackSlice {
@@ -331,16 +352,14 @@ impl Slicer for KnapsackSlice {
             values.push(v);
         }
 
-        let mut keep: Vec<u64> = Vec::new();
-        keep.try_reserve_exact(words).map_err(|_| too_big())?;
-        keep.resize(words, 0);
-        if value_total <= u128::from(u32::MAX) {
-            fill_keep_table::<u32>(&weights, &values, capacity, row_words, &mut keep);
+        let keep = if value_total <= u128::from(u32::MAX) {
+            fill_keep_table::<u32>(&weights, &values, capacity, row_words, words)
         } else if value_total <= u128::from(u64::MAX) {
-            fill_keep_table::<u64>(&weights, &values, capacity, row_words, &mut keep);
+            fill_keep_table::<u64>(&weights, &values, capacity, row_words, words)
         } else {
-            fill_keep_table::<u128>(&weights, &values, capacity, row_words, &mut keep);
+            fill_keep_table::<u128>(&weights, &values, capacity, row_words, words)
         }
+        .map_err(|_| too_big())?;
 
         // ----- reconstruction: i = n-1 down to 0 -----
         let mut remaining = capacity;
@@ -567,6 +586,24 @@ mod tests {
             CupelError::TableTooLarge { candidates: 1, capacity, cells, .. }
                 if capacity == 1u64 << 63 && cells == 1u64 << 63
         ));
+    }
+
+    #[test]
+    fn unallocatable_tables_are_errors_not_aborts() {
+        // Guard lifted, one candidate, capacity 2^63 - 1: the DP rows alone
+        // would need 2^63 x 4 bytes. Every buffer is now reserved fallibly (the
+        // DP rows used to be `vec!`s, which abort the process when the
+        // allocator says no — seen with capacity ~1e10 on a 23 GB machine,
+        // where the 1.2 GB keep table fitted and the 40 GB rows did not).
+        let items = [item("a", 10)];
+        let err = k(1)
+            .with_max_table_cells(u64::MAX)
+            .slice(&scored(&items, &[0.5]), budget(i64::MAX))
+            .unwrap_err();
+        assert!(
+            matches!(&err, CupelError::SlicerConfig(m) if m.contains("cannot be addressed or allocated")),
+            "{err}"
+        );
     }
 
     #[test]

@@ -243,17 +243,19 @@ struct Partition {
     mass: i128,
 }
 
-/// The specification's DISTRIBUTE-BUDGET: each partition's token budget.
+/// One partition's share of the target: its token budget and its cap in tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct KindBudget {
+    budget: i64,
+    cap: i64,
+}
+
+/// The specification's DISTRIBUTE-BUDGET: each partition's token budget (and
+/// cap in tokens), in partition order.
 ///
-/// `masses[k]` is the candidate token mass of partition `k`; the result is in
-/// the same order. All sums are `i128` and the caller guarantees that the
-/// masses are non-negative and add up to at most `i64::MAX`.
-fn distribute_budget(
-    quotas: &QuotaSet,
-    kinds: &[&ContextKind],
-    masses: &[i128],
-    target: i64,
-) -> Vec<i64> {
+/// All sums are `i128`; [`partition`] guarantees that the masses are
+/// non-negative and add up to at most `i64::MAX`.
+fn distribute_budget(quotas: &QuotaSet, parts: &[Partition], target: i64) -> Vec<KindBudget> {
     // Step 1-2: require tokens of every configured kind (present or not).
     let total_required: i128 = quotas
         .entries
@@ -262,38 +264,39 @@ fn distribute_budget(
         .sum();
     let unassigned = (i128::from(target) - total_required).max(0);
 
-    let limits: Vec<(i128, i128)> = kinds
+    let limits: Vec<(i64, i64)> = parts
         .iter()
-        .map(|kind| match quotas.find(kind) {
-            Some(e) => (
-                i128::from(percent_of(e.require, target)),
-                i128::from(percent_of(e.cap, target)),
-            ),
-            None => (0, i128::from(target)),
+        .map(|p| match quotas.find(&p.kind) {
+            Some(e) => (percent_of(e.require, target), percent_of(e.cap, target)),
+            None => (0, target),
         })
         .collect();
 
     // Step 3: mass of the kinds that can grow past their require.
     let total_mass: i128 = limits
         .iter()
-        .zip(masses)
+        .zip(parts)
         .filter(|((req, cap), _)| cap > req)
-        .map(|(_, &m)| m)
+        .map(|(_, p)| p.mass)
         .sum();
 
     // Step 4: require + proportional share, capped.
     limits
         .iter()
-        .zip(masses)
-        .map(|(&(req, cap), &mass)| {
+        .zip(parts)
+        .map(|(&(req, cap), p)| {
             let proportional = if total_mass > 0 && cap > req {
                 // unassigned <= 2^63 and mass <= 2^63: the product fits i128.
-                unassigned * mass / total_mass
+                unassigned * p.mass / total_mass
             } else {
                 0
             };
-            let budget = (req + proportional).min(cap);
-            i64::try_from(budget).unwrap_or(i64::MAX)
+            // min(.., cap) keeps it within i64.
+            let budget = (i128::from(req) + proportional).min(i128::from(cap));
+            KindBudget {
+                budget: i64::try_from(budget).unwrap_or(cap),
+                cap,
+            }
         })
         .collect()
 }
@@ -401,10 +404,12 @@ impl QuotaSlice {
         target_tokens: i64,
     ) -> Result<Vec<(ContextKind, i64)>, CupelError> {
         let parts = partition(items)?;
-        let kinds: Vec<&ContextKind> = parts.iter().map(|p| &p.kind).collect();
-        let masses: Vec<i128> = parts.iter().map(|p| p.mass).collect();
-        let budgets = distribute_budget(&self.quotas, &kinds, &masses, target_tokens.max(0));
-        Ok(parts.iter().map(|p| p.kind.clone()).zip(budgets).collect())
+        let budgets = distribute_budget(&self.quotas, &parts, target_tokens.max(0));
+        Ok(parts
+            .into_iter()
+            .zip(budgets)
+            .map(|(p, b)| (p.kind, b.budget))
+            .collect())
     }
 }
 
@@ -454,17 +459,14 @@ impl Slicer for QuotaSlice {
             return Ok(SliceOutcome::default());
         }
         let parts = partition(items)?;
-        let kinds: Vec<&ContextKind> = parts.iter().map(|p| &p.kind).collect();
-        let masses: Vec<i128> = parts.iter().map(|p| p.mass).collect();
-        let budgets = distribute_budget(&self.quotas, &kinds, &masses, target);
+        let budgets = distribute_budget(&self.quotas, &parts, target);
 
         let mut out = SliceOutcome::default();
-        for (part, kind_budget) in parts.iter().zip(budgets) {
-            if kind_budget <= 0 {
+        for (part, KindBudget { budget, cap }) in parts.iter().zip(budgets) {
+            if budget <= 0 {
                 continue;
             }
-            let cap = percent_of(self.quotas.cap_percent(&part.kind), target);
-            let sub = SliceBudget::new(cap, kind_budget);
+            let sub = SliceBudget::new(cap, budget);
             let got = slice_subset("QuotaSlice", &*self.inner, items, &part.members, sub)?;
             out.selected.extend(got.selected);
             out.shortfalls.extend(got.shortfalls);
@@ -495,6 +497,22 @@ mod tests {
 
     fn greedy(quotas: QuotaSet) -> QuotaSlice {
         QuotaSlice::new(quotas, Arc::new(GreedySlice))
+    }
+
+    /// DISTRIBUTE-BUDGET's budgets for partitions given as `(kind, mass)`.
+    fn budgets(q: &QuotaSet, parts: &[(&str, i128)], target: i64) -> Vec<i64> {
+        let parts: Vec<Partition> = parts
+            .iter()
+            .map(|&(k, mass)| Partition {
+                kind: kind(k),
+                members: Vec::new(),
+                mass,
+            })
+            .collect();
+        distribute_budget(q, &parts, target)
+            .into_iter()
+            .map(|b| b.budget)
+            .collect()
     }
 
     /// Records every sub-budget the inner slicer is given, selects nothing.
@@ -645,11 +663,11 @@ mod tests {
             .require(kind("B"), 33.0)
             .build()
             .unwrap();
-        let b = distribute_budget(&q, &[&kind("A"), &kind("B")], &[300, 100], 1000);
+        let b = budgets(&q, &[("A", 300), ("B", 100)], 1000);
         assert_eq!(b, vec![585, 415]);
         // Masses 1 and 2: A = 330 + floor(340/3) = 443, B = 330 + floor(680/3) = 556;
         // sum 999 < 1000 — the floors leave a token unassigned.
-        let b = distribute_budget(&q, &[&kind("A"), &kind("B")], &[1, 2], 1000);
+        let b = budgets(&q, &[("A", 1), ("B", 2)], 1000);
         assert_eq!(b, vec![443, 556]);
     }
 
@@ -670,10 +688,7 @@ mod tests {
             .require(kind("A"), 100.0)
             .build()
             .unwrap();
-        assert_eq!(
-            distribute_budget(&q, &[&kind("A"), &kind("B")], &[50, 50], 1000),
-            vec![1000, 0]
-        );
+        assert_eq!(budgets(&q, &[("A", 50), ("B", 50)], 1000), vec![1000, 0]);
     }
 
     #[test]
@@ -681,20 +696,14 @@ mod tests {
         // A cap 0: cap (0) not > require (0) -> no share; min(0, 0) = 0.
         // B takes the whole unassigned 1000 (mass_total = B's mass only).
         let q = QuotaSet::builder().cap(kind("A"), 0.0).build().unwrap();
-        assert_eq!(
-            distribute_budget(&q, &[&kind("A"), &kind("B")], &[50, 50], 1000),
-            vec![0, 1000]
-        );
+        assert_eq!(budgets(&q, &[("A", 50), ("B", 50)], 1000), vec![0, 1000]);
     }
 
     #[test]
     fn cap_limits_the_proportional_share() {
         // A cap 20% -> 200. Masses 900 / 100: A = min(0 + 900, 200) = 200, B = 100.
         let q = QuotaSet::builder().cap(kind("A"), 20.0).build().unwrap();
-        assert_eq!(
-            distribute_budget(&q, &[&kind("A"), &kind("B")], &[900, 100], 1000),
-            vec![200, 100]
-        );
+        assert_eq!(budgets(&q, &[("A", 900), ("B", 100)], 1000), vec![200, 100]);
     }
 
     #[test]
@@ -704,10 +713,7 @@ mod tests {
             .quota(kind("A"), 30.0, 30.0)
             .build()
             .unwrap();
-        assert_eq!(
-            distribute_budget(&q, &[&kind("A"), &kind("B")], &[500, 500], 1000),
-            vec![300, 700]
-        );
+        assert_eq!(budgets(&q, &[("A", 500), ("B", 500)], 1000), vec![300, 700]);
     }
 
     #[test]
@@ -717,10 +723,7 @@ mod tests {
             .require(kind("A"), 10.0)
             .build()
             .unwrap();
-        assert_eq!(
-            distribute_budget(&q, &[&kind("A"), &kind("B")], &[0, 50], 1000),
-            vec![100, 900]
-        );
+        assert_eq!(budgets(&q, &[("A", 0), ("B", 50)], 1000), vec![100, 900]);
     }
 
     #[test]
@@ -731,16 +734,15 @@ mod tests {
             .require(kind("Z"), 50.0)
             .build()
             .unwrap();
-        assert_eq!(distribute_budget(&q, &[&kind("B")], &[10], 1000), vec![500]);
+        assert_eq!(budgets(&q, &[("B", 10)], 1000), vec![500]);
     }
 
     #[test]
     fn no_quotas_split_proportionally_to_mass() {
         // unassigned 1000; masses 300 / 100 / 100: 600, 200, 200.
         let q = QuotaSet::empty();
-        let ks = [&kind("a"), &kind("b"), &kind("c")];
         assert_eq!(
-            distribute_budget(&q, &ks, &[300, 100, 100], 1000),
+            budgets(&q, &[("a", 300), ("b", 100), ("c", 100)], 1000),
             vec![600, 200, 200]
         );
     }
