@@ -62,3 +62,8 @@ pub use cupel_slicers::*;
 /// Report metrics, budget simulation and policy sensitivity (feature `analytics`).
 #[cfg(feature = "analytics")]
 pub use cupel_analytics as analytics;
+
+/// The workspace README's examples, compiled and run as doctests.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
