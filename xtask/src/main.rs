@@ -5,8 +5,10 @@
 //! * `conformance` — runs the conformance vectors (`--dir`, `--filter`).
 //! * `spec` — checks the links and anchors of `spec/*.md` and renders it to
 //!   `target/spec/` as HTML.
+//! * `bench` — runs criterion benchmarks and prints `NAME median_ms floor_ms ratio`.
 
 use std::env;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 mod bench;
@@ -71,11 +73,21 @@ pub(crate) fn run_step(name: &str, mut cmd: Command) -> Result<(), String> {
     }
 }
 
-/// The workspace root (the parent of this crate's directory).
-pub(crate) fn workspace_root() -> std::path::PathBuf {
-    let manifest = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .parent()
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or(manifest)
+/// The workspace root: the parent of this crate's directory (`xtask/`).
+pub(crate) fn workspace_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_path_buf()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workspace_root_is_the_directory_holding_spec_and_conformance() {
+        let root = workspace_root();
+        assert_eq!(root.join("xtask"), Path::new(env!("CARGO_MANIFEST_DIR")));
+        assert!(root.join("spec").join("README.md").is_file());
+        assert!(root.join("conformance").join("required").is_dir());
+    }
 }

@@ -29,16 +29,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     if let Some(a) = args.first() {
         return Err(format!("`spec` takes no arguments (got `{a}`)"));
     }
-    build(&workspace_root()?)
-}
-
-/// The workspace root: the parent of this crate's manifest directory.
-pub(crate) fn workspace_root() -> Result<PathBuf, String> {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .parent()
-        .map(Path::to_path_buf)
-        .ok_or_else(|| format!("{} has no parent directory", manifest.display()))
+    build(&crate::workspace_root())
 }
 
 /// Checks `ROOT/spec/*.md` and, if every reference resolves, renders it to

@@ -56,7 +56,8 @@
 //!   only those are checked.
 //! * Expected and actual scores that are both NaN match.
 //!
-//! Depends on every Cupel stage crate; it is a test tool and is not published.
+//! Depends on `cupel-core` and `cupel-pipeline` (which brings in every stage
+//! crate); it is a test tool and is not published.
 
 mod diagnostics;
 mod discover;

@@ -42,7 +42,14 @@ pub(crate) fn budget(t: &Table) -> Result<Result<ContextBudget, CupelError>, Str
                 )
             })?;
             match ContextKind::new(kind.clone()) {
+                // Kinds compare ignoring ASCII case: `Tool` and `tool` are one
+                // key, and letting one replace the other would drop a reservation.
                 Ok(k) => {
+                    if let Some(earlier) = map.keys().find(|e| **e == k) {
+                        return Err(format!(
+                            "[budget.reserved_slots]: kind `{kind}` is given twice (also as `{earlier}`)"
+                        ));
+                    }
                     map.insert(k, tokens);
                 }
                 Err(e) => return Ok(Err(e)),
@@ -228,6 +235,14 @@ Message = 50
                 "max_tokens = 1\ntarget_tokens = 1\n[reserved_slots]\nA = \"x\"\n"
             ))
             .is_err()
+        );
+        // The same kind twice (ASCII case folded): malformed, not merged.
+        assert_eq!(
+            budget(&parse(
+                "max_tokens = 9\ntarget_tokens = 9\n[reserved_slots]\nTool = 1\ntool = 2\n"
+            ))
+            .unwrap_err(),
+            "[budget.reserved_slots]: kind `tool` is given twice (also as `Tool`)"
         );
         // target > max: a construction error of the budget.
         assert!(matches!(

@@ -4,9 +4,8 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use cupel_core::{ContextItem, Placer, ScoredItem, Scorer, SliceBudget, Slicer};
-use cupel_pipeline::{PlacerType, ScorerConfig, SlicerConfig};
-use cupel_placers::{ChronologicalPlacer, UShapedPlacer};
+use cupel_core::{ContextItem, ScoredItem, Scorer, SliceBudget, Slicer};
+use cupel_pipeline::{ScorerConfig, SlicerConfig};
 use toml::{Table, Value};
 
 use crate::errors::ExpectedError;
@@ -65,17 +64,6 @@ pub(crate) fn build_slicer(config: Table) -> Result<Arc<dyn Slicer>, String> {
         .try_into()
         .map_err(|e| format!("invalid slicer configuration: {}", one_line(&e.to_string())))?;
     cfg.build().map_err(|e| e.to_string())
-}
-
-/// The built-in placer of a type.
-pub(crate) fn build_placer(kind: PlacerType) -> Result<Arc<dyn Placer>, String> {
-    match kind {
-        PlacerType::Chronological => Ok(Arc::new(ChronologicalPlacer)),
-        PlacerType::UShaped => Ok(Arc::new(UShapedPlacer)),
-        other => Err(format!(
-            "placer `{other}` has no implementation in this runner"
-        )),
-    }
 }
 
 /// A scoring vector: every `[[expected]]` item's score, computed both with
@@ -232,8 +220,8 @@ pub(crate) fn placing(
 ) -> Result<(), String> {
     let name = required_string(test, "placer", "[test]")?;
     let kind = placer_type(name, "[test].placer")?;
-    let Some(placer) = construction(build_placer(kind), expect_construction_error, "placer")?
-    else {
+    // Placers take no configuration, so building one cannot fail.
+    let Some(placer) = construction(Ok(kind.build()), expect_construction_error, "placer")? else {
         return Ok(());
     };
     let scored = scored_items(v, "items")?;

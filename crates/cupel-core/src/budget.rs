@@ -14,6 +14,12 @@ use crate::{ContextKind, CupelError};
 /// | `reserved_slots` | per-kind token reservations, subtracted from the slicer's room |
 /// | `estimation_safety_margin_percent` | extra head-room when token counts are estimates |
 ///
+/// With the `serde` feature a budget reads and writes these snake_case names
+/// (the specification's camelCase spellings are accepted on input) and is
+/// validated like [`build`](ContextBudgetBuilder::build). A kind that appears
+/// twice in `reserved_slots` (kinds compare ignoring ASCII case, so `Tool`
+/// and `tool` count) is an error rather than one value replacing the other.
+///
 /// ```
 /// use cupel_core::{ContextBudget, ContextKind};
 /// let budget = ContextBudget::builder(8_000, 6_000)
@@ -287,7 +293,9 @@ impl SliceBudget {
 #[cfg(feature = "serde")]
 mod serde_impl {
     use super::*;
+    use serde::de::{Error as _, MapAccess, Visitor};
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::fmt;
 
     #[derive(Serialize)]
     struct BudgetRef<'a> {
@@ -320,10 +328,37 @@ mod serde_impl {
         target_tokens: i64,
         #[serde(default, alias = "outputReserve")]
         output_reserve: i64,
-        #[serde(default, alias = "reservedSlots")]
+        #[serde(default, alias = "reservedSlots", deserialize_with = "slots")]
         reserved_slots: BTreeMap<ContextKind, i64>,
         #[serde(default, alias = "estimationSafetyMarginPercent")]
         estimation_safety_margin_percent: f64,
+    }
+
+    /// Reads `reserved_slots`, rejecting a kind given twice: kinds compare
+    /// ignoring ASCII case, so `Tool` and `tool` are one key, and letting the
+    /// later value win would silently drop a reservation.
+    fn slots<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<ContextKind, i64>, D::Error> {
+        struct Slots;
+        impl<'de> Visitor<'de> for Slots {
+            type Value = BTreeMap<ContextKind, i64>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map from kind to reserved tokens")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = BTreeMap::new();
+                while let Some((kind, tokens)) = map.next_entry::<ContextKind, i64>()? {
+                    if let Some(earlier) = out.keys().find(|k| **k == kind) {
+                        return Err(A::Error::custom(format!(
+                            "reserved_slots: kind '{kind}' is given twice (also as '{earlier}'; \
+                             kinds compare ignoring ASCII case)"
+                        )));
+                    }
+                    out.insert(kind, tokens);
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_map(Slots)
     }
 
     impl<'de> Deserialize<'de> for ContextBudget {

@@ -34,8 +34,11 @@
 //! ```
 //!
 //! # Features
-//! * `serde` — `Serialize`/`Deserialize` for every public data type, using the
-//!   specification's JSON wire format for reasons and reports.
+//! * `serde` — `Serialize`/`Deserialize` for the data: items, kinds, budgets,
+//!   slicer outcomes, events, reasons and reports (not for the borrowed
+//!   [`ScoredItem`] and collector records, nor for collectors, clocks or
+//!   errors), using the specification's JSON wire format for reasons and
+//!   reports.
 #![deny(missing_docs)]
 
 mod budget;

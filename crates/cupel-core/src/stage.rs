@@ -132,6 +132,7 @@ pub enum SlicerKind {
 
 /// What a slicer decided: the selected items plus what the diagnostics need.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct SliceOutcome {
     /// Indices into the slicer's input, in the slicer's own output order.
     /// Each index appears at most once.

@@ -215,6 +215,65 @@ fn budget_round_trips_and_validates() {
 }
 
 #[test]
+fn a_reserved_slot_kind_given_twice_is_rejected_not_merged() {
+    // "Tool" and "TOOL" are one kind; keeping the last value would silently
+    // reserve 20 tokens where the input asks for 10 + 20.
+    let err = serde_json::from_str::<ContextBudget>(
+        r#"{"max_tokens":100,"target_tokens":90,"reserved_slots":{"Tool":10,"TOOL":20}}"#,
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("reserved_slots: kind 'TOOL' is given twice (also as 'Tool'"),
+        "{err}"
+    );
+    let err = toml::from_str::<ContextBudget>(
+        "max_tokens = 100\ntarget_tokens = 90\n[reserved_slots]\nmemory = 5\nMemory = 5\n",
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("is given twice"), "{err}");
+    // Distinct kinds are all kept: 10 + 20 = 30 reserved.
+    let ok: ContextBudget = serde_json::from_str(
+        r#"{"max_tokens":100,"target_tokens":90,"reserved_slots":{"Tool":10,"Memory":20}}"#,
+    )
+    .unwrap();
+    assert_eq!(ok.reserved_tokens(), 30);
+}
+
+#[test]
+fn slicer_outcomes_and_stage_traces_round_trip() {
+    use cupel_core::{CapExclusion, CountRequirementShortfall, SliceOutcome, StageTrace};
+    let outcome = SliceOutcome {
+        selected: vec![2, 0],
+        shortfalls: vec![CountRequirementShortfall {
+            kind: ContextKind::MEMORY,
+            required_count: 2,
+            satisfied_count: 1,
+        }],
+        cap_exclusions: vec![CapExclusion {
+            index: 1,
+            kind: ContextKind::TOOL_OUTPUT,
+            cap: 1,
+            count: 1,
+        }],
+    };
+    let json = serde_json::to_string(&outcome).unwrap();
+    assert_eq!(
+        serde_json::from_str::<SliceOutcome>(&json).unwrap(),
+        outcome
+    );
+    let trace = StageTrace {
+        stage: PipelineStage::Slice,
+        started_at: std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(7),
+        duration: std::time::Duration::from_micros(1500),
+        item_count_in: 3,
+        item_count_out: 2,
+    };
+    let json = serde_json::to_string(&trace).unwrap();
+    assert_eq!(serde_json::from_str::<StageTrace>(&json).unwrap(), trace);
+}
+
+#[test]
 fn overflow_event_round_trips() {
     let ev = OverflowEvent {
         tokens_over_budget: 384,

@@ -1,30 +1,5 @@
-//! [`PolicyConfig`]: a declarative, serde-readable description of a [`Policy`].
-//!
-//! The schema is the `[config]` table of the conformance vectors, so a policy
-//! file, a CLI input's `[policy]` table, a preset and a vector all read the same:
-//!
-//! ```toml
-//! slicer = "knapsack"          # greedy | knapsack | quota | count_quota | count_constrained_knapsack
-//! bucket_size = 100            # slicer keys sit next to `slicer`
-//! placer = "u-shaped"          # chronological | u-shaped
-//! deduplication = true         # default true
-//! overflow_strategy = "throw"  # throw (default) | truncate | proceed
-//!
-//! [[scorers]]                  # one entry: that scorer; several: a weighted composite
-//! type = "reflexive"
-//! weight = 3.0
-//!
-//! [[scorers]]
-//! type = "kind"                # no weights given: the spec's default kind weights
-//! weight = 1.0
-//! ```
-//!
-//! Read files with [`PolicyConfig::from_toml_str`] / [`PolicyConfig::from_json_str`]:
-//! they reject unknown keys and keys that do not apply to the component they
-//! sit on, naming the key. Plain `serde` deserialisation ignores unknown keys
-//! (forward compatibility, as the conformance format requires).
+//! [`PolicyConfig`]: a declarative, serde-readable description of a [`Policy`](crate::Policy).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -52,8 +27,41 @@ fn is_default_overflow(o: &OverflowName) -> bool {
 
 /// A whole policy: scorers, slicer (with its keys), placer, overflow and deduplication.
 ///
-/// On the wire the slicer's keys sit next to `slicer` in the same table (see
-/// the [module docs](self)).
+/// The schema is the `[config]` table of the conformance vectors, so a policy
+/// file, a CLI input's `[policy]` table, a preset and a vector all read the
+/// same. On the wire the slicer's keys sit next to `slicer` in the same table:
+///
+/// ```toml
+/// slicer = "knapsack"          # greedy | knapsack | quota | count_quota | count_constrained_knapsack
+/// bucket_size = 100            # slicer keys sit next to `slicer`
+/// placer = "u-shaped"          # chronological | u-shaped
+/// deduplication = true         # default true
+/// overflow_strategy = "throw"  # throw (default) | truncate | proceed
+///
+/// [[scorers]]                  # one entry: that scorer; several: a weighted composite
+/// type = "reflexive"
+/// weight = 3.0
+///
+/// [[scorers]]
+/// type = "kind"                # no weights given: the spec's default kind weights
+/// weight = 1.0
+/// ```
+///
+/// Read files with [`PolicyConfig::from_toml_str`] / [`PolicyConfig::from_json_str`]:
+/// they reject unknown keys and keys that do not apply to the component they
+/// sit on, naming the key. Plain `serde` deserialisation ignores unknown keys
+/// (forward compatibility, as the conformance format requires).
+///
+/// ```
+/// use cupel_pipeline::{PlacerType, PolicyConfig};
+/// let cfg = PolicyConfig::from_toml_str(
+///     "placer = \"u-shaped\"\n[[scorers]]\ntype = \"reflexive\"\n",
+/// )?;
+/// assert_eq!(cfg.placer, PlacerType::UShaped);
+/// let policy = cfg.build()?;
+/// assert!(policy.deduplication());
+/// # Ok::<(), cupel_core::CupelError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(from = "RawPolicy", into = "RawPolicy")]
 pub struct PolicyConfig {
@@ -514,7 +522,7 @@ impl PolicyConfig {
         crate::Policy::builder()
             .scorer_arc(scorer)
             .slicer_arc(self.slicer.build()?)
-            .placer_arc(crate::construct::placer(self.placer))
+            .placer_arc(self.placer.build())
             .overflow_strategy(self.overflow_strategy.into())
             .deduplication(self.deduplication)
             .build()
@@ -668,16 +676,21 @@ impl SlicerConfig {
     }
 }
 
-/// Kind weights as an ordered map (for building and display).
+/// Kind weights as `(kind, weight)` pairs in the order given.
+///
+/// Pairs, not a map: a kind listed twice (in any ASCII case) must reach
+/// `KindScorer::new`, which rejects it, instead of one weight silently
+/// replacing the other.
 pub(crate) fn kind_weights(
     weights: &[KindWeightConfig],
     at: &str,
-) -> Result<BTreeMap<cupel_core::ContextKind, f64>, CupelError> {
-    let mut map = BTreeMap::new();
-    for w in weights {
-        let kind = cupel_core::ContextKind::new(w.kind.clone())
-            .map_err(|e| CupelError::PipelineConfig(format!("{at}.weights: {e}")))?;
-        map.insert(kind, w.weight);
-    }
-    Ok(map)
+) -> Result<Vec<(cupel_core::ContextKind, f64)>, CupelError> {
+    weights
+        .iter()
+        .map(|w| {
+            cupel_core::ContextKind::new(w.kind.clone())
+                .map(|kind| (kind, w.weight))
+                .map_err(|e| CupelError::PipelineConfig(format!("{at}.weights: {e}")))
+        })
+        .collect()
 }

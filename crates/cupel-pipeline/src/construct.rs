@@ -48,11 +48,11 @@ pub(crate) fn scorer(cfg: &ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, 
                     "{path}: `use_default_weights = true` conflicts with custom `weights`"
                 )));
             }
+            // Asking for the defaults wins over an empty custom list.
+            (_, Some(true)) | (None, _) => Arc::new(KindScorer::default_weights()),
             (Some(w), _) => {
-                let map = kind_weights(w, path)?;
-                Arc::new(KindScorer::new(map).map_err(|e| at(e, path))?)
+                Arc::new(KindScorer::new(kind_weights(w, path)?).map_err(|e| at(e, path))?)
             }
-            (None, _) => Arc::new(KindScorer::default_weights()),
         },
         ScorerType::Tag => {
             let weights = cfg
@@ -153,10 +153,23 @@ pub(crate) fn composite(
     ))
 }
 
-pub(crate) fn placer(p: PlacerType) -> Arc<dyn Placer> {
-    match p {
-        PlacerType::Chronological => Arc::new(ChronologicalPlacer),
-        PlacerType::UShaped => Arc::new(UShapedPlacer),
+impl PlacerType {
+    /// The built-in placer of this type (placers take no configuration).
+    ///
+    /// ```
+    /// use cupel_core::{ContextItem, ScoredItem};
+    /// use cupel_pipeline::PlacerType;
+    /// let (a, b) = (ContextItem::new("a", 1)?, ContextItem::new("b", 1)?);
+    /// let merged = [ScoredItem::new(&a, 0.2), ScoredItem::new(&b, 0.9)];
+    /// // Two items: the better one first, the other at the far edge.
+    /// assert_eq!(PlacerType::UShaped.build().place(&merged), vec![1, 0]);
+    /// # Ok::<(), cupel_core::CupelError>(())
+    /// ```
+    pub fn build(self) -> Arc<dyn Placer> {
+        match self {
+            PlacerType::Chronological => Arc::new(ChronologicalPlacer),
+            PlacerType::UShaped => Arc::new(UShapedPlacer),
+        }
     }
 }
 

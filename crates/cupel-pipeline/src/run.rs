@@ -70,7 +70,6 @@ pub(crate) fn execute<C: TraceCollector + ?Sized>(
     result
 }
 
-#[allow(clippy::too_many_lines)]
 fn stages<C: TraceCollector + ?Sized>(
     policy: &Policy,
     budget: &ContextBudget,
@@ -145,9 +144,10 @@ fn stages<C: TraceCollector + ?Sized>(
     );
 
     // ----- 3. Deduplicate ----------------------------------------------------------
-    // Positions below are indices into `scoreable` / `scores`.
+    // Positions below are indices into `scoreable` / `scores`. The survivors go
+    // straight into the Sort stage's `(score, position)` keys.
     let timer = Timer::start(traced);
-    let deduped: Vec<usize> = if policy.deduplication && !refs.is_empty() {
+    let mut keyed: Vec<(f64, usize)> = if policy.deduplication && !refs.is_empty() {
         let mut survivor = vec![true; refs.len()];
         // Only looked up, never iterated: hash order cannot reach the output.
         let mut best: FxHashMap<&str, usize> =
@@ -186,22 +186,24 @@ fn stages<C: TraceCollector + ?Sized>(
                 }
             }
         }
-        (0..refs.len()).filter(|&p| survivor[p]).collect()
+        (0..refs.len())
+            .filter(|&p| survivor[p])
+            .map(|p| (scores[p], p))
+            .collect()
     } else {
-        (0..refs.len()).collect()
+        scores.iter().copied().zip(0..).collect()
     };
     finish(
         collector,
         timer,
         PipelineStage::Deduplicate,
         refs.len(),
-        deduped.len(),
+        keyed.len(),
     );
 
     // ----- 4. Sort (no event) --------------------------------------------------------
     // Sort (score, position) pairs: the index tie-break makes every key unique,
     // so an unstable sort gives the stable order, and the keys sit in one array.
-    let mut keyed: Vec<(f64, usize)> = deduped.iter().map(|&p| (scores[p], p)).collect();
     keyed.sort_unstable_by(|a, b| score_cmp_desc(a.0, b.0).then(a.1.cmp(&b.1)));
     let sorted: Vec<usize> = keyed.into_iter().map(|(_, p)| p).collect();
     let sorted_scored: Vec<ScoredItem<'_>> = sorted
@@ -241,9 +243,18 @@ fn stages<C: TraceCollector + ?Sized>(
             cap.index
         )));
     }
-    // Sliced items in Sort-stage order (score descending), see clarification D-4.
-    let sliced: Vec<usize> = (0..n_sorted).filter(|&s| selected[s]).collect();
-    let sliced_tokens: i64 = sliced.iter().map(|&s| sorted_scored[s].item.tokens()).sum();
+    // The merged list of the Place stage, as (input index, score): pinned items
+    // first with score 1.0, then the sliced items in Sort-stage order (score
+    // descending, clarification D-4), not in the slicer's output order.
+    let mut merged: Vec<(usize, f64)> = Vec::with_capacity(pinned.len() + outcome.selected.len());
+    merged.extend(pinned.iter().map(|&i| (i, 1.0)));
+    let mut sliced_tokens: i64 = 0;
+    for s in (0..n_sorted).filter(|&s| selected[s]) {
+        let scored = sorted_scored[s];
+        sliced_tokens += scored.item.tokens();
+        merged.push((scoreable[sorted[s]], scored.score));
+    }
+    let n_sliced = merged.len() - pinned.len();
     if traced {
         if !outcome.shortfalls.is_empty() {
             collector.on_shortfalls(&outcome.shortfalls);
@@ -262,26 +273,13 @@ fn stages<C: TraceCollector + ?Sized>(
             sliced_tokens,
         );
     }
-    finish(
-        collector,
-        timer,
-        PipelineStage::Slice,
-        n_sorted,
-        sliced.len(),
-    );
+    finish(collector, timer, PipelineStage::Slice, n_sorted, n_sliced);
 
     // ----- 6. Place ----------------------------------------------------------------------
     let timer = Timer::start(traced);
-    // (input index, score); pinned first with score 1.0, then sliced in score order.
-    let mut merged: Vec<(usize, f64)> = Vec::with_capacity(pinned.len() + sliced.len());
-    merged.extend(pinned.iter().map(|&i| (i, 1.0)));
-    merged.extend(
-        sliced
-            .iter()
-            .map(|&s| (scoreable[sorted[s]], sorted_scored[s].score)),
-    );
     let merged_in = merged.len();
-    let merged_tokens: i64 = merged.iter().map(|&(i, _)| items[i].tokens()).sum();
+    // Distinct non-negative counts of the checked input: the sum fits in i64.
+    let merged_tokens = pinned_tokens + sliced_tokens;
     let target = budget.target_tokens();
     if merged_tokens > target {
         match policy.overflow_strategy {

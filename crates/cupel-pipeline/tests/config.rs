@@ -1,7 +1,7 @@
 //! Declarative policies: parsing, strictness, building, presets.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use cupel_core::{ContextBudget, ContextItem, ContextKind, CupelError, SlicerKind};
+use cupel_core::{ContextBudget, ContextItem, ContextKind, CupelError, Scorer, SlicerKind};
 use cupel_pipeline::{Pipeline, PolicyConfig, ScorerType, SlicerType, preset, presets};
 
 const FULL: &str = r#"
@@ -300,4 +300,40 @@ fn unknown_keys_inside_an_inline_inner_scorer_are_named() {
 fn a_policy_of_the_wrong_shape_says_what_was_expected() {
     let e = PolicyConfig::from_json_str("\"chat\"").unwrap_err();
     assert!(e.to_string().contains("expected a policy table"), "{e}");
+}
+
+#[test]
+fn a_kind_weighted_twice_is_an_error_not_a_silent_overwrite() {
+    // "ToolOutput" and "tooloutput" name one kind (kinds compare ignoring ASCII
+    // case). Keeping only the last weight would silently drop the 0.9.
+    let e = PolicyConfig::from_toml_str(
+        "[[scorers]]\ntype = \"kind\"\nweights = [{ kind = \"ToolOutput\", weight = 0.9 }, { kind = \"tooloutput\", weight = 0.1 }]\n",
+    )
+    .unwrap()
+    .build()
+    .unwrap_err();
+    assert!(
+        matches!(e, CupelError::ScorerConfig(ref m)
+            if m.starts_with("scorers[0]: ") && m.contains("configured twice")),
+        "{e}"
+    );
+}
+
+#[test]
+fn use_default_weights_wins_over_an_empty_weight_list() {
+    // Defaults: Memory 0.8. An empty custom list alone would score it 0.0.
+    let memory = ContextItem::builder("m", 1)
+        .kind(ContextKind::MEMORY)
+        .build()
+        .unwrap();
+    let score = |toml: &str| {
+        let cfg = PolicyConfig::from_toml_str(toml).unwrap();
+        cfg.scorers[0].build().unwrap().score(0, &[&memory])
+    };
+    assert_eq!(
+        score("[[scorers]]\ntype = \"kind\"\nuse_default_weights = true\nweights = []\n"),
+        0.8
+    );
+    assert_eq!(score("[[scorers]]\ntype = \"kind\"\nweights = []\n"), 0.0);
+    assert_eq!(score("[[scorers]]\ntype = \"kind\"\n"), 0.8);
 }

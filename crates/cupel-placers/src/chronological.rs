@@ -1,7 +1,5 @@
 use std::cmp::Ordering;
 
-use chrono::{DateTime, Utc};
-
 use cupel_core::{Placer, ScoredItem};
 
 /// Orders items by timestamp, oldest first; items without a timestamp follow,
@@ -25,7 +23,7 @@ impl Placer for ChronologicalPlacer {
     fn place(&self, items: &[ScoredItem<'_>]) -> Vec<usize> {
         // Extract the keys once (one pointer chase per item, not per comparison);
         // the index makes every key unique, so an unstable sort is stable here.
-        let mut keyed: Vec<(Option<DateTime<Utc>>, usize)> = items
+        let mut keyed: Vec<(_, usize)> = items
             .iter()
             .enumerate()
             .map(|(i, s)| (s.item.timestamp(), i))

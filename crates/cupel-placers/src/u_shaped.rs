@@ -19,10 +19,9 @@ impl Placer for UShapedPlacer {
             .map(|(i, s)| (s.score, i))
             .collect();
         keyed.sort_unstable_by(|a, b| score_cmp_desc(a.0, b.0).then(a.1.cmp(&b.1)));
-        let ranked: Vec<usize> = keyed.into_iter().map(|(_, i)| i).collect();
         let mut result = vec![0usize; n];
         let (mut left, mut right) = (0usize, n);
-        for (rank, &idx) in ranked.iter().enumerate() {
+        for (rank, &(_, idx)) in keyed.iter().enumerate() {
             if rank % 2 == 0 {
                 result[left] = idx;
                 left += 1;

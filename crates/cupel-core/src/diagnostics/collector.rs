@@ -88,22 +88,14 @@ pub trait TraceCollector {
     /// An item was excluded. Default: an item event, if the detail level asks for it.
     fn on_item_excluded(&mut self, record: ExclusionRecord<'_>) {
         if self.detail_level() >= TraceDetailLevel::Item {
-            self.record_item_event(item_event(record.stage, record.reason.to_string()));
+            self.record_item_event(exclusion_event(&record));
         }
     }
 
     /// An item was included. Default: an item event, if the detail level asks for it.
     fn on_item_included(&mut self, record: InclusionRecord<'_>) {
         if self.detail_level() >= TraceDetailLevel::Item {
-            self.record_item_event(item_event(
-                PipelineStage::Place,
-                format!(
-                    "{}: {} tokens, score {}",
-                    record.reason,
-                    record.item.tokens(),
-                    record.score
-                ),
-            ));
+            self.record_item_event(inclusion_event(&record));
         }
     }
 
@@ -124,6 +116,24 @@ pub trait TraceCollector {
     fn on_run_failed(&mut self, error: &CupelError) {
         let _ = error;
     }
+}
+
+/// The item-level event of an exclusion: the reason as the message.
+fn exclusion_event(record: &ExclusionRecord<'_>) -> TraceEvent {
+    item_event(record.stage, record.reason.to_string())
+}
+
+/// The item-level event of an inclusion (always at the Place stage).
+fn inclusion_event(record: &InclusionRecord<'_>) -> TraceEvent {
+    item_event(
+        PipelineStage::Place,
+        format!(
+            "{}: {} tokens, score {}",
+            record.reason,
+            record.item.tokens(),
+            record.score
+        ),
+    )
 }
 
 fn item_event(stage: PipelineStage, message: String) -> TraceEvent {
@@ -321,7 +331,7 @@ impl TraceCollector for DiagnosticTraceCollector {
 
     fn on_item_excluded(&mut self, record: ExclusionRecord<'_>) {
         if self.detail_level >= TraceDetailLevel::Item {
-            self.push(item_event(record.stage, record.reason.to_string()));
+            self.push(exclusion_event(&record));
         }
         self.excluded.push(ExcludedItem {
             item: record.item.clone(),
@@ -332,15 +342,7 @@ impl TraceCollector for DiagnosticTraceCollector {
 
     fn on_item_included(&mut self, record: InclusionRecord<'_>) {
         if self.detail_level >= TraceDetailLevel::Item {
-            self.push(item_event(
-                PipelineStage::Place,
-                format!(
-                    "{}: {} tokens, score {}",
-                    record.reason,
-                    record.item.tokens(),
-                    record.score
-                ),
-            ));
+            self.push(inclusion_event(&record));
         }
         self.included.push(IncludedItem {
             item: record.item.clone(),
@@ -431,6 +433,55 @@ mod tests {
             *seen.lock().unwrap(),
             vec![PipelineStage::Classify, PipelineStage::Classify]
         );
+    }
+
+    #[test]
+    fn default_hooks_and_the_diagnostic_collector_write_the_same_item_events() {
+        /// Implements only the two recording methods, at Item level.
+        struct Plain(Vec<TraceEvent>);
+        impl TraceCollector for Plain {
+            fn is_enabled(&self) -> bool {
+                true
+            }
+            fn detail_level(&self) -> TraceDetailLevel {
+                TraceDetailLevel::Item
+            }
+            fn record_item_event(&mut self, event: TraceEvent) {
+                self.0.push(event);
+            }
+        }
+        fn feed(c: &mut dyn TraceCollector, item: &ContextItem) {
+            c.on_item_excluded(ExclusionRecord {
+                stage: PipelineStage::Slice,
+                index: 0,
+                item,
+                score: 0.5,
+                reason: ExclusionReason::BudgetExceeded {
+                    item_tokens: 400,
+                    available_tokens: 50,
+                },
+            });
+            c.on_item_included(InclusionRecord {
+                index: 0,
+                item,
+                score: 0.25,
+                reason: InclusionReason::Scored,
+            });
+        }
+        let item = ContextItem::new("a", 400).unwrap();
+        let mut plain = Plain(Vec::new());
+        feed(&mut plain, &item);
+        let mut diag = DiagnosticTraceCollector::new(TraceDetailLevel::Item);
+        feed(&mut diag, &item);
+        let messages: Vec<Option<&str>> = plain.0.iter().map(|e| e.message.as_deref()).collect();
+        assert_eq!(
+            messages,
+            [
+                Some("BudgetExceeded: 400 tokens requested, 50 available"),
+                Some("Scored: 400 tokens, score 0.25"),
+            ]
+        );
+        assert_eq!(plain.0, diag.events());
     }
 
     #[test]

@@ -101,6 +101,7 @@ pub struct TraceEvent {
 /// so exporters that build spans after the fact can still give them their real
 /// timestamps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct StageTrace {
     /// The stage.
     pub stage: PipelineStage,
@@ -158,6 +159,7 @@ pub struct CountRequirementShortfall {
 
 /// An item a count-quota slicer removed because its kind had reached its cap.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct CapExclusion {
     /// Index of the item in the slicer's input.
     pub index: usize,
