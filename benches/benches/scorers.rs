@@ -84,7 +84,7 @@ fn bench_scorers(c: &mut Criterion) {
         group.throughput(Throughput::Elements(n as u64));
         group.sample_size(if n >= 100_000 { 10 } else { 20 });
 
-        group.bench_with_input(BenchmarkId::new("floor_sort", n), &pairs, |b, pairs| {
+        group.bench_with_input(BenchmarkId::new("floor", n), &pairs, |b, pairs| {
             b.iter_batched(
                 || pairs.clone(),
                 |mut v| {
