@@ -1,5 +1,6 @@
-//! `cargo xtask bench [--quick] [BENCH...]`: runs the criterion benchmarks and
-//! prints one summary line per case: `NAME  median_ms  floor_ms  ratio`.
+//! `cargo xtask bench [--quick] [--summary-only] [BENCH...]`: runs the criterion
+//! benchmarks (or, with `--summary-only`, reuses the last results) and prints
+//! one summary line per case: `NAME  median_ms  floor_ms  ratio`.
 //!
 //! Every benchmark group measures a `floor` function (a stable sort of N
 //! `(f64, u32)` pairs) at the same sizes as its cases, in the same process; the
@@ -12,10 +13,12 @@ use crate::{cargo, run_step, workspace_root};
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut quick = false;
+    let mut run_benches = true;
     let mut benches: Vec<&str> = Vec::new();
     for a in args {
         match a.as_str() {
             "--quick" => quick = true,
+            "--summary-only" => run_benches = false,
             s if s.starts_with('-') => return Err(format!("bench: unknown flag `{s}`")),
             s => benches.push(s),
         }
@@ -24,7 +27,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         benches.push("pipeline");
     }
     let root = workspace_root();
-    for bench in &benches {
+    for bench in benches.iter().filter(|_| run_benches) {
         let mut cmd = cargo();
         // Criterion runs from the package directory; keep its output in the workspace target.
         cmd.env("CRITERION_HOME", root.join("target").join("criterion"));
@@ -50,35 +53,58 @@ pub(crate) struct Row {
     pub(crate) floor_ms: Option<f64>,
 }
 
-/// Reads `target/criterion/<group>/<function>/<n>/new/estimates.json` for each group.
-fn summarize(criterion: &Path, groups: &[&str]) -> Result<Vec<Row>, String> {
+/// Reads `target/criterion/<group>/<function>/<n>/new/estimates.json` for the
+/// groups of each bench: the group named like the bench, and groups named
+/// `<bench>/<part>` (criterion stores those as `<bench>_<part>`).
+fn summarize(criterion: &Path, benches: &[&str]) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
-    for group in groups {
-        let dir = criterion.join(group);
-        if !dir.is_dir() {
-            return Err(format!("no criterion results under {}", dir.display()));
+    for bench in benches {
+        let groups: Vec<PathBuf> = sorted_dirs(criterion)?
+            .into_iter()
+            .filter(|d| {
+                let name = file_name(d);
+                name == *bench || name.starts_with(&format!("{bench}_"))
+            })
+            .collect();
+        if groups.is_empty() {
+            return Err(format!(
+                "no criterion results for `{bench}` under {}",
+                criterion.display()
+            ));
         }
-        let floor_dir = dir.join("floor");
-        for function in sorted_dirs(&dir)? {
-            let fname = file_name(&function);
-            if fname == "floor" || fname == "report" {
-                continue;
-            }
-            for size_dir in sorted_dirs(&function)? {
-                let size = file_name(&size_dir);
-                let Some(median) = median_ms(&size_dir)? else {
+        for dir in groups {
+            let group = file_name(&dir).replacen('_', "/", 1);
+            let floor_dir = dir.join("floor");
+            for function in sorted_dirs(&dir)? {
+                let fname = file_name(&function);
+                if fname == "floor" || fname == "report" {
                     continue;
-                };
-                let floor = median_ms(&floor_dir.join(&size))?;
-                rows.push(Row {
-                    name: format!("{group}/{fname}/{size}"),
-                    median_ms: median,
-                    floor_ms: floor,
-                });
+                }
+                for size_dir in sorted_dirs(&function)? {
+                    let size = file_name(&size_dir);
+                    let Some(median) = median_ms(&size_dir)? else {
+                        continue;
+                    };
+                    let floor = median_ms(&floor_dir.join(floor_size(&size)))?;
+                    rows.push(Row {
+                        name: format!("{group}/{fname}/{size}"),
+                        median_ms: median,
+                        floor_ms: floor,
+                    });
+                }
             }
         }
     }
     Ok(rows)
+}
+
+/// The N a case is measured at: the parameter itself (`1000`), or the digits
+/// after a leading `n` in a descriptive one (`n1000-target250000-bucket10`).
+fn floor_size(param: &str) -> String {
+    match param.strip_prefix('n') {
+        Some(rest) => rest.chars().take_while(char::is_ascii_digit).collect(),
+        None => param.to_string(),
+    }
 }
 
 fn sorted_dirs(dir: &Path) -> Result<Vec<PathBuf>, String> {
@@ -153,6 +179,12 @@ fn print_table(rows: &[Row]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn floor_size_reads_plain_and_descriptive_parameters() {
+        assert_eq!(floor_size("1000"), "1000");
+        assert_eq!(floor_size("n10000-target2500000-bucket100"), "10000");
+    }
 
     #[test]
     fn reads_the_median_not_the_mean() {

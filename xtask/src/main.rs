@@ -51,7 +51,7 @@ commands:
   ci            fmt check, clippy -D warnings, all tests (incl. doctests), conformance, spec build
   conformance [--dir PATH]... [--filter SUBSTR]
                 run the conformance vectors (default: conformance/required + conformance/optional)
-  bench [--quick] [BENCH...]
+  bench [--quick] [--summary-only] [BENCH...]
                 run criterion benchmarks (default: pipeline) and print NAME median_ms floor_ms ratio
   spec          check spec/*.md links and anchors, render it to target/spec/ (HTML)";
 
