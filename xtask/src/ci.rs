@@ -26,6 +26,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     test.args(["test", "--workspace", "--all-features"]);
     run_step("cargo test --workspace --all-features", test)?;
 
+    let mut doc = cargo();
+    doc.args(["doc", "--workspace", "--no-deps", "--all-features"])
+        .env("RUSTDOCFLAGS", "-D warnings");
+    run_step("cargo doc (rustdoc warnings denied)", doc)?;
+
     crate::conformance::run(&[])?;
 
     eprintln!("==> cargo xtask spec");

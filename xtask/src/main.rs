@@ -1,7 +1,8 @@
 //! Project automation, run as `cargo xtask <command>`.
 //!
 //! * `ci` — exactly what `.ci/run` runs: format check, clippy with warnings
-//!   denied, every test (doctests included), then the later checks as they exist.
+//!   denied, every test (doctests included), rustdoc with warnings denied, the
+//!   conformance vectors, and the spec build.
 //! * `conformance` — runs the conformance vectors (`--dir`, `--filter`).
 //! * `spec` — checks the links and anchors of `spec/*.md` and renders it to
 //!   `target/spec/` as HTML.
@@ -48,7 +49,7 @@ fn main() -> ExitCode {
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci            fmt check, clippy -D warnings, all tests (incl. doctests), conformance, spec build
+  ci            fmt check, clippy -D warnings, all tests (incl. doctests), rustdoc -D warnings, conformance, spec build
   conformance [--dir PATH]... [--filter SUBSTR]
                 run the conformance vectors (default: conformance/required + conformance/optional)
   bench [--quick] [--summary-only] [BENCH...]
