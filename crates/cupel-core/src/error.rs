@@ -2,6 +2,10 @@
 
 use std::fmt;
 
+use chrono::{DateTime, Utc};
+
+use crate::run_budget::{BudgetDimension, BudgetExceededError};
+
 /// Every way a Cupel operation can fail.
 ///
 /// Each variant names one failure class and carries the numbers a caller needs
@@ -172,6 +176,46 @@ pub enum CupelError {
         /// The exact total.
         total: i128,
     },
+
+    // ----- run budget ------------------------------------------------------------
+    /// A [`TokenLimit`](crate::TokenLimit) ceiling was negative.
+    #[error("run budget {dimension} token limit must be >= 0 (got {limit})")]
+    NegativeTokenLimit {
+        /// The dimension (`input` or `output`).
+        dimension: BudgetDimension,
+        /// The rejected ceiling.
+        limit: i64,
+    },
+
+    /// A [`TokenUsage`](crate::TokenUsage) count was negative.
+    #[error("run budget {dimension} token usage must be >= 0 (got {tokens})")]
+    NegativeTokenUsage {
+        /// The dimension (`input` or `output`).
+        dimension: BudgetDimension,
+        /// The rejected count.
+        tokens: i64,
+    },
+
+    /// A [`RunBudget`](crate::RunBudget) was built with a deadline that is
+    /// not after the clock's current reading.
+    #[error("run budget deadline {deadline} has already expired (now {now})")]
+    DeadlineExpired {
+        /// The rejected deadline.
+        deadline: DateTime<Utc>,
+        /// The clock reading it was checked against.
+        now: DateTime<Utc>,
+    },
+
+    /// A run-budget checkpoint failed: see [`BudgetExceededError`] for the
+    /// phase, dimension, numbers and JSON state.
+    #[error(transparent)]
+    RunBudgetExceeded(Box<BudgetExceededError>),
+}
+
+impl From<BudgetExceededError> for CupelError {
+    fn from(err: BudgetExceededError) -> Self {
+        CupelError::RunBudgetExceeded(Box::new(err))
+    }
 }
 
 /// Which side of the `i64` range a [`CupelError::TokenOverflow`] fell off.

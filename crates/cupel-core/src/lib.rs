@@ -12,7 +12,11 @@
 //! * diagnostics: [`TraceCollector`] (with [`NullTraceCollector`] and
 //!   [`DiagnosticTraceCollector`]), [`SelectionReport`], [`ExclusionReason`],
 //!   [`InclusionReason`], [`TraceEvent`], [`OverflowEvent`];
-//! * injected services: [`TimeProvider`] and [`TokenCounter`];
+//! * the run budget shared by an agent and its subagents: [`RunBudget`]
+//!   ([`Deadline`], [`TokenLimit`]), the shared [`BudgetTracker`]
+//!   ([`TokenUsage`], [`Reservation`]) and [`BudgetExceededError`];
+//! * injected services: [`TimeProvider`] (system, fixed and manual clocks)
+//!   and [`TokenCounter`];
 //! * the one error type, [`CupelError`].
 //!
 //! Depend on `cupel-core` to implement a custom scorer, slicer, placer or
@@ -47,6 +51,7 @@ mod error;
 mod item;
 mod kind;
 mod stage;
+mod run_budget;
 mod time;
 mod timestamp;
 mod tokens;
@@ -64,7 +69,12 @@ pub use kind::{ContextKind, ContextSource};
 pub use stage::{
     OverflowStrategy, Placer, ScoredItem, Scorer, SliceOutcome, Slicer, SlicerKind, score_cmp_desc,
 };
-pub use time::{FixedTimeProvider, SystemTimeProvider, TimeProvider};
+pub use run_budget::{
+    BudgetDimension, BudgetExceededError, BudgetPhase, BudgetSnapshot, BudgetTracker, Deadline,
+    RUN_BUDGET_TRACING_TARGET, RemainingTokens, Reservation, RunBudget, RunBudgetBuilder,
+    TokenLimit, TokenUsage,
+};
+pub use time::{FixedTimeProvider, ManualTimeProvider, SystemTimeProvider, TimeProvider};
 pub use timestamp::parse_timestamp;
 #[cfg(feature = "serde")]
 pub use timestamp::serde_timestamp;

@@ -1,0 +1,327 @@
+//! [`BudgetExceededError`] and the [`BudgetPhase`] / [`BudgetDimension`] it names.
+
+use std::fmt::{self, Write as _};
+
+use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
+
+use super::model::{RemainingTokens, RunBudget, TokenUsage, clamp_i64};
+
+/// Where in a run a budget check happened.
+///
+/// The seed tags failures `preflight`, `budget` and `response`; we keep those
+/// and split `budget` by checkpoint so a host can tell a blocked provider call
+/// from a blocked tool (R-5). [`seed_tag`](Self::seed_tag) gives the seed's
+/// coarser tag back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum BudgetPhase {
+    /// Before any provider call: an expired deadline or a depleted dimension.
+    Preflight,
+    /// Before a provider request (the request is not issued on failure).
+    ProviderRequest,
+    /// Before a tool execution (the tool is not run on failure).
+    ToolExecution,
+    /// A check outside any tracker checkpoint:
+    /// [`RunBudget::assert_within_limit`].
+    Budget,
+    /// Finalization: the final tally did not fit.
+    Response,
+}
+
+impl BudgetPhase {
+    /// The snake_case name used in messages, logs and telemetry
+    /// (`preflight`, `provider_request`, `tool_execution`, `budget`, `response`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BudgetPhase::Preflight => "preflight",
+            BudgetPhase::ProviderRequest => "provider_request",
+            BudgetPhase::ToolExecution => "tool_execution",
+            BudgetPhase::Budget => "budget",
+            BudgetPhase::Response => "response",
+        }
+    }
+
+    /// The seed's phase tag: `preflight`, `response`, or `budget` for every
+    /// other checkpoint.
+    pub fn seed_tag(self) -> &'static str {
+        match self {
+            BudgetPhase::Preflight => "preflight",
+            BudgetPhase::Response => "response",
+            _ => "budget",
+        }
+    }
+}
+
+impl fmt::Display for BudgetPhase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The part of a run budget that ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum BudgetDimension {
+    /// The wall-clock deadline.
+    Deadline,
+    /// The input-token ceiling.
+    Input,
+    /// The output-token ceiling.
+    Output,
+}
+
+impl BudgetDimension {
+    /// `deadline`, `input` or `output`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BudgetDimension::Deadline => "deadline",
+            BudgetDimension::Input => "input",
+            BudgetDimension::Output => "output",
+        }
+    }
+}
+
+impl fmt::Display for BudgetDimension {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which rule a check broke; picks the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Breach {
+    /// The deadline passed.
+    Expired,
+    /// Committed usage meets or exceeds the ceiling (nothing more may start).
+    Exhausted,
+    /// The projected cost does not fit what remains.
+    DoesNotFit,
+    /// The final tally is above the ceiling.
+    Overshot,
+}
+
+/// The state of the breached scope at the moment of the check.
+pub(crate) struct BreachState {
+    pub(crate) budget: RunBudget,
+    pub(crate) usage: TokenUsage,
+    pub(crate) reserved: TokenUsage,
+    pub(crate) requested: TokenUsage,
+    pub(crate) now: Option<DateTime<Utc>>,
+    pub(crate) scope_depth: usize,
+}
+
+/// A run budget ran out: the deadline passed or a token ceiling was reached.
+///
+/// Carries everything a host needs to log and act: the checkpoint
+/// ([`phase`](Self::phase)), the [`dimension`](Self::dimension), the ceiling,
+/// the usage, what remains, and [`budget_json`](Self::budget_json) — the whole
+/// budget state of the scope that ran out, as one JSON object. Converts into
+/// [`CupelError::RunBudgetExceeded`](crate::CupelError::RunBudgetExceeded)
+/// with `?`.
+///
+/// ```
+/// use cupel_core::{BudgetDimension, BudgetPhase, FixedTimeProvider, RunBudget, TokenLimit, TokenUsage};
+/// let clock = FixedTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
+/// let budget = RunBudget::new(None, Some(TokenLimit::new(None, Some(50))?), &clock)?;
+/// let err = budget.assert_within_limit(TokenUsage::new(7, 60)?).unwrap_err();
+/// assert_eq!((err.phase, err.dimension), (BudgetPhase::Budget, BudgetDimension::Output));
+/// // remaining = 50 - 60 = -10: the overshoot stays visible.
+/// assert_eq!((err.limit, err.remaining), (Some(50), Some(-10)));
+/// assert_eq!(
+///     err.budget_json,
+///     r#"{"scope_depth":0,"budget":{"token_limit":{"output":50}},"usage":{"input":7,"output":60},"reserved":{"input":0,"output":0},"requested":{"input":0,"output":0},"remaining_tokens":{"output":-10}}"#
+/// );
+/// # Ok::<(), cupel_core::CupelError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BudgetExceededError {
+    /// The checkpoint that failed.
+    pub phase: BudgetPhase,
+    /// What ran out.
+    pub dimension: BudgetDimension,
+    /// The ceiling of the breached token dimension (`None` for the deadline).
+    pub limit: Option<i64>,
+    /// Cumulative usage recorded in the breached scope.
+    pub usage: TokenUsage,
+    /// Tokens reserved by in-flight requests in the breached scope.
+    pub reserved: TokenUsage,
+    /// The projected cost of the rejected request (zero for a plain check).
+    pub requested: TokenUsage,
+    /// Tokens left in the breached dimension: `limit - usage - reserved`,
+    /// negative after an overshoot (`None` for the deadline).
+    pub remaining: Option<i64>,
+    /// The breached scope's deadline, if it has one.
+    pub deadline: Option<DateTime<Utc>>,
+    /// The clock reading at the check (`None` from
+    /// [`RunBudget::assert_within_limit`], which has no clock).
+    pub now: Option<DateTime<Utc>>,
+    /// `deadline - now`, zero or negative when the deadline ran out.
+    pub remaining_time: Option<TimeDelta>,
+    /// `0` for the tracker that owns the run, `n` for a child `n` levels down.
+    pub scope_depth: usize,
+    /// The breached scope's state as JSON (keys in a fixed order):
+    /// `scope_depth`, `budget` (the [`RunBudget`] in its serde form),
+    /// `usage`, `reserved`, `requested`, `remaining_tokens` (absent without a
+    /// token limit), and with a clock `now` and — with a deadline —
+    /// `remaining_time_ms`.
+    pub budget_json: String,
+    breach: Breach,
+}
+
+impl BudgetExceededError {
+    pub(crate) fn new(
+        phase: BudgetPhase,
+        dimension: BudgetDimension,
+        breach: Breach,
+        state: &BreachState,
+    ) -> Self {
+        let budget = state.budget;
+        let deadline = budget.deadline().map(|d| d.expires_at());
+        let remaining_time = state.now.and_then(|now| budget.remaining_time(now));
+        let committed = state.usage.saturating_add(state.reserved);
+        let remaining = budget
+            .remaining_tokens(committed)
+            .and_then(|r| r.get(dimension));
+        let limit = budget.token_limit().and_then(|l| l.get(dimension));
+        Self {
+            phase,
+            dimension,
+            limit,
+            usage: state.usage,
+            reserved: state.reserved,
+            requested: state.requested,
+            remaining,
+            deadline,
+            now: state.now,
+            remaining_time,
+            scope_depth: state.scope_depth,
+            budget_json: budget_json(state, budget.remaining_tokens(committed), remaining_time),
+            breach,
+        }
+    }
+}
+
+impl fmt::Display for BudgetExceededError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let phase = self.phase;
+        let dim = self.dimension;
+        let scope = if self.scope_depth == 0 {
+            String::from("run budget")
+        } else {
+            format!("run budget (child scope, depth {})", self.scope_depth)
+        };
+        let used = self.usage.get(dim);
+        let reserved = self.reserved.get(dim);
+        let limit = self.limit.unwrap_or_default();
+        let remaining = self.remaining.unwrap_or_default();
+        match self.breach {
+            Breach::Expired => {
+                let late_ms = self
+                    .remaining_time
+                    .map_or(0, |t| t.num_milliseconds().saturating_neg());
+                write!(f, "{scope} exceeded at {phase}: the deadline")?;
+                if let Some(deadline) = self.deadline {
+                    write!(f, " {}", rfc3339(deadline))?;
+                }
+                write!(f, " has passed")?;
+                if let Some(now) = self.now {
+                    write!(f, " (now {}, {late_ms} ms late)", rfc3339(now))?;
+                }
+                Ok(())
+            }
+            Breach::Exhausted => write!(
+                f,
+                "{scope} exceeded at {phase}: {dim} tokens used {used} + reserved {reserved} \
+                 meet or exceed the limit of {limit} (remaining {remaining})"
+            ),
+            Breach::DoesNotFit => write!(
+                f,
+                "{scope} exceeded at {phase}: a request for {} {dim} tokens does not fit the \
+                 {remaining} remaining (limit {limit}, used {used}, reserved {reserved})",
+                self.requested.get(dim)
+            ),
+            Breach::Overshot => write!(
+                f,
+                "{scope} exceeded at {phase}: the final tally of {used} {dim} tokens is over the \
+                 limit of {limit} by {}",
+                clamp_i64(i128::from(used) - i128::from(limit))
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BudgetExceededError {}
+
+/// RFC 3339 in UTC with a `Z` and only as many fraction digits as needed —
+/// the form chrono's serde support writes.
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+}
+
+fn push_usage(out: &mut String, key: &str, u: TokenUsage) {
+    let _ = write!(
+        out,
+        r#","{key}":{{"input":{},"output":{}}}"#,
+        u.input(),
+        u.output()
+    );
+}
+
+/// `{"input":..,"output":..}` with `None` members left out (the serde form).
+fn push_optional_pair(out: &mut String, input: Option<i64>, output: Option<i64>) {
+    out.push('{');
+    let mut first = true;
+    for (key, value) in [("input", input), ("output", output)] {
+        if let Some(v) = value {
+            if !first {
+                out.push(',');
+            }
+            first = false;
+            let _ = write!(out, r#""{key}":{v}"#);
+        }
+    }
+    out.push('}');
+}
+
+/// The JSON payload of an error. Written by hand so it exists without the
+/// `serde` feature; every value is a number or an RFC 3339 string, so no
+/// escaping is needed. Key order is fixed (deterministic output).
+fn budget_json(
+    state: &BreachState,
+    remaining: Option<RemainingTokens>,
+    remaining_time: Option<TimeDelta>,
+) -> String {
+    let mut out = String::with_capacity(256);
+    let _ = write!(out, r#"{{"scope_depth":{},"budget":{{"#, state.scope_depth);
+    let mut first = true;
+    if let Some(deadline) = state.budget.deadline() {
+        let _ = write!(out, r#""deadline":"{}""#, rfc3339(deadline.expires_at()));
+        first = false;
+    }
+    if let Some(limit) = state.budget.token_limit() {
+        if !first {
+            out.push(',');
+        }
+        out.push_str(r#""token_limit":"#);
+        push_optional_pair(&mut out, limit.input(), limit.output());
+    }
+    out.push('}');
+    push_usage(&mut out, "usage", state.usage);
+    push_usage(&mut out, "reserved", state.reserved);
+    push_usage(&mut out, "requested", state.requested);
+    if let Some(r) = remaining {
+        out.push_str(r#","remaining_tokens":"#);
+        push_optional_pair(&mut out, r.input(), r.output());
+    }
+    if let Some(now) = state.now {
+        let _ = write!(out, r#","now":"{}""#, rfc3339(now));
+    }
+    if let Some(t) = remaining_time {
+        let _ = write!(out, r#","remaining_time_ms":{}"#, t.num_milliseconds());
+    }
+    out.push('}');
+    out
+}

@@ -1,0 +1,528 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use super::*;
+use crate::{CupelError, FixedTimeProvider, ManualTimeProvider};
+
+fn t0() -> DateTime<Utc> {
+    "2026-01-01T12:00:00Z".parse().unwrap()
+}
+
+fn usage(input: i64, output: i64) -> TokenUsage {
+    TokenUsage::new(input, output).unwrap()
+}
+
+fn limit(input: Option<i64>, output: Option<i64>) -> TokenLimit {
+    TokenLimit::new(input, output).unwrap()
+}
+
+fn tokens_budget(input: Option<i64>, output: Option<i64>) -> RunBudget {
+    RunBudget::new(None, Some(limit(input, output)), &FixedTimeProvider::new(t0())).unwrap()
+}
+
+fn tracker(budget: RunBudget, clock: &ManualTimeProvider) -> BudgetTracker {
+    BudgetTracker::new(budget, clock.clone()).unwrap()
+}
+
+// ----- construction ---------------------------------------------------------
+
+#[test]
+fn negative_ceilings_are_rejected_with_their_dimension() {
+    assert_eq!(
+        TokenLimit::new(Some(-1), Some(5)),
+        Err(CupelError::NegativeTokenLimit {
+            dimension: BudgetDimension::Input,
+            limit: -1
+        })
+    );
+    assert_eq!(
+        TokenLimit::new(None, Some(i64::MIN)),
+        Err(CupelError::NegativeTokenLimit {
+            dimension: BudgetDimension::Output,
+            limit: i64::MIN
+        })
+    );
+    // Zero is a valid (depleted) ceiling, and either side may be unbounded.
+    assert!(TokenLimit::new(Some(0), None).is_ok());
+    assert_eq!(TokenLimit::unbounded(), limit(None, None));
+}
+
+#[test]
+fn negative_usage_is_rejected() {
+    assert_eq!(
+        TokenUsage::new(0, -3),
+        Err(CupelError::NegativeTokenUsage {
+            dimension: BudgetDimension::Output,
+            tokens: -3
+        })
+    );
+}
+
+#[test]
+fn expired_deadline_is_rejected_at_the_boundary() {
+    let clock = FixedTimeProvider::new(t0());
+    // A deadline equal to now has zero time left: expired (R-2).
+    let err = RunBudget::new(Some(Deadline::at(t0())), None, &clock).unwrap_err();
+    assert_eq!(
+        err,
+        CupelError::DeadlineExpired {
+            deadline: t0(),
+            now: t0()
+        }
+    );
+    // One nanosecond later is fine.
+    let later = Deadline::at(t0() + TimeDelta::nanoseconds(1));
+    assert!(RunBudget::new(Some(later), None, &clock).is_ok());
+    // A past deadline is rejected by the builder too, and by a tracker.
+    let past = Deadline::at(t0() - TimeDelta::seconds(1));
+    assert!(RunBudget::builder().deadline(past).build(&clock).is_err());
+    let clock2 = ManualTimeProvider::new(t0());
+    let ok = RunBudget::new(Some(later), None, &clock).unwrap();
+    clock2.advance(TimeDelta::seconds(1));
+    assert!(matches!(
+        BudgetTracker::new(ok, clock2),
+        Err(CupelError::DeadlineExpired { .. })
+    ));
+}
+
+#[test]
+fn pure_deadline_and_unlimited_budgets() {
+    let clock = FixedTimeProvider::new(t0());
+    let d = Deadline::after(&clock, TimeDelta::seconds(90));
+    let budget = RunBudget::new(Some(d), None, &clock).unwrap();
+    assert_eq!(budget.token_limit(), None);
+    assert_eq!(budget.remaining_tokens(usage(5, 5)), None);
+    assert_eq!(budget.assert_within_limit(usage(i64::MAX, i64::MAX)), Ok(()));
+    // 90 s budget, 30 s elapsed -> 60 s left; 100 s elapsed -> -10 s (not clamped).
+    assert_eq!(
+        budget.remaining_time(t0() + TimeDelta::seconds(30)),
+        Some(TimeDelta::seconds(60))
+    );
+    assert_eq!(
+        budget.remaining_time(t0() + TimeDelta::seconds(100)),
+        Some(TimeDelta::seconds(-10))
+    );
+    assert_eq!(RunBudget::unlimited().remaining_time(t0()), None);
+    assert_eq!(RunBudget::default(), RunBudget::unlimited());
+}
+
+// ----- remaining_tokens / assert_within_limit -------------------------------
+
+#[test]
+fn remaining_tokens_per_dimension() {
+    let budget = tokens_budget(Some(1_000), None);
+    // input: 1000 - 250 = 750; output unbounded stays None.
+    assert_eq!(
+        budget.remaining_tokens(usage(250, 40)),
+        Some(RemainingTokens::new(Some(750), None))
+    );
+    // Overshoot: 1000 - 1200 = -200.
+    assert_eq!(
+        budget.remaining_tokens(usage(1_200, 0)).unwrap().input(),
+        Some(-200)
+    );
+    // Token limit with both sides unbounded: Some, with both None.
+    assert_eq!(
+        tokens_budget(None, None).remaining_tokens(usage(1, 1)),
+        Some(RemainingTokens::new(None, None))
+    );
+}
+
+#[test]
+fn assert_within_limit_meets_or_exceeds_boundary() {
+    let budget = tokens_budget(Some(100), Some(10));
+    // One below both ceilings: fine.
+    assert_eq!(budget.assert_within_limit(usage(99, 9)), Ok(()));
+    // Exactly the input ceiling: fails ("meets").
+    let meets = budget.assert_within_limit(usage(100, 0)).unwrap_err();
+    assert_eq!(meets.dimension, BudgetDimension::Input);
+    assert_eq!(meets.phase, BudgetPhase::Budget);
+    assert_eq!((meets.limit, meets.remaining), (Some(100), Some(0)));
+    // Exactly the output ceiling: fails on output.
+    let out = budget.assert_within_limit(usage(0, 10)).unwrap_err();
+    assert_eq!(out.dimension, BudgetDimension::Output);
+    // Over both: input is reported first.
+    let both = budget.assert_within_limit(usage(101, 11)).unwrap_err();
+    assert_eq!(both.dimension, BudgetDimension::Input);
+    assert_eq!(both.remaining, Some(-1));
+}
+
+#[test]
+fn unbounded_dimension_is_ignored() {
+    let budget = tokens_budget(None, Some(10));
+    assert_eq!(budget.assert_within_limit(usage(i64::MAX, 9)), Ok(()));
+    let budget = tokens_budget(Some(10), None);
+    assert_eq!(budget.assert_within_limit(usage(9, i64::MAX)), Ok(()));
+}
+
+#[test]
+fn zero_ceiling_is_depleted_from_the_start() {
+    let budget = tokens_budget(Some(0), None);
+    // 0 >= 0: meets the ceiling.
+    assert!(budget.assert_within_limit(TokenUsage::ZERO).is_err());
+    let clock = ManualTimeProvider::new(t0());
+    let err = tracker(budget, &clock).preflight().unwrap_err();
+    assert_eq!(
+        (err.phase, err.dimension),
+        (BudgetPhase::Preflight, BudgetDimension::Input)
+    );
+}
+
+// ----- tracker checkpoints ---------------------------------------------------
+
+#[test]
+fn preflight_fails_on_expired_deadline() {
+    let clock = ManualTimeProvider::new(t0());
+    let budget = RunBudget::new(
+        Some(Deadline::after(&clock, TimeDelta::seconds(10))),
+        None,
+        &clock,
+    )
+    .unwrap();
+    let run = tracker(budget, &clock);
+    // 9.999 s in: 1 ms left.
+    clock.advance(TimeDelta::milliseconds(9_999));
+    assert_eq!(
+        run.preflight().unwrap().remaining_time,
+        Some(TimeDelta::milliseconds(1))
+    );
+    clock.advance(TimeDelta::milliseconds(1));
+    let err = run.preflight().unwrap_err();
+    assert_eq!(err.dimension, BudgetDimension::Deadline);
+    assert_eq!(err.phase, BudgetPhase::Preflight);
+    assert_eq!(err.remaining_time, Some(TimeDelta::zero()));
+    assert_eq!(err.limit, None);
+    assert_eq!(
+        err.to_string(),
+        "run budget exceeded at preflight: the deadline 2026-01-01T12:00:10Z has passed \
+         (now 2026-01-01T12:00:10Z, 0 ms late)"
+    );
+}
+
+#[test]
+fn reservation_fits_up_to_the_ceiling_then_exhausts() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = tracker(tokens_budget(Some(100), None), &clock);
+    // 60 reserved, 40 left.
+    let a = run
+        .reserve(BudgetPhase::ProviderRequest, usage(60, 0))
+        .unwrap();
+    assert_eq!(run.remaining_tokens().unwrap().input(), Some(40));
+    // 60 + 40 = 100 <= 100: fits exactly (R-2).
+    let b = run
+        .reserve(BudgetPhase::ProviderRequest, usage(40, 0))
+        .unwrap();
+    a.settle(usage(60, 7));
+    b.settle(usage(40, 3));
+    assert_eq!(run.usage(), usage(100, 10));
+    // Final tally 100 == limit: fits.
+    assert!(run.finalize().is_ok());
+    // But the input side is now exhausted: even a zero-cost step is refused.
+    let err = run
+        .check(BudgetPhase::ToolExecution, TokenUsage::ZERO)
+        .unwrap_err();
+    assert_eq!(err.dimension, BudgetDimension::Input);
+    assert_eq!(err.remaining, Some(0));
+    assert_eq!(
+        err.to_string(),
+        "run budget exceeded at tool_execution: input tokens used 100 + reserved 0 meet or \
+         exceed the limit of 100 (remaining 0)"
+    );
+}
+
+#[test]
+fn projection_one_over_is_refused_and_nothing_is_reserved() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = tracker(tokens_budget(Some(100), Some(50)), &clock);
+    run.record(usage(30, 20));
+    // Output left: 50 - 20 = 30; a request for 31 does not fit.
+    let err = run
+        .reserve(BudgetPhase::ProviderRequest, usage(10, 31))
+        .unwrap_err();
+    assert_eq!(err.dimension, BudgetDimension::Output);
+    assert_eq!(err.requested, usage(10, 31));
+    assert_eq!(err.remaining, Some(30));
+    assert_eq!(err.usage, usage(30, 20));
+    assert_eq!(
+        err.to_string(),
+        "run budget exceeded at provider_request: a request for 31 output tokens does not fit \
+         the 30 remaining (limit 50, used 20, reserved 0)"
+    );
+    assert_eq!(run.snapshot().reserved, TokenUsage::ZERO);
+}
+
+#[test]
+fn a_failed_checkpoint_halts_the_scope_with_the_same_error() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = tracker(tokens_budget(Some(100), None), &clock);
+    let first = run
+        .reserve(BudgetPhase::ToolExecution, usage(101, 0))
+        .unwrap_err();
+    assert!(run.is_halted());
+    // A request that would fit on its own now fails with the original error.
+    let again = run
+        .check(BudgetPhase::ProviderRequest, usage(1, 0))
+        .unwrap_err();
+    assert_eq!(again, first);
+    assert_eq!(run.finalize().unwrap_err(), first);
+}
+
+#[test]
+fn dropping_a_reservation_releases_it() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = tracker(tokens_budget(Some(100), None), &clock);
+    {
+        let _r = run
+            .reserve(BudgetPhase::ToolExecution, usage(70, 0))
+            .unwrap();
+        assert_eq!(run.snapshot().reserved, usage(70, 0));
+    }
+    assert_eq!(run.snapshot().reserved, TokenUsage::ZERO);
+    run.reserve(BudgetPhase::ToolExecution, usage(5, 0))
+        .unwrap()
+        .release();
+    assert_eq!(run.usage(), TokenUsage::ZERO);
+    assert_eq!(run.remaining_tokens().unwrap().input(), Some(100));
+}
+
+#[test]
+fn settle_above_the_reservation_is_caught_at_finalization() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = tracker(tokens_budget(Some(100), None), &clock);
+    let r = run
+        .reserve(BudgetPhase::ProviderRequest, usage(90, 0))
+        .unwrap();
+    // The provider used 120 although 90 was projected: recorded as is.
+    assert_eq!(r.settle(usage(120, 0)), usage(120, 0));
+    let err = run.finalize().unwrap_err();
+    assert_eq!(
+        (err.phase, err.dimension),
+        (BudgetPhase::Response, BudgetDimension::Input)
+    );
+    // 100 - 120 = -20 remaining.
+    assert_eq!(err.remaining, Some(-20));
+    assert_eq!(
+        err.to_string(),
+        "run budget exceeded at response: the final tally of 120 input tokens is over the limit \
+         of 100 by 20"
+    );
+}
+
+#[test]
+fn finalize_ignores_the_deadline() {
+    let clock = ManualTimeProvider::new(t0());
+    let budget = RunBudget::new(
+        Some(Deadline::after(&clock, TimeDelta::seconds(1))),
+        Some(limit(Some(10), None)),
+        &clock,
+    )
+    .unwrap();
+    let run = tracker(budget, &clock);
+    run.record(usage(10, 0));
+    clock.advance(TimeDelta::seconds(5));
+    // 10 == 10 fits; the deadline passed but the work is done (R-10).
+    let snap = run.finalize().unwrap();
+    assert_eq!(snap.remaining_time, Some(TimeDelta::seconds(-4)));
+}
+
+// ----- child scopes -----------------------------------------------------------
+
+#[test]
+fn child_consumption_reduces_the_parent() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = tracker(tokens_budget(Some(1_000), Some(100)), &clock);
+    let sub = run.child(tokens_budget(Some(300), None)).unwrap();
+    assert_eq!(sub.depth(), 1);
+    sub.record(usage(200, 30));
+    assert_eq!(run.usage(), usage(200, 30));
+    // Parent: 1000 - 200 = 800 in, 100 - 30 = 70 out.
+    assert_eq!(
+        run.remaining_tokens(),
+        Some(RemainingTokens::new(Some(800), Some(70)))
+    );
+    // Child: min(300 - 200, 800) = 100 in; out only bounded by the parent: 70.
+    assert_eq!(
+        sub.remaining_tokens(),
+        Some(RemainingTokens::new(Some(100), Some(70)))
+    );
+}
+
+#[test]
+fn child_overage_stops_only_the_child() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = tracker(tokens_budget(Some(1_000), None), &clock);
+    let sub = run.child(tokens_budget(Some(300), None)).unwrap();
+    sub.record(usage(250, 0));
+    let err = sub
+        .reserve(BudgetPhase::ProviderRequest, usage(51, 0))
+        .unwrap_err();
+    assert_eq!(err.scope_depth, 1);
+    assert_eq!(err.limit, Some(300));
+    assert!(err.to_string().starts_with("run budget (child scope, depth 1)"));
+    assert!(sub.is_halted());
+    assert!(!run.is_halted());
+    // 1000 - 250 = 750 left for the parent.
+    assert!(
+        run.reserve(BudgetPhase::ProviderRequest, usage(750, 0))
+            .is_ok()
+    );
+}
+
+#[test]
+fn parent_overage_halts_every_child() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = tracker(tokens_budget(Some(100), None), &clock);
+    let a = run.child(RunBudget::unlimited()).unwrap();
+    let b = run.child(RunBudget::unlimited()).unwrap();
+    let grandchild = b.child(RunBudget::unlimited()).unwrap();
+    a.record(usage(100, 0));
+    // `a` exhausted the shared input ceiling: its next step fails at the root.
+    let err = a
+        .check(BudgetPhase::ToolExecution, TokenUsage::ZERO)
+        .unwrap_err();
+    assert_eq!(err.scope_depth, 0);
+    for holder in [&run, &b, &grandchild] {
+        assert_eq!(
+            holder
+                .check(BudgetPhase::ProviderRequest, TokenUsage::ZERO)
+                .unwrap_err(),
+            err
+        );
+    }
+}
+
+#[test]
+fn child_deadline_earlier_than_parent() {
+    let clock = ManualTimeProvider::new(t0());
+    let parent = RunBudget::new(
+        Some(Deadline::after(&clock, TimeDelta::seconds(60))),
+        None,
+        &clock,
+    )
+    .unwrap();
+    let run = tracker(parent, &clock);
+    let sub = run
+        .child(
+            RunBudget::new(
+                Some(Deadline::after(&clock, TimeDelta::seconds(10))),
+                None,
+                &clock,
+            )
+            .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(sub.remaining_time(), Some(TimeDelta::seconds(10)));
+    clock.advance(TimeDelta::seconds(10));
+    assert_eq!(
+        sub.preflight().unwrap_err().dimension,
+        BudgetDimension::Deadline
+    );
+    // 60 - 10 = 50 s left for the parent, which keeps going.
+    assert_eq!(
+        run.preflight().unwrap().remaining_time,
+        Some(TimeDelta::seconds(50))
+    );
+    // A child whose deadline already passed cannot be created.
+    let stale = RunBudget::new(Some(Deadline::at(t0() + TimeDelta::seconds(11))), None, &clock)
+        .unwrap();
+    clock.advance(TimeDelta::seconds(1));
+    assert!(matches!(
+        run.child(stale),
+        Err(CupelError::DeadlineExpired { .. })
+    ));
+}
+
+// ----- error payload -----------------------------------------------------------
+
+#[test]
+fn budget_json_has_the_full_state_in_a_fixed_order() {
+    let clock = ManualTimeProvider::new(t0());
+    let budget = RunBudget::new(
+        Some(Deadline::after(&clock, TimeDelta::seconds(30))),
+        Some(limit(Some(100), None)),
+        &clock,
+    )
+    .unwrap();
+    let run = tracker(budget, &clock);
+    run.record(usage(40, 5));
+    let _held = run
+        .reserve(BudgetPhase::ProviderRequest, usage(20, 0))
+        .unwrap();
+    clock.advance(TimeDelta::milliseconds(1_500));
+    // 40 used + 20 reserved + 41 requested = 101 > 100.
+    let err = run
+        .reserve(BudgetPhase::ToolExecution, usage(41, 0))
+        .unwrap_err();
+    assert_eq!(
+        err.budget_json,
+        concat!(
+            r#"{"scope_depth":0,"budget":{"deadline":"2026-01-01T12:00:30Z","token_limit":{"input":100}},"#,
+            r#""usage":{"input":40,"output":5},"reserved":{"input":20,"output":0},"#,
+            r#""requested":{"input":41,"output":0},"remaining_tokens":{"input":40},"#,
+            r#""now":"2026-01-01T12:00:01.500Z","remaining_time_ms":28500}"#
+        )
+    );
+}
+
+#[test]
+fn converts_into_cupel_error() {
+    let budget = tokens_budget(Some(1), None);
+    let err = budget.assert_within_limit(usage(1, 0)).unwrap_err();
+    let cupel: CupelError = err.clone().into();
+    assert_eq!(cupel.to_string(), err.to_string());
+    assert!(matches!(cupel, CupelError::RunBudgetExceeded(ref e) if **e == err));
+}
+
+#[test]
+fn seed_tags() {
+    assert_eq!(BudgetPhase::Preflight.seed_tag(), "preflight");
+    assert_eq!(BudgetPhase::ProviderRequest.seed_tag(), "budget");
+    assert_eq!(BudgetPhase::ToolExecution.seed_tag(), "budget");
+    assert_eq!(BudgetPhase::Budget.seed_tag(), "budget");
+    assert_eq!(BudgetPhase::Response.seed_tag(), "response");
+}
+
+#[test]
+fn tracker_is_send_sync_and_reservation_is_send() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    fn assert_send<T: Send>() {}
+    assert_send_sync::<BudgetTracker>();
+    assert_send::<Reservation>();
+    assert_send_sync::<BudgetExceededError>();
+}
+
+#[cfg(feature = "serde")]
+#[test]
+fn serde_round_trip_and_validation() {
+    let clock = FixedTimeProvider::new(t0());
+    let budget = RunBudget::new(
+        Some(Deadline::after(&clock, TimeDelta::seconds(30))),
+        Some(limit(Some(100), None)),
+        &clock,
+    )
+    .unwrap();
+    let json = serde_json::to_string(&budget).unwrap();
+    assert_eq!(
+        json,
+        r#"{"deadline":"2026-01-01T12:00:30Z","token_limit":{"input":100}}"#
+    );
+    assert_eq!(serde_json::from_str::<RunBudget>(&json).unwrap(), budget);
+    // The error payload's "budget" member is that same serde form.
+    let run = BudgetTracker::new(budget, clock).unwrap();
+    let err = run
+        .reserve(BudgetPhase::ProviderRequest, usage(101, 0))
+        .unwrap_err();
+    let payload: serde_json::Value = serde_json::from_str(&err.budget_json).unwrap();
+    assert_eq!(
+        serde_json::from_value::<RunBudget>(payload["budget"].clone()).unwrap(),
+        budget
+    );
+    // Negative ceilings and usages are refused on input.
+    assert!(serde_json::from_str::<TokenLimit>(r#"{"input":-1}"#).is_err());
+    assert!(serde_json::from_str::<TokenUsage>(r#"{"input":1,"output":-1}"#).is_err());
+    assert_eq!(
+        serde_json::from_str::<TokenUsage>(r#"{"input":3}"#).unwrap(),
+        usage(3, 0)
+    );
+}

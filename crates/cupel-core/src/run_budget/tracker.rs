@@ -1,0 +1,616 @@
+//! [`BudgetTracker`]: the shared, thread-safe consumption ledger of a run.
+//!
+//! # Concurrency design
+//!
+//! A tracker and every child scope created from it share one
+//! `Mutex<Ledger>`. Each operation takes the lock once, does plain integer
+//! arithmetic on the scopes of its path (itself and its ancestors), and
+//! releases it; user code (the clock) runs outside the lock and nothing in the
+//! critical section can panic. One lock for the whole tree makes the
+//! check-and-reserve of a projected cost atomic across every scope it charges:
+//! two threads cannot both see room for their request and together overshoot a
+//! ceiling, and nested scopes cannot deadlock (R-8). The critical section is a
+//! handful of comparisons per scope, so contention stays low even with many
+//! subagents.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use super::error::{BudgetDimension, BudgetExceededError, BudgetPhase, Breach, BreachState};
+use super::model::{RemainingTokens, RunBudget, TokenUsage, clamp_i64};
+use crate::{CupelError, SystemTimeProvider, TimeProvider};
+
+/// The tracing target of every budget event.
+pub const RUN_BUDGET_TRACING_TARGET: &str = "cupel::run_budget";
+
+const DIMS: [BudgetDimension; 2] = [BudgetDimension::Input, BudgetDimension::Output];
+
+fn idx(dimension: BudgetDimension) -> usize {
+    match dimension {
+        BudgetDimension::Output => 1,
+        _ => 0,
+    }
+}
+
+/// One scope's books. Amounts are exact `i128` sums of `i64` values, so no
+/// realistic sequence of calls can overflow them.
+struct Scope {
+    budget: RunBudget,
+    depth: usize,
+    used: [i128; 2],
+    reserved: [i128; 2],
+    /// Set by the first failed check of this scope; from then on every
+    /// checkpoint of this scope and of its descendants returns it (R-7).
+    halted: Option<Box<BudgetExceededError>>,
+}
+
+impl Scope {
+    fn usage(&self) -> TokenUsage {
+        TokenUsage::from_i128(self.used[0], self.used[1])
+    }
+    fn reserved(&self) -> TokenUsage {
+        TokenUsage::from_i128(self.reserved[0], self.reserved[1])
+    }
+    fn limit(&self, d: BudgetDimension) -> Option<i128> {
+        self.budget
+            .token_limit()
+            .and_then(|l| l.get(d))
+            .map(i128::from)
+    }
+    fn state(&self, requested: TokenUsage, now: DateTime<Utc>) -> BreachState {
+        BreachState {
+            budget: self.budget,
+            usage: self.usage(),
+            reserved: self.reserved(),
+            requested,
+            now: Some(now),
+            scope_depth: self.depth,
+        }
+    }
+}
+
+struct Ledger {
+    scopes: Vec<Scope>,
+}
+
+struct Shared {
+    clock: Arc<dyn TimeProvider>,
+    ledger: Mutex<Ledger>,
+}
+
+impl Shared {
+    /// The ledger. A poisoned lock is recovered: no critical section can
+    /// leave the books half-updated (they contain no panicking code), so the
+    /// data is consistent even if another thread panicked while holding it.
+    fn lock(&self) -> MutexGuard<'_, Ledger> {
+        self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A point-in-time view of a tracker, as seen from its scope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BudgetSnapshot {
+    /// The clock reading.
+    pub now: DateTime<Utc>,
+    /// The earliest deadline of this scope and its ancestors.
+    pub deadline: Option<DateTime<Utc>>,
+    /// `deadline - now` (zero or negative once expired); `None` without a deadline.
+    pub remaining_time: Option<TimeDelta>,
+    /// Usage recorded through this scope (and its children).
+    pub usage: TokenUsage,
+    /// Tokens held by unsettled reservations of this scope.
+    pub reserved: TokenUsage,
+    /// What a new reservation could take per dimension: the smallest
+    /// `limit - usage - reserved` over this scope and its ancestors. `None`
+    /// when no scope on the path has a token limit; an unbounded dimension
+    /// is `None` inside.
+    pub remaining_tokens: Option<RemainingTokens>,
+    /// Whether a failed check has halted this scope or an ancestor.
+    pub halted: bool,
+    /// `0` for the root tracker, `n` for a child `n` levels down.
+    pub scope_depth: usize,
+}
+
+impl BudgetSnapshot {
+    /// `remaining_time` in whole milliseconds (the `budget_remaining_time`
+    /// telemetry value).
+    pub fn remaining_time_ms(&self) -> Option<i64> {
+        self.remaining_time.map(|t| t.num_milliseconds())
+    }
+}
+
+/// The shared consumption ledger of a run: one [`RunBudget`] per scope, the
+/// cumulative [`TokenUsage`] recorded against it, and the checkpoints that
+/// enforce it.
+///
+/// Cloning is cheap (an `Arc`) and every clone is the *same* tracker: hand
+/// clones to steps, tools and subagents, and their consumption reduces what
+/// every other holder sees. A subagent that should get less than the whole
+/// run can take a [`child`](Self::child) scope with its own tighter ceiling or
+/// earlier deadline; it still charges its parent.
+///
+/// | checkpoint | method | fails when |
+/// | --- | --- | --- |
+/// | pre-flight | [`preflight`](Self::preflight) | the deadline passed, or a bounded dimension is depleted |
+/// | provider request / tool execution | [`reserve`](Self::reserve) (or [`check`](Self::check)) | as pre-flight, or the projected cost does not fit what remains |
+/// | finalization | [`finalize`](Self::finalize) | the final tally is over a ceiling |
+///
+/// A failed checkpoint *halts* the scope that ran out: every later checkpoint
+/// of that scope and of all scopes below it returns the same error, so an
+/// overage anywhere stops the whole run (or, for a child's own ceiling, just
+/// that child). Every checkpoint emits a `tracing` event (target
+/// [`RUN_BUDGET_TRACING_TARGET`]) with the fields `budget_remaining_time`
+/// (milliseconds), `budget_remaining_tokens.input` and
+/// `budget_remaining_tokens.output`.
+///
+/// ```
+/// use chrono::TimeDelta;
+/// use cupel_core::{
+///     BudgetPhase, BudgetTracker, Deadline, ManualTimeProvider, RunBudget, TokenLimit,
+///     TokenUsage,
+/// };
+/// let clock = ManualTimeProvider::new("2026-01-01T12:00:00Z".parse().unwrap());
+/// let budget = RunBudget::builder()
+///     .deadline(Deadline::after(&clock, TimeDelta::seconds(60)))
+///     .token_limit(TokenLimit::new(Some(1_000), Some(200))?)
+///     .build(&clock)?;
+/// let run = BudgetTracker::new(budget, clock.clone())?;
+/// run.preflight()?;
+///
+/// // A provider call projected at 600 in / 100 out: reserve, call, settle.
+/// let call = run.reserve(BudgetPhase::ProviderRequest, TokenUsage::new(600, 100)?)?;
+/// // ... the provider reports what it actually used:
+/// call.settle(TokenUsage::new(580, 90)?);
+///
+/// // A subagent gets at most 300 input tokens of what is left.
+/// let sub = run.child(RunBudget::new(None, Some(TokenLimit::new(Some(300), None)?), &clock)?)?;
+/// sub.record(TokenUsage::new(250, 40)?);
+/// // The parent sees the child's consumption: 1000 - 580 - 250 = 170 input left.
+/// assert_eq!(run.remaining_tokens().unwrap().input(), Some(170));
+///
+/// // A projected cost that does not fit is refused before the call is made.
+/// let err = run.reserve(BudgetPhase::ToolExecution, TokenUsage::new(171, 0)?).unwrap_err();
+/// assert_eq!(err.remaining, Some(170));
+/// // ... and the run is halted from now on.
+/// assert!(run.check(BudgetPhase::ProviderRequest, TokenUsage::ZERO).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct BudgetTracker {
+    shared: Arc<Shared>,
+    /// Scope indices from the root down to this tracker's scope.
+    path: Arc<[usize]>,
+}
+
+impl fmt::Debug for BudgetTracker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BudgetTracker")
+            .field("budget", &self.budget())
+            .field("snapshot", &self.snapshot())
+            .finish_non_exhaustive()
+    }
+}
+
+impl BudgetTracker {
+    /// A root tracker for `budget`, reading time from `clock`.
+    ///
+    /// # Errors
+    /// [`CupelError::DeadlineExpired`] when the deadline is not after
+    /// `clock.now()` (a deserialised budget is validated here).
+    pub fn new(budget: RunBudget, clock: impl TimeProvider + 'static) -> Result<Self, CupelError> {
+        budget.validate(clock.now())?;
+        let shared = Shared {
+            clock: Arc::new(clock),
+            ledger: Mutex::new(Ledger {
+                scopes: vec![Scope {
+                    budget,
+                    depth: 0,
+                    used: [0; 2],
+                    reserved: [0; 2],
+                    halted: None,
+                }],
+            }),
+        };
+        Ok(Self {
+            shared: Arc::new(shared),
+            path: Arc::from([0usize]),
+        })
+    }
+
+    /// [`new`](Self::new) with the [`SystemTimeProvider`].
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn with_system_clock(budget: RunBudget) -> Result<Self, CupelError> {
+        Self::new(budget, SystemTimeProvider)
+    }
+
+    /// A child scope with its own `budget`, sharing this tracker's clock.
+    ///
+    /// Everything recorded or reserved through the child is charged to the
+    /// child *and* to every ancestor, and every check of the child also
+    /// checks the ancestors: the effective limits are the tightest on the
+    /// path. A child budget looser than its parent is accepted — the parent's
+    /// limits still apply (R-9). Exceeding the child's own limit halts only
+    /// the child (and its descendants).
+    ///
+    /// # Errors
+    /// [`CupelError::DeadlineExpired`] when the child's deadline is not after now.
+    pub fn child(&self, budget: RunBudget) -> Result<BudgetTracker, CupelError> {
+        budget.validate(self.shared.clock.now())?;
+        let mut ledger = self.shared.lock();
+        let index = ledger.scopes.len();
+        ledger.scopes.push(Scope {
+            budget,
+            depth: self.path.len(),
+            used: [0; 2],
+            reserved: [0; 2],
+            halted: None,
+        });
+        drop(ledger);
+        let mut path = self.path.to_vec();
+        path.push(index);
+        Ok(Self {
+            shared: Arc::clone(&self.shared),
+            path: Arc::from(path),
+        })
+    }
+
+    fn scope_index(&self) -> usize {
+        self.path.last().copied().unwrap_or(0)
+    }
+
+    /// This scope's own budget (not the ancestors').
+    pub fn budget(&self) -> RunBudget {
+        self.shared.lock().scopes[self.scope_index()].budget
+    }
+
+    /// `0` for a root tracker, `n` for a child `n` levels down.
+    pub fn depth(&self) -> usize {
+        self.path.len() - 1
+    }
+
+    /// The clock's current reading.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.shared.clock.now()
+    }
+
+    /// Adds consumption that already happened (a provider's reported usage,
+    /// a tool's estimate) to this scope and its ancestors, and returns this
+    /// scope's new cumulative usage.
+    ///
+    /// Recording never fails: the tokens were spent, and the books must say
+    /// so. An overage shows at the next checkpoint (R-6).
+    pub fn record(&self, usage: TokenUsage) -> TokenUsage {
+        let mut ledger = self.shared.lock();
+        for &i in self.path.iter() {
+            let s = &mut ledger.scopes[i];
+            s.used[0] += i128::from(usage.input());
+            s.used[1] += i128::from(usage.output());
+        }
+        ledger.scopes[self.scope_index()].usage()
+    }
+
+    /// Cumulative usage recorded through this scope.
+    pub fn usage(&self) -> TokenUsage {
+        self.shared.lock().scopes[self.scope_index()].usage()
+    }
+
+    /// Time left before the earliest deadline on this scope's path.
+    pub fn remaining_time(&self) -> Option<TimeDelta> {
+        self.snapshot().remaining_time
+    }
+
+    /// What a new reservation could take (see
+    /// [`BudgetSnapshot::remaining_tokens`]).
+    pub fn remaining_tokens(&self) -> Option<RemainingTokens> {
+        self.snapshot().remaining_tokens
+    }
+
+    /// Whether a failed check halted this scope or an ancestor.
+    pub fn is_halted(&self) -> bool {
+        let ledger = self.shared.lock();
+        self.path.iter().any(|&i| ledger.scopes[i].halted.is_some())
+    }
+
+    /// The state of this scope as seen at the clock's current reading.
+    pub fn snapshot(&self) -> BudgetSnapshot {
+        let now = self.shared.clock.now();
+        let ledger = self.shared.lock();
+        self.snapshot_locked(&ledger, now)
+    }
+
+    fn snapshot_locked(&self, ledger: &Ledger, now: DateTime<Utc>) -> BudgetSnapshot {
+        let scopes = || self.path.iter().map(|&i| &ledger.scopes[i]);
+        let deadline = scopes()
+            .filter_map(|s| s.budget.deadline().map(|d| d.expires_at()))
+            .min();
+        let any_limit = scopes().any(|s| s.budget.token_limit().is_some());
+        let left = |d: BudgetDimension| {
+            scopes()
+                .filter_map(|s| {
+                    let k = idx(d);
+                    s.limit(d).map(|l| l - s.used[k] - s.reserved[k])
+                })
+                .min()
+                .map(clamp_i64)
+        };
+        let own = &ledger.scopes[self.scope_index()];
+        BudgetSnapshot {
+            now,
+            deadline,
+            remaining_time: deadline.map(|d| d.signed_duration_since(now)),
+            usage: own.usage(),
+            reserved: own.reserved(),
+            remaining_tokens: any_limit.then(|| {
+                RemainingTokens::new(left(BudgetDimension::Input), left(BudgetDimension::Output))
+            }),
+            halted: scopes().any(|s| s.halted.is_some()),
+            scope_depth: self.depth(),
+        }
+    }
+
+    /// The pre-flight checkpoint: fails if any deadline on the path has
+    /// passed or any bounded dimension is depleted (usage plus reservations
+    /// meet or exceed its ceiling). Call it before the first provider call.
+    ///
+    /// # Errors
+    /// [`BudgetExceededError`] with phase [`BudgetPhase::Preflight`].
+    pub fn preflight(&self) -> Result<BudgetSnapshot, BudgetExceededError> {
+        self.admit(BudgetPhase::Preflight, TokenUsage::ZERO, false)
+    }
+
+    /// Checks whether a request projected to cost `projected` may start,
+    /// without reserving anything: no deadline passed, no bounded dimension
+    /// depleted, and `usage + reserved + projected <= limit` in every bounded
+    /// dimension of every scope on the path.
+    ///
+    /// Between this check and the request another holder may consume the
+    /// room; use [`reserve`](Self::reserve) when holders run concurrently.
+    ///
+    /// # Errors
+    /// [`BudgetExceededError`] with `phase`; the breached scope is halted.
+    pub fn check(
+        &self,
+        phase: BudgetPhase,
+        projected: TokenUsage,
+    ) -> Result<BudgetSnapshot, BudgetExceededError> {
+        self.admit(phase, projected, false)
+    }
+
+    /// The atomic form of [`check`](Self::check): if `projected` fits, it is
+    /// reserved on this scope and every ancestor in the same critical
+    /// section, so concurrent holders can never together pass a ceiling.
+    ///
+    /// Settle the returned [`Reservation`] with the actual usage once the
+    /// provider or tool reports it; dropping it releases the tokens.
+    ///
+    /// # Errors
+    /// [`BudgetExceededError`] with `phase`; the breached scope is halted and
+    /// nothing is reserved.
+    pub fn reserve(
+        &self,
+        phase: BudgetPhase,
+        projected: TokenUsage,
+    ) -> Result<Reservation, BudgetExceededError> {
+        self.admit(phase, projected, true)?;
+        Ok(Reservation {
+            tracker: self.clone(),
+            amount: projected,
+            open: true,
+        })
+    }
+
+    /// The finalization checkpoint: fails if the scope (or an ancestor) was
+    /// halted, or if the final tally is *over* a ceiling on the path. A tally
+    /// exactly at the ceiling fits (R-2). The deadline is not checked here:
+    /// the work is already done (R-10).
+    ///
+    /// # Errors
+    /// The halting error, or a [`BudgetExceededError`] with phase
+    /// [`BudgetPhase::Response`].
+    pub fn finalize(&self) -> Result<BudgetSnapshot, BudgetExceededError> {
+        let phase = BudgetPhase::Response;
+        let now = self.shared.clock.now();
+        let mut ledger = self.shared.lock();
+        let outcome = self.halted_error(&ledger).or_else(|| {
+            self.path.iter().find_map(|&i| {
+                let s = &ledger.scopes[i];
+                DIMS.into_iter().find_map(|d| {
+                    let limit = s.limit(d)?;
+                    (s.used[idx(d)] > limit).then(|| {
+                        let state = s.state(TokenUsage::ZERO, now);
+                        (Some(i), BudgetExceededError::new(phase, d, Breach::Overshot, &state))
+                    })
+                })
+            })
+        });
+        self.conclude(&mut ledger, now, phase, outcome)
+    }
+
+    /// The first halting error on the path, root first (`None` as the scope
+    /// to latch: it is latched already).
+    fn halted_error(&self, ledger: &Ledger) -> Option<(Option<usize>, BudgetExceededError)> {
+        self.path.iter().find_map(|&i| {
+            ledger.scopes[i]
+                .halted
+                .as_deref()
+                .map(|e| (None, e.clone()))
+        })
+    }
+
+    /// Deadline, depletion and fit checks on every scope of the path (root
+    /// first; per scope: deadline, input, output), then — if `charge` — the
+    /// reservation, all under one lock.
+    fn admit(
+        &self,
+        phase: BudgetPhase,
+        projected: TokenUsage,
+        charge: bool,
+    ) -> Result<BudgetSnapshot, BudgetExceededError> {
+        let now = self.shared.clock.now();
+        let mut ledger = self.shared.lock();
+        let cost = [
+            i128::from(projected.input()),
+            i128::from(projected.output()),
+        ];
+        let outcome = self.halted_error(&ledger).or_else(|| {
+            self.path.iter().find_map(|&i| {
+                let s = &ledger.scopes[i];
+                let fail = |d, breach| {
+                    let state = s.state(projected, now);
+                    Some((Some(i), BudgetExceededError::new(phase, d, breach, &state)))
+                };
+                if s.budget.deadline().is_some_and(|d| d.is_expired(now)) {
+                    return fail(BudgetDimension::Deadline, Breach::Expired);
+                }
+                for d in DIMS {
+                    let Some(limit) = s.limit(d) else { continue };
+                    let k = idx(d);
+                    let committed = s.used[k] + s.reserved[k];
+                    if committed >= limit {
+                        return fail(d, Breach::Exhausted);
+                    }
+                    if committed + cost[k] > limit {
+                        return fail(d, Breach::DoesNotFit);
+                    }
+                }
+                None
+            })
+        });
+        if outcome.is_none() && charge {
+            for &i in self.path.iter() {
+                let s = &mut ledger.scopes[i];
+                s.reserved[0] += cost[0];
+                s.reserved[1] += cost[1];
+            }
+        }
+        self.conclude(&mut ledger, now, phase, outcome)
+    }
+
+    /// Latches a new failure on the breached scope, takes the snapshot,
+    /// releases the lock and emits the checkpoint event.
+    fn conclude(
+        &self,
+        ledger: &mut MutexGuard<'_, Ledger>,
+        now: DateTime<Utc>,
+        phase: BudgetPhase,
+        outcome: Option<(Option<usize>, BudgetExceededError)>,
+    ) -> Result<BudgetSnapshot, BudgetExceededError> {
+        if let Some((Some(i), err)) = &outcome
+            && let Some(scope) = ledger.scopes.get_mut(*i)
+            && scope.halted.is_none()
+        {
+            scope.halted = Some(Box::new(err.clone()));
+        }
+        let snapshot = self.snapshot_locked(ledger, now);
+        emit(phase, &snapshot, outcome.as_ref().map(|(_, e)| e));
+        match outcome {
+            Some((_, err)) => Err(err),
+            None => Ok(snapshot),
+        }
+    }
+
+    fn settle_reservation(&self, reserved: TokenUsage, actual: Option<TokenUsage>) -> TokenUsage {
+        let mut ledger = self.shared.lock();
+        for &i in self.path.iter() {
+            let s = &mut ledger.scopes[i];
+            s.reserved[0] -= i128::from(reserved.input());
+            s.reserved[1] -= i128::from(reserved.output());
+            if let Some(a) = actual {
+                s.used[0] += i128::from(a.input());
+                s.used[1] += i128::from(a.output());
+            }
+        }
+        ledger.scopes[self.scope_index()].usage()
+    }
+}
+
+/// The `tracing` event of one checkpoint.
+fn emit(phase: BudgetPhase, s: &BudgetSnapshot, error: Option<&BudgetExceededError>) {
+    let input = s.remaining_tokens.and_then(|r| r.input());
+    let output = s.remaining_tokens.and_then(|r| r.output());
+    match error {
+        None => tracing::debug!(
+            target: RUN_BUDGET_TRACING_TARGET,
+            phase = phase.as_str(),
+            scope_depth = s.scope_depth,
+            budget_remaining_time = s.remaining_time_ms(),
+            budget_remaining_tokens.input = input,
+            budget_remaining_tokens.output = output,
+            "run budget checkpoint passed"
+        ),
+        Some(e) => tracing::warn!(
+            target: RUN_BUDGET_TRACING_TARGET,
+            phase = phase.as_str(),
+            scope_depth = s.scope_depth,
+            budget_remaining_time = s.remaining_time_ms(),
+            budget_remaining_tokens.input = input,
+            budget_remaining_tokens.output = output,
+            dimension = e.dimension.as_str(),
+            budget = e.budget_json.as_str(),
+            "run budget exceeded: {e}"
+        ),
+    }
+}
+
+/// Tokens held for one in-flight request by [`BudgetTracker::reserve`].
+///
+/// Settle it with the actual usage ([`settle`](Self::settle)) or give the
+/// tokens back ([`release`](Self::release)); dropping an unsettled
+/// reservation releases it, so an early return or a panic in the caller never
+/// leaks budget.
+#[must_use = "dropping a reservation releases it; settle it with the actual usage"]
+pub struct Reservation {
+    tracker: BudgetTracker,
+    amount: TokenUsage,
+    open: bool,
+}
+
+impl fmt::Debug for Reservation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reservation")
+            .field("amount", &self.amount)
+            .field("scope_depth", &self.tracker.depth())
+            .finish()
+    }
+}
+
+impl Reservation {
+    /// The reserved (projected) usage.
+    pub fn amount(&self) -> TokenUsage {
+        self.amount
+    }
+
+    /// The tracker the reservation was taken from.
+    pub fn tracker(&self) -> &BudgetTracker {
+        &self.tracker
+    }
+
+    /// Replaces the reservation with the usage actually reported and returns
+    /// the scope's new cumulative usage. `actual` may be above the
+    /// reservation (providers report after the fact); it is recorded as is
+    /// and an overage shows at the next checkpoint.
+    pub fn settle(mut self, actual: TokenUsage) -> TokenUsage {
+        self.open = false;
+        self.tracker.settle_reservation(self.amount, Some(actual))
+    }
+
+    /// Gives the reserved tokens back without recording usage (the request
+    /// was not made).
+    pub fn release(mut self) {
+        self.open = false;
+        self.tracker.settle_reservation(self.amount, None);
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if self.open {
+            self.tracker.settle_reservation(self.amount, None);
+        }
+    }
+}
