@@ -1,0 +1,322 @@
+//! Run budget shared across threads: an orchestrator with three subagents on a
+//! manual clock, a concurrent-reservation stress test, and the tracing fields.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use cupel_core::{
+    BudgetDimension, BudgetExceededError, BudgetPhase, BudgetTracker, Deadline,
+    ManualTimeProvider, RunBudget, TokenLimit, TokenUsage,
+};
+use proptest::prelude::*;
+
+fn t0() -> DateTime<Utc> {
+    "2026-03-01T09:00:00Z".parse().unwrap()
+}
+
+fn usage(input: i64, output: i64) -> TokenUsage {
+    TokenUsage::new(input, output).unwrap()
+}
+
+/// One subagent turn: a provider call then a tool call, each reserved, run
+/// and settled. Returns the first budget error.
+fn subagent_turn(
+    budget: &BudgetTracker,
+    call: TokenUsage,
+    tool: TokenUsage,
+) -> Result<(), BudgetExceededError> {
+    budget.preflight()?;
+    let r = budget.reserve(BudgetPhase::ProviderRequest, call)?;
+    r.settle(call);
+    let r = budget.reserve(BudgetPhase::ToolExecution, tool)?;
+    r.settle(tool);
+    Ok(())
+}
+
+#[test]
+fn parent_and_three_subagents_share_one_budget() {
+    let clock = ManualTimeProvider::new(t0());
+    let budget = RunBudget::builder()
+        .deadline(Deadline::after(&clock, TimeDelta::seconds(60)))
+        .token_limit(TokenLimit::new(Some(1_000), Some(300)).unwrap())
+        .build(&clock)
+        .unwrap();
+    let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+    run.preflight().unwrap();
+
+    // The parent's own first call: projected 200/50, actual 180/40.
+    run.reserve(BudgetPhase::ProviderRequest, usage(200, 50))
+        .unwrap()
+        .settle(usage(180, 40));
+
+    // Three subagents hold clones of the same tracker ("the same object").
+    thread::scope(|s| {
+        let handles: Vec<_> = (0..3)
+            .map(|_| {
+                let sub = run.clone();
+                s.spawn(move || subagent_turn(&sub, usage(100, 20), usage(50, 10)))
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap().unwrap();
+        }
+    });
+    clock.advance(TimeDelta::seconds(20));
+
+    // Each subagent used 100 + 50 = 150 in and 20 + 10 = 30 out.
+    // Parent view: 180 + 3*150 = 630 in, 40 + 3*30 = 130 out;
+    // remaining 1000 - 630 = 370 in, 300 - 130 = 170 out; 60 - 20 = 40 s left.
+    let snap = run.preflight().unwrap();
+    assert_eq!(snap.usage, usage(630, 130));
+    assert_eq!(
+        snap.remaining_tokens.map(|r| (r.input(), r.output())),
+        Some((Some(370), Some(170)))
+    );
+    assert_eq!(snap.remaining_time, Some(TimeDelta::seconds(40)));
+
+    // Second round: subagent 0 asks for more than the 370 input tokens left.
+    // Its error propagates and halts everyone, including the parent.
+    let go = Barrier::new(3);
+    let errors: Vec<Result<(), BudgetExceededError>> = thread::scope(|s| {
+        let handles: Vec<_> = (0..3)
+            .map(|i| {
+                let sub = run.clone();
+                let go = &go;
+                s.spawn(move || {
+                    if i == 0 {
+                        let r = subagent_turn(&sub, usage(400, 10), usage(0, 0));
+                        go.wait();
+                        r
+                    } else {
+                        go.wait();
+                        // Would fit on its own (10 <= 370), but the run is halted.
+                        subagent_turn(&sub, usage(10, 1), usage(0, 0))
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let first = errors[0].clone().unwrap_err();
+    assert_eq!(
+        (first.phase, first.dimension),
+        (BudgetPhase::ProviderRequest, BudgetDimension::Input)
+    );
+    assert_eq!((first.remaining, first.requested), (Some(370), usage(400, 10)));
+    for other in &errors[1..] {
+        assert_eq!(other.as_ref().unwrap_err(), &first);
+    }
+    assert_eq!(run.finalize().unwrap_err(), first);
+    // Nothing was charged by the refused requests.
+    assert_eq!(run.usage(), usage(630, 130));
+}
+
+#[test]
+fn child_scopes_on_threads_charge_the_parent() {
+    let clock = ManualTimeProvider::new(t0());
+    let budget = RunBudget::builder()
+        .deadline(Deadline::after(&clock, TimeDelta::seconds(60)))
+        .token_limit(TokenLimit::new(Some(1_000), None).unwrap())
+        .build(&clock)
+        .unwrap();
+    let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+
+    // Three subagents, each capped at 200 input tokens and 30 s.
+    let children: Vec<BudgetTracker> = (0..3)
+        .map(|_| {
+            let child_budget = RunBudget::builder()
+                .deadline(Deadline::after(&clock, TimeDelta::seconds(30)))
+                .token_limit(TokenLimit::new(Some(200), None).unwrap())
+                .build(&clock)
+                .unwrap();
+            run.child(child_budget).unwrap()
+        })
+        .collect();
+
+    let results: Vec<_> = thread::scope(|s| {
+        let handles: Vec<_> = children
+            .iter()
+            .enumerate()
+            .map(|(i, child)| {
+                s.spawn(move || {
+                    // Child 2 overruns its own 200-token cap: 150 + 60 = 210 > 200.
+                    let second = if i == 2 { 60 } else { 50 };
+                    subagent_turn(child, usage(150, 0), usage(second, 0))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(results[0].is_ok() && results[1].is_ok());
+    let err = results[2].as_ref().unwrap_err();
+    assert_eq!(
+        (err.phase, err.scope_depth, err.limit),
+        (BudgetPhase::ToolExecution, 1, Some(200))
+    );
+    // The child's overage stops that child only; the parent charged
+    // 200 + 200 + 150 = 550 and has 450 left.
+    assert!(!run.is_halted());
+    assert!(children[2].is_halted());
+    assert_eq!(run.usage(), usage(550, 0));
+    assert_eq!(run.remaining_tokens().unwrap().input(), Some(450));
+
+    // The children's 30 s deadline passes before the parent's 60 s.
+    clock.advance(TimeDelta::seconds(30));
+    let late = children[0].preflight().unwrap_err();
+    assert_eq!(late.dimension, BudgetDimension::Deadline);
+    assert!(run.preflight().is_ok());
+}
+
+/// 8 threads reserve random costs against one ceiling at the same time; the
+/// sum of usage and reservations may never pass the ceiling, and every
+/// settled token is accounted for.
+fn stress(limit: i64, costs: &[Vec<(i64, i64)>]) {
+    let clock = ManualTimeProvider::new(t0());
+    let budget = RunBudget::new(
+        None,
+        Some(TokenLimit::new(Some(limit), Some(limit)).unwrap()),
+        &clock,
+    )
+    .unwrap();
+    let run = BudgetTracker::new(budget, clock).unwrap();
+    let settled = Arc::new(AtomicI64::new(0));
+    let start = Barrier::new(costs.len());
+    let violations = Mutex::new(Vec::new());
+    thread::scope(|s| {
+        for thread_costs in costs {
+            let run = run.clone();
+            let settled = Arc::clone(&settled);
+            let (start, violations) = (&start, &violations);
+            s.spawn(move || {
+                start.wait();
+                for &(cost, actual_part) in thread_costs {
+                    let Ok(r) = run.reserve(BudgetPhase::ProviderRequest, usage(cost, 0)) else {
+                        break;
+                    };
+                    // Consistent view under the lock: committed <= limit.
+                    let snap = run.snapshot();
+                    let left = snap.remaining_tokens.and_then(|t| t.input()).unwrap();
+                    if left < 0 {
+                        violations.lock().unwrap().push(left);
+                    }
+                    // Settle with at most what was reserved.
+                    let actual = cost.min(actual_part);
+                    r.settle(usage(actual, 0));
+                    settled.fetch_add(actual, Ordering::SeqCst);
+                }
+            });
+        }
+    });
+    assert_eq!(violations.into_inner().unwrap(), Vec::<i64>::new());
+    let total = run.usage().input();
+    assert!(total <= limit, "total {total} passed the limit {limit}");
+    assert_eq!(total, settled.load(Ordering::SeqCst));
+    assert_eq!(run.snapshot().reserved, TokenUsage::ZERO);
+}
+
+#[test]
+fn eight_threads_fill_a_budget_exactly() {
+    // 8 threads x 25 reservations of 5 tokens = 1000 tokens wanted, 1000 allowed:
+    // every reservation fits (the last one lands exactly on the ceiling).
+    let costs = vec![vec![(5, 5); 25]; 8];
+    stress(1_000, &costs);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn concurrent_reservations_never_pass_the_limit(
+        limit in 0i64..2_000,
+        costs in prop::collection::vec(
+            prop::collection::vec((0i64..300, 0i64..300), 1..40),
+            8,
+        ),
+    ) {
+        stress(limit, &costs);
+    }
+}
+
+// ----- tracing fields ------------------------------------------------------------
+
+mod capture {
+    use std::fmt;
+    use std::sync::{Arc, Mutex};
+
+    use tracing::field::{Field, Visit};
+    use tracing::{Event, Subscriber};
+    use tracing_subscriber::layer::{Context, Layer};
+
+    /// Every event as `(field name, rendered value)` pairs.
+    #[derive(Clone, Default)]
+    pub(crate) struct Capture(pub(crate) Arc<Mutex<Vec<Vec<(String, String)>>>>);
+
+    struct Fields(Vec<(String, String)>);
+    impl Visit for Fields {
+        fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+            self.0.push((field.name().to_owned(), format!("{value:?}")));
+        }
+        fn record_i64(&mut self, field: &Field, value: i64) {
+            self.0.push((field.name().to_owned(), value.to_string()));
+        }
+        fn record_u64(&mut self, field: &Field, value: u64) {
+            self.0.push((field.name().to_owned(), value.to_string()));
+        }
+        fn record_str(&mut self, field: &Field, value: &str) {
+            self.0.push((field.name().to_owned(), value.to_owned()));
+        }
+    }
+
+    impl<S: Subscriber> Layer<S> for Capture {
+        fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+            if event.metadata().target() == cupel_core::RUN_BUDGET_TRACING_TARGET {
+                let mut fields = Fields(Vec::new());
+                event.record(&mut fields);
+                self.0.lock().unwrap().push(fields.0);
+            }
+        }
+    }
+}
+
+#[test]
+fn checkpoints_emit_remaining_time_and_tokens() {
+    use tracing_subscriber::layer::SubscriberExt;
+
+    let capture = capture::Capture::default();
+    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    tracing::subscriber::with_default(subscriber, || {
+        let clock = ManualTimeProvider::new(t0());
+        let budget = RunBudget::builder()
+            .deadline(Deadline::after(&clock, TimeDelta::seconds(10)))
+            .token_limit(TokenLimit::new(Some(100), None).unwrap())
+            .build(&clock)
+            .unwrap();
+        let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+        run.preflight().unwrap();
+        clock.advance(TimeDelta::milliseconds(2_500));
+        // Reserve 30: after the reservation 100 - 30 = 70 remain, 7.5 s left.
+        let _r = run
+            .reserve(BudgetPhase::ProviderRequest, usage(30, 0))
+            .unwrap();
+        let _ = run.reserve(BudgetPhase::ToolExecution, usage(71, 0));
+    });
+    let events = capture.0.lock().unwrap();
+    assert_eq!(events.len(), 3);
+    let get = |e: &Vec<(String, String)>, k: &str| {
+        e.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+    };
+    assert_eq!(get(&events[0], "phase").as_deref(), Some("preflight"));
+    assert_eq!(get(&events[0], "budget_remaining_time").as_deref(), Some("10000"));
+    assert_eq!(get(&events[0], "budget_remaining_tokens.input").as_deref(), Some("100"));
+    // Unbounded output: the field is left out.
+    assert_eq!(get(&events[0], "budget_remaining_tokens.output"), None);
+    assert_eq!(get(&events[1], "budget_remaining_time").as_deref(), Some("7500"));
+    assert_eq!(get(&events[1], "budget_remaining_tokens.input").as_deref(), Some("70"));
+    // The refused request: dimension and JSON state are attached.
+    assert_eq!(get(&events[2], "phase").as_deref(), Some("tool_execution"));
+    assert_eq!(get(&events[2], "dimension").as_deref(), Some("input"));
+    assert!(get(&events[2], "budget").unwrap().starts_with(r#"{"scope_depth":0"#));
+}
