@@ -16,7 +16,8 @@
 //!
 //! The main types: [`Policy`] (how to select), [`Pipeline`] (a policy plus a
 //! budget; [`run`](Pipeline::run), [`run_traced`](Pipeline::run_traced),
-//! [`dry_run`](Pipeline::dry_run)).
+//! [`dry_run`](Pipeline::dry_run); [`run_within`](Pipeline::run_within)
+//! selects under a shared run budget and returns a [`BudgetedWindow`]).
 //!
 //! ```
 //! use cupel_core::{ContextBudget, ContextItem, ContextKind, ExclusionReason};
@@ -85,6 +86,7 @@ mod pipeline;
 mod policy;
 mod presets;
 mod run;
+mod run_budget;
 pub mod samples;
 
 pub use config::{
@@ -95,3 +97,4 @@ pub use names::{PlacerType, ScorerType, SlicerType};
 pub use pipeline::{OverflowObserver, Pipeline, PipelineBuilder};
 pub use policy::{Policy, PolicyBuilder};
 pub use presets::{Preset, preset, presets};
+pub use run_budget::BudgetedWindow;

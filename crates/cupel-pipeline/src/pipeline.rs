@@ -28,14 +28,15 @@ pub type OverflowObserver = Arc<dyn Fn(&OverflowEvent) + Send + Sync>;
 /// | [`dry_run`](Self::dry_run) | a [`SelectionReport`] | yes |
 /// | [`dry_run_with_budget`](Self::dry_run_with_budget) | a report under another budget | yes |
 /// | [`dry_run_with_policy`](Self::dry_run_with_policy) | a report under another policy and budget | yes |
+/// | [`run_within`](Self::run_within) | the window under a run budget, with its reservation | no |
 ///
 /// The returned window holds clones of the input items; since
 /// [`ContextItem`] is reference-counted, a clone costs one atomic increment.
 #[derive(Clone)]
 pub struct Pipeline {
-    policy: Policy,
-    budget: ContextBudget,
-    overflow_observer: Option<OverflowObserver>,
+    pub(crate) policy: Policy,
+    pub(crate) budget: ContextBudget,
+    pub(crate) overflow_observer: Option<OverflowObserver>,
 }
 
 impl fmt::Debug for Pipeline {

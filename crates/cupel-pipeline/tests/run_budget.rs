@@ -1,0 +1,210 @@
+//! `Pipeline::run_within`: selecting a context window under a shared run budget.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use chrono::{DateTime, TimeDelta, Utc};
+use cupel_core::{
+    BudgetDimension, BudgetExceededError, BudgetPhase, BudgetTracker, ContextBudget, ContextItem,
+    CupelError, Deadline, ManualTimeProvider, RunBudget, TokenLimit, TokenUsage,
+};
+use cupel_pipeline::Pipeline;
+use cupel_placers::ChronologicalPlacer;
+use cupel_scorers::ReflexiveScorer;
+use cupel_slicers::GreedySlice;
+
+fn t0() -> DateTime<Utc> {
+    "2026-05-01T08:00:00Z".parse().unwrap()
+}
+
+fn usage(input: i64, output: i64) -> TokenUsage {
+    TokenUsage::new(input, output).unwrap()
+}
+
+fn tracker(input: Option<i64>, output: Option<i64>) -> (BudgetTracker, ManualTimeProvider) {
+    let clock = ManualTimeProvider::new(t0());
+    let budget = RunBudget::builder()
+        .deadline(Deadline::after(&clock, TimeDelta::seconds(60)))
+        .token_limit(TokenLimit::new(input, output).unwrap())
+        .build(&clock)
+        .unwrap();
+    (BudgetTracker::new(budget, clock.clone()).unwrap(), clock)
+}
+
+fn pipeline(max: i64, target: i64, reserve: i64) -> Pipeline {
+    Pipeline::builder()
+        .scorer(ReflexiveScorer::new())
+        .slicer(GreedySlice::new())
+        .placer(ChronologicalPlacer)
+        .budget(
+            ContextBudget::builder(max, target)
+                .output_reserve(reserve)
+                .build()
+                .unwrap(),
+        )
+        .build()
+        .unwrap()
+}
+
+/// Five 20-token documents, relevance 0.9, 0.8, ... 0.5.
+fn docs() -> Vec<ContextItem> {
+    (0..5)
+        .map(|i| {
+            ContextItem::builder(format!("doc {i}"), 20)
+                .future_relevance_hint(0.9 - 0.1 * f64::from(i))
+                .build()
+                .unwrap()
+        })
+        .collect()
+}
+
+fn budget_error(e: CupelError) -> BudgetExceededError {
+    match e {
+        CupelError::RunBudgetExceeded(b) => *b,
+        other => panic!("expected a run-budget error, got {other:?}"),
+    }
+}
+
+fn contents(items: &[ContextItem]) -> Vec<&str> {
+    items.iter().map(ContextItem::content).collect()
+}
+
+#[test]
+fn window_is_clamped_to_the_remaining_input() {
+    let (run, _) = tracker(Some(200), None);
+    run.record(usage(150, 0));
+    // Pipeline: max 1000, target 500, reserve 100 -> room 900. Input left:
+    // 200 - 150 = 50 < 900, so max = 50 + 100 = 150 and target = min(500, 50) = 50.
+    // Greedy by relevance: doc 0 (20) + doc 1 (20) = 40; doc 2 would make 60 > 50.
+    let window = pipeline(1_000, 500, 100).run_within(&docs(), &run).unwrap();
+    assert_eq!(contents(&window.items), ["doc 0", "doc 1"]);
+    assert_eq!(window.input_tokens, 40);
+    assert_eq!(window.context_budget.max_tokens(), 150);
+    assert_eq!(window.context_budget.target_tokens(), 50);
+    assert_eq!(window.context_budget.output_reserve(), 100);
+    // Reserved: 40 in; output unbounded -> the whole reserve (100) is reserved.
+    assert_eq!(window.reservation.amount(), usage(40, 100));
+    assert_eq!(window.max_output_tokens, Some(100));
+    assert_eq!(run.remaining_tokens().unwrap().input(), Some(10));
+}
+
+#[test]
+fn clamp_never_raises_the_pipeline_budget() {
+    let (run, _) = tracker(Some(1_000_000), None);
+    // Plenty of input left: the pipeline's own budget (target 50) applies.
+    let p = pipeline(1_000, 50, 0);
+    let window = p.run_within(&docs(), &run).unwrap();
+    assert_eq!(&window.context_budget, p.budget());
+    // target 50: doc 0 + doc 1 = 40, doc 2 -> 60 > 50.
+    assert_eq!(window.input_tokens, 40);
+}
+
+#[test]
+fn unbounded_input_uses_the_pipeline_budget() {
+    let (run, _) = tracker(None, Some(10));
+    let p = pipeline(1_000, 1_000, 0);
+    let window = p.run_within(&docs(), &run).unwrap();
+    assert_eq!(window.input_tokens, 100);
+    assert_eq!(&window.context_budget, p.budget());
+}
+
+#[test]
+fn depleted_budget_selects_nothing() {
+    let (run, _) = tracker(Some(100), None);
+    run.record(usage(100, 0));
+    let err = budget_error(pipeline(1_000, 500, 0).run_within(&docs(), &run).unwrap_err());
+    assert_eq!(
+        (err.phase, err.dimension),
+        (BudgetPhase::Preflight, BudgetDimension::Input)
+    );
+    assert_eq!(run.snapshot().reserved, TokenUsage::ZERO);
+}
+
+#[test]
+fn expired_deadline_selects_nothing() {
+    let (run, clock) = tracker(None, None);
+    clock.advance(TimeDelta::seconds(60));
+    let err = budget_error(pipeline(1_000, 500, 0).run_within(&docs(), &run).unwrap_err());
+    assert_eq!(
+        (err.phase, err.dimension),
+        (BudgetPhase::Preflight, BudgetDimension::Deadline)
+    );
+}
+
+#[test]
+fn pinned_items_over_the_input_left_are_a_budget_error() {
+    let (run, _) = tracker(Some(100), None);
+    run.record(usage(70, 0));
+    let items = vec![ContextItem::builder("system", 40).pinned(true).build().unwrap()];
+    // 40 pinned tokens fit the pipeline (room 1000) but not the 30 left.
+    let err = budget_error(pipeline(1_000, 500, 0).run_within(&items, &run).unwrap_err());
+    assert_eq!(
+        (err.phase, err.dimension),
+        (BudgetPhase::ProviderRequest, BudgetDimension::Input)
+    );
+    assert_eq!((err.requested, err.remaining), (usage(40, 0), Some(30)));
+    assert!(run.is_halted());
+}
+
+#[test]
+fn pinned_items_over_the_pipeline_budget_keep_the_pipeline_error() {
+    let (run, _) = tracker(Some(10), None);
+    let items = vec![ContextItem::builder("system", 40).pinned(true).build().unwrap()];
+    // 40 > the pipeline's own room of 30: the selection itself is wrong.
+    let err = pipeline(30, 30, 0).run_within(&items, &run).unwrap_err();
+    assert!(matches!(err, CupelError::PinnedBudgetExceeded { pinned_tokens: 40, .. }));
+}
+
+#[test]
+fn output_reserve_is_reserved_against_the_output_ceiling() {
+    // Output left 300 >= reserve 256: reserve 256, cap 256.
+    let (run, _) = tracker(None, Some(300));
+    let w = pipeline(1_000, 500, 256).run_within(&docs(), &run).unwrap();
+    assert_eq!((w.reservation.amount().output(), w.max_output_tokens), (256, Some(256)));
+    drop(w);
+
+    // Output left 300 - 250 = 50 < reserve 256: reserve 50, cap 50.
+    run.record(usage(0, 250));
+    let w = pipeline(1_000, 500, 256).run_within(&docs(), &run).unwrap();
+    assert_eq!((w.reservation.amount().output(), w.max_output_tokens), (50, Some(50)));
+    drop(w);
+
+    // No output reserve: nothing reserved, the cap is all 50 left.
+    let w = pipeline(1_000, 500, 0).run_within(&docs(), &run).unwrap();
+    assert_eq!((w.reservation.amount().output(), w.max_output_tokens), (0, Some(50)));
+    drop(w);
+
+    // Output unbounded and no reserve: no cap.
+    let (free, _) = tracker(Some(1_000), None);
+    let w = pipeline(1_000, 500, 0).run_within(&docs(), &free).unwrap();
+    assert_eq!((w.reservation.amount().output(), w.max_output_tokens), (0, None));
+}
+
+#[test]
+fn settling_records_the_provider_usage_and_dropping_releases() {
+    let (run, _) = tracker(Some(1_000), Some(1_000));
+    let p = pipeline(1_000, 1_000, 100);
+    let w = p.run_within(&docs(), &run).unwrap();
+    // 5 x 20 = 100 in, 100 out reserved.
+    assert_eq!(run.snapshot().reserved, usage(100, 100));
+    drop(w);
+    assert_eq!(run.snapshot().reserved, TokenUsage::ZERO);
+    assert_eq!(run.usage(), TokenUsage::ZERO);
+
+    let w = p.run_within(&docs(), &run).unwrap();
+    w.reservation.settle(usage(104, 37));
+    assert_eq!(run.usage(), usage(104, 37));
+    assert_eq!(run.snapshot().reserved, TokenUsage::ZERO);
+}
+
+#[test]
+fn a_subagent_scope_charges_the_parent() {
+    let (run, clock) = tracker(Some(1_000), None);
+    let sub = run
+        .child(RunBudget::new(None, Some(TokenLimit::new(Some(50), None).unwrap()), &clock).unwrap())
+        .unwrap();
+    // The child may hold 50: doc 0 + doc 1 = 40 (doc 2 -> 60 > 50).
+    let w = pipeline(1_000, 1_000, 0).run_within(&docs(), &sub).unwrap();
+    assert_eq!(w.input_tokens, 40);
+    w.reservation.settle(usage(40, 5));
+    assert_eq!(run.usage(), usage(40, 5));
+    assert_eq!(run.remaining_tokens().unwrap().input(), Some(960));
+}
