@@ -209,12 +209,12 @@ pub enum CupelError {
     /// A run-budget checkpoint failed: see [`BudgetExceededError`] for the
     /// phase, dimension, numbers and JSON state.
     #[error(transparent)]
-    RunBudgetExceeded(Box<BudgetExceededError>),
+    RunBudgetExceeded(BudgetExceededError),
 }
 
 impl From<BudgetExceededError> for CupelError {
     fn from(err: BudgetExceededError) -> Self {
-        CupelError::RunBudgetExceeded(Box::new(err))
+        CupelError::RunBudgetExceeded(err)
     }
 }
 

@@ -50,8 +50,8 @@ pub mod diagnostics;
 mod error;
 mod item;
 mod kind;
-mod stage;
 mod run_budget;
+mod stage;
 mod time;
 mod timestamp;
 mod tokens;
@@ -66,13 +66,13 @@ pub use diagnostics::{
 pub use error::{CupelError, TokenSign};
 pub use item::{ContextItem, ContextItemBuilder};
 pub use kind::{ContextKind, ContextSource};
-pub use stage::{
-    OverflowStrategy, Placer, ScoredItem, Scorer, SliceOutcome, Slicer, SlicerKind, score_cmp_desc,
-};
 pub use run_budget::{
     BudgetDimension, BudgetExceededError, BudgetPhase, BudgetSnapshot, BudgetTracker, Deadline,
     RUN_BUDGET_TRACING_TARGET, RemainingTokens, Reservation, RunBudget, RunBudgetBuilder,
     TokenLimit, TokenUsage,
+};
+pub use stage::{
+    OverflowStrategy, Placer, ScoredItem, Scorer, SliceOutcome, Slicer, SlicerKind, score_cmp_desc,
 };
 pub use time::{FixedTimeProvider, ManualTimeProvider, SystemTimeProvider, TimeProvider};
 pub use timestamp::parse_timestamp;

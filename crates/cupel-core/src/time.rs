@@ -76,11 +76,13 @@ impl ManualTimeProvider {
     /// the representable range.
     pub fn advance(&self, delta: TimeDelta) {
         let mut now = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        *now = now.checked_add_signed(delta).unwrap_or(if delta < TimeDelta::zero() {
-            DateTime::<Utc>::MIN_UTC
-        } else {
-            DateTime::<Utc>::MAX_UTC
-        });
+        *now = now
+            .checked_add_signed(delta)
+            .unwrap_or(if delta < TimeDelta::zero() {
+                DateTime::<Utc>::MIN_UTC
+            } else {
+                DateTime::<Utc>::MAX_UTC
+            });
     }
 
     /// Sets the clock to `now`.

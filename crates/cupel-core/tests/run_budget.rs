@@ -8,8 +8,8 @@ use std::thread;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use cupel_core::{
-    BudgetDimension, BudgetExceededError, BudgetPhase, BudgetTracker, Deadline,
-    ManualTimeProvider, RunBudget, TokenLimit, TokenUsage,
+    BudgetDimension, BudgetExceededError, BudgetPhase, BudgetTracker, Deadline, ManualTimeProvider,
+    RunBudget, TokenLimit, TokenUsage,
 };
 use proptest::prelude::*;
 
@@ -102,10 +102,13 @@ fn parent_and_three_subagents_share_one_budget() {
     });
     let first = errors[0].clone().unwrap_err();
     assert_eq!(
-        (first.phase, first.dimension),
+        (first.phase(), first.dimension()),
         (BudgetPhase::ProviderRequest, BudgetDimension::Input)
     );
-    assert_eq!((first.remaining, first.requested), (Some(370), usage(400, 10)));
+    assert_eq!(
+        (first.remaining(), first.requested()),
+        (Some(370), usage(400, 10))
+    );
     for other in &errors[1..] {
         assert_eq!(other.as_ref().unwrap_err(), &first);
     }
@@ -153,7 +156,7 @@ fn child_scopes_on_threads_charge_the_parent() {
     assert!(results[0].is_ok() && results[1].is_ok());
     let err = results[2].as_ref().unwrap_err();
     assert_eq!(
-        (err.phase, err.scope_depth, err.limit),
+        (err.phase(), err.scope_depth(), err.limit()),
         (BudgetPhase::ToolExecution, 1, Some(200))
     );
     // The child's overage stops that child only; the parent charged
@@ -166,7 +169,7 @@ fn child_scopes_on_threads_charge_the_parent() {
     // The children's 30 s deadline passes before the parent's 60 s.
     clock.advance(TimeDelta::seconds(30));
     let late = children[0].preflight().unwrap_err();
-    assert_eq!(late.dimension, BudgetDimension::Deadline);
+    assert_eq!(late.dimension(), BudgetDimension::Deadline);
     assert!(run.preflight().is_ok());
 }
 
@@ -250,9 +253,12 @@ mod capture {
     use tracing::{Event, Subscriber};
     use tracing_subscriber::layer::{Context, Layer};
 
-    /// Every event as `(field name, rendered value)` pairs.
+    /// One event's fields as `(name, rendered value)` pairs.
+    pub(crate) type EventFields = Vec<(String, String)>;
+
+    /// Every budget event seen.
     #[derive(Clone, Default)]
-    pub(crate) struct Capture(pub(crate) Arc<Mutex<Vec<Vec<(String, String)>>>>);
+    pub(crate) struct Capture(pub(crate) Arc<Mutex<Vec<EventFields>>>);
 
     struct Fields(Vec<(String, String)>);
     impl Visit for Fields {
@@ -305,18 +311,33 @@ fn checkpoints_emit_remaining_time_and_tokens() {
     });
     let events = capture.0.lock().unwrap();
     assert_eq!(events.len(), 3);
-    let get = |e: &Vec<(String, String)>, k: &str| {
-        e.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
-    };
+    let get =
+        |e: &Vec<(String, String)>, k: &str| e.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     assert_eq!(get(&events[0], "phase").as_deref(), Some("preflight"));
-    assert_eq!(get(&events[0], "budget_remaining_time").as_deref(), Some("10000"));
-    assert_eq!(get(&events[0], "budget_remaining_tokens.input").as_deref(), Some("100"));
+    assert_eq!(
+        get(&events[0], "budget_remaining_time").as_deref(),
+        Some("10000")
+    );
+    assert_eq!(
+        get(&events[0], "budget_remaining_tokens.input").as_deref(),
+        Some("100")
+    );
     // Unbounded output: the field is left out.
     assert_eq!(get(&events[0], "budget_remaining_tokens.output"), None);
-    assert_eq!(get(&events[1], "budget_remaining_time").as_deref(), Some("7500"));
-    assert_eq!(get(&events[1], "budget_remaining_tokens.input").as_deref(), Some("70"));
+    assert_eq!(
+        get(&events[1], "budget_remaining_time").as_deref(),
+        Some("7500")
+    );
+    assert_eq!(
+        get(&events[1], "budget_remaining_tokens.input").as_deref(),
+        Some("70")
+    );
     // The refused request: dimension and JSON state are attached.
     assert_eq!(get(&events[2], "phase").as_deref(), Some("tool_execution"));
     assert_eq!(get(&events[2], "dimension").as_deref(), Some("input"));
-    assert!(get(&events[2], "budget").unwrap().starts_with(r#"{"scope_depth":0"#));
+    assert!(
+        get(&events[2], "budget")
+            .unwrap()
+            .starts_with(r#"{"scope_depth":0"#)
+    );
 }

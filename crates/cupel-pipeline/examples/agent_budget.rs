@@ -82,7 +82,7 @@ fn summariser(
     loop {
         match turn(pipeline, articles, scope) {
             Ok(_) => turns += 1,
-            Err(CupelError::RunBudgetExceeded(e)) => return (turns, *e),
+            Err(CupelError::RunBudgetExceeded(e)) => return (turns, e),
             Err(other) => unreachable!("the example pipeline cannot fail otherwise: {other}"),
         }
     }
@@ -102,7 +102,11 @@ pub(crate) fn run_agent() -> Result<Outcome, Box<dyn Error>> {
         .scorer(RecencyScorer)
         .slicer(GreedySlice::new())
         .placer(ChronologicalPlacer)
-        .budget(ContextBudget::builder(1_024, 900).output_reserve(120).build()?)
+        .budget(
+            ContextBudget::builder(1_024, 900)
+                .output_reserve(120)
+                .build()?,
+        )
         .build()?;
 
     let start = clock.now();
@@ -135,12 +139,13 @@ pub(crate) fn run_agent() -> Result<Outcome, Box<dyn Error>> {
         Some(TokenLimit::new(Some(500), None)?),
         &clock,
     )?)?;
-    let (subagent_turns, sub_stop) =
-        thread::scope(|s| s.spawn(|| summariser(&pipeline, &articles, &sub_scope)).join())
-            .map_err(|_| "the subagent thread panicked")?;
+    let (subagent_turns, sub_stop) = thread::scope(|s| {
+        s.spawn(|| summariser(&pipeline, &articles, &sub_scope))
+            .join()
+    })
+    .map_err(|_| "the subagent thread panicked")?;
     println!(
-        "subagent: {subagent_turns} turns, then stopped by its own cap: {sub_stop}\n  \
-         run usage now {}",
+        "subagent: {subagent_turns} turns; run usage now {}",
         run.usage()
     );
     history.push(item(
@@ -155,7 +160,7 @@ pub(crate) fn run_agent() -> Result<Outcome, Box<dyn Error>> {
         clock.advance(TimeDelta::seconds(4));
         let answer = match turn(&pipeline, &history, &run) {
             Ok(answer) => answer,
-            Err(CupelError::RunBudgetExceeded(e)) => break *e,
+            Err(CupelError::RunBudgetExceeded(e)) => break e,
             Err(other) => return Err(other.into()),
         };
         turns += 1;
@@ -189,7 +194,6 @@ pub(crate) fn run_agent() -> Result<Outcome, Box<dyn Error>> {
             s.remaining_time_ms()
         );
     };
-    println!("run stopped: {stopped_by}\n  state: {}", stopped_by.budget_json);
     Ok(Outcome {
         turns,
         subagent_turns,
@@ -202,6 +206,12 @@ pub(crate) fn run_agent() -> Result<Outcome, Box<dyn Error>> {
 #[allow(dead_code)] // the example's entry point; the test calls `run_agent`
 fn main() -> Result<(), Box<dyn Error>> {
     let outcome = run_agent()?;
+    println!("subagent stopped: {}", outcome.subagent_stopped_by);
+    println!(
+        "run stopped: {}\n  state: {}",
+        outcome.stopped_by,
+        outcome.stopped_by.budget_json()
+    );
     println!(
         "{} turns (+{} by the subagent), total usage {}",
         outcome.turns, outcome.subagent_turns, outcome.usage

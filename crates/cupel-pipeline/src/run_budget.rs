@@ -156,15 +156,17 @@ impl Pipeline {
                 // The pins fit the pipeline's own budget but not the run's
                 // input allowance: that is a run-budget failure.
                 let projected = TokenUsage::new(pinned_tokens, 0)?;
-                return Err(match tracker.check(BudgetPhase::ProviderRequest, projected) {
-                    Err(budget_error) => budget_error.into(),
-                    // Another holder released tokens meanwhile: report the
-                    // selection's own error.
-                    Ok(_) => CupelError::PinnedBudgetExceeded {
-                        pinned_tokens,
-                        available_tokens: context_budget.available_for_pinned(),
+                return Err(
+                    match tracker.check(BudgetPhase::ProviderRequest, projected) {
+                        Err(budget_error) => budget_error.into(),
+                        // Another holder released tokens meanwhile: report the
+                        // selection's own error.
+                        Ok(_) => CupelError::PinnedBudgetExceeded {
+                            pinned_tokens,
+                            available_tokens: context_budget.available_for_pinned(),
+                        },
                     },
-                });
+                );
             }
             Err(e) => return Err(e),
         };

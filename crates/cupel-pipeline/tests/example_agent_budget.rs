@@ -18,7 +18,7 @@ fn the_agent_loop_stops_at_the_output_ceiling() {
     assert_eq!(o.subagent_turns, 2);
     let sub = &o.subagent_stopped_by;
     assert_eq!(
-        (sub.phase, sub.dimension, sub.scope_depth, sub.limit),
+        (sub.phase(), sub.dimension(), sub.scope_depth(), sub.limit()),
         (BudgetPhase::Preflight, BudgetDimension::Input, 1, Some(500))
     );
 
@@ -30,10 +30,10 @@ fn the_agent_loop_stops_at_the_output_ceiling() {
     assert_eq!(o.turns, 4);
     let stop = &o.stopped_by;
     assert_eq!(
-        (stop.phase, stop.dimension, stop.scope_depth),
+        (stop.phase(), stop.dimension(), stop.scope_depth()),
         (BudgetPhase::ToolExecution, BudgetDimension::Output, 0)
     );
-    assert_eq!(stop.remaining, Some(0));
+    assert_eq!(stop.remaining(), Some(0));
     // Input: subagent 500, then the windows (history = 30 system + 40 question
     // + 80 summary, growing by the previous turn's 80 answer + 45 tool result):
     //   150, 275, 400, 525 -> 500 + 1350 = 1850.

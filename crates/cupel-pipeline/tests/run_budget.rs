@@ -58,7 +58,7 @@ fn docs() -> Vec<ContextItem> {
 
 fn budget_error(e: CupelError) -> BudgetExceededError {
     match e {
-        CupelError::RunBudgetExceeded(b) => *b,
+        CupelError::RunBudgetExceeded(b) => b,
         other => panic!("expected a run-budget error, got {other:?}"),
     }
 }
@@ -110,9 +110,13 @@ fn unbounded_input_uses_the_pipeline_budget() {
 fn depleted_budget_selects_nothing() {
     let (run, _) = tracker(Some(100), None);
     run.record(usage(100, 0));
-    let err = budget_error(pipeline(1_000, 500, 0).run_within(&docs(), &run).unwrap_err());
+    let err = budget_error(
+        pipeline(1_000, 500, 0)
+            .run_within(&docs(), &run)
+            .unwrap_err(),
+    );
     assert_eq!(
-        (err.phase, err.dimension),
+        (err.phase(), err.dimension()),
         (BudgetPhase::Preflight, BudgetDimension::Input)
     );
     assert_eq!(run.snapshot().reserved, TokenUsage::ZERO);
@@ -122,9 +126,13 @@ fn depleted_budget_selects_nothing() {
 fn expired_deadline_selects_nothing() {
     let (run, clock) = tracker(None, None);
     clock.advance(TimeDelta::seconds(60));
-    let err = budget_error(pipeline(1_000, 500, 0).run_within(&docs(), &run).unwrap_err());
+    let err = budget_error(
+        pipeline(1_000, 500, 0)
+            .run_within(&docs(), &run)
+            .unwrap_err(),
+    );
     assert_eq!(
-        (err.phase, err.dimension),
+        (err.phase(), err.dimension()),
         (BudgetPhase::Preflight, BudgetDimension::Deadline)
     );
 }
@@ -133,24 +141,44 @@ fn expired_deadline_selects_nothing() {
 fn pinned_items_over_the_input_left_are_a_budget_error() {
     let (run, _) = tracker(Some(100), None);
     run.record(usage(70, 0));
-    let items = vec![ContextItem::builder("system", 40).pinned(true).build().unwrap()];
+    let items = vec![
+        ContextItem::builder("system", 40)
+            .pinned(true)
+            .build()
+            .unwrap(),
+    ];
     // 40 pinned tokens fit the pipeline (room 1000) but not the 30 left.
-    let err = budget_error(pipeline(1_000, 500, 0).run_within(&items, &run).unwrap_err());
+    let err = budget_error(
+        pipeline(1_000, 500, 0)
+            .run_within(&items, &run)
+            .unwrap_err(),
+    );
     assert_eq!(
-        (err.phase, err.dimension),
+        (err.phase(), err.dimension()),
         (BudgetPhase::ProviderRequest, BudgetDimension::Input)
     );
-    assert_eq!((err.requested, err.remaining), (usage(40, 0), Some(30)));
+    assert_eq!((err.requested(), err.remaining()), (usage(40, 0), Some(30)));
     assert!(run.is_halted());
 }
 
 #[test]
 fn pinned_items_over_the_pipeline_budget_keep_the_pipeline_error() {
     let (run, _) = tracker(Some(10), None);
-    let items = vec![ContextItem::builder("system", 40).pinned(true).build().unwrap()];
+    let items = vec![
+        ContextItem::builder("system", 40)
+            .pinned(true)
+            .build()
+            .unwrap(),
+    ];
     // 40 > the pipeline's own room of 30: the selection itself is wrong.
     let err = pipeline(30, 30, 0).run_within(&items, &run).unwrap_err();
-    assert!(matches!(err, CupelError::PinnedBudgetExceeded { pinned_tokens: 40, .. }));
+    assert!(matches!(
+        err,
+        CupelError::PinnedBudgetExceeded {
+            pinned_tokens: 40,
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -158,24 +186,36 @@ fn output_reserve_is_reserved_against_the_output_ceiling() {
     // Output left 300 >= reserve 256: reserve 256, cap 256.
     let (run, _) = tracker(None, Some(300));
     let w = pipeline(1_000, 500, 256).run_within(&docs(), &run).unwrap();
-    assert_eq!((w.reservation.amount().output(), w.max_output_tokens), (256, Some(256)));
+    assert_eq!(
+        (w.reservation.amount().output(), w.max_output_tokens),
+        (256, Some(256))
+    );
     drop(w);
 
     // Output left 300 - 250 = 50 < reserve 256: reserve 50, cap 50.
     run.record(usage(0, 250));
     let w = pipeline(1_000, 500, 256).run_within(&docs(), &run).unwrap();
-    assert_eq!((w.reservation.amount().output(), w.max_output_tokens), (50, Some(50)));
+    assert_eq!(
+        (w.reservation.amount().output(), w.max_output_tokens),
+        (50, Some(50))
+    );
     drop(w);
 
     // No output reserve: nothing reserved, the cap is all 50 left.
     let w = pipeline(1_000, 500, 0).run_within(&docs(), &run).unwrap();
-    assert_eq!((w.reservation.amount().output(), w.max_output_tokens), (0, Some(50)));
+    assert_eq!(
+        (w.reservation.amount().output(), w.max_output_tokens),
+        (0, Some(50))
+    );
     drop(w);
 
     // Output unbounded and no reserve: no cap.
     let (free, _) = tracker(Some(1_000), None);
     let w = pipeline(1_000, 500, 0).run_within(&docs(), &free).unwrap();
-    assert_eq!((w.reservation.amount().output(), w.max_output_tokens), (0, None));
+    assert_eq!(
+        (w.reservation.amount().output(), w.max_output_tokens),
+        (0, None)
+    );
 }
 
 #[test]
@@ -199,7 +239,9 @@ fn settling_records_the_provider_usage_and_dropping_releases() {
 fn a_subagent_scope_charges_the_parent() {
     let (run, clock) = tracker(Some(1_000), None);
     let sub = run
-        .child(RunBudget::new(None, Some(TokenLimit::new(Some(50), None).unwrap()), &clock).unwrap())
+        .child(
+            RunBudget::new(None, Some(TokenLimit::new(Some(50), None).unwrap()), &clock).unwrap(),
+        )
         .unwrap();
     // The child may hold 50: doc 0 + doc 1 = 40 (doc 2 -> 60 > 50).
     let w = pipeline(1_000, 1_000, 0).run_within(&docs(), &sub).unwrap();

@@ -126,52 +126,103 @@ pub(crate) struct BreachState {
 /// let clock = FixedTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
 /// let budget = RunBudget::new(None, Some(TokenLimit::new(None, Some(50))?), &clock)?;
 /// let err = budget.assert_within_limit(TokenUsage::new(7, 60)?).unwrap_err();
-/// assert_eq!((err.phase, err.dimension), (BudgetPhase::Budget, BudgetDimension::Output));
+/// assert_eq!((err.phase(), err.dimension()), (BudgetPhase::Budget, BudgetDimension::Output));
 /// // remaining = 50 - 60 = -10: the overshoot stays visible.
-/// assert_eq!((err.limit, err.remaining), (Some(50), Some(-10)));
+/// assert_eq!((err.limit(), err.remaining()), (Some(50), Some(-10)));
 /// assert_eq!(
-///     err.budget_json,
+///     err.budget_json(),
 ///     r#"{"scope_depth":0,"budget":{"token_limit":{"output":50}},"usage":{"input":7,"output":60},"reserved":{"input":0,"output":0},"requested":{"input":0,"output":0},"remaining_tokens":{"output":-10}}"#
 /// );
 /// # Ok::<(), cupel_core::CupelError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct BudgetExceededError {
+pub struct BudgetExceededError(Box<Details>);
+
+/// The payload of a [`BudgetExceededError`], boxed to keep `Result`s small.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Details {
+    phase: BudgetPhase,
+    dimension: BudgetDimension,
+    limit: Option<i64>,
+    usage: TokenUsage,
+    reserved: TokenUsage,
+    requested: TokenUsage,
+    remaining: Option<i64>,
+    deadline: Option<DateTime<Utc>>,
+    now: Option<DateTime<Utc>>,
+    remaining_time: Option<TimeDelta>,
+    scope_depth: usize,
+    budget_json: String,
+    breach: Breach,
+}
+
+impl BudgetExceededError {
     /// The checkpoint that failed.
-    pub phase: BudgetPhase,
+    pub fn phase(&self) -> BudgetPhase {
+        self.0.phase
+    }
+
     /// What ran out.
-    pub dimension: BudgetDimension,
+    pub fn dimension(&self) -> BudgetDimension {
+        self.0.dimension
+    }
+
     /// The ceiling of the breached token dimension (`None` for the deadline).
-    pub limit: Option<i64>,
+    pub fn limit(&self) -> Option<i64> {
+        self.0.limit
+    }
+
     /// Cumulative usage recorded in the breached scope.
-    pub usage: TokenUsage,
+    pub fn usage(&self) -> TokenUsage {
+        self.0.usage
+    }
+
     /// Tokens reserved by in-flight requests in the breached scope.
-    pub reserved: TokenUsage,
+    pub fn reserved(&self) -> TokenUsage {
+        self.0.reserved
+    }
+
     /// The projected cost of the rejected request (zero for a plain check).
-    pub requested: TokenUsage,
+    pub fn requested(&self) -> TokenUsage {
+        self.0.requested
+    }
+
     /// Tokens left in the breached dimension: `limit - usage - reserved`,
     /// negative after an overshoot (`None` for the deadline).
-    pub remaining: Option<i64>,
+    pub fn remaining(&self) -> Option<i64> {
+        self.0.remaining
+    }
+
     /// The breached scope's deadline, if it has one.
-    pub deadline: Option<DateTime<Utc>>,
+    pub fn deadline(&self) -> Option<DateTime<Utc>> {
+        self.0.deadline
+    }
+
     /// The clock reading at the check (`None` from
     /// [`RunBudget::assert_within_limit`], which has no clock).
-    pub now: Option<DateTime<Utc>>,
+    pub fn now(&self) -> Option<DateTime<Utc>> {
+        self.0.now
+    }
+
     /// `deadline - now`, zero or negative when the deadline ran out.
-    pub remaining_time: Option<TimeDelta>,
+    pub fn remaining_time(&self) -> Option<TimeDelta> {
+        self.0.remaining_time
+    }
+
     /// `0` for the tracker that owns the run, `n` for a child `n` levels down.
-    pub scope_depth: usize,
+    pub fn scope_depth(&self) -> usize {
+        self.0.scope_depth
+    }
+
     /// The breached scope's state as JSON (keys in a fixed order):
     /// `scope_depth`, `budget` (the [`RunBudget`] in its serde form),
     /// `usage`, `reserved`, `requested`, `remaining_tokens` (absent without a
     /// token limit), and with a clock `now` and — with a deadline —
     /// `remaining_time_ms`.
-    pub budget_json: String,
-    breach: Breach,
-}
+    pub fn budget_json(&self) -> &str {
+        &self.0.budget_json
+    }
 
-impl BudgetExceededError {
     pub(crate) fn new(
         phase: BudgetPhase,
         dimension: BudgetDimension,
@@ -186,7 +237,7 @@ impl BudgetExceededError {
             .remaining_tokens(committed)
             .and_then(|r| r.get(dimension));
         let limit = budget.token_limit().and_then(|l| l.get(dimension));
-        Self {
+        Self(Box::new(Details {
             phase,
             dimension,
             limit,
@@ -200,34 +251,35 @@ impl BudgetExceededError {
             scope_depth: state.scope_depth,
             budget_json: budget_json(state, budget.remaining_tokens(committed), remaining_time),
             breach,
-        }
+        }))
     }
 }
 
 impl fmt::Display for BudgetExceededError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let phase = self.phase;
-        let dim = self.dimension;
-        let scope = if self.scope_depth == 0 {
+        let d = &*self.0;
+        let phase = d.phase;
+        let dim = d.dimension;
+        let scope = if d.scope_depth == 0 {
             String::from("run budget")
         } else {
-            format!("run budget (child scope, depth {})", self.scope_depth)
+            format!("run budget (child scope, depth {})", d.scope_depth)
         };
-        let used = self.usage.get(dim);
-        let reserved = self.reserved.get(dim);
-        let limit = self.limit.unwrap_or_default();
-        let remaining = self.remaining.unwrap_or_default();
-        match self.breach {
+        let used = d.usage.get(dim);
+        let reserved = d.reserved.get(dim);
+        let limit = d.limit.unwrap_or_default();
+        let remaining = d.remaining.unwrap_or_default();
+        match d.breach {
             Breach::Expired => {
-                let late_ms = self
+                let late_ms = d
                     .remaining_time
                     .map_or(0, |t| t.num_milliseconds().saturating_neg());
                 write!(f, "{scope} exceeded at {phase}: the deadline")?;
-                if let Some(deadline) = self.deadline {
+                if let Some(deadline) = d.deadline {
                     write!(f, " {}", rfc3339(deadline))?;
                 }
                 write!(f, " has passed")?;
-                if let Some(now) = self.now {
+                if let Some(now) = d.now {
                     write!(f, " (now {}, {late_ms} ms late)", rfc3339(now))?;
                 }
                 Ok(())
@@ -241,7 +293,7 @@ impl fmt::Display for BudgetExceededError {
                 f,
                 "{scope} exceeded at {phase}: a request for {} {dim} tokens does not fit the \
                  {remaining} remaining (limit {limit}, used {used}, reserved {reserved})",
-                self.requested.get(dim)
+                d.requested.get(dim)
             ),
             Breach::Overshot => write!(
                 f,

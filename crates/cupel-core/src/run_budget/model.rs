@@ -5,7 +5,7 @@ use std::fmt;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::error::{BudgetDimension, BudgetExceededError, BudgetPhase, Breach, BreachState};
+use super::error::{Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase};
 use crate::{CupelError, TimeProvider};
 
 /// A wall-clock cutoff for a run.
@@ -43,13 +43,13 @@ impl Deadline {
     /// the latest representable instant).
     pub fn after<C: TimeProvider + ?Sized>(clock: &C, timeout: TimeDelta) -> Self {
         let now = clock.now();
-        let expires_at = now
-            .checked_add_signed(timeout)
-            .unwrap_or(if timeout < TimeDelta::zero() {
-                DateTime::<Utc>::MIN_UTC
-            } else {
-                DateTime::<Utc>::MAX_UTC
-            });
+        let expires_at =
+            now.checked_add_signed(timeout)
+                .unwrap_or(if timeout < TimeDelta::zero() {
+                    DateTime::<Utc>::MIN_UTC
+                } else {
+                    DateTime::<Utc>::MAX_UTC
+                });
         Self { expires_at }
     }
 
@@ -234,9 +234,15 @@ impl fmt::Display for TokenUsage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct RemainingTokens {
-    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "Option::is_none"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
     input: Option<i64>,
-    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "Option::is_none"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
     output: Option<i64>,
 }
 
@@ -293,16 +299,22 @@ impl RemainingTokens {
 ///
 /// // Reaching the ceiling exactly already fails: "meets or exceeds".
 /// let err = budget.assert_within_limit(TokenUsage::new(1_000, 0)?).unwrap_err();
-/// assert_eq!(err.dimension, BudgetDimension::Input);
-/// assert_eq!(err.remaining, Some(0));
+/// assert_eq!(err.dimension(), BudgetDimension::Input);
+/// assert_eq!(err.remaining(), Some(0));
 /// # Ok::<(), cupel_core::CupelError>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct RunBudget {
-    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "Option::is_none"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
     deadline: Option<Deadline>,
-    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "Option::is_none"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
     token_limit: Option<TokenLimit>,
 }
 
@@ -373,9 +385,8 @@ impl RunBudget {
     /// answer is `None` without a token limit.
     pub fn remaining_tokens(&self, usage: TokenUsage) -> Option<RemainingTokens> {
         let limit = self.token_limit?;
-        let left = |l: Option<i64>, used: i64| {
-            l.map(|l| clamp_i64(i128::from(l) - i128::from(used)))
-        };
+        let left =
+            |l: Option<i64>, used: i64| l.map(|l| clamp_i64(i128::from(l) - i128::from(used)));
         Some(RemainingTokens::new(
             left(limit.input, usage.input),
             left(limit.output, usage.output),

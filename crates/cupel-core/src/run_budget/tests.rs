@@ -18,7 +18,12 @@ fn limit(input: Option<i64>, output: Option<i64>) -> TokenLimit {
 }
 
 fn tokens_budget(input: Option<i64>, output: Option<i64>) -> RunBudget {
-    RunBudget::new(None, Some(limit(input, output)), &FixedTimeProvider::new(t0())).unwrap()
+    RunBudget::new(
+        None,
+        Some(limit(input, output)),
+        &FixedTimeProvider::new(t0()),
+    )
+    .unwrap()
 }
 
 fn tracker(budget: RunBudget, clock: &ManualTimeProvider) -> BudgetTracker {
@@ -93,7 +98,10 @@ fn pure_deadline_and_unlimited_budgets() {
     let budget = RunBudget::new(Some(d), None, &clock).unwrap();
     assert_eq!(budget.token_limit(), None);
     assert_eq!(budget.remaining_tokens(usage(5, 5)), None);
-    assert_eq!(budget.assert_within_limit(usage(i64::MAX, i64::MAX)), Ok(()));
+    assert_eq!(
+        budget.assert_within_limit(usage(i64::MAX, i64::MAX)),
+        Ok(())
+    );
     // 90 s budget, 30 s elapsed -> 60 s left; 100 s elapsed -> -10 s (not clamped).
     assert_eq!(
         budget.remaining_time(t0() + TimeDelta::seconds(30)),
@@ -136,16 +144,16 @@ fn assert_within_limit_meets_or_exceeds_boundary() {
     assert_eq!(budget.assert_within_limit(usage(99, 9)), Ok(()));
     // Exactly the input ceiling: fails ("meets").
     let meets = budget.assert_within_limit(usage(100, 0)).unwrap_err();
-    assert_eq!(meets.dimension, BudgetDimension::Input);
-    assert_eq!(meets.phase, BudgetPhase::Budget);
-    assert_eq!((meets.limit, meets.remaining), (Some(100), Some(0)));
+    assert_eq!(meets.dimension(), BudgetDimension::Input);
+    assert_eq!(meets.phase(), BudgetPhase::Budget);
+    assert_eq!((meets.limit(), meets.remaining()), (Some(100), Some(0)));
     // Exactly the output ceiling: fails on output.
     let out = budget.assert_within_limit(usage(0, 10)).unwrap_err();
-    assert_eq!(out.dimension, BudgetDimension::Output);
+    assert_eq!(out.dimension(), BudgetDimension::Output);
     // Over both: input is reported first.
     let both = budget.assert_within_limit(usage(101, 11)).unwrap_err();
-    assert_eq!(both.dimension, BudgetDimension::Input);
-    assert_eq!(both.remaining, Some(-1));
+    assert_eq!(both.dimension(), BudgetDimension::Input);
+    assert_eq!(both.remaining(), Some(-1));
 }
 
 #[test]
@@ -164,7 +172,7 @@ fn zero_ceiling_is_depleted_from_the_start() {
     let clock = ManualTimeProvider::new(t0());
     let err = tracker(budget, &clock).preflight().unwrap_err();
     assert_eq!(
-        (err.phase, err.dimension),
+        (err.phase(), err.dimension()),
         (BudgetPhase::Preflight, BudgetDimension::Input)
     );
 }
@@ -189,10 +197,10 @@ fn preflight_fails_on_expired_deadline() {
     );
     clock.advance(TimeDelta::milliseconds(1));
     let err = run.preflight().unwrap_err();
-    assert_eq!(err.dimension, BudgetDimension::Deadline);
-    assert_eq!(err.phase, BudgetPhase::Preflight);
-    assert_eq!(err.remaining_time, Some(TimeDelta::zero()));
-    assert_eq!(err.limit, None);
+    assert_eq!(err.dimension(), BudgetDimension::Deadline);
+    assert_eq!(err.phase(), BudgetPhase::Preflight);
+    assert_eq!(err.remaining_time(), Some(TimeDelta::zero()));
+    assert_eq!(err.limit(), None);
     assert_eq!(
         err.to_string(),
         "run budget exceeded at preflight: the deadline 2026-01-01T12:00:10Z has passed \
@@ -222,8 +230,8 @@ fn reservation_fits_up_to_the_ceiling_then_exhausts() {
     let err = run
         .check(BudgetPhase::ToolExecution, TokenUsage::ZERO)
         .unwrap_err();
-    assert_eq!(err.dimension, BudgetDimension::Input);
-    assert_eq!(err.remaining, Some(0));
+    assert_eq!(err.dimension(), BudgetDimension::Input);
+    assert_eq!(err.remaining(), Some(0));
     assert_eq!(
         err.to_string(),
         "run budget exceeded at tool_execution: input tokens used 100 + reserved 0 meet or \
@@ -240,10 +248,10 @@ fn projection_one_over_is_refused_and_nothing_is_reserved() {
     let err = run
         .reserve(BudgetPhase::ProviderRequest, usage(10, 31))
         .unwrap_err();
-    assert_eq!(err.dimension, BudgetDimension::Output);
-    assert_eq!(err.requested, usage(10, 31));
-    assert_eq!(err.remaining, Some(30));
-    assert_eq!(err.usage, usage(30, 20));
+    assert_eq!(err.dimension(), BudgetDimension::Output);
+    assert_eq!(err.requested(), usage(10, 31));
+    assert_eq!(err.remaining(), Some(30));
+    assert_eq!(err.usage(), usage(30, 20));
     assert_eq!(
         err.to_string(),
         "run budget exceeded at provider_request: a request for 31 output tokens does not fit \
@@ -297,11 +305,11 @@ fn settle_above_the_reservation_is_caught_at_finalization() {
     assert_eq!(r.settle(usage(120, 0)), usage(120, 0));
     let err = run.finalize().unwrap_err();
     assert_eq!(
-        (err.phase, err.dimension),
+        (err.phase(), err.dimension()),
         (BudgetPhase::Response, BudgetDimension::Input)
     );
     // 100 - 120 = -20 remaining.
-    assert_eq!(err.remaining, Some(-20));
+    assert_eq!(err.remaining(), Some(-20));
     assert_eq!(
         err.to_string(),
         "run budget exceeded at response: the final tally of 120 input tokens is over the limit \
@@ -357,9 +365,12 @@ fn child_overage_stops_only_the_child() {
     let err = sub
         .reserve(BudgetPhase::ProviderRequest, usage(51, 0))
         .unwrap_err();
-    assert_eq!(err.scope_depth, 1);
-    assert_eq!(err.limit, Some(300));
-    assert!(err.to_string().starts_with("run budget (child scope, depth 1)"));
+    assert_eq!(err.scope_depth(), 1);
+    assert_eq!(err.limit(), Some(300));
+    assert!(
+        err.to_string()
+            .starts_with("run budget (child scope, depth 1)")
+    );
     assert!(sub.is_halted());
     assert!(!run.is_halted());
     // 1000 - 250 = 750 left for the parent.
@@ -381,7 +392,7 @@ fn parent_overage_halts_every_child() {
     let err = a
         .check(BudgetPhase::ToolExecution, TokenUsage::ZERO)
         .unwrap_err();
-    assert_eq!(err.scope_depth, 0);
+    assert_eq!(err.scope_depth(), 0);
     for holder in [&run, &b, &grandchild] {
         assert_eq!(
             holder
@@ -415,7 +426,7 @@ fn child_deadline_earlier_than_parent() {
     assert_eq!(sub.remaining_time(), Some(TimeDelta::seconds(10)));
     clock.advance(TimeDelta::seconds(10));
     assert_eq!(
-        sub.preflight().unwrap_err().dimension,
+        sub.preflight().unwrap_err().dimension(),
         BudgetDimension::Deadline
     );
     // 60 - 10 = 50 s left for the parent, which keeps going.
@@ -424,8 +435,12 @@ fn child_deadline_earlier_than_parent() {
         Some(TimeDelta::seconds(50))
     );
     // A child whose deadline already passed cannot be created.
-    let stale = RunBudget::new(Some(Deadline::at(t0() + TimeDelta::seconds(11))), None, &clock)
-        .unwrap();
+    let stale = RunBudget::new(
+        Some(Deadline::at(t0() + TimeDelta::seconds(11))),
+        None,
+        &clock,
+    )
+    .unwrap();
     clock.advance(TimeDelta::seconds(1));
     assert!(matches!(
         run.child(stale),
@@ -455,7 +470,7 @@ fn budget_json_has_the_full_state_in_a_fixed_order() {
         .reserve(BudgetPhase::ToolExecution, usage(41, 0))
         .unwrap_err();
     assert_eq!(
-        err.budget_json,
+        err.budget_json(),
         concat!(
             r#"{"scope_depth":0,"budget":{"deadline":"2026-01-01T12:00:30Z","token_limit":{"input":100}},"#,
             r#""usage":{"input":40,"output":5},"reserved":{"input":20,"output":0},"#,
@@ -471,7 +486,7 @@ fn converts_into_cupel_error() {
     let err = budget.assert_within_limit(usage(1, 0)).unwrap_err();
     let cupel: CupelError = err.clone().into();
     assert_eq!(cupel.to_string(), err.to_string());
-    assert!(matches!(cupel, CupelError::RunBudgetExceeded(ref e) if **e == err));
+    assert!(matches!(cupel, CupelError::RunBudgetExceeded(ref e) if *e == err));
 }
 
 #[test]
@@ -513,7 +528,7 @@ fn serde_round_trip_and_validation() {
     let err = run
         .reserve(BudgetPhase::ProviderRequest, usage(101, 0))
         .unwrap_err();
-    let payload: serde_json::Value = serde_json::from_str(&err.budget_json).unwrap();
+    let payload: serde_json::Value = serde_json::from_str(err.budget_json()).unwrap();
     assert_eq!(
         serde_json::from_value::<RunBudget>(payload["budget"].clone()).unwrap(),
         budget

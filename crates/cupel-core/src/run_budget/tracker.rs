@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::error::{BudgetDimension, BudgetExceededError, BudgetPhase, Breach, BreachState};
+use super::error::{Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase};
 use super::model::{RemainingTokens, RunBudget, TokenUsage, clamp_i64};
 use crate::{CupelError, SystemTimeProvider, TimeProvider};
 
@@ -173,7 +173,7 @@ impl BudgetSnapshot {
 ///
 /// // A projected cost that does not fit is refused before the call is made.
 /// let err = run.reserve(BudgetPhase::ToolExecution, TokenUsage::new(171, 0)?).unwrap_err();
-/// assert_eq!(err.remaining, Some(170));
+/// assert_eq!(err.remaining(), Some(170));
 /// // ... and the run is halted from now on.
 /// assert!(run.check(BudgetPhase::ProviderRequest, TokenUsage::ZERO).is_err());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -423,7 +423,10 @@ impl BudgetTracker {
                     let limit = s.limit(d)?;
                     (s.used[idx(d)] > limit).then(|| {
                         let state = s.state(TokenUsage::ZERO, now);
-                        (Some(i), BudgetExceededError::new(phase, d, Breach::Overshot, &state))
+                        (
+                            Some(i),
+                            BudgetExceededError::new(phase, d, Breach::Overshot, &state),
+                        )
                     })
                 })
             })
@@ -550,8 +553,8 @@ fn emit(phase: BudgetPhase, s: &BudgetSnapshot, error: Option<&BudgetExceededErr
             budget_remaining_time = s.remaining_time_ms(),
             budget_remaining_tokens.input = input,
             budget_remaining_tokens.output = output,
-            dimension = e.dimension.as_str(),
-            budget = e.budget_json.as_str(),
+            dimension = e.dimension().as_str(),
+            budget = e.budget_json(),
             "run budget exceeded: {e}"
         ),
     }
