@@ -27,6 +27,13 @@
 //! `tracing` subscribers instead (DEBUG per stage, TRACE per item, target
 //! `cupel`), for applications that do not run OpenTelemetry.
 //!
+//! A run budget shows on your own spans too: [`record_budget`] sets a
+//! [`BudgetTracker`](cupel_core::BudgetTracker)'s remaining time and tokens
+//! as attributes (`budget_remaining_time`, `budget_remaining_tokens.input`,
+//! `budget_remaining_tokens.output` — the field names of the tracker's own
+//! `tracing` events), and [`record_budget_exceeded`] records a failed
+//! checkpoint as an event.
+//!
 //! Depends on `cupel-core` and the `opentelemetry` API only (no SDK).
 //!
 //! ```
@@ -74,12 +81,18 @@
 
 mod collector;
 mod names;
+mod run_budget;
 #[cfg(feature = "tracing")]
 mod tracing_collector;
 mod verbosity;
 
 pub use collector::CupelOtelTraceCollector;
 pub use names::{TRACER_NAME, exclusion_reason_name};
+pub use run_budget::{
+    BUDGET_DIMENSION, BUDGET_EXCEEDED_EVENT, BUDGET_PHASE, BUDGET_REMAINING_TIME,
+    BUDGET_REMAINING_TOKENS_INPUT, BUDGET_REMAINING_TOKENS_OUTPUT, BUDGET_SCOPE_DEPTH,
+    BUDGET_STATE, budget_attributes, record_budget, record_budget_exceeded,
+};
 #[cfg(feature = "tracing")]
 pub use tracing_collector::TracingCollector;
 pub use verbosity::CupelVerbosity;

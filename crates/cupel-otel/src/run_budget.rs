@@ -1,0 +1,90 @@
+//! Run-budget state as OpenTelemetry span attributes and events.
+//!
+//! A [`BudgetTracker`](cupel_core::BudgetTracker) already emits a `tracing`
+//! event at every checkpoint; applications that trace with OpenTelemetry
+//! directly attach the same numbers to their own spans (the provider call,
+//! the tool call) with [`record_budget`], and record a failed checkpoint with
+//! [`record_budget_exceeded`].
+
+use cupel_core::{BudgetExceededError, BudgetSnapshot};
+use opentelemetry::KeyValue;
+use opentelemetry::trace::Span;
+
+/// Milliseconds left before the run's earliest deadline (absent without one).
+pub const BUDGET_REMAINING_TIME: &str = "budget_remaining_time";
+/// Input tokens a new request could still take (absent when unbounded).
+pub const BUDGET_REMAINING_TOKENS_INPUT: &str = "budget_remaining_tokens.input";
+/// Output tokens a new request could still take (absent when unbounded).
+pub const BUDGET_REMAINING_TOKENS_OUTPUT: &str = "budget_remaining_tokens.output";
+/// `0` for the run's own tracker, `n` for a subagent scope `n` levels down.
+pub const BUDGET_SCOPE_DEPTH: &str = "budget_scope_depth";
+/// The event recorded by [`record_budget_exceeded`].
+pub const BUDGET_EXCEEDED_EVENT: &str = "cupel.run_budget.exceeded";
+/// The failed checkpoint (`preflight`, `provider_request`, ...), on the event.
+pub const BUDGET_PHASE: &str = "budget_phase";
+/// What ran out (`deadline`, `input`, `output`), on the event.
+pub const BUDGET_DIMENSION: &str = "budget_dimension";
+/// The breached scope's state as JSON, on the event.
+pub const BUDGET_STATE: &str = "budget_state";
+
+/// The attributes describing `snapshot`: [`BUDGET_REMAINING_TIME`],
+/// [`BUDGET_REMAINING_TOKENS_INPUT`], [`BUDGET_REMAINING_TOKENS_OUTPUT`]
+/// (each only when bounded) and [`BUDGET_SCOPE_DEPTH`]. The names are the
+/// `tracing` field names the tracker's own events use.
+///
+/// ```
+/// use cupel_core::{BudgetTracker, FixedTimeProvider, RunBudget, TokenLimit};
+/// use opentelemetry::KeyValue;
+///
+/// let clock = FixedTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
+/// let run = BudgetTracker::new(
+///     RunBudget::new(None, Some(TokenLimit::new(Some(500), None)?), &clock)?,
+///     clock,
+/// )?;
+/// let attributes = cupel_otel::budget_attributes(&run.snapshot());
+/// assert_eq!(
+///     attributes,
+///     [
+///         KeyValue::new("budget_remaining_tokens.input", 500),
+///         KeyValue::new("budget_scope_depth", 0),
+///     ]
+/// );
+/// # Ok::<(), cupel_core::CupelError>(())
+/// ```
+pub fn budget_attributes(snapshot: &BudgetSnapshot) -> Vec<KeyValue> {
+    let mut attributes = Vec::with_capacity(4);
+    if let Some(ms) = snapshot.remaining_time_ms() {
+        attributes.push(KeyValue::new(BUDGET_REMAINING_TIME, ms));
+    }
+    if let Some(left) = snapshot.remaining_tokens {
+        if let Some(input) = left.input() {
+            attributes.push(KeyValue::new(BUDGET_REMAINING_TOKENS_INPUT, input));
+        }
+        if let Some(output) = left.output() {
+            attributes.push(KeyValue::new(BUDGET_REMAINING_TOKENS_OUTPUT, output));
+        }
+    }
+    let depth = i64::try_from(snapshot.scope_depth).unwrap_or(i64::MAX);
+    attributes.push(KeyValue::new(BUDGET_SCOPE_DEPTH, depth));
+    attributes
+}
+
+/// Sets [`budget_attributes`] on `span`.
+pub fn record_budget<S: Span + ?Sized>(span: &mut S, snapshot: &BudgetSnapshot) {
+    for attribute in budget_attributes(snapshot) {
+        span.set_attribute(attribute);
+    }
+}
+
+/// Adds a [`BUDGET_EXCEEDED_EVENT`] event to `span` with the phase, the
+/// dimension and the JSON state of `error`.
+pub fn record_budget_exceeded<S: Span + ?Sized>(span: &mut S, error: &BudgetExceededError) {
+    span.add_event(
+        BUDGET_EXCEEDED_EVENT,
+        vec![
+            KeyValue::new(BUDGET_PHASE, error.phase().as_str()),
+            KeyValue::new(BUDGET_DIMENSION, error.dimension().as_str()),
+            KeyValue::new(BUDGET_STATE, error.budget_json().to_owned()),
+        ],
+    );
+}

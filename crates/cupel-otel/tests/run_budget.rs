@@ -1,0 +1,83 @@
+//! Run-budget attributes and events on a real span, read back from the SDK.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use chrono::{DateTime, TimeDelta, Utc};
+use cupel_core::{
+    BudgetPhase, BudgetTracker, Deadline, ManualTimeProvider, RunBudget, TokenLimit, TokenUsage,
+};
+use opentelemetry::trace::{Span, Tracer, TracerProvider};
+use opentelemetry::{KeyValue, Value};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+
+fn t0() -> DateTime<Utc> {
+    "2026-02-01T10:00:00Z".parse().unwrap()
+}
+
+#[test]
+fn provider_call_span_carries_the_budget_state() {
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let tracer = provider.tracer("agent");
+
+    let clock = ManualTimeProvider::new(t0());
+    let budget = RunBudget::builder()
+        .deadline(Deadline::after(&clock, TimeDelta::seconds(30)))
+        .token_limit(TokenLimit::new(Some(1_000), Some(200)).unwrap())
+        .build(&clock)
+        .unwrap();
+    let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+
+    let mut span = tracer.start("provider.call");
+    clock.advance(TimeDelta::seconds(12));
+    let reservation = run
+        .reserve(
+            BudgetPhase::ProviderRequest,
+            TokenUsage::new(300, 50).unwrap(),
+        )
+        .unwrap();
+    // After the reservation: 1000 - 300 = 700 in, 200 - 50 = 150 out, 30 - 12 = 18 s.
+    cupel_otel::record_budget(&mut span, &run.snapshot());
+    reservation.settle(TokenUsage::new(290, 60).unwrap());
+    // 200 - 60 = 140 out left; a tool call projected at 150 out does not fit.
+    let err = run
+        .reserve(BudgetPhase::ToolExecution, TokenUsage::new(0, 150).unwrap())
+        .unwrap_err();
+    cupel_otel::record_budget_exceeded(&mut span, &err);
+    span.end();
+
+    let spans = exporter.get_finished_spans().unwrap();
+    let data = &spans[0];
+    let attr = |k: &str| {
+        data.attributes
+            .iter()
+            .find(|kv| kv.key.as_str() == k)
+            .map(|kv| kv.value.clone())
+    };
+    assert_eq!(attr("budget_remaining_time"), Some(Value::I64(18_000)));
+    assert_eq!(attr("budget_remaining_tokens.input"), Some(Value::I64(700)));
+    assert_eq!(
+        attr("budget_remaining_tokens.output"),
+        Some(Value::I64(150))
+    );
+    assert_eq!(attr("budget_scope_depth"), Some(Value::I64(0)));
+
+    let event = &data.events.events[0];
+    assert_eq!(event.name, cupel_otel::BUDGET_EXCEEDED_EVENT);
+    assert!(
+        event
+            .attributes
+            .contains(&KeyValue::new("budget_phase", "tool_execution"))
+    );
+    assert!(
+        event
+            .attributes
+            .contains(&KeyValue::new("budget_dimension", "output"))
+    );
+    assert!(
+        event
+            .attributes
+            .contains(&KeyValue::new("budget_state", err.budget_json().to_owned()))
+    );
+}
