@@ -341,3 +341,112 @@ fn checkpoints_emit_remaining_time_and_tokens() {
             .starts_with(r#"{"scope_depth":0"#)
     );
 }
+
+// ----- a reference model ------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+enum Op {
+    Record(i64),
+    Reserve(i64),
+    SettleOldest(i64),
+    ReleaseNewest,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        (0i64..60).prop_map(Op::Record),
+        (0i64..80).prop_map(Op::Reserve),
+        (0i64..80).prop_map(Op::SettleOldest),
+        Just(Op::ReleaseNewest),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// One thread, random operations, compared with the rules of R-2, R-6,
+    /// R-7 and R-11 written out as plain arithmetic.
+    #[test]
+    fn tracker_follows_the_reference_model(
+        limit in 0i64..300,
+        ops in prop::collection::vec(op(), 0..40),
+    ) {
+        let clock = ManualTimeProvider::new(t0());
+        let budget = RunBudget::new(None, Some(TokenLimit::new(Some(limit), None).unwrap()), &clock)
+            .unwrap();
+        let run = BudgetTracker::new(budget, clock).unwrap();
+        let (mut used, mut held): (i64, Vec<(i64, cupel_core::Reservation)>) = (0, Vec::new());
+        let mut halted = false;
+        for op in ops {
+            match op {
+                Op::Record(n) => {
+                    run.record(usage(n, 0));
+                    used += n;
+                }
+                Op::Reserve(n) => {
+                    let reserved: i64 = held.iter().map(|(c, _)| c).sum();
+                    let committed = used + reserved;
+                    // Admitted iff not halted, not depleted, and no overshoot.
+                    let admit = !halted && committed < limit && committed + n <= limit;
+                    match run.reserve(BudgetPhase::ProviderRequest, usage(n, 0)) {
+                        Ok(r) => {
+                            prop_assert!(admit);
+                            held.push((n, r));
+                        }
+                        Err(_) => {
+                            prop_assert!(!admit);
+                            halted = true;
+                        }
+                    }
+                }
+                Op::SettleOldest(actual) => {
+                    if !held.is_empty() {
+                        let (_, r) = held.remove(0);
+                        r.settle(usage(actual, 0));
+                        used += actual;
+                    }
+                }
+                Op::ReleaseNewest => {
+                    if let Some((_, r)) = held.pop() {
+                        r.release();
+                    }
+                }
+            }
+            let reserved: i64 = held.iter().map(|(c, _)| c).sum();
+            let snap = run.snapshot();
+            prop_assert_eq!(snap.usage, usage(used, 0));
+            prop_assert_eq!(snap.reserved, usage(reserved, 0));
+            prop_assert_eq!(snap.halted, halted);
+            prop_assert_eq!(
+                snap.remaining_tokens.and_then(|r| r.input()),
+                Some(limit - used - reserved)
+            );
+        }
+        // Finalization: halted -> the latched error; else fits iff used <= limit.
+        drop(held);
+        prop_assert_eq!(run.finalize().is_ok(), !halted && used <= limit);
+    }
+
+    /// The pure helpers agree with their definitions.
+    #[test]
+    fn helpers_match_their_definitions(
+        input_limit in prop::option::of(0i64..1_000),
+        output_limit in prop::option::of(0i64..1_000),
+        input in 0i64..2_000,
+        output in 0i64..2_000,
+    ) {
+        let clock = ManualTimeProvider::new(t0());
+        let budget = RunBudget::new(
+            None,
+            Some(TokenLimit::new(input_limit, output_limit).unwrap()),
+            &clock,
+        )
+        .unwrap();
+        let used = usage(input, output);
+        let left = budget.remaining_tokens(used).unwrap();
+        prop_assert_eq!(left.input(), input_limit.map(|l| l - input));
+        prop_assert_eq!(left.output(), output_limit.map(|l| l - output));
+        let over = input_limit.is_some_and(|l| input >= l) || output_limit.is_some_and(|l| output >= l);
+        prop_assert_eq!(budget.assert_within_limit(used).is_err(), over);
+    }
+}

@@ -13,6 +13,8 @@ use super::model::{RemainingTokens, RunBudget, TokenUsage, clamp_i64};
 /// from a blocked tool. [`seed_tag`](Self::seed_tag) gives the seed's
 /// coarser tag back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum BudgetPhase {
     /// Before any provider call: an expired deadline or a depleted dimension.
