@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SecondsFormat, Utc};
 
 use crate::run_budget::{BudgetDimension, BudgetExceededError};
 
@@ -198,7 +198,11 @@ pub enum CupelError {
 
     /// A [`RunBudget`](crate::RunBudget) was built with a deadline that is
     /// not after the clock's current reading.
-    #[error("run budget deadline {deadline} has already expired (now {now})")]
+    #[error(
+        "run budget deadline {} has already expired (now {})",
+        .deadline.to_rfc3339_opts(SecondsFormat::AutoSi, true),
+        .now.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+    )]
     DeadlineExpired {
         /// The rejected deadline.
         deadline: DateTime<Utc>,

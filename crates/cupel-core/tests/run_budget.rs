@@ -450,3 +450,63 @@ proptest! {
         prop_assert_eq!(budget.assert_within_limit(used).is_err(), over);
     }
 }
+
+// ----- messages ------------------------------------------------------------------
+
+/// Every kind of budget message and construction error, one per line, with
+/// the JSON state of the first: reviewed by hand in the snapshot.
+#[test]
+fn error_messages_are_pinned() {
+    let clock = ManualTimeProvider::new(t0());
+    let budget = RunBudget::builder()
+        .deadline(Deadline::after(&clock, TimeDelta::seconds(5)))
+        .token_limit(TokenLimit::new(Some(100), Some(40)).unwrap())
+        .build(&clock)
+        .unwrap();
+    let mut lines = Vec::new();
+
+    // Does not fit: 30 used, a request for 71 input tokens (100 - 30 = 70 left).
+    let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+    run.record(usage(30, 0));
+    let e = run
+        .reserve(BudgetPhase::ProviderRequest, usage(71, 0))
+        .unwrap_err();
+    lines.push(e.to_string());
+    lines.push(e.budget_json().to_owned());
+
+    // Depleted: 40 output tokens used of 40, in a child scope two levels down
+    // (the root is unlimited, so the child's own ceiling is the one reported).
+    let run = BudgetTracker::new(RunBudget::unlimited(), clock.clone()).unwrap();
+    let sub = run.child(RunBudget::unlimited()).unwrap();
+    let sub2 = sub
+        .child(
+            RunBudget::new(None, Some(TokenLimit::new(None, Some(40)).unwrap()), &clock).unwrap(),
+        )
+        .unwrap();
+    sub2.record(usage(0, 40));
+    lines.push(
+        sub2.check(BudgetPhase::ToolExecution, TokenUsage::ZERO)
+            .unwrap_err()
+            .to_string(),
+    );
+
+    // Final tally over: 130 input tokens of 100.
+    let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+    run.record(usage(130, 0));
+    lines.push(run.finalize().unwrap_err().to_string());
+
+    // Deadline: 5 s budget, clock at +7.25 s.
+    let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+    clock.advance(TimeDelta::milliseconds(7_250));
+    lines.push(run.preflight().unwrap_err().to_string());
+
+    // Construction errors.
+    lines.push(TokenLimit::new(Some(-5), None).unwrap_err().to_string());
+    lines.push(TokenUsage::new(0, -1).unwrap_err().to_string());
+    lines.push(
+        RunBudget::new(Some(Deadline::at(t0())), None, &clock)
+            .unwrap_err()
+            .to_string(),
+    );
+    insta::assert_snapshot!(lines.join("\n"));
+}
