@@ -510,3 +510,35 @@ fn error_messages_are_pinned() {
     );
     insta::assert_snapshot!(lines.join("\n"));
 }
+
+/// A subscriber may read the tracker from inside a checkpoint event: events
+/// are emitted after the ledger lock is released.
+#[test]
+fn subscribers_can_call_back_into_the_tracker() {
+    use std::sync::OnceLock;
+    use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+
+    struct Reader(Arc<OnceLock<BudgetTracker>>, Arc<Mutex<Vec<TokenUsage>>>);
+    impl<S: tracing::Subscriber> Layer<S> for Reader {
+        fn on_event(&self, _event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
+            if let Some(t) = self.0.get() {
+                self.1.lock().unwrap().push(t.snapshot().reserved);
+            }
+        }
+    }
+
+    let cell = Arc::new(OnceLock::new());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let subscriber =
+        tracing_subscriber::registry().with(Reader(Arc::clone(&cell), Arc::clone(&seen)));
+    tracing::subscriber::with_default(subscriber, || {
+        let clock = ManualTimeProvider::new(t0());
+        let run = BudgetTracker::new(RunBudget::unlimited(), clock).unwrap();
+        cell.set(run.clone()).unwrap();
+        let _r = run
+            .reserve(BudgetPhase::ProviderRequest, usage(12, 3))
+            .unwrap();
+    });
+    // The event of the reservation saw the reservation in place.
+    assert_eq!(*seen.lock().unwrap(), [usage(12, 3)]);
+}

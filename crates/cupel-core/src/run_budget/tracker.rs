@@ -5,8 +5,8 @@
 //! A tracker and every child scope created from it share one
 //! `Mutex<Ledger>`. Each operation takes the lock once, does plain integer
 //! arithmetic on the scopes of its path (itself and its ancestors), and
-//! releases it; user code (the clock) runs outside the lock and nothing in the
-//! critical section can panic. One lock for the whole tree makes the
+//! releases it; user code (the clock, `tracing` subscribers) runs outside the
+//! lock and nothing in the critical section can panic. One lock for the whole tree makes the
 //! check-and-reserve of a projected cost atomic across every scope it charges:
 //! two threads cannot both see room for their request and together overshoot a
 //! ceiling, and nested scopes cannot deadlock. The critical section is a
@@ -415,7 +415,7 @@ impl BudgetTracker {
     pub fn finalize(&self) -> Result<BudgetSnapshot, BudgetExceededError> {
         let phase = BudgetPhase::Response;
         let now = self.shared.clock.now();
-        let mut ledger = self.shared.lock();
+        let ledger = self.shared.lock();
         let outcome = self.halted_error(&ledger).or_else(|| {
             self.path.iter().find_map(|&i| {
                 let s = &ledger.scopes[i];
@@ -431,7 +431,7 @@ impl BudgetTracker {
                 })
             })
         });
-        self.conclude(&mut ledger, now, phase, outcome)
+        self.conclude(ledger, now, phase, outcome)
     }
 
     /// The first halting error on the path, root first (`None` as the scope
@@ -491,14 +491,14 @@ impl BudgetTracker {
                 s.reserved[1] += cost[1];
             }
         }
-        self.conclude(&mut ledger, now, phase, outcome)
+        self.conclude(ledger, now, phase, outcome)
     }
 
     /// Latches a new failure on the breached scope, takes the snapshot,
     /// releases the lock and emits the checkpoint event.
     fn conclude(
         &self,
-        ledger: &mut MutexGuard<'_, Ledger>,
+        mut ledger: MutexGuard<'_, Ledger>,
         now: DateTime<Utc>,
         phase: BudgetPhase,
         outcome: Option<(Option<usize>, BudgetExceededError)>,
@@ -509,7 +509,9 @@ impl BudgetTracker {
         {
             scope.halted = Some(Box::new(err.clone()));
         }
-        let snapshot = self.snapshot_locked(ledger, now);
+        let snapshot = self.snapshot_locked(&ledger, now);
+        // Subscribers are user code: never call them under the lock.
+        drop(ledger);
         emit(phase, &snapshot, outcome.as_ref().map(|(_, e)| e));
         match outcome {
             Some((_, err)) => Err(err),
