@@ -228,6 +228,14 @@ fn eight_threads_fill_a_budget_exactly() {
     stress(1_000, &costs);
 }
 
+#[test]
+fn eight_threads_asking_for_twice_the_budget_never_pass_it() {
+    // 8 x 50 x 5 = 2000 tokens wanted, 1000 allowed: some reservation is
+    // refused, the run halts, and the total stays within 1000.
+    let costs = vec![vec![(5, 5); 50]; 8];
+    stress(1_000, &costs);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
