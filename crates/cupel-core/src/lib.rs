@@ -62,7 +62,8 @@ pub use error::{CupelError, TokenSign};
 pub use item::{ContextItem, ContextItemBuilder};
 pub use kind::{ContextKind, ContextSource};
 pub use stage::{
-    OverflowStrategy, Placer, ScoredItem, Scorer, SliceOutcome, Slicer, SlicerKind, score_cmp_desc,
+    OverflowStrategy, Placer, ScoredItem, Scorer, SliceOutcome, SliceRoom, Slicer, SlicerKind,
+    score_cmp_desc,
 };
 pub use time::{FixedTimeProvider, SystemTimeProvider, TimeProvider};
 pub use timestamp::parse_timestamp;

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use cupel_core::{
     CapExclusion, ContextKind, CountRequirementShortfall, CupelError, ScoredItem, SliceBudget,
-    SliceOutcome, Slicer, SlicerKind, score_cmp_desc,
+    SliceOutcome, SliceRoom, Slicer, SlicerKind, score_cmp_desc,
 };
 
-use crate::inner::slice_subset;
+use crate::inner::{selected_tokens, slice_subset};
 use crate::kinds::KindLookup;
 
 /// What a count-quota slicer does when a kind has fewer candidates than its
@@ -195,6 +195,9 @@ impl CountPolicy {
         let target = i64::try_from(target).unwrap_or(budget.max_tokens);
         let sub = SliceBudget::new(budget.max_tokens, target);
         let inner = slice_subset(slicer, inner, items, &residual, sub)?;
+        // The room phase 2 left: what the items the inner slicer passed over
+        // actually had (items the caps remove afterwards took room when it chose).
+        let phase2_room = target.saturating_sub(selected_tokens(items, &inner.selected));
         let mut phase2 = inner.selected;
         if order == Phase2Order::ScoreDescending {
             phase2.sort_unstable_by(|&a, &b| by_score_then_index(items, a, b));
@@ -204,7 +207,10 @@ impl CountPolicy {
             selected: committed,
             shortfalls,
             cap_exclusions: Vec::new(),
+            // The inner slicer's own (finer) rooms first: the first listed counts.
+            rooms: inner.rooms,
         };
+        out.rooms.push(SliceRoom::new(phase2_room, residual));
         self.enforce_caps(items, &phase2, &mut counts, &mut out);
         // Whatever the inner slicer reported itself comes after our own.
         out.shortfalls.extend(inner.shortfalls);

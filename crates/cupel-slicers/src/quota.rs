@@ -4,10 +4,11 @@ use std::fmt;
 use std::sync::Arc;
 
 use cupel_core::{
-    ContextKind, CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer, SlicerKind, TokenSign,
+    ContextKind, CupelError, ScoredItem, SliceBudget, SliceOutcome, SliceRoom, Slicer, SlicerKind,
+    TokenSign,
 };
 
-use crate::inner::slice_subset;
+use crate::inner::{selected_tokens, slice_subset};
 use crate::kinds::KindLookup;
 
 /// Slack allowed when checking that the require percentages sum to at most
@@ -462,16 +463,25 @@ impl Slicer for QuotaSlice {
         let budgets = distribute_budget(&self.quotas, &parts, target);
 
         let mut out = SliceOutcome::default();
-        for (part, KindBudget { budget, cap }) in parts.iter().zip(budgets) {
+        // Each kind's own room (its share minus what the inner slicer took of
+        // it) is what its left-out items actually had; the inner slicer's
+        // finer rooms, if any, go first (the first listed room counts).
+        let mut kind_rooms = Vec::with_capacity(parts.len());
+        for (part, KindBudget { budget, cap }) in parts.into_iter().zip(budgets) {
             if budget <= 0 {
+                kind_rooms.push(SliceRoom::new(0, part.members));
                 continue;
             }
             let sub = SliceBudget::new(cap, budget);
             let got = slice_subset("QuotaSlice", &*self.inner, items, &part.members, sub)?;
+            let used = selected_tokens(items, &got.selected);
+            kind_rooms.push(SliceRoom::new(budget.saturating_sub(used), part.members));
             out.selected.extend(got.selected);
             out.shortfalls.extend(got.shortfalls);
             out.cap_exclusions.extend(got.cap_exclusions);
+            out.rooms.extend(got.rooms);
         }
+        out.rooms.extend(kind_rooms);
         Ok(out)
     }
 
