@@ -717,3 +717,72 @@ fn a_bad_cap_exclusion_fails_run_and_dry_run_alike() {
     assert_eq!(e1, e2);
     assert!(e1.to_string().contains("cap exclusion for index 0"), "{e1}");
 }
+
+#[test]
+fn a_room_for_an_unknown_index_fails_run_and_dry_run_alike() {
+    struct BadRoom;
+    impl Slicer for BadRoom {
+        fn slice(&self, _: &[ScoredItem<'_>], _: SliceBudget) -> Result<SliceOutcome, CupelError> {
+            Ok(SliceOutcome {
+                rooms: vec![cupel_core::SliceRoom::new(5, vec![0, 3])],
+                ..SliceOutcome::default()
+            })
+        }
+    }
+    let p = Pipeline::builder()
+        .scorer(Hint)
+        .slicer(BadRoom)
+        .placer(Keep)
+        .budget(ContextBudget::new(10, 10).unwrap())
+        .build()
+        .unwrap();
+    let items = [item("a", 1, 0.5), item("b", 1, 0.4)];
+    let e1 = p.run(&items).unwrap_err();
+    let e2 = p.dry_run(&items).unwrap_err();
+    assert_eq!(e1, e2);
+    assert_eq!(
+        e1,
+        CupelError::PipelineConfig(
+            "slicer reported a room for index 3, but only 2 items were given".into()
+        )
+    );
+}
+
+#[test]
+fn a_slicer_room_is_the_available_tokens_of_its_members() {
+    // A custom slicer that selects nothing but says item 1 had 7 tokens of room.
+    // Effective target 10, nothing selected: item 0 (no room listed) reads
+    // 10 - 0 = 10; item 1 reads its own room 7; a negative room reads 0.
+    struct Rooms;
+    impl Slicer for Rooms {
+        fn slice(&self, _: &[ScoredItem<'_>], _: SliceBudget) -> Result<SliceOutcome, CupelError> {
+            Ok(SliceOutcome {
+                rooms: vec![
+                    cupel_core::SliceRoom::new(7, vec![1]),
+                    cupel_core::SliceRoom::new(-4, vec![1, 2]),
+                ],
+                ..SliceOutcome::default()
+            })
+        }
+    }
+    let p = Pipeline::builder()
+        .scorer(Hint)
+        .slicer(Rooms)
+        .placer(Keep)
+        .budget(ContextBudget::new(10, 10).unwrap())
+        .build()
+        .unwrap();
+    let items = [item("a", 20, 0.9), item("b", 20, 0.5), item("c", 20, 0.1)];
+    let r = p.dry_run(&items).unwrap();
+    let avail: Vec<_> = r
+        .excluded
+        .iter()
+        .map(|e| match e.reason {
+            ExclusionReason::BudgetExceeded {
+                available_tokens, ..
+            } => available_tokens,
+            _ => -1,
+        })
+        .collect();
+    assert_eq!(avail, [10, 7, 0]);
+}

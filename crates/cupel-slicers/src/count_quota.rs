@@ -498,6 +498,45 @@ mod tests {
         }
     }
 
+    // ----- rooms -----
+
+    #[test]
+    fn rooms_are_phase_two_and_the_inner_slicers_own_first() {
+        // Target 500; entries tool require 1 cap 1; inner QuotaSlice without quotas.
+        // Items: t1 (tool 100, 0.9), t2 (tool 100, 0.8), m1 (msg 250, 0.7), m2 (msg 100, 0.6).
+        // Phase 1 commits t1 (100). Phase 2: residual [t2, m1, m2], target 500 - 100 = 400.
+        // Inner quota shares over masses tool 100, msg 350 (450):
+        //   tool floor(400 * 100 / 450) = 88: t2 100 > 88 -> room 88;
+        //   msg floor(400 * 350 / 450) = 311: m2 (density 0.006) 100 -> 211 left,
+        //   m1 250 > 211 -> room 211.
+        // Phase-2 room = 400 - 100 (m2) = 300 for all of the residual, listed after
+        // the inner rooms (mapped back to our indices), so t2 reads 88 and m1 211.
+        let items = [
+            item_kind("t1", 100, "tool"),
+            item_kind("t2", 100, "tool"),
+            item_kind("m1", 250, "msg"),
+            item_kind("m2", 100, "msg"),
+        ];
+        let s = scored(&items, &[0.9, 0.8, 0.7, 0.6]);
+        let inner = QuotaSlice::new(QuotaSet::empty(), Arc::new(GreedySlice));
+        let slicer = CountQuotaSlice::new(
+            vec![entry("tool", 1, 1)],
+            Arc::new(inner),
+            ScarcityBehavior::Degrade,
+        )
+        .unwrap();
+        let out = slicer.slice(&s, SliceBudget::new(500, 500)).unwrap();
+        assert_eq!(out.selected, vec![0, 3]);
+        assert_eq!(
+            out.rooms,
+            vec![
+                SliceRoom::new(88, vec![1]),
+                SliceRoom::new(211, vec![2, 3]),
+                SliceRoom::new(300, vec![1, 2, 3]),
+            ]
+        );
+    }
+
     // ----- construction -----
 
     #[test]

@@ -525,6 +525,47 @@ mod tests {
             .collect()
     }
 
+    #[test]
+    fn each_kind_reports_its_own_room() {
+        // The repro: target 800, Message require 10%.
+        // req Message = floor(0.1 * 800) = 80; unassigned 720; masses 300, 300, 100.
+        // Message 80 + floor(720 * 300 / 700) = 80 + 308 = 388;
+        // Document floor(720 * 300 / 700) = 308; Memory floor(720 * 100 / 700) = 102.
+        // Greedy: a (300) and a2 (0) fit 388 -> room 88; b (300) fits 308 -> 8;
+        // d (100) fits 102 -> 2.
+        let items = [
+            item_kind("a", 300, "Message"),
+            item_kind("b", 300, "Document"),
+            item_kind("a2", 0, "Message"),
+            item_kind("d", 100, "Memory"),
+        ];
+        let s = scored(&items, &[0.9, 0.8, 0.7, 0.6]);
+        let q = QuotaSet::builder()
+            .require(kind("Message"), 10.0)
+            .build()
+            .unwrap();
+        let out = greedy(q).slice(&s, budget(800)).unwrap();
+        // a2 has 0 tokens and is taken; the rooms still cover every member.
+        assert_eq!(out.selected, vec![2, 0, 1, 3]);
+        assert_eq!(
+            out.rooms,
+            vec![
+                SliceRoom::new(88, vec![0, 2]),
+                SliceRoom::new(8, vec![1]),
+                SliceRoom::new(2, vec![3]),
+            ]
+        );
+        // A kind with no share: target 800, Message require 100% -> 800 for
+        // Message, unassigned 0, Document 0 -> room 0 and nothing run for it.
+        let q = QuotaSet::builder()
+            .require(kind("Message"), 100.0)
+            .build()
+            .unwrap();
+        let out = greedy(q).slice(&s, budget(800)).unwrap();
+        assert_eq!(out.rooms[1], SliceRoom::new(0, vec![1]));
+        assert_eq!(out.rooms[0], SliceRoom::new(800 - 300, vec![0, 2]));
+    }
+
     /// Records every sub-budget the inner slicer is given, selects nothing.
     #[derive(Default)]
     struct Spy(Mutex<Vec<(Vec<String>, SliceBudget)>>);
