@@ -123,8 +123,8 @@ fn demo_print_input_is_the_embedded_scenario() {
 
 #[test]
 fn demo_json_is_a_reproducible_report() {
-    let a = ok(&["demo", "--format", "json"]);
-    assert_eq!(a, ok(&["demo", "--format", "json"]));
+    let a = ok(&["demo", "--format", "json", "--zero-durations"]);
+    assert_eq!(a, ok(&["demo", "--format", "json", "--zero-durations"]));
     let v: serde_json::Value = serde_json::from_str(&a).unwrap();
     // 31 candidates; the demo's `window:` line says 19 included.
     assert_eq!(v["total_candidates"], 31);
@@ -171,7 +171,7 @@ fn select_text_window_follows_the_chat_preset() {
 
 #[test]
 fn select_json_is_the_full_report_with_zeroed_durations() {
-    let out = ok(&["select", RAG, "--format", "json"]);
+    let out = ok(&["select", RAG, "--format", "json", "--zero-durations"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     // rag.json: reflexive only; pinned "Answer..." 10 tokens.
     // Dedup: two copies of Source A (hints 0.9, 0.5) -> the 0.5 copy goes.
@@ -206,14 +206,59 @@ fn select_json_is_the_full_report_with_zeroed_durations() {
 }
 
 #[test]
+fn json_durations_are_measured_unless_zeroed() {
+    // The specification: a stage event's duration_ms is the stage's wall-clock
+    // time. Five stages each take some nanoseconds, so without the flag their
+    // sum is positive; with --zero-durations every one is exactly 0.0.
+    let durations = |args: &[&str]| -> Vec<f64> {
+        let v: serde_json::Value = serde_json::from_str(&ok(args)).unwrap();
+        v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["duration_ms"].as_f64().unwrap())
+            .collect()
+    };
+    for cmd in [
+        vec!["select", RAG, "--format", "json"],
+        vec!["explain", RAG, "--format", "json"],
+        vec!["demo", "--format", "json"],
+    ] {
+        let measured = durations(&cmd);
+        assert_eq!(measured.len(), 5, "{cmd:?}");
+        assert!(measured.iter().all(|d| *d >= 0.0), "{cmd:?}: {measured:?}");
+        assert!(measured.iter().sum::<f64>() > 0.0, "{cmd:?}: {measured:?}");
+        let mut zeroed_cmd = cmd.clone();
+        zeroed_cmd.push("--zero-durations");
+        assert_eq!(durations(&zeroed_cmd), [0.0; 5], "{cmd:?}");
+    }
+    // Text output has no durations: the flag is accepted and changes nothing.
+    assert_eq!(
+        ok(&["select", RAG]),
+        ok(&["select", RAG, "--zero-durations"])
+    );
+}
+
+#[test]
 fn select_reads_stdin_with_input_format() {
     let text = std::fs::read_to_string(format!("{}/{RAG}", env!("CARGO_MANIFEST_DIR"))).unwrap();
     let o = cupel(
-        &["select", "-", "--input-format", "json", "--format", "json"],
+        &[
+            "select",
+            "-",
+            "--input-format",
+            "json",
+            "--format",
+            "json",
+            "--zero-durations",
+        ],
         Some(&text),
     );
     assert_eq!(o.status.code(), Some(0));
-    assert_eq!(stdout(&o), ok(&["select", RAG, "--format", "json"]));
+    assert_eq!(
+        stdout(&o),
+        ok(&["select", RAG, "--format", "json", "--zero-durations"])
+    );
 }
 
 #[test]
@@ -298,8 +343,8 @@ fn explain_names_duplicates_and_pinned_by_index() {
 #[test]
 fn explain_json_is_the_same_report_as_select_json() {
     assert_eq!(
-        ok(&["explain", RAG, "--format", "json"]),
-        ok(&["select", RAG, "--format", "json"])
+        ok(&["explain", RAG, "--format", "json", "--zero-durations"]),
+        ok(&["select", RAG, "--format", "json", "--zero-durations"])
     );
 }
 
@@ -532,6 +577,7 @@ fn error_count_tokens_without_a_tokenizer() {
 fn help_documents_exit_codes_and_json_durations() {
     let out = ok(&["select", "--help"]);
     assert!(out.contains("Exit codes:"));
-    assert!(out.contains("set to 0"));
+    assert!(out.contains("--zero-durations"));
+    assert!(out.contains("measured wall-clock time"));
     insta::assert_snapshot!(out);
 }
