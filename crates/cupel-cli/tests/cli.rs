@@ -581,3 +581,83 @@ fn help_documents_exit_codes_and_json_durations() {
     assert!(out.contains("measured wall-clock time"));
     insta::assert_snapshot!(out);
 }
+
+#[test]
+fn zero_token_and_pinned_scores_agree_with_the_library_report() {
+    // D-6: a non-pinned zero-token item is ZeroToken with its computed score;
+    // a pinned item is Pinned with 1.0. Reflexive scorer: score = hint.
+    // Budget 100/100; pinned "sys" 10; "free" 0 tokens (hint 0.4); "doc" 50 (0.7).
+    // Effective target 90: greedy takes free (0) and doc (50) -> 60 tokens.
+    let input = r#"
+[budget]
+max_tokens = 100
+target_tokens = 100
+
+[policy]
+placer = "chronological"
+[[policy.scorers]]
+type = "reflexive"
+
+[[items]]
+content = "sys"
+tokens = 10
+pinned = true
+
+[[items]]
+content = "free"
+tokens = 0
+futureRelevanceHint = 0.4
+
+[[items]]
+content = "doc"
+tokens = 50
+futureRelevanceHint = 0.7
+"#;
+    let o = cupel(
+        &[
+            "select",
+            "-",
+            "--input-format",
+            "toml",
+            "--format",
+            "json",
+            "--zero-durations",
+        ],
+        Some(input),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let got: Vec<(String, f64, String)> = v["included"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["item"]["content"].as_str().unwrap().to_owned(),
+                i["score"].as_f64().unwrap(),
+                i["reason"]["reason"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    // No timestamps: merged order (pinned first, then by score) is kept.
+    let want = [
+        ("sys", 1.0, "Pinned"),
+        ("doc", 0.7, "Scored"),
+        ("free", 0.4, "ZeroToken"),
+    ];
+    assert_eq!(got.len(), want.len());
+    for ((c, s, r), (wc, ws, wr)) in got.iter().zip(want) {
+        assert_eq!((c.as_str(), *s, r.as_str()), (wc, ws, wr));
+    }
+    // The text explanation prints the same numbers.
+    let o = cupel(&["explain", "-", "--input-format", "toml"], Some(input));
+    let text = stdout(&o);
+    assert!(
+        text.contains("   1  included  0.400       0  Message  ZeroToken"),
+        "{text}"
+    );
+    assert!(
+        text.contains("   0  included  1.000      10  Message  Pinned"),
+        "{text}"
+    );
+}
