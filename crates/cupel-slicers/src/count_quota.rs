@@ -609,10 +609,17 @@ mod tests {
         let s = cq(vec![], ScarcityBehavior::Degrade);
         let items = [item_kind("a", 60, "x"), item_kind("b", 50, "y")];
         // Greedy: a .9/60 = .015, b .5/50 = .01 -> a (40 left), b 50 > 40.
+        // Phase 2 had the whole target: room 100 - 60 = 40 for both items.
         let out = s
             .slice(&scored(&items, &[0.9, 0.5]), SliceBudget::new(100, 100))
             .unwrap();
-        assert_eq!(out, SliceOutcome::selected(vec![0]));
+        assert_eq!(
+            out,
+            SliceOutcome {
+                rooms: vec![SliceRoom::new(40, vec![0, 1])],
+                ..SliceOutcome::selected(vec![0])
+            }
+        );
     }
 
     #[test]
