@@ -747,6 +747,18 @@ fn an_abandoned_run_is_closed_with_an_error_by_the_next_one() {
     assert_eq!(exporter.get_finished_spans().unwrap().len(), 2);
 }
 
+/// Completes a hand-driven run: a Slice stage of one item in, none out, then the end.
+fn finish_slice_run<C: TraceCollector>(c: &mut C) {
+    c.on_stage_completed(&StageTrace {
+        stage: PipelineStage::Slice,
+        started_at: SystemTime::now(),
+        duration: Duration::ZERO,
+        item_count_in: 1,
+        item_count_out: 0,
+    });
+    c.on_run_completed();
+}
+
 #[test]
 fn foreign_reasons_are_recorded_as_unknown() {
     let (provider, exporter) = sdk();
@@ -771,14 +783,7 @@ fn foreign_reasons_are_recorded_as_unknown() {
             reason: "SomethingNew".into(),
         },
     });
-    c.on_stage_completed(&StageTrace {
-        stage: PipelineStage::Slice,
-        started_at: SystemTime::now(),
-        duration: Duration::ZERO,
-        item_count_in: 1,
-        item_count_out: 0,
-    });
-    c.on_run_completed();
+    finish_slice_run(&mut c);
     let spans = exporter.get_finished_spans().unwrap();
     assert_eq!(
         exclusions(span(&spans, "cupel.stage.slice")),
@@ -825,14 +830,7 @@ fn reasons_outside_the_spec_set_are_unknown_with_the_variant_as_an_extra() {
                 reason,
             });
         }
-        c.on_stage_completed(&StageTrace {
-            stage: PipelineStage::Slice,
-            started_at: SystemTime::now(),
-            duration: Duration::ZERO,
-            item_count_in: 1,
-            item_count_out: 0,
-        });
-        c.on_run_completed();
+        finish_slice_run(&mut c);
         let spans = exporter.get_finished_spans().unwrap();
         let slice = span(&spans, "cupel.stage.slice");
         assert_eq!(

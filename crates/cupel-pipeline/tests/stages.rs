@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use cupel_core::{
     ContextBudget, ContextItem, CupelError, DiagnosticTraceCollector, ExclusionReason,
     InclusionReason, OverflowEvent, OverflowStrategy, PipelineStage, Placer, ScoredItem, Scorer,
-    SliceBudget, SliceOutcome, Slicer, TraceCollector, TraceDetailLevel,
+    SelectionReport, SliceBudget, SliceOutcome, Slicer, TraceCollector, TraceDetailLevel,
 };
 use cupel_pipeline::Pipeline;
 
@@ -71,6 +71,39 @@ fn pipeline(max: i64, target: i64, overflow: OverflowStrategy) -> Pipeline {
 
 fn contents(items: &[ContextItem]) -> Vec<&str> {
     items.iter().map(ContextItem::content).collect()
+}
+
+/// `(content, reason)` of every excluded item, in report order.
+fn exclusions(r: &SelectionReport) -> Vec<(&str, ExclusionReason)> {
+    r.excluded
+        .iter()
+        .map(|e| (e.item.content(), e.reason.clone()))
+        .collect()
+}
+
+fn budget_exceeded(item_tokens: i64, available_tokens: i64) -> ExclusionReason {
+    ExclusionReason::BudgetExceeded {
+        item_tokens,
+        available_tokens,
+    }
+}
+
+fn pinned_override(by: &str) -> ExclusionReason {
+    ExclusionReason::PinnedOverride {
+        displaced_by: by.into(),
+    }
+}
+
+/// Every item sliced (see [`TakeAll`]), then Truncate against `target` (max 1000).
+fn truncating(target: i64) -> Pipeline {
+    Pipeline::builder()
+        .scorer(Hint)
+        .slicer(TakeAll)
+        .placer(Keep)
+        .overflow_strategy(OverflowStrategy::Truncate)
+        .budget(ContextBudget::new(1000, target).unwrap())
+        .build()
+        .unwrap()
 }
 
 #[test]
@@ -185,13 +218,7 @@ fn budget_exceeded_reports_room_left_after_slicing() {
         .unwrap();
     assert_eq!(r.included.len(), 1);
     assert_eq!(r.included[0].reason, InclusionReason::Scored);
-    assert_eq!(
-        r.excluded[0].reason,
-        ExclusionReason::BudgetExceeded {
-            item_tokens: 400,
-            available_tokens: 50
-        }
-    );
+    assert_eq!(r.excluded[0].reason, budget_exceeded(400, 50));
 }
 
 #[test]
@@ -218,34 +245,12 @@ fn pinned_override_at_slice_names_the_responsible_pinned_item() {
     let r = pipeline(1000, 100, OverflowStrategy::Throw)
         .dry_run(&items)
         .unwrap();
-    let exc: Vec<_> = r
-        .excluded
-        .iter()
-        .map(|e| (e.item.content(), e.reason.clone()))
-        .collect();
     assert_eq!(
-        exc,
+        exclusions(&r),
         [
-            (
-                "b",
-                ExclusionReason::PinnedOverride {
-                    displaced_by: "p2".into()
-                }
-            ),
-            (
-                "c",
-                ExclusionReason::BudgetExceeded {
-                    item_tokens: 35,
-                    available_tokens: 5
-                }
-            ),
-            (
-                "d",
-                ExclusionReason::BudgetExceeded {
-                    item_tokens: 80,
-                    available_tokens: 5
-                }
-            ),
+            ("b", pinned_override("p2")),
+            ("c", budget_exceeded(35, 5)),
+            ("d", budget_exceeded(80, 5)),
         ]
     );
     // Pinned items are reported with score 1.0 and reason Pinned.
@@ -269,19 +274,7 @@ fn an_item_that_fits_the_effective_target_alone_is_budget_exceeded() {
         .dry_run(&items)
         .unwrap();
     let exc: Vec<_> = r.excluded.iter().map(|e| e.reason.clone()).collect();
-    assert_eq!(
-        exc,
-        [
-            ExclusionReason::BudgetExceeded {
-                item_tokens: 20,
-                available_tokens: 2
-            },
-            ExclusionReason::BudgetExceeded {
-                item_tokens: 30,
-                available_tokens: 2
-            },
-        ]
-    );
+    assert_eq!(exc, [budget_exceeded(20, 2), budget_exceeded(30, 2),]);
 }
 
 #[test]
@@ -339,37 +332,12 @@ fn truncate_drops_lowest_scores_and_never_pinned() {
         item("b", 30, 0.8),
         item("a", 30, 0.9),
     ];
-    let p = Pipeline::builder()
-        .scorer(Hint)
-        .slicer(TakeAll)
-        .placer(Keep)
-        .overflow_strategy(OverflowStrategy::Truncate)
-        .budget(ContextBudget::new(1000, 100).unwrap())
-        .build()
-        .unwrap();
+    let p = truncating(100);
     assert_eq!(contents(&p.run(&items).unwrap()), ["p", "a", "b"]);
     let r = p.dry_run(&items).unwrap();
-    let exc: Vec<_> = r
-        .excluded
-        .iter()
-        .map(|e| (e.item.content(), e.reason.clone()))
-        .collect();
     assert_eq!(
-        exc,
-        [
-            (
-                "c",
-                ExclusionReason::PinnedOverride {
-                    displaced_by: "p".into()
-                }
-            ),
-            (
-                "d",
-                ExclusionReason::PinnedOverride {
-                    displaced_by: "p".into()
-                }
-            ),
-        ]
+        exclusions(&r),
+        [("c", pinned_override("p")), ("d", pinned_override("p")),]
     );
 }
 
@@ -389,38 +357,12 @@ fn truncate_never_blames_a_pinned_item_for_more_than_it_holds() {
         item("c", 15, 0.7),
         item("d", 10, 0.6),
     ];
-    let p = Pipeline::builder()
-        .scorer(Hint)
-        .slicer(TakeAll)
-        .placer(Keep)
-        .overflow_strategy(OverflowStrategy::Truncate)
-        .budget(ContextBudget::new(1000, 100).unwrap())
-        .build()
-        .unwrap();
+    let p = truncating(100);
     assert_eq!(contents(&p.run(&items).unwrap()), ["p", "a", "c"]);
     let r = p.dry_run(&items).unwrap();
-    let exc: Vec<_> = r
-        .excluded
-        .iter()
-        .map(|e| (e.item.content(), e.reason.clone()))
-        .collect();
     assert_eq!(
-        exc,
-        [
-            (
-                "b",
-                ExclusionReason::BudgetExceeded {
-                    item_tokens: 25,
-                    available_tokens: 20
-                }
-            ),
-            (
-                "d",
-                ExclusionReason::PinnedOverride {
-                    displaced_by: "p".into()
-                }
-            ),
-        ]
+        exclusions(&r),
+        [("b", budget_exceeded(25, 20)), ("d", pinned_override("p")),]
     );
 }
 
@@ -429,22 +371,9 @@ fn truncate_without_pinned_reports_budget_exceeded() {
     // target 50: a (30) kept, b (30) 60 > 50 removed with room 50 - 30 = 20
     // (the room it had when the pass reached it), c (20) 50 kept.
     let items = [item("a", 30, 0.9), item("b", 30, 0.8), item("c", 20, 0.7)];
-    let p = Pipeline::builder()
-        .scorer(Hint)
-        .slicer(TakeAll)
-        .placer(Keep)
-        .overflow_strategy(OverflowStrategy::Truncate)
-        .budget(ContextBudget::new(1000, 50).unwrap())
-        .build()
-        .unwrap();
+    let p = truncating(50);
     let r = p.dry_run(&items).unwrap();
-    assert_eq!(
-        r.excluded[0].reason,
-        ExclusionReason::BudgetExceeded {
-            item_tokens: 30,
-            available_tokens: 20
-        }
-    );
+    assert_eq!(r.excluded[0].reason, budget_exceeded(30, 20));
     assert_eq!(contents(&p.run(&items).unwrap()), ["a", "c"]);
 }
 

@@ -38,6 +38,15 @@ fn u_shape(scores: &[f64]) -> Vec<f64> {
     out
 }
 
+/// The k-th edge position of a list of `count`: 0, count - 1, 1, count - 2, ...
+fn edge(k: usize, count: usize) -> usize {
+    if k.is_multiple_of(2) {
+        k / 2
+    } else {
+        count - 1 - k / 2
+    }
+}
+
 fn included(scores: &[f64]) -> SelectionReport {
     report(scored(scores), vec![])
 }
@@ -70,9 +79,7 @@ proptest! {
         let mut best = scores.clone();
         best.sort_by(|a, b| score_cmp_desc(*a, *b));
         for n in 0..=count {
-            let mut on_edges: Vec<f64> = (0..n)
-                .map(|k| if k % 2 == 0 { scores[k / 2] } else { scores[count - 1 - k / 2] })
-                .collect();
+            let mut on_edges: Vec<f64> = (0..n).map(|k| scores[edge(k, count)]).collect();
             on_edges.sort_by(|a, b| score_cmp_desc(*a, *b));
             let expected = on_edges
                 .iter()
@@ -96,10 +103,8 @@ proptest! {
         best.sort_by(|a, b| score_cmp_desc(*a, *b));
         for k in 0..=count {
             let all_pass = (1..=k).all(|n| r.check().place_top_n_scored_at_edges(n).is_ok());
-            let in_order = (0..k).all(|j| {
-                let e = if j % 2 == 0 { j / 2 } else { count - 1 - j / 2 };
-                score_cmp_desc(scores[e], best[j]) == Ordering::Equal
-            });
+            let in_order =
+                (0..k).all(|j| score_cmp_desc(scores[edge(j, count)], best[j]) == Ordering::Equal);
             prop_assert_eq!(all_pass, in_order, "k = {}, scores = {:?}", k, scores);
         }
     }
