@@ -1,5 +1,6 @@
 //! `cupel demo`: the embedded support-chat scenario, selected and explained.
 
+use crate::Durations;
 use crate::error::CliError;
 use crate::input::{self, Format, RunSettings, Source};
 use crate::render;
@@ -19,8 +20,9 @@ Try it on your own data: `cupel demo --print-input > chat.toml`, edit, then
 `cupel explain chat.toml` (or `--preset rag`, `--target-tokens 800`, ...).
 ";
 
-/// Runs the scenario: the window, then the explanation (or the JSON report).
-pub(crate) fn run(print_input: bool, json: bool) -> Result<String, CliError> {
+/// Runs the scenario: the window, then the explanation (or the JSON report,
+/// when `json` says how to write its durations).
+pub(crate) fn run(print_input: bool, json: Option<Durations>) -> Result<String, CliError> {
     if print_input {
         return Ok(SCENARIO.to_string());
     }
@@ -31,8 +33,8 @@ pub(crate) fn run(print_input: bool, json: bool) -> Result<String, CliError> {
     };
     let prepared = input::prepare(&src, &RunSettings::default(), None)?;
     let report = crate::dry_run(&prepared)?;
-    if json {
-        return crate::json(report);
+    if let Some(durations) = json {
+        return crate::json(report, durations);
     }
     let mut out = String::from(INTRO);
     out.push('\n');
@@ -97,7 +99,8 @@ mod tests {
 
     #[test]
     fn the_demo_is_deterministic() {
-        assert_eq!(run(false, false).unwrap(), run(false, false).unwrap());
-        assert_eq!(run(false, true).unwrap(), run(false, true).unwrap());
+        assert_eq!(run(false, None).unwrap(), run(false, None).unwrap());
+        let zeroed = Some(Durations::Zeroed);
+        assert_eq!(run(false, zeroed).unwrap(), run(false, zeroed).unwrap());
     }
 }

@@ -50,8 +50,17 @@ const FORMAT_SHORT: &str = "text (default) or json (the SelectionReport)";
 const FORMAT_HELP: &str = "text (default) or json (the SelectionReport)
 
 `text` is laid out for 80 columns. `json` prints the full
-SelectionReport, with the stage durations in its `events`
-set to 0 so that the output is reproducible.";
+SelectionReport; the `duration_ms` of each stage event is the
+stage's measured wall-clock time (see --zero-durations).";
+
+const ZERO_DURATIONS_SHORT: &str = "With --format json: set every duration_ms to 0";
+
+const ZERO_DURATIONS_HELP: &str = "With --format json: set every duration_ms to 0
+
+Stage durations are the only part of the report that changes
+from one run to the next. With this flag the same input always
+gives byte-identical JSON (for snapshot tests, diffs and caches).
+Text output shows no durations, so the flag changes nothing there.";
 
 /// Choose what goes into an LLM context window under a token budget, and why.
 #[derive(Debug, Parser)]
@@ -165,12 +174,29 @@ struct OutputArgs {
         long_help = FORMAT_HELP
     )]
     format: OutputFormat,
+
+    #[arg(long, help = ZERO_DURATIONS_SHORT, long_help = ZERO_DURATIONS_HELP)]
+    zero_durations: bool,
 }
 
 impl OutputArgs {
-    fn json(&self) -> bool {
-        self.format == OutputFormat::Json
+    /// `None` for text; for JSON, whether to zero the stage durations.
+    fn json(&self) -> Option<Durations> {
+        (self.format == OutputFormat::Json).then_some(if self.zero_durations {
+            Durations::Zeroed
+        } else {
+            Durations::Measured
+        })
     }
+}
+
+/// What `--format json` writes as each stage event's `duration_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Durations {
+    /// The wall-clock time the stage took (the specification's meaning).
+    Measured,
+    /// 0.0, for byte-reproducible output (`--zero-durations`).
+    Zeroed,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -225,8 +251,8 @@ fn run_input(a: &RunArgs, mode: Mode) -> Result<String, CliError> {
     });
     let prepared = input::prepare(&src, &settings, counter_ref)?;
     let report = dry_run(&prepared)?;
-    if a.output.json() {
-        return json(report);
+    if let Some(durations) = a.output.json() {
+        return json(report, durations);
     }
     let mut out = render::header(&prepared);
     out.push('\n');
@@ -249,10 +275,12 @@ fn dry_run(p: &Prepared) -> Result<SelectionReport, CliError> {
         .map_err(|e| CliError::from_run(&e))
 }
 
-/// The report as pretty JSON, with stage durations zeroed (reproducible output).
-fn json(mut report: SelectionReport) -> Result<String, CliError> {
-    for e in &mut report.events {
-        e.duration_ms = 0.0;
+/// The report as pretty JSON; stage durations as measured unless zeroed.
+fn json(mut report: SelectionReport, durations: Durations) -> Result<String, CliError> {
+    if durations == Durations::Zeroed {
+        for e in &mut report.events {
+            e.duration_ms = 0.0;
+        }
     }
     let mut s = serde_json::to_string_pretty(&report)
         .map_err(|e| CliError::selection(format!("cannot serialise the report: {e}")))?;

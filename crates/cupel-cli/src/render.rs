@@ -386,8 +386,8 @@ fn exclusion_text(
         } if item_tokens > available_tokens => {
             format!("BudgetExceeded: {item_tokens} > {available_tokens} available")
         }
-        // The slicer left it out although it would fit what is left (a knapsack
-        // optimum, bucket rounding, a quota): say so without claiming `>`.
+        // The slicer left it out although it would fit the room it had (the
+        // knapsack's bucket rounding, a custom slicer): say so without claiming `>`.
         ExclusionReason::BudgetExceeded {
             item_tokens,
             available_tokens,

@@ -82,8 +82,10 @@ fn demo_numbers_follow_from_the_scenario() {
     // Its copy (#9, hint 0.7): 0.1 + 0.42 + 0.08 = 0.6 -> deduplicated against #5.
     // Effective target = 1024 - 71 pinned = 953; the slicer takes 950, so
     // KB-0412 (#7, 85 tokens) is BudgetExceeded with 953 - 950 = 3 available.
-    // Without the pinned prompt the room would be 1024 - 950 = 74: the items
-    // of 4..=74 tokens left out are PinnedOverride (9 of them).
+    // The other 9 items the slicer left out (28..=71 tokens) each fit the
+    // effective target 953 on their own: they lost to better items, not to the
+    // pinned prompt (D-9), so they too are BudgetExceeded with 3 available.
+    // No exclusion blames the 71-token prompt.
     // Window: 71 + 950 = 1021 tokens; 1021 / 1536 = 66.47% -> 66.5%.
     // Bar, 60 cells over max(1536, 1021 + 384) = 1536 tokens:
     //   S 71 -> 2.77, Memory 93 -> 3.63, Message 125 -> 4.88, ToolOutput 318 -> 12.42,
@@ -96,7 +98,9 @@ fn demo_numbers_follow_from_the_scenario() {
         out.contains("  9  excluded  0.600     156  Document      Deduplicated: duplicate of #5")
     );
     assert!(out.contains("BudgetExceeded: 85 > 3 available"));
-    assert_eq!(out.matches("PinnedOverride: displaced by #0").count(), 9);
+    assert_eq!(out.matches(" > 3 available").count(), 10);
+    assert!(!out.contains("PinnedOverride"));
+    assert!(out.contains("(BudgetExceeded 10, Deduplicated 1,"));
     assert!(out.contains("window: 19 of 31 items, 1021 tokens (66.5% of max_tokens)"));
     let bar = format!(
         "[{}{}{}{}{}{}{}]",
@@ -119,13 +123,13 @@ fn demo_print_input_is_the_embedded_scenario() {
 
 #[test]
 fn demo_json_is_a_reproducible_report() {
-    let a = ok(&["demo", "--format", "json"]);
-    assert_eq!(a, ok(&["demo", "--format", "json"]));
+    let a = ok(&["demo", "--format", "json", "--zero-durations"]);
+    assert_eq!(a, ok(&["demo", "--format", "json", "--zero-durations"]));
     let v: serde_json::Value = serde_json::from_str(&a).unwrap();
     // 31 candidates; the demo's `window:` line says 19 included.
     assert_eq!(v["total_candidates"], 31);
-    // 31 - 19 = 12 excluded: 9 PinnedOverride + 1 BudgetExceeded + 1 Deduplicated
-    // + 1 NegativeTokens (see demo_numbers_follow_from_the_scenario).
+    // 31 - 19 = 12 excluded: 10 BudgetExceeded + 1 Deduplicated + 1 NegativeTokens
+    // (see demo_numbers_follow_from_the_scenario).
     let included = v["included"].as_array().unwrap().len();
     let excluded = v["excluded"].as_array().unwrap().len();
     assert_eq!((included, excluded), (19, 12));
@@ -167,7 +171,7 @@ fn select_text_window_follows_the_chat_preset() {
 
 #[test]
 fn select_json_is_the_full_report_with_zeroed_durations() {
-    let out = ok(&["select", RAG, "--format", "json"]);
+    let out = ok(&["select", RAG, "--format", "json", "--zero-durations"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     // rag.json: reflexive only; pinned "Answer..." 10 tokens.
     // Dedup: two copies of Source A (hints 0.9, 0.5) -> the 0.5 copy goes.
@@ -202,14 +206,59 @@ fn select_json_is_the_full_report_with_zeroed_durations() {
 }
 
 #[test]
+fn json_durations_are_measured_unless_zeroed() {
+    // The specification: a stage event's duration_ms is the stage's wall-clock
+    // time. Five stages each take some nanoseconds, so without the flag their
+    // sum is positive; with --zero-durations every one is exactly 0.0.
+    let durations = |args: &[&str]| -> Vec<f64> {
+        let v: serde_json::Value = serde_json::from_str(&ok(args)).unwrap();
+        v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["duration_ms"].as_f64().unwrap())
+            .collect()
+    };
+    for cmd in [
+        vec!["select", RAG, "--format", "json"],
+        vec!["explain", RAG, "--format", "json"],
+        vec!["demo", "--format", "json"],
+    ] {
+        let measured = durations(&cmd);
+        assert_eq!(measured.len(), 5, "{cmd:?}");
+        assert!(measured.iter().all(|d| *d >= 0.0), "{cmd:?}: {measured:?}");
+        assert!(measured.iter().sum::<f64>() > 0.0, "{cmd:?}: {measured:?}");
+        let mut zeroed_cmd = cmd.clone();
+        zeroed_cmd.push("--zero-durations");
+        assert_eq!(durations(&zeroed_cmd), [0.0; 5], "{cmd:?}");
+    }
+    // Text output has no durations: the flag is accepted and changes nothing.
+    assert_eq!(
+        ok(&["select", RAG]),
+        ok(&["select", RAG, "--zero-durations"])
+    );
+}
+
+#[test]
 fn select_reads_stdin_with_input_format() {
     let text = std::fs::read_to_string(format!("{}/{RAG}", env!("CARGO_MANIFEST_DIR"))).unwrap();
     let o = cupel(
-        &["select", "-", "--input-format", "json", "--format", "json"],
+        &[
+            "select",
+            "-",
+            "--input-format",
+            "json",
+            "--format",
+            "json",
+            "--zero-durations",
+        ],
         Some(&text),
     );
     assert_eq!(o.status.code(), Some(0));
-    assert_eq!(stdout(&o), ok(&["select", RAG, "--format", "json"]));
+    assert_eq!(
+        stdout(&o),
+        ok(&["select", RAG, "--format", "json", "--zero-durations"])
+    );
 }
 
 #[test]
@@ -294,8 +343,8 @@ fn explain_names_duplicates_and_pinned_by_index() {
 #[test]
 fn explain_json_is_the_same_report_as_select_json() {
     assert_eq!(
-        ok(&["explain", RAG, "--format", "json"]),
-        ok(&["select", RAG, "--format", "json"])
+        ok(&["explain", RAG, "--format", "json", "--zero-durations"]),
+        ok(&["select", RAG, "--format", "json", "--zero-durations"])
     );
 }
 
@@ -528,6 +577,87 @@ fn error_count_tokens_without_a_tokenizer() {
 fn help_documents_exit_codes_and_json_durations() {
     let out = ok(&["select", "--help"]);
     assert!(out.contains("Exit codes:"));
-    assert!(out.contains("set to 0"));
+    assert!(out.contains("--zero-durations"));
+    assert!(out.contains("measured wall-clock time"));
     insta::assert_snapshot!(out);
+}
+
+#[test]
+fn zero_token_and_pinned_scores_agree_with_the_library_report() {
+    // D-6: a non-pinned zero-token item is ZeroToken with its computed score;
+    // a pinned item is Pinned with 1.0. Reflexive scorer: score = hint.
+    // Budget 100/100; pinned "sys" 10; "free" 0 tokens (hint 0.4); "doc" 50 (0.7).
+    // Effective target 90: greedy takes free (0) and doc (50) -> 60 tokens.
+    let input = r#"
+[budget]
+max_tokens = 100
+target_tokens = 100
+
+[policy]
+placer = "chronological"
+[[policy.scorers]]
+type = "reflexive"
+
+[[items]]
+content = "sys"
+tokens = 10
+pinned = true
+
+[[items]]
+content = "free"
+tokens = 0
+futureRelevanceHint = 0.4
+
+[[items]]
+content = "doc"
+tokens = 50
+futureRelevanceHint = 0.7
+"#;
+    let o = cupel(
+        &[
+            "select",
+            "-",
+            "--input-format",
+            "toml",
+            "--format",
+            "json",
+            "--zero-durations",
+        ],
+        Some(input),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let got: Vec<(String, f64, String)> = v["included"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["item"]["content"].as_str().unwrap().to_owned(),
+                i["score"].as_f64().unwrap(),
+                i["reason"]["reason"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    // No timestamps: merged order (pinned first, then by score) is kept.
+    let want = [
+        ("sys", 1.0, "Pinned"),
+        ("doc", 0.7, "Scored"),
+        ("free", 0.4, "ZeroToken"),
+    ];
+    assert_eq!(got.len(), want.len());
+    for ((c, s, r), (wc, ws, wr)) in got.iter().zip(want) {
+        assert_eq!((c.as_str(), *s, r.as_str()), (wc, ws, wr));
+    }
+    // The text explanation prints the same numbers.
+    let o = cupel(&["explain", "-", "--input-format", "toml"], Some(input));
+    let text = stdout(&o);
+    assert!(
+        text.contains("   1  included  0.400       0  Message  ZeroToken"),
+        "{text}"
+    );
+    assert!(
+        text.contains("   0  included  1.000      10  Message  Pinned"),
+        "{text}"
+    );
 }

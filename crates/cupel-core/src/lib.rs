@@ -73,7 +73,8 @@ pub use run_budget::{
     TokenLimit, TokenUsage,
 };
 pub use stage::{
-    OverflowStrategy, Placer, ScoredItem, Scorer, SliceOutcome, Slicer, SlicerKind, score_cmp_desc,
+    OverflowStrategy, Placer, ScoredItem, Scorer, SliceOutcome, SliceRoom, Slicer, SlicerKind,
+    score_cmp_desc,
 };
 pub use time::{FixedTimeProvider, ManualTimeProvider, SystemTimeProvider, TimeProvider};
 pub use timestamp::parse_timestamp;

@@ -141,6 +141,44 @@ pub struct SliceOutcome {
     pub shortfalls: Vec<CountRequirementShortfall>,
     /// Items a count cap removed after the inner selection (count-quota slicers).
     pub cap_exclusions: Vec<CapExclusion>,
+    /// The room the slicer actually had when it left items out, for slicers
+    /// that split the budget (a `QuotaSlice`'s per-kind shares, the phase-2
+    /// target of the count-quota slicers). Diagnostics report it as
+    /// `BudgetExceeded.available_tokens`; an unselected item listed in no
+    /// entry gets `effective target − tokens selected`. When an item is listed
+    /// in several entries the **first** counts, so a wrapping slicer appends
+    /// its own, coarser rooms after those of its inner slicer.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub rooms: Vec<SliceRoom>,
+}
+
+/// A part of a slicer's input and the room the slicer had left for it: see
+/// [`SliceOutcome::rooms`].
+///
+/// ```
+/// use cupel_core::SliceRoom;
+/// // A kind's share was 296 tokens and nothing of it was used.
+/// let room = SliceRoom::new(296, vec![0, 3]);
+/// assert_eq!((room.room_tokens, room.members.as_slice()), (296, &[0, 3][..]));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct SliceRoom {
+    /// Tokens left in this part's budget after the slicer's choices in it
+    /// (the pipeline reports `max(0, room_tokens)`).
+    pub room_tokens: i64,
+    /// Indices into the slicer's input that this room applies to.
+    pub members: Vec<usize>,
+}
+
+impl SliceRoom {
+    /// A room of `room_tokens` for the items at `members`.
+    pub fn new(room_tokens: i64, members: Vec<usize>) -> Self {
+        Self {
+            room_tokens,
+            members,
+        }
+    }
 }
 
 impl SliceOutcome {

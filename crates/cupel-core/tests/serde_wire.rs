@@ -256,6 +256,7 @@ fn slicer_outcomes_and_stage_traces_round_trip() {
             cap: 1,
             count: 1,
         }],
+        rooms: vec![cupel_core::SliceRoom::new(296, vec![1, 2])],
     };
     let json = serde_json::to_string(&outcome).unwrap();
     assert_eq!(

@@ -45,41 +45,44 @@ use crate::names::{self, TRACER_NAME, exclusion_reason_name, stage_span_name};
 /// instead.
 ///
 /// # What is recorded
-/// Root span `cupel.pipeline`:
+/// By default exactly the specification's attribute table for the tier, and
+/// nothing else. Root span `cupel.pipeline` (all tiers):
 ///
 /// | attribute | type | value |
 /// | --- | --- | --- |
 /// | `cupel.budget.max_tokens` | int | the budget's `max_tokens` |
-/// | `cupel.budget.target_tokens` | int | the budget's `target_tokens` |
 /// | `cupel.verbosity` | string | [`CupelVerbosity::name`] |
-/// | `cupel.candidate_count` | int | items given to the run |
-/// | `cupel.included_count` | int | items in the returned window (set at the end) |
-/// | `cupel.excluded_count` | int | items excluded, every stage together (set at the end) |
-///
-/// A failed run sets the root span's status to `Error` with the error's
-/// message; so does a run abandoned without `on_run_completed`/`on_run_failed`
-/// (the next run, or dropping the collector, ends it).
 ///
 /// Stage span `cupel.stage.{name}` (all tiers): `cupel.stage.name` (lowercase),
 /// `cupel.stage.item_count_in`, `cupel.stage.item_count_out`. At
 /// [`StageAndExclusions`](CupelVerbosity::StageAndExclusions) and above a stage
 /// that excluded items also carries `cupel.exclusion.count` and one
-/// `cupel.exclusion` event per excluded item (`cupel.exclusion.reason` — see
+/// `cupel.exclusion` event per excluded item (`cupel.exclusion.reason` — one
+/// of the specification's eight reason names or `"Unknown"`, see
 /// [`exclusion_reason_name`] —, `cupel.exclusion.item_kind`,
 /// `cupel.exclusion.item_tokens`). At [`Full`](CupelVerbosity::Full) the
 /// `cupel.stage.place` span also carries one `cupel.item.included` event per
 /// window item, in placed order (`cupel.item.kind`, `cupel.item.tokens`,
-/// `cupel.item.score`; pinned items score 1.0).
+/// `cupel.item.score`: the report's score, 1.0 for pinned items).
 ///
-/// Two rare events are recorded at every tier, because they are at most a few
-/// per run and matter in production:
+/// A failed run sets the root span's status to `Error` with the error's
+/// message; so does a run abandoned without `on_run_completed`/`on_run_failed`
+/// (the next run, or dropping the collector, ends it).
 ///
-/// * `cupel.overflow` on `cupel.stage.place` when the selection overflowed the
-///   target under `OverflowStrategy::Proceed`: `cupel.overflow.tokens_over_budget`,
-///   `cupel.overflow.item_count`;
-/// * `cupel.shortfall` on `cupel.stage.slice`, one per count requirement a
-///   count-quota slicer could not meet: `cupel.shortfall.kind`,
-///   `cupel.shortfall.required_count`, `cupel.shortfall.satisfied_count`.
+/// # Extras (opt-in)
+/// [`with_extras(true)`](Self::with_extras) adds what the specification's
+/// table does not list, at every tier. Extras only add: they never change or
+/// remove a value the table defines.
+///
+/// | name | on | value |
+/// | --- | --- | --- |
+/// | `cupel.budget.target_tokens` | root span | the budget's `target_tokens` |
+/// | `cupel.candidate_count` | root span | items given to the run |
+/// | `cupel.included_count` | root span | items in the returned window (set at the end) |
+/// | `cupel.excluded_count` | root span | items excluded, every stage together (set at the end) |
+/// | `cupel.exclusion.variant` | `cupel.exclusion` events (StageAndExclusions and up) | the core's variant name when `cupel.exclusion.reason` reads `"Unknown"` for a reason this implementation names (`CountCapExceeded`) |
+/// | `cupel.overflow` event | `cupel.stage.place` | the selection overflowed the target under `OverflowStrategy::Proceed`: `cupel.overflow.tokens_over_budget`, `cupel.overflow.item_count` |
+/// | `cupel.shortfall` events | `cupel.stage.slice` | one per count requirement a count-quota slicer could not meet: `cupel.shortfall.kind`, `cupel.shortfall.required_count`, `cupel.shortfall.satisfied_count` |
 ///
 /// When a run fails inside a stage, that stage still gets a span — from the
 /// end of the previous stage (or the run's start) to the failure — carrying
@@ -120,6 +123,7 @@ use crate::names::{self, TRACER_NAME, exclusion_reason_name, stage_span_name};
 pub struct CupelOtelTraceCollector<T = BoxedTracer> {
     tracer: T,
     verbosity: CupelVerbosity,
+    extras: bool,
     enabled: bool,
     parent: Option<Context>,
     run: Option<Run>,
@@ -136,6 +140,8 @@ struct StageBuffer {
 /// it as their parent) and what has been gathered so far.
 struct Run {
     root_cx: Context,
+    /// Whether the root span gets the included/excluded counts at the end.
+    extras: bool,
     started_at: SystemTime,
     included: usize,
     excluded: usize,
@@ -151,10 +157,12 @@ impl Run {
     fn finish(&mut self, end: SystemTime, status: Option<Status>) {
         let end = end.max(self.last_end.unwrap_or(self.started_at));
         let span = self.root_cx.span();
-        span.set_attributes([
-            KeyValue::new(names::INCLUDED_COUNT, to_i64(self.included)),
-            KeyValue::new(names::EXCLUDED_COUNT, to_i64(self.excluded)),
-        ]);
+        if self.extras {
+            span.set_attributes([
+                KeyValue::new(names::INCLUDED_COUNT, to_i64(self.included)),
+                KeyValue::new(names::EXCLUDED_COUNT, to_i64(self.excluded)),
+            ]);
+        }
         if let Some(status) = status {
             span.set_status(status);
         }
@@ -186,6 +194,7 @@ impl<T: fmt::Debug> fmt::Debug for CupelOtelTraceCollector<T> {
         f.debug_struct("CupelOtelTraceCollector")
             .field("tracer", &self.tracer)
             .field("verbosity", &self.verbosity)
+            .field("extras", &self.extras)
             .field("enabled", &self.enabled)
             .field("explicit_parent", &self.parent.is_some())
             .field("run_in_progress", &self.run.is_some())
@@ -244,10 +253,35 @@ where
         Self {
             tracer,
             verbosity,
+            extras: false,
             enabled,
             parent: None,
             run: None,
         }
+    }
+
+    /// Also records the attributes and events the specification's table does
+    /// not list (see [Extras](Self#extras-opt-in)); off by default, so each
+    /// tier's output is exactly the specification's.
+    ///
+    /// ```
+    /// use cupel_otel::{CupelOtelTraceCollector, CupelVerbosity};
+    /// use opentelemetry::trace::noop::NoopTracerProvider;
+    /// let c = CupelOtelTraceCollector::with_tracer_provider(
+    ///     &NoopTracerProvider::new(),
+    ///     CupelVerbosity::StageOnly,
+    /// );
+    /// assert!(!c.extras());
+    /// assert!(c.with_extras(true).extras());
+    /// ```
+    pub fn with_extras(mut self, on: bool) -> Self {
+        self.extras = on;
+        self
+    }
+
+    /// Whether the [extras](Self#extras-opt-in) are recorded.
+    pub fn extras(&self) -> bool {
+        self.extras
     }
 
     /// Makes every run's root span a child of `parent` instead of the context
@@ -342,12 +376,17 @@ where
             return;
         }
         let started_at = SystemTime::now();
-        let attributes = vec![
+        let mut attributes = vec![
             KeyValue::new(names::BUDGET_MAX_TOKENS, budget.max_tokens()),
-            KeyValue::new(names::BUDGET_TARGET_TOKENS, budget.target_tokens()),
             KeyValue::new(names::VERBOSITY, self.verbosity.name()),
-            KeyValue::new(names::CANDIDATE_COUNT, to_i64(items.len())),
         ];
+        if self.extras {
+            attributes.push(KeyValue::new(
+                names::BUDGET_TARGET_TOKENS,
+                budget.target_tokens(),
+            ));
+            attributes.push(KeyValue::new(names::CANDIDATE_COUNT, to_i64(items.len())));
+        }
         let builder = SpanBuilder::from_name(names::ROOT_SPAN)
             .with_start_time(started_at)
             .with_attributes(attributes);
@@ -360,6 +399,7 @@ where
         }
         self.run = Some(Run {
             root_cx: parent.with_span(root),
+            extras: self.extras,
             started_at,
             included: 0,
             excluded: 0,
@@ -393,6 +433,7 @@ where
 
     fn on_item_excluded(&mut self, record: ExclusionRecord<'_>) {
         let verbosity = self.verbosity;
+        let extras = self.extras;
         if let Some(run) = self.run.as_mut() {
             run.excluded += 1;
         }
@@ -401,20 +442,23 @@ where
         };
         buffer.exclusions += 1;
         if verbosity.records_exclusions() {
+            let reason = exclusion_reason_name(&record.reason);
+            let mut attributes = vec![
+                KeyValue::new(names::EXCLUSION_REASON, reason),
+                KeyValue::new(
+                    names::EXCLUSION_ITEM_KIND,
+                    record.item.kind().as_str().to_owned(),
+                ),
+                KeyValue::new(names::EXCLUSION_ITEM_TOKENS, record.item.tokens()),
+            ];
+            let variant = record.reason.variant_name();
+            if extras && variant != reason {
+                attributes.push(KeyValue::new(names::EXCLUSION_VARIANT, variant));
+            }
             buffer.events.push(Event::new(
                 names::EXCLUSION_EVENT,
                 SystemTime::now(),
-                vec![
-                    KeyValue::new(
-                        names::EXCLUSION_REASON,
-                        exclusion_reason_name(&record.reason),
-                    ),
-                    KeyValue::new(
-                        names::EXCLUSION_ITEM_KIND,
-                        record.item.kind().as_str().to_owned(),
-                    ),
-                    KeyValue::new(names::EXCLUSION_ITEM_TOKENS, record.item.tokens()),
-                ],
+                attributes,
                 0,
             ));
         }
@@ -444,6 +488,9 @@ where
     }
 
     fn on_shortfalls(&mut self, shortfalls: &[CountRequirementShortfall]) {
+        if !self.extras {
+            return;
+        }
         let Some(buffer) = self.buffer(PipelineStage::Slice) else {
             return;
         };
@@ -464,6 +511,9 @@ where
 
     fn on_overflow(&mut self, event: &OverflowEvent) {
         // Delivered even to disabled collectors; without a run there is nowhere to put it.
+        if !self.extras {
+            return;
+        }
         let Some(buffer) = self.buffer(PipelineStage::Place) else {
             return;
         };

@@ -6,7 +6,7 @@
 //! window is built for:
 //!
 //! ```text
-//! cupel.pipeline                 budget, verbosity, candidate/included/excluded counts
+//! cupel.pipeline                 max_tokens, verbosity
 //! ├── cupel.stage.classify       item counts in/out, real start and end times
 //! ├── cupel.stage.score
 //! ├── cupel.stage.deduplicate
@@ -16,8 +16,11 @@
 //!
 //! [`CupelVerbosity`] picks how much detail goes in: stage spans only (for
 //! production), plus one event per excluded item on the stage span that
-//! excluded it, or plus one event per included item on the Place span. The
-//! collector's rustdoc lists every span, attribute and event name;
+//! excluded it, or plus one event per included item on the Place span. By
+//! default each tier records exactly the specification's attribute table;
+//! [`CupelOtelTraceCollector::with_extras`] opts in to more (the budget's
+//! target, item counts, overflow and shortfall events). The collector's
+//! rustdoc lists every span, attribute and event name;
 //! [`exclusion_reason_name`] is how reasons are named. The tracer is named
 //! [`TRACER_NAME`] (`"cupel"`). Without an installed tracer provider the
 //! collector reports itself disabled and a traced run costs what an untraced

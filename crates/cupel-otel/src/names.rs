@@ -30,6 +30,7 @@ pub(crate) const EXCLUSION_EVENT: &str = "cupel.exclusion";
 pub(crate) const EXCLUSION_REASON: &str = "cupel.exclusion.reason";
 pub(crate) const EXCLUSION_ITEM_KIND: &str = "cupel.exclusion.item_kind";
 pub(crate) const EXCLUSION_ITEM_TOKENS: &str = "cupel.exclusion.item_tokens";
+pub(crate) const EXCLUSION_VARIANT: &str = "cupel.exclusion.variant";
 pub(crate) const INCLUDED_EVENT: &str = "cupel.item.included";
 pub(crate) const ITEM_KIND: &str = "cupel.item.kind";
 pub(crate) const ITEM_TOKENS: &str = "cupel.item.tokens";
@@ -54,16 +55,32 @@ pub(crate) fn stage_span_name(stage: PipelineStage) -> &'static str {
     }
 }
 
-/// The name recorded for an exclusion reason: the variant name
-/// (`"BudgetExceeded"`, `"Deduplicated"`, `"CountCapExceeded"`, ...), or the
-/// stable fallback `"Unknown"`.
+/// The eight exclusion reason names of the specification's table, the
+/// reserved ones included.
+const SPEC_REASONS: [&str; 8] = [
+    "BudgetExceeded",
+    "ScoredTooLow",
+    "Deduplicated",
+    "QuotaCapExceeded",
+    "QuotaRequireDisplaced",
+    "NegativeTokens",
+    "PinnedOverride",
+    "Filtered",
+];
+
+/// The value recorded as `cupel.exclusion.reason`: the reason's variant name
+/// when it is one of the specification's eight (`"BudgetExceeded"`,
+/// `"Deduplicated"`, `"PinnedOverride"`, ...), otherwise `"Unknown"`.
 ///
-/// This is [`ExclusionReason::variant_name`], so a variant added to
-/// `cupel-core` later is recorded under its own name without a change here.
-/// The fallback is for [`ExclusionReason::Unknown`] — a reason read from
-/// another implementation's data. Its wire name is free text this version
-/// cannot vouch for (it could be anything, of any length), so it is not copied
-/// into telemetry; the attribute stays within a bounded set of names.
+/// `"Unknown"` covers a reason this implementation adds (`CountCapExceeded`,
+/// the count-quota slicers' cap exclusion), any variant added to `cupel-core`
+/// later, and [`ExclusionReason::Unknown`] — a reason read from another
+/// implementation's data, whose free-text wire name this version cannot vouch
+/// for. So the attribute always stays within the specification's set plus
+/// one fallback. A collector built
+/// [`with_extras(true)`](crate::CupelOtelTraceCollector::with_extras) also
+/// records the core's variant name as `cupel.exclusion.variant` when it
+/// differs from this value.
 ///
 /// The result is `'static`, so recording it allocates nothing.
 ///
@@ -72,11 +89,18 @@ pub(crate) fn stage_span_name(stage: PipelineStage) -> &'static str {
 /// use cupel_otel::exclusion_reason_name;
 /// let budget = ExclusionReason::BudgetExceeded { item_tokens: 400, available_tokens: 50 };
 /// assert_eq!(exclusion_reason_name(&budget), "BudgetExceeded");
+/// let cap = ExclusionReason::CountCapExceeded { kind: "ToolOutput".into(), cap: 2, count: 2 };
+/// assert_eq!(exclusion_reason_name(&cap), "Unknown");
 /// let foreign = ExclusionReason::Unknown { reason: "Embargoed".into() };
 /// assert_eq!(exclusion_reason_name(&foreign), "Unknown");
 /// ```
 pub fn exclusion_reason_name(reason: &ExclusionReason) -> &'static str {
-    reason.variant_name()
+    let name = reason.variant_name();
+    if SPEC_REASONS.contains(&name) {
+        name
+    } else {
+        "Unknown"
+    }
 }
 
 #[cfg(test)]
@@ -84,10 +108,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn known_reasons_use_the_core_variant_name() {
-        // One value of every variant cupel-core knows: the recorded name is the
-        // wire name `ExclusionReason::name` for all of them.
-        let reasons = [
+    fn spec_reasons_keep_their_names_and_others_are_unknown() {
+        // One value of every variant cupel-core knows: the specification's
+        // eight keep their wire name; CountCapExceeded (ours) is "Unknown".
+        let spec = [
             ExclusionReason::BudgetExceeded {
                 item_tokens: 1,
                 available_tokens: 0,
@@ -114,15 +138,18 @@ mod tests {
             ExclusionReason::Filtered {
                 filter_name: "f".into(),
             },
-            ExclusionReason::CountCapExceeded {
-                kind: "Message".into(),
-                cap: 1,
-                count: 1,
-            },
         ];
-        for r in &reasons {
+        let names: Vec<&str> = spec.iter().map(exclusion_reason_name).collect();
+        assert_eq!(names, SPEC_REASONS);
+        for r in &spec {
             assert_eq!(exclusion_reason_name(r), r.name());
         }
+        let ours = ExclusionReason::CountCapExceeded {
+            kind: "Message".into(),
+            cap: 1,
+            count: 1,
+        };
+        assert_eq!(exclusion_reason_name(&ours), "Unknown");
     }
 
     #[test]

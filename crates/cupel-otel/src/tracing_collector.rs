@@ -6,8 +6,6 @@ use cupel_core::{
 };
 use tracing::Level;
 
-use crate::exclusion_reason_name;
-
 /// A [`TraceCollector`] that reports runs to the [`tracing`] ecosystem, for
 /// applications that log with `tracing-subscriber` rather than export
 /// OpenTelemetry (feature `tracing`).
@@ -22,7 +20,7 @@ use crate::exclusion_reason_name;
 /// | a `Proceed` overflow | DEBUG | `budget overflow` | `tokens_over_budget`, `item_count` |
 /// | an unmet count requirement | DEBUG | `count requirement shortfall` | `kind`, `required_count`, `satisfied_count` |
 /// | the end of the run | DEBUG | `run completed` / `run failed` | `included`, `excluded` / `error` |
-/// | each excluded item | TRACE | `item excluded` | `stage`, `reason` ([`exclusion_reason_name`]), `item_kind`, `item_tokens`, `score` |
+/// | each excluded item | TRACE | `item excluded` | `stage`, `reason` (the variant name, [`ExclusionReason::variant_name`](cupel_core::ExclusionReason::variant_name)), `item_kind`, `item_tokens`, `score` |
 /// | each included item, placed order | TRACE | `item included` | `item_kind`, `item_tokens`, `score` |
 ///
 /// Events name the run's span as their parent explicitly, so they appear
@@ -102,7 +100,7 @@ impl TraceCollector for TracingCollector {
             target: "cupel",
             parent: &run.span,
             stage = record.stage.lowercase_name(),
-            reason = exclusion_reason_name(&record.reason),
+            reason = record.reason.variant_name(),
             item_kind = record.item.kind().as_str(),
             item_tokens = record.item.tokens(),
             score = record.score,

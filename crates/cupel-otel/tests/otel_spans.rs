@@ -50,8 +50,14 @@ fn sdk() -> (SdkTracerProvider, InMemorySpanExporter) {
 
 /// Runs the scenario at `verbosity` and returns the exported spans.
 fn run_scenario(verbosity: CupelVerbosity) -> Vec<SpanData> {
+    run_scenario_with(verbosity, false)
+}
+
+/// Runs the scenario at `verbosity`, with or without the extras.
+fn run_scenario_with(verbosity: CupelVerbosity, extras: bool) -> Vec<SpanData> {
     let (provider, exporter) = sdk();
-    let mut collector = CupelOtelTraceCollector::with_tracer_provider(&provider, verbosity);
+    let mut collector =
+        CupelOtelTraceCollector::with_tracer_provider(&provider, verbosity).with_extras(extras);
     assert!(collector.is_enabled());
     let window = pipeline().run_traced(&scenario(), &mut collector).unwrap();
     assert_eq!(window.len(), 4);
@@ -133,10 +139,36 @@ fn one_root_and_five_stage_children_in_one_trace() {
     );
 }
 
+/// The attribute keys of a span, sorted.
+fn keys(span: &SpanData) -> Vec<&str> {
+    let mut k: Vec<&str> = span.attributes.iter().map(|kv| kv.key.as_str()).collect();
+    k.sort_unstable();
+    k
+}
+
 #[test]
-fn root_attributes() {
+fn root_attributes_are_exactly_the_spec_table_by_default() {
+    // The specification's table for the root span, every tier:
+    // cupel.budget.max_tokens and cupel.verbosity, nothing else.
     for verbosity in CupelVerbosity::ALL {
         let spans = run_scenario(verbosity);
+        let root = span(&spans, "cupel.pipeline");
+        let a = &root.attributes;
+        assert_eq!(keys(root), ["cupel.budget.max_tokens", "cupel.verbosity"]);
+        assert_eq!(attr(a, "cupel.budget.max_tokens").cloned(), int(200));
+        assert_eq!(
+            attr(a, "cupel.verbosity").cloned(),
+            Some(Value::from(verbosity.name()))
+        );
+        assert_eq!(root.status, Status::Unset);
+        assert!(root.events.is_empty());
+    }
+}
+
+#[test]
+fn extras_add_the_budget_target_and_counts_to_the_root() {
+    for verbosity in CupelVerbosity::ALL {
+        let spans = run_scenario_with(verbosity, true);
         let root = span(&spans, "cupel.pipeline");
         let a = &root.attributes;
         assert_eq!(attr(a, "cupel.budget.max_tokens").cloned(), int(200));
@@ -149,8 +181,79 @@ fn root_attributes() {
         assert_eq!(attr(a, "cupel.candidate_count").cloned(), int(7));
         assert_eq!(attr(a, "cupel.included_count").cloned(), int(4));
         assert_eq!(attr(a, "cupel.excluded_count").cloned(), int(3));
-        assert_eq!(root.status, Status::Unset);
-        assert!(root.events.is_empty());
+        // Stage spans are unchanged by the extras.
+        let slice = span(&spans, "cupel.stage.slice");
+        let mut expected = vec![
+            "cupel.stage.item_count_in",
+            "cupel.stage.item_count_out",
+            "cupel.stage.name",
+        ];
+        if verbosity.records_exclusions() {
+            expected.insert(0, "cupel.exclusion.count");
+        }
+        assert_eq!(keys(slice), expected, "{verbosity}");
+    }
+}
+
+#[test]
+fn each_tier_records_exactly_the_spec_names_by_default() {
+    // Every span, attribute and event name of a run (with an overflow under
+    // Proceed, so the rare events would show if they leaked) against the
+    // specification's attribute reference for the tier.
+    for verbosity in CupelVerbosity::ALL {
+        let (provider, exporter) = sdk();
+        let mut c = CupelOtelTraceCollector::with_tracer_provider(&provider, verbosity);
+        take_all_pipeline(OverflowStrategy::Proceed)
+            .run_traced(&scenario(), &mut c)
+            .unwrap();
+        let spans = exporter.get_finished_spans().unwrap();
+        let mut span_attrs: Vec<&str> = spans
+            .iter()
+            .flat_map(|s| s.attributes.iter().map(|kv| kv.key.as_str()))
+            .collect();
+        span_attrs.sort_unstable();
+        span_attrs.dedup();
+        let mut expected = vec![
+            "cupel.budget.max_tokens",
+            "cupel.stage.item_count_in",
+            "cupel.stage.item_count_out",
+            "cupel.stage.name",
+            "cupel.verbosity",
+        ];
+        if verbosity.records_exclusions() {
+            expected.push("cupel.exclusion.count");
+            expected.sort_unstable();
+        }
+        assert_eq!(span_attrs, expected, "{verbosity}");
+        let mut events: Vec<(&str, Vec<&str>)> = spans
+            .iter()
+            .flat_map(|s| s.events.iter())
+            .map(|e| {
+                let mut k: Vec<&str> = e.attributes.iter().map(|kv| kv.key.as_str()).collect();
+                k.sort_unstable();
+                (e.name.as_ref(), k)
+            })
+            .collect();
+        events.sort();
+        events.dedup();
+        let mut expected: Vec<(&str, Vec<&str>)> = Vec::new();
+        if verbosity.records_exclusions() {
+            expected.push((
+                "cupel.exclusion",
+                vec![
+                    "cupel.exclusion.item_kind",
+                    "cupel.exclusion.item_tokens",
+                    "cupel.exclusion.reason",
+                ],
+            ));
+        }
+        if verbosity.records_inclusions() {
+            expected.push((
+                "cupel.item.included",
+                vec!["cupel.item.kind", "cupel.item.score", "cupel.item.tokens"],
+            ));
+        }
+        assert_eq!(events, expected, "{verbosity}");
     }
 }
 
@@ -423,11 +526,12 @@ fn truncate_exclusions_land_on_the_place_span() {
 }
 
 #[test]
-fn proceed_overflow_is_an_event_on_the_place_span_at_every_tier() {
+fn proceed_overflow_is_an_extra_event_on_the_place_span_at_every_tier() {
     // Merged = 10 + 30 + 40 + 0 + 50 = 130 tokens, target 100: 30 over, 5 items.
     for verbosity in CupelVerbosity::ALL {
         let (provider, exporter) = sdk();
-        let mut c = CupelOtelTraceCollector::with_tracer_provider(&provider, verbosity);
+        let mut c =
+            CupelOtelTraceCollector::with_tracer_provider(&provider, verbosity).with_extras(true);
         let window = take_all_pipeline(OverflowStrategy::Proceed)
             .run_traced(&scenario(), &mut c)
             .unwrap();
@@ -466,7 +570,8 @@ fn a_failure_in_classify_marks_that_stage_and_the_root_as_errors() {
     let mut c = CupelOtelTraceCollector::with_tracer_provider(
         &provider,
         CupelVerbosity::StageAndExclusions,
-    );
+    )
+    .with_extras(true);
     let err = pipeline().run_traced(&items, &mut c).unwrap_err();
     assert!(matches!(err, CupelError::PinnedBudgetExceeded { .. }));
     let spans = exporter.get_finished_spans().unwrap();
@@ -613,7 +718,8 @@ fn an_abandoned_run_is_closed_with_an_error_by_the_next_one() {
     let mut c = CupelOtelTraceCollector::with_tracer_provider(
         &provider,
         CupelVerbosity::StageAndExclusions,
-    );
+    )
+    .with_extras(true);
     let items = [ContextItem::new("a", 1).unwrap()];
     let budget = ContextBudget::new(10, 10).unwrap();
     c.on_run_started(&items, &budget);
@@ -641,6 +747,18 @@ fn an_abandoned_run_is_closed_with_an_error_by_the_next_one() {
     assert_eq!(exporter.get_finished_spans().unwrap().len(), 2);
 }
 
+/// Completes a hand-driven run: a Slice stage of one item in, none out, then the end.
+fn finish_slice_run<C: TraceCollector>(c: &mut C) {
+    c.on_stage_completed(&StageTrace {
+        stage: PipelineStage::Slice,
+        started_at: SystemTime::now(),
+        duration: Duration::ZERO,
+        item_count_in: 1,
+        item_count_out: 0,
+    });
+    c.on_run_completed();
+}
+
 #[test]
 fn foreign_reasons_are_recorded_as_unknown() {
     let (provider, exporter) = sdk();
@@ -665,18 +783,122 @@ fn foreign_reasons_are_recorded_as_unknown() {
             reason: "SomethingNew".into(),
         },
     });
-    c.on_stage_completed(&StageTrace {
-        stage: PipelineStage::Slice,
-        started_at: SystemTime::now(),
-        duration: Duration::ZERO,
-        item_count_in: 1,
-        item_count_out: 0,
-    });
-    c.on_run_completed();
+    finish_slice_run(&mut c);
     let spans = exporter.get_finished_spans().unwrap();
     assert_eq!(
         exclusions(span(&spans, "cupel.stage.slice")),
         vec![(Value::from("Unknown"), Value::from("Custom"), Value::I64(3))]
+    );
+}
+
+#[test]
+fn reasons_outside_the_spec_set_are_unknown_with_the_variant_as_an_extra() {
+    // CountCapExceeded is this implementation's reason, not one of the spec's
+    // eight: "Unknown" by default. With extras the event also names the variant;
+    // a spec reason never gets that extra attribute.
+    for extras in [false, true] {
+        let (provider, exporter) = sdk();
+        let mut c = CupelOtelTraceCollector::with_tracer_provider(
+            &provider,
+            CupelVerbosity::StageAndExclusions,
+        )
+        .with_extras(extras);
+        let item = ContextItem::builder("t", 4)
+            .kind(ContextKind::TOOL_OUTPUT)
+            .build()
+            .unwrap();
+        c.on_run_started(
+            std::slice::from_ref(&item),
+            &ContextBudget::new(10, 10).unwrap(),
+        );
+        for reason in [
+            ExclusionReason::CountCapExceeded {
+                kind: "ToolOutput".into(),
+                cap: 1,
+                count: 1,
+            },
+            ExclusionReason::BudgetExceeded {
+                item_tokens: 4,
+                available_tokens: 2,
+            },
+        ] {
+            c.on_item_excluded(ExclusionRecord {
+                stage: PipelineStage::Slice,
+                index: 0,
+                item: &item,
+                score: 0.5,
+                reason,
+            });
+        }
+        finish_slice_run(&mut c);
+        let spans = exporter.get_finished_spans().unwrap();
+        let slice = span(&spans, "cupel.stage.slice");
+        assert_eq!(
+            exclusions(slice),
+            vec![
+                (
+                    Value::from("Unknown"),
+                    Value::from("ToolOutput"),
+                    Value::I64(4)
+                ),
+                (
+                    Value::from("BudgetExceeded"),
+                    Value::from("ToolOutput"),
+                    Value::I64(4)
+                ),
+            ]
+        );
+        let variants: Vec<Option<Value>> = events_named(slice, "cupel.exclusion")
+            .iter()
+            .map(|e| attr(&e.attributes, "cupel.exclusion.variant").cloned())
+            .collect();
+        let expected = if extras {
+            vec![string("CountCapExceeded"), None]
+        } else {
+            vec![None, None]
+        };
+        assert_eq!(variants, expected, "extras = {extras}");
+    }
+}
+
+#[test]
+fn full_reports_the_zero_token_items_computed_score_like_the_report() {
+    // D-6: `zero` (0 tokens, hint 0.3) is included with reason ZeroToken and its
+    // computed score 0.3; pinned `sys` with 1.0. The OTel event, run_traced's
+    // report and dry_run agree item by item.
+    let spans = run_scenario(CupelVerbosity::Full);
+    let place = span(&spans, "cupel.stage.place");
+    let otel: Vec<(Value, f64)> = events_named(place, "cupel.item.included")
+        .iter()
+        .map(|e| {
+            let kind = attr(&e.attributes, "cupel.item.kind").unwrap().clone();
+            let score = match attr(&e.attributes, "cupel.item.score") {
+                Some(Value::F64(f)) => *f,
+                other => panic!("score {other:?}"),
+            };
+            (kind, score)
+        })
+        .collect();
+    let mut diag = cupel_core::DiagnosticTraceCollector::new(cupel_core::TraceDetailLevel::Item);
+    pipeline().run_traced(&scenario(), &mut diag).unwrap();
+    let traced = diag.into_report();
+    let dry = pipeline().dry_run(&scenario()).unwrap();
+    for report in [&traced, &dry] {
+        let from_report: Vec<(Value, f64)> = report
+            .included
+            .iter()
+            .map(|i| (Value::from(i.item.kind().as_str().to_owned()), i.score))
+            .collect();
+        assert_eq!(otel, from_report);
+    }
+    let zero = dry
+        .included
+        .iter()
+        .find(|i| i.item.content() == "zero")
+        .unwrap();
+    assert_eq!(
+        (zero.score, &zero.reason),
+        (0.3, &cupel_core::InclusionReason::ZeroToken)
     );
 }
 

@@ -45,8 +45,9 @@
 //!
 //! let report = pipeline.dry_run(&items)?;
 //! assert_eq!(report.excluded[0].item.content(), "stale doc");
-//! // Room left after slicing: 45 - 40 = 5. Without the pinned item it would
-//! // have been 50 - 40 = 10, still too small, so this is a budget exclusion.
+//! // Room left after slicing: 45 - 40 = 5. The stale doc (40 tokens) fits the
+//! // effective target 45 on its own, so it lost to the relevant doc, not to
+//! // the pinned item: a budget exclusion.
 //! assert_eq!(
 //!     report.excluded[0].reason,
 //!     ExclusionReason::BudgetExceeded { item_tokens: 40, available_tokens: 5 }
@@ -59,15 +60,20 @@
 //! * `NegativeTokens` (Classify, score 0.0) and `Deduplicated` (the survivor
 //!   has the same content) are decided by their stage.
 //! * An item the slicer did not select is `BudgetExceeded` with
-//!   `available_tokens` = the room left when slicing finished
-//!   (`effective target - tokens selected`, at least 0) — or `PinnedOverride`
-//!   when it does not fit that room but would have fitted had there been no
-//!   pinned items; `displaced_by` names the first pinned item (input order)
-//!   whose tokens, added to those before it, leave too little room.
+//!   `available_tokens` = the room it actually had, at least 0: by default
+//!   `effective target - tokens selected`; for a slicer that splits the budget,
+//!   the room it reports (`SliceOutcome::rooms`: a `QuotaSlice` kind's share
+//!   minus what was taken of it, the count-quota phase-2 room).
+//! * It is `PinnedOverride` instead only when it alone is larger than the
+//!   effective target with the pinned tokens yet fits the one without them;
+//!   `displaced_by` names the first pinned item (input order) whose tokens,
+//!   added to those before it, make it too large, and no pinned item is
+//!   blamed for more tokens than it holds over the run.
 //! * A count-quota cap removal is `CountCapExceeded { kind, cap, count }`.
-//! * Under `Truncate`, a dropped item is `PinnedOverride` by the same rule
-//!   (it would have been kept without the pinned tokens), else
-//!   `BudgetExceeded` with the target minus the tokens kept.
+//! * Under `Truncate`, a dropped item is `PinnedOverride` when it would have
+//!   been kept without the pinned tokens (same naming and allowance), else
+//!   `BudgetExceeded` with the target minus the tokens kept when the pass
+//!   reached it.
 //!
 //! The placer sees pinned items first (score 1.0, input order), then the
 //! sliced items by score — not in the slicer's output order — so ties resolve

@@ -5,9 +5,9 @@ use std::collections::hash_map::Entry;
 use std::time::{Instant, SystemTime};
 
 use cupel_core::{
-    ContextBudget, ContextItem, CupelError, ExclusionReason, ExclusionRecord, InclusionReason,
-    InclusionRecord, OverflowEvent, OverflowStrategy, PipelineStage, ScoredItem, SliceBudget,
-    StageTrace, TraceCollector, check_token_totals, score_cmp_desc,
+    CapExclusion, ContextBudget, ContextItem, CupelError, ExclusionReason, ExclusionRecord,
+    InclusionReason, InclusionRecord, OverflowEvent, OverflowStrategy, PipelineStage, ScoredItem,
+    SliceBudget, SliceOutcome, StageTrace, TraceCollector, check_token_totals, score_cmp_desc,
 };
 
 use rustc_hash::FxHashMap;
@@ -233,6 +233,16 @@ fn stages<C: TraceCollector + ?Sized>(
         }
     }
     // Checked on every path (not only when tracing) so `run` and `dry_run` agree.
+    if let Some(m) = outcome
+        .rooms
+        .iter()
+        .flat_map(|r| r.members.iter())
+        .find(|&&m| m >= n_sorted)
+    {
+        return Err(CupelError::PipelineConfig(format!(
+            "slicer reported a room for index {m}, but only {n_sorted} items were given"
+        )));
+    }
     if let Some(cap) = outcome
         .cap_exclusions
         .iter()
@@ -255,20 +265,21 @@ fn stages<C: TraceCollector + ?Sized>(
         merged.push((scoreable[sorted[s]], scored.score));
     }
     let n_sliced = merged.len() - pinned.len();
-    if traced {
+    // Built only when tracing; shared by Slice and Truncate so that a pinned
+    // item is never blamed for more tokens than it holds over the whole run.
+    let mut blame = traced.then(|| PinnedBlame::new(budget, items, &pinned));
+    if let Some(blame) = blame.as_mut() {
         if !outcome.shortfalls.is_empty() {
             collector.on_shortfalls(&outcome.shortfalls);
         }
         report_slice_exclusions(
             collector,
-            budget,
-            items,
-            &pinned,
+            blame,
             &scoreable,
             &sorted,
             &sorted_scored,
             &selected,
-            &outcome.cap_exclusions,
+            &outcome,
             effective,
             sliced_tokens,
         );
@@ -290,7 +301,7 @@ fn stages<C: TraceCollector + ?Sized>(
                 });
             }
             OverflowStrategy::Truncate => {
-                merged = truncate(collector, traced, items, &pinned, merged, target);
+                merged = truncate(collector, blame.as_mut(), items, merged, target);
             }
             OverflowStrategy::Proceed => {
                 let event = OverflowEvent {
@@ -346,43 +357,32 @@ fn stages<C: TraceCollector + ?Sized>(
 #[allow(clippy::too_many_arguments)]
 fn report_slice_exclusions<C: TraceCollector + ?Sized>(
     collector: &mut C,
-    budget: &ContextBudget,
-    items: &[ContextItem],
-    pinned: &[usize],
+    blame: &mut PinnedBlame,
     scoreable: &[usize],
     sorted: &[usize],
     sorted_scored: &[ScoredItem<'_>],
     selected: &[bool],
-    cap_exclusions: &[cupel_core::CapExclusion],
+    outcome: &SliceOutcome,
     effective: SliceBudget,
     sliced_tokens: i64,
 ) {
     let n = sorted_scored.len();
     // Indices were validated by the caller.
-    let mut capped: Vec<Option<&cupel_core::CapExclusion>> = vec![None; n];
-    for cap in cap_exclusions {
+    let mut capped: Vec<Option<&CapExclusion>> = vec![None; n];
+    for cap in &outcome.cap_exclusions {
         if let Some(slot) = capped.get_mut(cap.index) {
             *slot = Some(cap);
         }
     }
-    let room = effective.target_tokens.saturating_sub(sliced_tokens);
-    let available = room.max(0);
-    // Room the slicer would have had with no pinned tokens, and after each pinned prefix.
-    let room_without_pinned = budget
-        .effective(0)
-        .target_tokens
-        .saturating_sub(sliced_tokens);
-    let mut rooms_by_prefix: Vec<i64> = Vec::new();
-    if !pinned.is_empty() {
-        let mut cumulative: i64 = 0;
-        for &i in pinned {
-            cumulative += items[i].tokens();
-            rooms_by_prefix.push(
-                budget
-                    .effective(cumulative)
-                    .target_tokens
-                    .saturating_sub(sliced_tokens),
-            );
+    // The room each item actually had: the first room the slicer lists it in,
+    // else the whole effective target minus everything selected (D-8).
+    let whole_room = effective.target_tokens.saturating_sub(sliced_tokens);
+    let mut room_of: Vec<Option<i64>> = vec![None; if outcome.rooms.is_empty() { 0 } else { n }];
+    for room in &outcome.rooms {
+        for &m in &room.members {
+            if let Some(slot) = room_of.get_mut(m) {
+                slot.get_or_insert(room.room_tokens);
+            }
         }
     }
     for s in 0..n {
@@ -397,17 +397,13 @@ fn report_slice_exclusions<C: TraceCollector + ?Sized>(
                 cap: i64::try_from(cap.cap).unwrap_or(i64::MAX),
                 count: i64::try_from(cap.count).unwrap_or(i64::MAX),
             }
-        } else if tokens > room && tokens <= room_without_pinned && !pinned.is_empty() {
-            // Rooms shrink as pinned tokens accumulate; find the first prefix that no longer fits.
-            pinned_override(
-                items,
-                pinned,
-                rooms_by_prefix.partition_point(|&r| tokens <= r),
-            )
+        } else if let Some(reason) = blame.at_slice(tokens) {
+            reason
         } else {
+            let room = room_of.get(s).copied().flatten().unwrap_or(whole_room);
             ExclusionReason::BudgetExceeded {
                 item_tokens: tokens,
-                available_tokens: available,
+                available_tokens: room.max(0),
             }
         };
         collector.on_item_excluded(ExclusionRecord {
@@ -420,29 +416,100 @@ fn report_slice_exclusions<C: TraceCollector + ?Sized>(
     }
 }
 
-/// `PinnedOverride` naming the `k`-th pinned item in input order (the first
-/// pinned prefix that no longer leaves room; the last one if `k` runs past).
-fn pinned_override(items: &[ContextItem], pinned: &[usize], k: usize) -> ExclusionReason {
-    let culprit = pinned
-        .get(k)
-        .or(pinned.last())
-        .map_or("", |&i| items[i].content());
-    ExclusionReason::PinnedOverride {
-        displaced_by: culprit.to_owned(),
+/// Decides which exclusions the pinned items are to blame for (clarification
+/// D-9), keeping count of the tokens blamed on each pinned item so that no
+/// pinned item is ever said to have displaced more tokens than it holds.
+struct PinnedBlame {
+    /// Content of each pinned item, in input order.
+    names: Vec<String>,
+    /// Tokens of the pinned items `0..=k` together.
+    cumulative: Vec<i64>,
+    /// Effective target with the pinned items `0..=k` subtracted (non-increasing).
+    targets: Vec<i64>,
+    /// Effective target with no pinned tokens subtracted.
+    target_without: i64,
+    /// Tokens each pinned item can still be blamed for.
+    unblamed: Vec<i64>,
+}
+
+impl PinnedBlame {
+    fn new(budget: &ContextBudget, items: &[ContextItem], pinned: &[usize]) -> Self {
+        let mut b = PinnedBlame {
+            names: Vec::with_capacity(pinned.len()),
+            cumulative: Vec::with_capacity(pinned.len()),
+            targets: Vec::with_capacity(pinned.len()),
+            target_without: budget.effective(0).target_tokens,
+            unblamed: Vec::with_capacity(pinned.len()),
+        };
+        let mut sum: i64 = 0;
+        for &i in pinned {
+            let item = &items[i];
+            // Pinned tokens were checked against the budget: the sum fits.
+            sum = sum.saturating_add(item.tokens());
+            b.names.push(item.content().to_owned());
+            b.cumulative.push(sum);
+            b.targets.push(budget.effective(sum).target_tokens);
+            b.unblamed.push(item.tokens());
+        }
+        b
+    }
+
+    /// At Slice: the item alone is larger than the effective target computed
+    /// with the pinned tokens yet fits the one computed without them. Names
+    /// the first pinned item (input order) whose tokens, added to those before
+    /// it, make the item too large.
+    fn at_slice(&mut self, tokens: i64) -> Option<ExclusionReason> {
+        let with_all = *self.targets.last()?;
+        if tokens <= with_all || tokens > self.target_without {
+            return None;
+        }
+        let k = self.targets.partition_point(|&t| tokens <= t);
+        self.charge(k, tokens)
+    }
+
+    /// At Truncate: the item, dropped with `kept_unpinned` non-pinned tokens
+    /// kept before it, would have been kept had the pinned tokens not counted.
+    /// Names the first pinned item at which the pinned tokens so far push it
+    /// over `target`.
+    fn at_truncate(
+        &mut self,
+        tokens: i64,
+        kept_unpinned: i64,
+        target: i64,
+    ) -> Option<ExclusionReason> {
+        if self.names.is_empty() || kept_unpinned.saturating_add(tokens) > target {
+            return None;
+        }
+        let k = self
+            .cumulative
+            .partition_point(|&p| kept_unpinned.saturating_add(p).saturating_add(tokens) <= target);
+        self.charge(k, tokens)
+    }
+
+    /// Blames pinned item `k` for `tokens`, if it still holds that many.
+    fn charge(&mut self, k: usize, tokens: i64) -> Option<ExclusionReason> {
+        let left = self.unblamed.get_mut(k)?;
+        if tokens > *left {
+            return None;
+        }
+        *left -= tokens;
+        Some(ExclusionReason::PinnedOverride {
+            displaced_by: self.names[k].clone(),
+        })
     }
 }
 
 /// The Truncate strategy: keep pinned items, keep others from the front while they fit.
 fn truncate<C: TraceCollector + ?Sized>(
     collector: &mut C,
-    traced: bool,
+    blame: Option<&mut PinnedBlame>,
     items: &[ContextItem],
-    pinned: &[usize],
     merged: Vec<(usize, f64)>,
     target: i64,
 ) -> Vec<(usize, f64)> {
     let mut kept = Vec::with_capacity(merged.len());
-    let mut removed: Vec<((usize, f64), i64)> = Vec::new();
+    // (entry, non-pinned tokens kept before it, room it had)
+    let mut removed: Vec<((usize, f64), i64, i64)> = Vec::new();
     let mut current: i64 = 0;
     let mut kept_unpinned: i64 = 0;
     for entry in merged {
@@ -455,30 +522,19 @@ fn truncate<C: TraceCollector + ?Sized>(
             kept_unpinned += tokens;
             kept.push(entry);
         } else {
-            removed.push((entry, kept_unpinned));
+            removed.push((entry, kept_unpinned, target.saturating_sub(current)));
         }
     }
-    if traced && !removed.is_empty() {
-        let available = target.saturating_sub(current).max(0);
-        let mut cumulative_pinned: Vec<i64> = Vec::with_capacity(pinned.len());
-        let mut c: i64 = 0;
-        for &i in pinned {
-            c += items[i].tokens();
-            cumulative_pinned.push(c);
-        }
-        for ((index, score), kept_before) in removed {
+    if let Some(blame) = blame {
+        for ((index, score), kept_before, room) in removed {
             let item = &items[index];
             let tokens = item.tokens();
-            let reason = if !pinned.is_empty() && kept_before + tokens <= target {
-                // First pinned prefix whose tokens push this item over the target.
-                let k = cumulative_pinned.partition_point(|&p| kept_before + p + tokens <= target);
-                pinned_override(items, pinned, k)
-            } else {
+            let reason = blame.at_truncate(tokens, kept_before, target).unwrap_or(
                 ExclusionReason::BudgetExceeded {
                     item_tokens: tokens,
-                    available_tokens: available,
-                }
-            };
+                    available_tokens: room.max(0),
+                },
+            );
             collector.on_item_excluded(ExclusionRecord {
                 stage: PipelineStage::Place,
                 index,

@@ -32,12 +32,11 @@
 //! * U-shaped: merged list by score descending (ties by merged index); even
 //!   ranks fill from the left, odd ranks from the right.
 //! * Report (D-6, D-8, D-9): pinned items score 1.0 / Pinned; an unselected
-//!   scoreable item is PinnedOverride when tokens > room but
-//!   tokens <= room0 (room = effective target - sliced tokens, room0 = the
-//!   same without pinned tokens), naming the first pinned item (input order)
-//!   whose cumulative tokens make it no longer fit; otherwise BudgetExceeded
-//!   { item_tokens, available_tokens = max(0, room) }. Excluded is sorted by
-//!   score descending.
+//!   scoreable item is PinnedOverride only when it alone is larger than the
+//!   effective target E(pinned tokens) but fits E(0) (and the pinned item it
+//!   names still holds that many unblamed tokens); otherwise BudgetExceeded
+//!   { item_tokens, available_tokens = max(0, E(pinned) - sliced tokens) }.
+//!   Excluded is sorted by score descending.
 //!
 //! All times are on 2025-03-14 (UTC); "09:30" below means 09:30:00 that day.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -76,12 +75,6 @@ fn budget_exceeded(item_tokens: i64, available_tokens: i64) -> ExclusionReason {
     ExclusionReason::BudgetExceeded {
         item_tokens,
         available_tokens,
-    }
-}
-
-fn pinned_override(by: &str) -> ExclusionReason {
-    ExclusionReason::PinnedOverride {
-        displaced_by: by.to_owned(),
     }
 }
 
@@ -188,9 +181,8 @@ fn check_preset(
 //   7 (10) -> 190 left; 5 (40) -> 150; 3 (30) -> 120; 2 (20) -> 100;
 //   4 (120 > 100) skipped; 6 (50) -> 50.  Sliced tokens 150.
 // The tool output (second-best score) loses to cheaper turns: room = 200 - 150
-//   = 50 < 120, but without the pinned prompt room0 = 300 - 150 = 150 >= 120,
-//   so it is PinnedOverride; the first pinned item whose tokens make it not
-//   fit: 300 - 100 - 150 = 50 < 120 -> "system: answer in English".
+//   = 50 < 120. The pinned prompt is not to blame: 120 alone fits the
+//   effective target 200, so it is BudgetExceeded { 120, available 50 }.
 // Merged: system (1.0), 7, 5, 3, 2 / 6 -> 100 + 150 = 250 <= 300, no overflow.
 // (2 and 6 both score 0.20; their relative order cannot matter: 2 has a time.)
 // Chronological: 2 (09:01), 3 (09:02), 5 (09:04), 7 (09:05), then the
@@ -232,7 +224,7 @@ fn chat_preset_keeps_recent_cheap_turns_in_reading_order() -> Result<(), CupelEr
             (
                 "tool(weather): Oslo 4C, light rain",
                 12.0 / 20.0,
-                pinned_override("system: answer in English"),
+                budget_exceeded(120, 50),
             ),
             ("user: hi", 1.0 / 20.0, deduplicated("user: hi")),
         ],
@@ -269,8 +261,9 @@ fn chat_preset_keeps_recent_cheap_turns_in_reading_order() -> Result<(), CupelEr
 //   5 0.28/150 = 0.001867, 4 0.23/200 = 0.00115, 2 0.26/300 = 0.000867.
 //   6 (50) -> 500 left; 3 (100) -> 400; 1 (200) -> 200; 5 (150) -> 50;
 //   4 (200 > 50) skipped; 2 (300 > 50) skipped.  Sliced 500.
-// room = 550 - 500 = 50; room0 = 600 - 500 = 100. 4: 200 > 100 and 2: 300 > 100
-//   -> both BudgetExceeded with available_tokens 50.
+// room = 550 - 500 = 50. 4 (200) and 2 (300) each fit the effective target
+//   550 alone, so the pinned prompt is not to blame: both BudgetExceeded with
+//   available_tokens 50.
 // Merged 50 + 500 = 550 <= 600. Chronological: 1 (10:00), 3 (10:05),
 //   5 (10:15), then untimestamped in merged order: system, memory.
 // Excluded by score: 2 (0.26), 4 (0.23).
@@ -380,10 +373,9 @@ fn code_review_preset_lets_kind_and_priority_outweigh_recency() -> Result<(), Cu
 //   3 0.0025, 4 0.40/300 = 0.001333.
 //   5 (100) -> 400 left; 7 (100) -> 300; 2 (100) -> 200; 1 (200) -> 0;
 //   3 (100 > 0) skipped; 4 (300 > 0) skipped.  Sliced 500.
-// room = 0, room0 = 600 - 500 = 100:
-//   3: 100 > 0 but 100 <= 100 -> PinnedOverride; 600 - 100 - 500 = 0 < 100 at
-//      the first (only) pinned item -> displaced_by the system prompt.
-//   4: 300 > 100 -> BudgetExceeded { 300, available 0 }.
+// room = 500 - 500 = 0. Neither item alone is larger than the effective
+//   target 500, so the pinned prompt is blamed for neither:
+//   3: BudgetExceeded { 100, available 0 }; 4: BudgetExceeded { 300, available 0 }.
 // Merged: system 1.0, then sliced by score: 5 0.80, 1 0.775, 7 0.65, 2 0.625;
 //   tokens 100 + 500 = 600 <= 600.
 // U-shaped (5 items): rank 0 system -> pos 0; rank 1 question -> pos 4;
@@ -441,7 +433,7 @@ fn rag_preset_follows_hints_and_puts_the_best_at_the_edges() -> Result<(), Cupel
             (
                 "chunk C: store hours are 9 to 17",
                 0.25,
-                pinned_override("system: answer only from the sources below"),
+                budget_exceeded(100, 0),
             ),
         ],
     )?;
@@ -483,20 +475,18 @@ fn rag_preset_follows_hints_and_puts_the_best_at_the_edges() -> Result<(), Cupel
 // Greedy would differ: densities M 0.0044, A 0.00144, B 0.00116, C 0.0004 ->
 //   M (100) 900 left, A (500) 400 left, B (500 > 400) and C (600) skipped:
 //   {M, A} worth 0.44 + 0.72 = 1.16 < 0.72 + 0.58 = 1.30.
-// Report: room = 1000 - 1000 = 0, room0 = 1200 - 1000 = 200.
-//   M (100): 100 > 0, 100 <= 200 -> PinnedOverride. Cumulative pinned: system
-//     alone leaves 1200 - 100 - 1000 = 100 >= 100 (still fits); adding the
-//     question leaves 0 < 100 -> displaced_by the question (second pinned).
-//   C (600): 600 > 200 -> BudgetExceeded { 600, available 0 }.
+// Report: room = 1000 - 1000 = 0. Both items alone fit the effective target
+//   1000, so neither is PinnedOverride:
+//   M (100): BudgetExceeded { 100, available 0 }.
+//   C (600): BudgetExceeded { 600, available 0 }.
 // Merged: system 1.0, question 1.0, A 0.72, B 0.58 = 1200 <= 1200.
 // U-shaped: rank 0 system (merged index 0) -> pos 0; rank 1 question (1.0,
 //   merged index 1) -> pos 3; rank 2 A -> pos 1; rank 3 B -> pos 2.
 // Contrast (same items, same budget, slicer swapped to greedy): sliced {M, A}
-//   = 600 tokens, room 400, room0 600. B (500): 500 > 400, <= 600 ->
-//   PinnedOverride: system alone leaves 1100 - 600 = 500 >= 500, both leave
-//   400 < 500 -> the question. C (600): 600 > 400, <= 600 -> PinnedOverride:
-//   system alone leaves 500 < 600 -> the system prompt. Window (u-shaped over
-//   system, question, A 0.72, M 0.44): system, A, M, question.
+//   = 600 tokens, room 1000 - 600 = 400. B (500) and C (600) each fit the
+//   effective target 1000 alone: BudgetExceeded { 500, 400 } and
+//   BudgetExceeded { 600, 400 }. Window (u-shaped over system, question,
+//   A 0.72, M 0.44): system, A, M, question.
 // ---------------------------------------------------------------------------
 #[test]
 fn document_qa_preset_packs_optimally_where_greedy_would_not() -> Result<(), CupelError> {
@@ -536,7 +526,7 @@ fn document_qa_preset_packs_optimally_where_greedy_would_not() -> Result<(), Cup
             (
                 "memory: user is still on API v1",
                 0.44,
-                pinned_override(question),
+                budget_exceeded(100, 0),
             ),
             ("doc: changelog 2019-2025", 0.24, budget_exceeded(600, 0)),
         ],
@@ -560,9 +550,9 @@ fn document_qa_preset_packs_optimally_where_greedy_would_not() -> Result<(), Cup
             (
                 "doc: migration guide v1 to v2",
                 0.58,
-                pinned_override(question),
+                budget_exceeded(500, 400),
             ),
-            ("doc: changelog 2019-2025", 0.24, pinned_override(system)),
+            ("doc: changelog 2019-2025", 0.24, budget_exceeded(600, 400)),
         ],
     );
     Ok(())
@@ -596,7 +586,8 @@ fn document_qa_preset_packs_optimally_where_greedy_would_not() -> Result<(), Cup
 //   4 0.56/200 = 0.0028, 5 0.64/300 = 0.002133, 7 0.24/250 = 0.00096.
 //   1 (50) -> 750 left; 3 (50) -> 700; 6 (100) -> 600; 4 (200) -> 400;
 //   5 (300) -> 100; 7 (250 > 100) skipped.  Sliced 700.
-// room = 100, room0 = 900 - 700 = 200 < 250 -> BudgetExceeded { 250, 100 }:
+// room = 100; 250 <= 800 fits the effective target alone -> BudgetExceeded
+//   { 250, 100 }:
 //   the stale, unrelated tool output is the one left out.
 // Merged 100 + 700 = 800 <= 900. Chronological: 1 (10:00), 3 (10:02),
 //   4 (10:03), 5 (10:04), then untimestamped in merged order: system, memory.
@@ -712,7 +703,8 @@ fn tool_use_preset_prefers_fresh_tool_outputs() -> Result<(), CupelError> {
 //   5 0.001956, 1 0.001733, 2 0.0016.
 //   7 (50) -> 700 left; 6 (100) -> 600; 4 (100) -> 500; 3 (200) -> 300;
 //   5 (150) -> 150; 1 (100) -> 50; 2 (100 > 50) skipped.  Sliced 700.
-// room = 50, room0 = 770 - 700 = 70 < 100 -> BudgetExceeded { 100, 50 }.
+// room = 50; 100 <= 750 fits the effective target alone -> BudgetExceeded
+//   { 100, 50 }.
 // Merged 20 + 700 = 720 <= 770. Chronological: 1 (08:00), 3 (09:00),
 //   4 (09:30), 6 (10:00), 7 (10:30), then untimestamped: system, memory.
 // ---------------------------------------------------------------------------
@@ -835,8 +827,8 @@ fn long_running_preset_keeps_items_that_share_topics() -> Result<(), CupelError>
 //   5 (200), 7 (100), 1 (200) skipped.  Sliced 450.
 // The window holds exactly the four highest-priority items (10, 8, 6, 3);
 //   the newest item (7, priority 0) and the noisy logs are out.
-// room = 0, room0 = 500 - 450 = 50: every skipped item is larger than 50 ->
-//   BudgetExceeded with available_tokens 0.
+// room = 0; every skipped item (at most 200 tokens) fits the effective target
+//   450 alone -> BudgetExceeded with available_tokens 0.
 // Merged 50 + 450 = 500 <= 500. Chronological: 4 (09:00), 2 (10:05),
 //   3 (10:06), then untimestamped: system, memory.
 // Excluded by score: 5 (30/60), 1 (19/60), 7 (14/60).

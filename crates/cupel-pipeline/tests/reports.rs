@@ -26,7 +26,8 @@ fn support_chat_report() {
     // Dedup: duplicate (0.5 < 0.7) excluded, Deduplicated.
     // Greedy densities: question 0.015, answer-doc 0.005833, small-talk 0.01.
     //   question 60 (100 left), small-talk 10 (90 left), answer-doc 120 > 90: excluded.
-    //   room after slicing = 160 - 70 = 90; without pinned: 200 - 70 = 130 >= 120 -> PinnedOverride(system).
+    //   room after slicing = 160 - 70 = 90. 120 alone fits the effective target 160,
+    //   so the pinned prompt is not to blame: BudgetExceeded { 120, available 90 }.
     // Merged: system 40, question 60, small-talk 10 = 110 <= 200.
     // Chronological: small-talk 10:00, question 10:05, then system (no timestamp).
     let cfg = PolicyConfig::from_toml_str(

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use cupel_core::{
     ContextBudget, ContextItem, CupelError, DiagnosticTraceCollector, ExclusionReason,
     InclusionReason, OverflowEvent, OverflowStrategy, PipelineStage, Placer, ScoredItem, Scorer,
-    SliceBudget, SliceOutcome, Slicer, TraceCollector, TraceDetailLevel,
+    SelectionReport, SliceBudget, SliceOutcome, Slicer, TraceCollector, TraceDetailLevel,
 };
 use cupel_pipeline::Pipeline;
 
@@ -71,6 +71,39 @@ fn pipeline(max: i64, target: i64, overflow: OverflowStrategy) -> Pipeline {
 
 fn contents(items: &[ContextItem]) -> Vec<&str> {
     items.iter().map(ContextItem::content).collect()
+}
+
+/// `(content, reason)` of every excluded item, in report order.
+fn exclusions(r: &SelectionReport) -> Vec<(&str, ExclusionReason)> {
+    r.excluded
+        .iter()
+        .map(|e| (e.item.content(), e.reason.clone()))
+        .collect()
+}
+
+fn budget_exceeded(item_tokens: i64, available_tokens: i64) -> ExclusionReason {
+    ExclusionReason::BudgetExceeded {
+        item_tokens,
+        available_tokens,
+    }
+}
+
+fn pinned_override(by: &str) -> ExclusionReason {
+    ExclusionReason::PinnedOverride {
+        displaced_by: by.into(),
+    }
+}
+
+/// Every item sliced (see [`TakeAll`]), then Truncate against `target` (max 1000).
+fn truncating(target: i64) -> Pipeline {
+    Pipeline::builder()
+        .scorer(Hint)
+        .slicer(TakeAll)
+        .placer(Keep)
+        .overflow_strategy(OverflowStrategy::Truncate)
+        .budget(ContextBudget::new(1000, target).unwrap())
+        .build()
+        .unwrap()
 }
 
 #[test]
@@ -185,40 +218,63 @@ fn budget_exceeded_reports_room_left_after_slicing() {
         .unwrap();
     assert_eq!(r.included.len(), 1);
     assert_eq!(r.included[0].reason, InclusionReason::Scored);
-    assert_eq!(
-        r.excluded[0].reason,
-        ExclusionReason::BudgetExceeded {
-            item_tokens: 400,
-            available_tokens: 50
-        }
-    );
+    assert_eq!(r.excluded[0].reason, budget_exceeded(400, 50));
 }
 
 #[test]
 fn pinned_override_at_slice_names_the_responsible_pinned_item() {
     // max 1000, target 100; pinned p1 = 30, p2 = 40 (pinned total 70).
-    // Effective target = 100 - 70 = 30. Sorted: a (25, 0.9), b (50, 0.5).
-    // Slicer takes a (room 30 -> 5), skips b (50 > 5).
-    // Without pinned: room0 = 100 - 25 = 75 >= 50, so b was displaced by pinned tokens.
-    // Prefix rooms: after p1: 100 - 30 - 25 = 45 < 50 -> p1 is the first prefix that breaks it.
+    // Effective target E(70) = 100 - 70 = 30; without pinned E(0) = 100.
+    // Sorted: a (25, 0.9), b (35, 0.5), c (35, 0.4), d (80, 0.3).
+    // First fit takes a (30 -> 5 left) and skips b, c, d (each > 5).
+    // D-9: PinnedOverride only for an item alone > E(70) = 30 and <= E(0) = 100,
+    // naming the first pinned prefix whose effective target it exceeds, and only
+    // while that pinned item still holds as many unblamed tokens:
+    //   b (35): E(30) = 70 >= 35, E(70) = 30 < 35 -> p2; p2 holds 40 >= 35
+    //           -> PinnedOverride(p2); p2 has 40 - 35 = 5 left.
+    //   c (35): -> p2 again, but 35 > 5 left -> BudgetExceeded(35, 30 - 25 = 5).
+    //   d (80): E(30) = 70 < 80 -> p1; p1 holds 30 < 80 -> BudgetExceeded(80, 5).
     let items = [
         pinned("p1", 30),
         pinned("p2", 40),
         item("a", 25, 0.9),
-        item("b", 50, 0.5),
+        item("b", 35, 0.5),
+        item("c", 35, 0.4),
+        item("d", 80, 0.3),
     ];
     let r = pipeline(1000, 100, OverflowStrategy::Throw)
         .dry_run(&items)
         .unwrap();
     assert_eq!(
-        r.excluded[0].reason,
-        ExclusionReason::PinnedOverride {
-            displaced_by: "p1".into()
-        }
+        exclusions(&r),
+        [
+            ("b", pinned_override("p2")),
+            ("c", budget_exceeded(35, 5)),
+            ("d", budget_exceeded(80, 5)),
+        ]
     );
     // Pinned items are reported with score 1.0 and reason Pinned.
     assert_eq!(r.included[0].score, 1.0);
     assert_eq!(r.included[0].reason, InclusionReason::Pinned);
+}
+
+#[test]
+fn an_item_that_fits_the_effective_target_alone_is_budget_exceeded() {
+    // The demo's case in miniature: max 1000, target 100, pinned p = 10.
+    // E(10) = 90. First fit: a (88) -> 2 left; b (20) and c (30) skipped.
+    // Both fit E(10) = 90 on their own: they lost to a, not to p.
+    //   -> BudgetExceeded(20, 90 - 88 = 2), BudgetExceeded(30, 2).
+    let items = [
+        pinned("p", 10),
+        item("a", 88, 0.9),
+        item("b", 20, 0.5),
+        item("c", 30, 0.4),
+    ];
+    let r = pipeline(1000, 100, OverflowStrategy::Throw)
+        .dry_run(&items)
+        .unwrap();
+    let exc: Vec<_> = r.excluded.iter().map(|e| e.reason.clone()).collect();
+    assert_eq!(exc, [budget_exceeded(20, 2), budget_exceeded(30, 2),]);
 }
 
 #[test]
@@ -266,9 +322,9 @@ impl Slicer for TakeAll {
 fn truncate_drops_lowest_scores_and_never_pinned() {
     // target 100. Merged: p (40, pinned), a (30, 0.9), b (30, 0.8), c (20, 0.7), d (10, 0.1).
     // Truncate: p kept (40); a 70 <= 100 kept; b 100 <= 100 kept; c 120 > 100 removed;
-    // d 110 > 100 removed. Kept total 100 -> available 0.
-    // c: kept_unpinned 60 + 20 = 80 <= 100 -> PinnedOverride by p.
-    // d: 60 + 10 = 70 <= 100 -> PinnedOverride by p.
+    // d 110 > 100 removed.
+    // c: kept_unpinned 60 + 20 = 80 <= 100 -> PinnedOverride by p (p holds 40; 20 left).
+    // d: 60 + 10 = 70 <= 100 -> PinnedOverride by p (10 <= 20 left; 10 left).
     let items = [
         item("d", 10, 0.1),
         item("c", 20, 0.7),
@@ -276,60 +332,48 @@ fn truncate_drops_lowest_scores_and_never_pinned() {
         item("b", 30, 0.8),
         item("a", 30, 0.9),
     ];
-    let p = Pipeline::builder()
-        .scorer(Hint)
-        .slicer(TakeAll)
-        .placer(Keep)
-        .overflow_strategy(OverflowStrategy::Truncate)
-        .budget(ContextBudget::new(1000, 100).unwrap())
-        .build()
-        .unwrap();
+    let p = truncating(100);
     assert_eq!(contents(&p.run(&items).unwrap()), ["p", "a", "b"]);
     let r = p.dry_run(&items).unwrap();
-    let exc: Vec<_> = r
-        .excluded
-        .iter()
-        .map(|e| (e.item.content(), e.reason.clone()))
-        .collect();
     assert_eq!(
-        exc,
-        [
-            (
-                "c",
-                ExclusionReason::PinnedOverride {
-                    displaced_by: "p".into()
-                }
-            ),
-            (
-                "d",
-                ExclusionReason::PinnedOverride {
-                    displaced_by: "p".into()
-                }
-            ),
-        ]
+        exclusions(&r),
+        [("c", pinned_override("p")), ("d", pinned_override("p")),]
+    );
+}
+
+#[test]
+fn truncate_never_blames_a_pinned_item_for_more_than_it_holds() {
+    // target 100; merged: p (20, pinned), a (60, 0.9), b (25, 0.8), c (15, 0.7), d (10, 0.6).
+    // Truncate: p 20; a 80 kept; b 80 + 25 = 105 > 100 dropped with room 100 - 80 = 20;
+    //   c 95 kept; d 105 > 100 dropped with room 100 - 95 = 5.
+    // b: non-pinned kept before it 60; 60 + 25 = 85 <= 100 would fit without p,
+    //    but p holds only 20 < 25 tokens -> BudgetExceeded(25, 20).
+    // d: non-pinned kept before it 60 + 15 = 75; 75 + 10 = 85 <= 100 -> p (20 >= 10)
+    //    -> PinnedOverride(p).
+    let items = [
+        pinned("p", 20),
+        item("a", 60, 0.9),
+        item("b", 25, 0.8),
+        item("c", 15, 0.7),
+        item("d", 10, 0.6),
+    ];
+    let p = truncating(100);
+    assert_eq!(contents(&p.run(&items).unwrap()), ["p", "a", "c"]);
+    let r = p.dry_run(&items).unwrap();
+    assert_eq!(
+        exclusions(&r),
+        [("b", budget_exceeded(25, 20)), ("d", pinned_override("p")),]
     );
 }
 
 #[test]
 fn truncate_without_pinned_reports_budget_exceeded() {
-    // target 50: a (30) kept, b (30) 60 > 50 removed, c (20) 50 kept. Kept 50 -> available 0.
+    // target 50: a (30) kept, b (30) 60 > 50 removed with room 50 - 30 = 20
+    // (the room it had when the pass reached it), c (20) 50 kept.
     let items = [item("a", 30, 0.9), item("b", 30, 0.8), item("c", 20, 0.7)];
-    let p = Pipeline::builder()
-        .scorer(Hint)
-        .slicer(TakeAll)
-        .placer(Keep)
-        .overflow_strategy(OverflowStrategy::Truncate)
-        .budget(ContextBudget::new(1000, 50).unwrap())
-        .build()
-        .unwrap();
+    let p = truncating(50);
     let r = p.dry_run(&items).unwrap();
-    assert_eq!(
-        r.excluded[0].reason,
-        ExclusionReason::BudgetExceeded {
-            item_tokens: 30,
-            available_tokens: 0
-        }
-    );
+    assert_eq!(r.excluded[0].reason, budget_exceeded(30, 20));
     assert_eq!(contents(&p.run(&items).unwrap()), ["a", "c"]);
 }
 
@@ -585,6 +629,7 @@ fn a_bad_cap_exclusion_fails_run_and_dry_run_alike() {
                     cap: 1,
                     count: 1,
                 }],
+                rooms: vec![],
             })
         }
     }
@@ -600,4 +645,73 @@ fn a_bad_cap_exclusion_fails_run_and_dry_run_alike() {
     let e2 = p.dry_run(&items).unwrap_err();
     assert_eq!(e1, e2);
     assert!(e1.to_string().contains("cap exclusion for index 0"), "{e1}");
+}
+
+#[test]
+fn a_room_for_an_unknown_index_fails_run_and_dry_run_alike() {
+    struct BadRoom;
+    impl Slicer for BadRoom {
+        fn slice(&self, _: &[ScoredItem<'_>], _: SliceBudget) -> Result<SliceOutcome, CupelError> {
+            Ok(SliceOutcome {
+                rooms: vec![cupel_core::SliceRoom::new(5, vec![0, 3])],
+                ..SliceOutcome::default()
+            })
+        }
+    }
+    let p = Pipeline::builder()
+        .scorer(Hint)
+        .slicer(BadRoom)
+        .placer(Keep)
+        .budget(ContextBudget::new(10, 10).unwrap())
+        .build()
+        .unwrap();
+    let items = [item("a", 1, 0.5), item("b", 1, 0.4)];
+    let e1 = p.run(&items).unwrap_err();
+    let e2 = p.dry_run(&items).unwrap_err();
+    assert_eq!(e1, e2);
+    assert_eq!(
+        e1,
+        CupelError::PipelineConfig(
+            "slicer reported a room for index 3, but only 2 items were given".into()
+        )
+    );
+}
+
+#[test]
+fn a_slicer_room_is_the_available_tokens_of_its_members() {
+    // A custom slicer that selects nothing but says item 1 had 7 tokens of room.
+    // Effective target 10, nothing selected: item 0 (no room listed) reads
+    // 10 - 0 = 10; item 1 reads its own room 7; a negative room reads 0.
+    struct Rooms;
+    impl Slicer for Rooms {
+        fn slice(&self, _: &[ScoredItem<'_>], _: SliceBudget) -> Result<SliceOutcome, CupelError> {
+            Ok(SliceOutcome {
+                rooms: vec![
+                    cupel_core::SliceRoom::new(7, vec![1]),
+                    cupel_core::SliceRoom::new(-4, vec![1, 2]),
+                ],
+                ..SliceOutcome::default()
+            })
+        }
+    }
+    let p = Pipeline::builder()
+        .scorer(Hint)
+        .slicer(Rooms)
+        .placer(Keep)
+        .budget(ContextBudget::new(10, 10).unwrap())
+        .build()
+        .unwrap();
+    let items = [item("a", 20, 0.9), item("b", 20, 0.5), item("c", 20, 0.1)];
+    let r = p.dry_run(&items).unwrap();
+    let avail: Vec<_> = r
+        .excluded
+        .iter()
+        .map(|e| match e.reason {
+            ExclusionReason::BudgetExceeded {
+                available_tokens, ..
+            } => available_tokens,
+            _ => -1,
+        })
+        .collect();
+    assert_eq!(avail, [10, 7, 0]);
 }

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use cupel_core::{
     CapExclusion, ContextKind, CountRequirementShortfall, CupelError, ScoredItem, SliceBudget,
-    SliceOutcome, Slicer, SlicerKind, score_cmp_desc,
+    SliceOutcome, SliceRoom, Slicer, SlicerKind, score_cmp_desc,
 };
 
-use crate::inner::slice_subset;
+use crate::inner::{selected_tokens, slice_subset};
 use crate::kinds::KindLookup;
 
 /// What a count-quota slicer does when a kind has fewer candidates than its
@@ -195,6 +195,9 @@ impl CountPolicy {
         let target = i64::try_from(target).unwrap_or(budget.max_tokens);
         let sub = SliceBudget::new(budget.max_tokens, target);
         let inner = slice_subset(slicer, inner, items, &residual, sub)?;
+        // The room phase 2 left: what the items the inner slicer passed over
+        // actually had (items the caps remove afterwards took room when it chose).
+        let phase2_room = target.saturating_sub(selected_tokens(items, &inner.selected));
         let mut phase2 = inner.selected;
         if order == Phase2Order::ScoreDescending {
             phase2.sort_unstable_by(|&a, &b| by_score_then_index(items, a, b));
@@ -204,7 +207,10 @@ impl CountPolicy {
             selected: committed,
             shortfalls,
             cap_exclusions: Vec::new(),
+            // The inner slicer's own (finer) rooms first: the first listed counts.
+            rooms: inner.rooms,
         };
+        out.rooms.push(SliceRoom::new(phase2_room, residual));
         self.enforce_caps(items, &phase2, &mut counts, &mut out);
         // Whatever the inner slicer reported itself comes after our own.
         out.shortfalls.extend(inner.shortfalls);
@@ -492,6 +498,45 @@ mod tests {
         }
     }
 
+    // ----- rooms -----
+
+    #[test]
+    fn rooms_are_phase_two_and_the_inner_slicers_own_first() {
+        // Target 500; entries tool require 1 cap 1; inner QuotaSlice without quotas.
+        // Items: t1 (tool 100, 0.9), t2 (tool 100, 0.8), m1 (msg 250, 0.7), m2 (msg 100, 0.6).
+        // Phase 1 commits t1 (100). Phase 2: residual [t2, m1, m2], target 500 - 100 = 400.
+        // Inner quota shares over masses tool 100, msg 350 (450):
+        //   tool floor(400 * 100 / 450) = 88: t2 100 > 88 -> room 88;
+        //   msg floor(400 * 350 / 450) = 311: m2 (density 0.006) 100 -> 211 left,
+        //   m1 250 > 211 -> room 211.
+        // Phase-2 room = 400 - 100 (m2) = 300 for all of the residual, listed after
+        // the inner rooms (mapped back to our indices), so t2 reads 88 and m1 211.
+        let items = [
+            item_kind("t1", 100, "tool"),
+            item_kind("t2", 100, "tool"),
+            item_kind("m1", 250, "msg"),
+            item_kind("m2", 100, "msg"),
+        ];
+        let s = scored(&items, &[0.9, 0.8, 0.7, 0.6]);
+        let inner = QuotaSlice::new(QuotaSet::empty(), Arc::new(GreedySlice));
+        let slicer = CountQuotaSlice::new(
+            vec![entry("tool", 1, 1)],
+            Arc::new(inner),
+            ScarcityBehavior::Degrade,
+        )
+        .unwrap();
+        let out = slicer.slice(&s, SliceBudget::new(500, 500)).unwrap();
+        assert_eq!(out.selected, vec![0, 3]);
+        assert_eq!(
+            out.rooms,
+            vec![
+                SliceRoom::new(88, vec![1]),
+                SliceRoom::new(211, vec![2, 3]),
+                SliceRoom::new(300, vec![1, 2, 3]),
+            ]
+        );
+    }
+
     // ----- construction -----
 
     #[test]
@@ -564,10 +609,17 @@ mod tests {
         let s = cq(vec![], ScarcityBehavior::Degrade);
         let items = [item_kind("a", 60, "x"), item_kind("b", 50, "y")];
         // Greedy: a .9/60 = .015, b .5/50 = .01 -> a (40 left), b 50 > 40.
+        // Phase 2 had the whole target: room 100 - 60 = 40 for both items.
         let out = s
             .slice(&scored(&items, &[0.9, 0.5]), SliceBudget::new(100, 100))
             .unwrap();
-        assert_eq!(out, SliceOutcome::selected(vec![0]));
+        assert_eq!(
+            out,
+            SliceOutcome {
+                rooms: vec![SliceRoom::new(40, vec![0, 1])],
+                ..SliceOutcome::selected(vec![0])
+            }
+        );
     }
 
     #[test]

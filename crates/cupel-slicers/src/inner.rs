@@ -33,11 +33,28 @@ pub(crate) fn slice_subset(
     for c in &mut cap_exclusions {
         c.index = back(c.index)?;
     }
+    let mut rooms = out.rooms;
+    for r in &mut rooms {
+        for m in &mut r.members {
+            *m = back(*m)?;
+        }
+    }
     Ok(SliceOutcome {
         selected,
         shortfalls: out.shortfalls,
         cap_exclusions,
+        rooms,
     })
+}
+
+/// Sum of the tokens of `items[i]` for every `i` in `selected` (indices
+/// already validated), saturating: the room a slicer had left is
+/// `target − selected_tokens(..)`.
+pub(crate) fn selected_tokens(items: &[ScoredItem<'_>], selected: &[usize]) -> i64 {
+    selected
+        .iter()
+        .filter_map(|&i| items.get(i))
+        .fold(0i64, |acc, s| acc.saturating_add(s.item.tokens()))
 }
 
 #[cfg(test)]

@@ -4,10 +4,11 @@ use std::fmt;
 use std::sync::Arc;
 
 use cupel_core::{
-    ContextKind, CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer, SlicerKind, TokenSign,
+    ContextKind, CupelError, ScoredItem, SliceBudget, SliceOutcome, SliceRoom, Slicer, SlicerKind,
+    TokenSign,
 };
 
-use crate::inner::slice_subset;
+use crate::inner::{selected_tokens, slice_subset};
 use crate::kinds::KindLookup;
 
 /// Slack allowed when checking that the require percentages sum to at most
@@ -462,16 +463,25 @@ impl Slicer for QuotaSlice {
         let budgets = distribute_budget(&self.quotas, &parts, target);
 
         let mut out = SliceOutcome::default();
-        for (part, KindBudget { budget, cap }) in parts.iter().zip(budgets) {
+        // Each kind's own room (its share minus what the inner slicer took of
+        // it) is what its left-out items actually had; the inner slicer's
+        // finer rooms, if any, go first (the first listed room counts).
+        let mut kind_rooms = Vec::with_capacity(parts.len());
+        for (part, KindBudget { budget, cap }) in parts.into_iter().zip(budgets) {
             if budget <= 0 {
+                kind_rooms.push(SliceRoom::new(0, part.members));
                 continue;
             }
             let sub = SliceBudget::new(cap, budget);
             let got = slice_subset("QuotaSlice", &*self.inner, items, &part.members, sub)?;
+            let used = selected_tokens(items, &got.selected);
+            kind_rooms.push(SliceRoom::new(budget.saturating_sub(used), part.members));
             out.selected.extend(got.selected);
             out.shortfalls.extend(got.shortfalls);
             out.cap_exclusions.extend(got.cap_exclusions);
+            out.rooms.extend(got.rooms);
         }
+        out.rooms.extend(kind_rooms);
         Ok(out)
     }
 
@@ -513,6 +523,47 @@ mod tests {
             .into_iter()
             .map(|b| b.budget)
             .collect()
+    }
+
+    #[test]
+    fn each_kind_reports_its_own_room() {
+        // The repro: target 800, Message require 10%.
+        // req Message = floor(0.1 * 800) = 80; unassigned 720; masses 300, 300, 100.
+        // Message 80 + floor(720 * 300 / 700) = 80 + 308 = 388;
+        // Document floor(720 * 300 / 700) = 308; Memory floor(720 * 100 / 700) = 102.
+        // Greedy: a (300) and a2 (0) fit 388 -> room 88; b (300) fits 308 -> 8;
+        // d (100) fits 102 -> 2.
+        let items = [
+            item_kind("a", 300, "Message"),
+            item_kind("b", 300, "Document"),
+            item_kind("a2", 0, "Message"),
+            item_kind("d", 100, "Memory"),
+        ];
+        let s = scored(&items, &[0.9, 0.8, 0.7, 0.6]);
+        let q = QuotaSet::builder()
+            .require(kind("Message"), 10.0)
+            .build()
+            .unwrap();
+        let out = greedy(q).slice(&s, budget(800)).unwrap();
+        // a2 has 0 tokens and is taken; the rooms still cover every member.
+        assert_eq!(out.selected, vec![2, 0, 1, 3]);
+        assert_eq!(
+            out.rooms,
+            vec![
+                SliceRoom::new(88, vec![0, 2]),
+                SliceRoom::new(8, vec![1]),
+                SliceRoom::new(2, vec![3]),
+            ]
+        );
+        // A kind with no share: target 800, Message require 100% -> 800 for
+        // Message, unassigned 0, Document 0 -> room 0 and nothing run for it.
+        let q = QuotaSet::builder()
+            .require(kind("Message"), 100.0)
+            .build()
+            .unwrap();
+        let out = greedy(q).slice(&s, budget(800)).unwrap();
+        assert_eq!(out.rooms[1], SliceRoom::new(0, vec![1]));
+        assert_eq!(out.rooms[0], SliceRoom::new(800 - 300, vec![0, 2]));
     }
 
     /// Records every sub-budget the inner slicer is given, selects nothing.

@@ -379,18 +379,39 @@ impl<'a> SelectionReportAssertionChain<'a> {
     }
 
     /// Pattern 13: the `n` highest-scored included items sit at the `n`
-    /// outermost positions, in edge-in order.
+    /// outermost positions.
     ///
-    /// The edge positions, in order, are `0, count-1, 1, count-2, ...`. The
-    /// k-th edge position must hold an item whose score equals the k-th
-    /// highest score (so the top item is first, the runner-up last, and so on,
-    /// exactly as the U-shaped placer lays items out). Equal scores are
-    /// interchangeable: any item tied with the n-th highest score may occupy
-    /// the n-th edge position, and likewise for ties at any other rank. Scores
-    /// compare with [`cupel_core::score_cmp_desc`] (NaN lowest).
+    /// The edge positions, in order, are `0, count-1, 1, count-2, ...`; the
+    /// first `n` of them form the edge set. Each of the `n` best-scored items
+    /// must occupy one of those positions — which one is not checked, so the
+    /// best item may be last and the runner-up first. Equal scores are
+    /// interchangeable: any item tied with the n-th highest score may stand in
+    /// for it (and likewise at any other rank). Scores compare with
+    /// [`cupel_core::score_cmp_desc`] (NaN lowest).
     ///
-    /// `n = 0` always passes; `n = count` checks the whole list's edge-in
-    /// order; `n > count` fails.
+    /// `n = 0` always passes, and so does `n = count` (every position is then
+    /// an edge); `n > count` fails. To check the exact edge-in order the
+    /// U-shaped placer produces (best first, runner-up last, ...), assert for
+    /// every `n` from 1 up: together those calls require the k-th edge to hold
+    /// the k-th best score.
+    ///
+    /// ```
+    /// use cupel_core::{ContextItem, IncludedItem, InclusionReason, SelectionReport};
+    /// use cupel_testing::SelectionReportAssertions;
+    /// let inc = |c: &str, score: f64| IncludedItem {
+    ///     item: ContextItem::new(c, 10).unwrap(),
+    ///     score,
+    ///     reason: InclusionReason::Scored,
+    /// };
+    /// // B 0.8, C 0.5, A 0.9: the top two (A, B) are on the edges 0 and 2.
+    /// let report = SelectionReport {
+    ///     included: vec![inc("B", 0.8), inc("C", 0.5), inc("A", 0.9)],
+    ///     ..SelectionReport::default()
+    /// };
+    /// report.should().place_top_n_scored_at_edges(2);
+    /// // But the best item is not at position 0.
+    /// assert!(report.check().place_top_n_scored_at_edges(1).is_err());
+    /// ```
     ///
     /// # Panics
     /// When `n` exceeds the number of included items:
@@ -398,17 +419,17 @@ impl<'a> SelectionReportAssertionChain<'a> {
     /// `PlaceTopNScoredAtEdges({n}) failed: expected at least {n} items in
     /// Included to fill {n} edge positions, but Included had {count}.`
     ///
-    /// When some edge positions hold the wrong scores:
+    /// When some of the top `n` are not on an edge:
     ///
     /// `PlaceTopNScoredAtEdges({n}) failed: {failCount} of the top-{n} scored
     /// items were not at expected edge positions. Top-{n} items (by score):
     /// [{topItems}]. Expected edge positions: [{edgePositions}].`
     ///
-    /// `{failCount}` is the number of edge positions holding the wrong score.
+    /// `{failCount}` is the number of top-`n` items off the edge set.
     /// `{topItems}` lists the top `n` items in rank order as `(kind={kind},
-    /// score={score}, idx={actualIndex})`, so item k belongs at the k-th entry
-    /// of `{edgePositions}`; among tied items, those already sitting at a
-    /// correct edge are named first, then the rest by position.
+    /// score={score}, idx={actualIndex})`; among items tied at the boundary,
+    /// those already on an edge are named first (by position), then the rest
+    /// by position.
     #[track_caller]
     pub fn place_top_n_scored_at_edges(self, n: usize) -> Self {
         self.or_raise(patterns::place_top_n_scored_at_edges(self.report, n))

@@ -364,64 +364,52 @@ pub(crate) fn place_top_n_scored_at_edges(report: &SelectionReport, n: usize) ->
     let mut order: Vec<usize> = (0..count).collect();
     order.sort_by(|&a, &b| score_cmp_desc(score(a), score(b)));
 
-    // Edge k (0, count-1, 1, count-2, ...) must hold an item scored like the
-    // k-th ranked item. Equal scores are interchangeable, which is the spec's
-    // tie rule at the n-th boundary applied to every rank: a report cannot tell
-    // tied items apart by anything but position.
+    // The first n edge positions form a set: each top-n item must sit on one
+    // of them, in any order (the specification's step 3). Which edge holds
+    // which of them is not checked.
     let edges: Vec<usize> = (0..n).map(|k| edge_position(k, count)).collect();
-    let rank_score = |k: usize| order.get(k).map_or(f64::NAN, |&i| score(i));
-    let ok: Vec<bool> = edges
-        .iter()
-        .enumerate()
-        .map(|(k, &e)| score_cmp_desc(score(e), rank_score(k)) == Ordering::Equal)
-        .collect();
-    let fail_count = ok.iter().filter(|&&b| !b).count();
+    let mut is_edge = vec![false; count];
+    for &e in &edges {
+        is_edge[e] = true;
+    }
+
+    // Equal scores are interchangeable (a report cannot tell tied items apart
+    // by anything but position), so the top n are chosen run by run of equal
+    // scores: a run that straddles rank n (or lies inside the top n) fills its
+    // share of the n slots with its members on an edge first, then with the
+    // rest in rank order. Every chosen member off an edge is one failure.
+    let mut chosen: Vec<usize> = Vec::with_capacity(n);
+    let mut fail_count = 0usize;
+    let mut start = 0usize;
+    while start < n {
+        let s0 = score(order[start]);
+        let end = order[start..]
+            .iter()
+            .position(|&i| score_cmp_desc(score(i), s0) != Ordering::Equal)
+            .map_or(count, |p| start + p);
+        let run = &order[start..end];
+        let slots = end.min(n) - start;
+        let on_edge = run.iter().filter(|&&i| is_edge[i]).count();
+        let take_on_edge = on_edge.min(slots);
+        fail_count += slots - take_on_edge;
+        let (mut edge_left, mut off_left) = (take_on_edge, slots - take_on_edge);
+        for &i in run {
+            let take = if is_edge[i] {
+                &mut edge_left
+            } else {
+                &mut off_left
+            };
+            if *take > 0 {
+                *take -= 1;
+                chosen.push(i);
+            }
+        }
+        start = end;
+    }
     if fail_count == 0 {
         return Ok(());
     }
-
-    // Name the top-n items: rank k is the item at edge k when that edge is
-    // right; otherwise the first (in rank order) not-yet-named item of the run
-    // of equal scores that rank k belongs to. A run never runs dry: it has at
-    // least as many members as it has ranks among the top n, and each correct
-    // edge in it names exactly one member for exactly one of those ranks.
-    let mut named = vec![false; count];
-    let mut top: Vec<Option<usize>> = vec![None; n];
-    for (k, (&e, &good)) in edges.iter().zip(&ok).enumerate() {
-        if good {
-            top[k] = Some(e);
-            named[e] = true;
-        }
-    }
-    // run_start[p]: first rank of the run of equal scores containing rank p.
-    let mut run_start = vec![0usize; count];
-    for p in 1..count {
-        run_start[p] = if score_cmp_desc(rank_score(p), rank_score(p - 1)) == Ordering::Equal {
-            run_start[p - 1]
-        } else {
-            p
-        };
-    }
-    // cursor[run]: next rank of that run to try (only ever moves forward).
-    let mut cursor: Vec<usize> = (0..count).collect();
-    for k in 0..n {
-        if top[k].is_some() {
-            continue;
-        }
-        let run = run_start[k];
-        while let Some(&i) = order.get(cursor[run]) {
-            if run_start.get(cursor[run]) != Some(&run) {
-                break; // left the run (cannot happen; see above)
-            }
-            cursor[run] += 1;
-            if !named[i] {
-                named[i] = true;
-                top[k] = Some(i);
-                break;
-            }
-        }
-    }
-    let top_items = top.iter().flatten().filter_map(|&i| {
+    let top_items = chosen.iter().filter_map(|&i| {
         included
             .get(i)
             .map(|it| format!("(kind={}, score={}, idx={i})", it.item.kind(), it.score))

@@ -188,37 +188,53 @@ fn top_n_fails_on_score_sorted_order() {
 }
 
 #[test]
-fn top_n_checks_edge_in_order_not_just_membership() {
-    // The top two (0.9 at 3, 0.8 at 0) are both at edges but swapped: position 0 must hold
-    // the best score and position 3 the runner-up -> 2 failures.
-    fails!(
-        report(scored(&[0.8, 0.7, 0.6, 0.9]), vec![]),
-        c => c.place_top_n_scored_at_edges(2),
-        Assertion::PlaceTopNScoredAtEdges,
-        "PlaceTopNScoredAtEdges(2) failed: 2 of the top-2 scored items were not at expected edge \
-         positions. Top-2 items (by score): [(kind=Message, score=0.9, idx=3), \
-         (kind=Message, score=0.8, idx=0)]. Expected edge positions: [0, 3]."
+fn top_n_checks_membership_not_edge_order() {
+    // The issue's repro: included [B 0.8, C 0.5, A 0.9], n = 2. The edges are
+    // positions 0 and 2; the top two are A (0.9, at 2) and B (0.8, at 0): both
+    // on an edge, so it passes although edge 0 holds the runner-up.
+    let r = report(
+        vec![
+            inc("B", 10, &ContextKind::MESSAGE, 0.8),
+            inc("C", 10, &ContextKind::MESSAGE, 0.5),
+            inc("A", 10, &ContextKind::MESSAGE, 0.9),
+        ],
+        vec![],
     );
+    passes!(r, c => c.place_top_n_scored_at_edges(2));
+    // n = 1: the single edge is position 0 and the best item (A) is at 2 -> 1 failure.
+    fails!(
+        r,
+        c => c.place_top_n_scored_at_edges(1),
+        Assertion::PlaceTopNScoredAtEdges,
+        "PlaceTopNScoredAtEdges(1) failed: 1 of the top-1 scored items were not at expected edge \
+         positions. Top-1 items (by score): [(kind=Message, score=0.9, idx=2)]. \
+         Expected edge positions: [0]."
+    );
+    // Same with the top two swapped across four items: 0.9 at 3, 0.8 at 0, edges 0 and 3.
+    passes!(report(scored(&[0.8, 0.7, 0.6, 0.9]), vec![]), c => c.place_top_n_scored_at_edges(2));
 }
 
 #[test]
-fn top_n_equal_to_count_checks_the_whole_edge_in_order() {
-    // U-shaped for 0.9, 0.8, 0.7, 0.6 is [0.9, 0.7, 0.6, 0.8].
+fn top_n_equal_to_count_puts_every_item_on_an_edge() {
+    // With n = count every position is one of the first n edge positions, so
+    // membership holds for any order (spec/10: the exact edge-in order is
+    // checked by asserting for every n from 1 up).
     passes!(report(scored(&[0.9, 0.7, 0.6, 0.8]), vec![]), c => c.place_top_n_scored_at_edges(4));
-    // Middle two swapped: edges 0, 3, 1, 2 need 0.9, 0.8, 0.7, 0.6; positions 1 and 2 hold
-    // 0.6 and 0.7 -> 2 failures; ranks 2 and 3 are i2 (0.7) and i1 (0.6).
     let r = report(scored(&[0.9, 0.6, 0.7, 0.8]), vec![]);
+    passes!(r, c => c.place_top_n_scored_at_edges(4));
+    // The outer two are right, so n = 2 passes too: edges {0, 3} hold 0.9 and 0.8.
+    passes!(r, c => c.place_top_n_scored_at_edges(2));
+    // n = 3: edges {0, 3, 1}; the top three are 0.9 (idx 0), 0.8 (idx 3) and
+    // 0.7 (idx 2, not an edge) -> 1 failure.
     fails!(
         r,
-        c => c.place_top_n_scored_at_edges(4),
+        c => c.place_top_n_scored_at_edges(3),
         Assertion::PlaceTopNScoredAtEdges,
-        "PlaceTopNScoredAtEdges(4) failed: 2 of the top-4 scored items were not at expected edge \
-         positions. Top-4 items (by score): [(kind=Message, score=0.9, idx=0), \
-         (kind=Message, score=0.8, idx=3), (kind=Message, score=0.7, idx=2), \
-         (kind=Message, score=0.6, idx=1)]. Expected edge positions: [0, 3, 1, 2]."
+        "PlaceTopNScoredAtEdges(3) failed: 1 of the top-3 scored items were not at expected edge \
+         positions. Top-3 items (by score): [(kind=Message, score=0.9, idx=0), \
+         (kind=Message, score=0.8, idx=3), (kind=Message, score=0.7, idx=2)]. \
+         Expected edge positions: [0, 3, 1]."
     );
-    // The outer two are right, so n = 2 passes on the same list.
-    passes!(r, c => c.place_top_n_scored_at_edges(2));
 }
 
 #[test]
@@ -249,19 +265,20 @@ fn top_n_fails_when_the_nth_edge_is_below_the_tied_score() {
 
 #[test]
 fn top_n_names_tied_items_already_at_a_correct_edge() {
-    // [0.5, 0.5, 0.9, 0.5], n = 2: edges 0, 3 need 0.9, 0.5. Position 0 holds 0.5 (wrong),
-    // position 3 holds a 0.5 (right) -> 1 failure. Rank 1 is named as the 0.5 at index 3
-    // (already correct), not the 0.5 at index 0.
+    // [0.5, 0.5, 0.9, 0.5], n = 2: edges {0, 3}. The top two are 0.9 (idx 2, not an
+    // edge) and one of the three tied 0.5s; two of them (idx 0 and 3) are on an edge,
+    // so the tie is filled by the first of those in rank order, idx 0 -> 1 failure
+    // (the 0.9), and the 0.5 off the edges (idx 1) is never named.
     fails!(
         report(scored(&[0.5, 0.5, 0.9, 0.5]), vec![]),
         c => c.place_top_n_scored_at_edges(2),
         Assertion::PlaceTopNScoredAtEdges,
         "PlaceTopNScoredAtEdges(2) failed: 1 of the top-2 scored items were not at expected edge \
          positions. Top-2 items (by score): [(kind=Message, score=0.9, idx=2), \
-         (kind=Message, score=0.5, idx=3)]. Expected edge positions: [0, 3]."
+         (kind=Message, score=0.5, idx=0)]. Expected edge positions: [0, 3]."
     );
-    // [0.3, 0.5, 0.9, 0.5, 0.7], n = 4: edges 0, 4, 1, 3 need 0.9, 0.7, 0.5, 0.5; only
-    // position 0 is wrong. The tied 0.5s are named at their correct edges 1 and 3.
+    // [0.3, 0.5, 0.9, 0.5, 0.7], n = 4: edges {0, 4, 1, 3}; top four 0.9 (idx 2),
+    // 0.7 (idx 4), 0.5 (idx 1), 0.5 (idx 3): only the 0.9 is off the edges -> 1 failure.
     fails!(
         report(scored(&[0.3, 0.5, 0.9, 0.5, 0.7]), vec![]),
         c => c.place_top_n_scored_at_edges(4),
@@ -283,9 +300,10 @@ fn top_n_all_equal_scores_pass_in_any_order() {
 
 #[test]
 fn top_n_nan_ranks_lowest_and_signed_zeros_tie() {
-    // [0.9, NaN, 0.5], n = 3: edges 0, 2, 1 need 0.9, 0.5, NaN.
+    // [0.9, NaN, 0.5], n = 3: every position is an edge.
     passes!(report(scored(&[0.9, f64::NAN, 0.5]), vec![]), c => c.place_top_n_scored_at_edges(3));
-    // NaN at an edge where a number belongs fails: edges 0, 2 need 0.9, 0.5.
+    // NaN at an edge where a number belongs fails: edges {0, 2}, top two 0.9 (idx 0)
+    // and 0.5 (idx 1, not an edge).
     fails!(
         report(scored(&[0.9, 0.5, f64::NAN]), vec![]),
         c => c.place_top_n_scored_at_edges(2),
@@ -299,9 +317,11 @@ fn top_n_nan_ranks_lowest_and_signed_zeros_tie() {
 
 #[test]
 fn top_n_shows_kinds_of_the_named_items() {
-    // [doc 0.5, sys 1.0]: edges 0, 1 need 1.0, 0.5 -> both wrong.
+    // [msg 0.3, doc 0.5, sys 1.0, mem 0.1], n = 2: edges {0, 3}; the top two are
+    // sys (idx 2) and doc (idx 1), neither on an edge -> 2 failures.
     let r = report(
         vec![
+            inc("msg", 10, &ContextKind::MESSAGE, 0.3),
             inc("doc", 10, &ContextKind::DOCUMENT, 0.5),
             inc_r(
                 "sys",
@@ -310,6 +330,7 @@ fn top_n_shows_kinds_of_the_named_items() {
                 1.0,
                 InclusionReason::Pinned,
             ),
+            inc("mem", 10, &ContextKind::MEMORY, 0.1),
         ],
         vec![],
     );
@@ -318,7 +339,7 @@ fn top_n_shows_kinds_of_the_named_items() {
         c => c.place_top_n_scored_at_edges(2),
         Assertion::PlaceTopNScoredAtEdges,
         "PlaceTopNScoredAtEdges(2) failed: 2 of the top-2 scored items were not at expected edge \
-         positions. Top-2 items (by score): [(kind=SystemPrompt, score=1, idx=1), \
-         (kind=Document, score=0.5, idx=0)]. Expected edge positions: [0, 1]."
+         positions. Top-2 items (by score): [(kind=SystemPrompt, score=1, idx=2), \
+         (kind=Document, score=0.5, idx=1)]. Expected edge positions: [0, 3]."
     );
 }

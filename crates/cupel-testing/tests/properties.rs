@@ -38,6 +38,15 @@ fn u_shape(scores: &[f64]) -> Vec<f64> {
     out
 }
 
+/// The k-th edge position of a list of `count`: 0, count - 1, 1, count - 2, ...
+fn edge(k: usize, count: usize) -> usize {
+    if k.is_multiple_of(2) {
+        k / 2
+    } else {
+        count - 1 - k / 2
+    }
+}
+
 fn included(scores: &[f64]) -> SelectionReport {
     report(scored(scores), vec![])
 }
@@ -61,14 +70,42 @@ proptest! {
     }
 
     #[test]
-    fn top_n_is_monotone_in_n(scores in prop::collection::vec(score(), 0..16)) {
-        // The edges checked for n are a prefix of those checked for n + 1.
+    fn top_n_passes_iff_the_edges_hold_the_top_n_scores(scores in prop::collection::vec(score(), 0..16)) {
+        // Oracle: the scores on the first n edge positions, sorted, are the n best
+        // scores (equal scores interchangeable), i.e. each top-n item is on one
+        // of those edges in some order.
         let r = included(&scores);
-        let passing: Vec<bool> = (0..=scores.len())
-            .map(|n| r.check().place_top_n_scored_at_edges(n).is_ok())
-            .collect();
-        for w in passing.windows(2) {
-            prop_assert!(w[0] || !w[1], "{:?}", passing);
+        let count = scores.len();
+        let mut best = scores.clone();
+        best.sort_by(|a, b| score_cmp_desc(*a, *b));
+        for n in 0..=count {
+            let mut on_edges: Vec<f64> = (0..n).map(|k| scores[edge(k, count)]).collect();
+            on_edges.sort_by(|a, b| score_cmp_desc(*a, *b));
+            let expected = on_edges
+                .iter()
+                .zip(&best[..n])
+                .all(|(a, b)| score_cmp_desc(*a, *b) == Ordering::Equal);
+            prop_assert_eq!(
+                r.check().place_top_n_scored_at_edges(n).is_ok(),
+                expected,
+                "n = {}, scores = {:?}", n, scores
+            );
+        }
+    }
+
+    #[test]
+    fn every_n_up_to_k_passing_means_edge_in_order(scores in prop::collection::vec(score(), 0..16)) {
+        // The recipe spec/10 gives for the exact order: assert for n = 1..=k.
+        // That holds iff edge position j holds the j-th best score for every j < k.
+        let r = included(&scores);
+        let count = scores.len();
+        let mut best = scores.clone();
+        best.sort_by(|a, b| score_cmp_desc(*a, *b));
+        for k in 0..=count {
+            let all_pass = (1..=k).all(|n| r.check().place_top_n_scored_at_edges(n).is_ok());
+            let in_order =
+                (0..k).all(|j| score_cmp_desc(scores[edge(j, count)], best[j]) == Ordering::Equal);
+            prop_assert_eq!(all_pass, in_order, "k = {}, scores = {:?}", k, scores);
         }
     }
 

@@ -20,7 +20,11 @@ pub enum ExclusionReason {
     BudgetExceeded {
         /// The item's tokens.
         item_tokens: i64,
-        /// Room left when the stage finished (see the pipeline docs for the exact rule).
+        /// The room the item actually had, at least 0: the effective target
+        /// minus what the slicer selected, or the narrower room a
+        /// budget-splitting slicer reports (a quota kind's share); under
+        /// `Truncate`, the target minus what was kept when the pass reached
+        /// the item (see the pipeline docs for the exact rule).
         available_tokens: i64,
     },
     /// *Reserved.* The item scored below a threshold.
@@ -54,7 +58,11 @@ pub enum ExclusionReason {
         /// The negative count.
         tokens: i64,
     },
-    /// Pinned items took the room this item would otherwise have had.
+    /// The pinned items made this item impossible to fit: alone it is larger
+    /// than the effective target left by the pinned tokens, yet fits the one
+    /// without them (at Slice), or it would have been kept had the pinned
+    /// tokens not counted (under `Truncate`). No pinned item is named for more
+    /// tokens than it holds.
     PinnedOverride {
         /// Content of the pinned item held responsible.
         displaced_by: String,
