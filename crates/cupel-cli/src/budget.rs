@@ -141,7 +141,12 @@ struct Step {
 
 fn simulate(a: &SimulateArgs) -> Result<String, CliError> {
     let (name, cycles, initial, explain) = match (&a.trace, a.usage) {
-        (Some(path), _) => (path.as_str(), trace::read(path)?, a.initial.unwrap_or(1), true),
+        (Some(path), _) => (
+            path.as_str(),
+            trace::read(path)?,
+            a.initial.unwrap_or(1),
+            true,
+        ),
         (None, Some(usage)) => {
             let steps = a.steps.unwrap_or(DEFAULT_STEPS);
             let initial = a.initial.unwrap_or(usage.max(1));
@@ -236,7 +241,11 @@ fn text(steps: &[Step], final_budget: i64, explain: bool) -> String {
                 row.push(format!("u={}", c.total));
                 row.push(format!("ū={}", short(c.mean_total)));
                 row.push(format!("a={}{}", c.max_agent, who(&c.max_agent_name)));
-                row.push(format!("ā={}{}", short(c.max_agent_mean), who(&c.max_agent_mean_name)));
+                row.push(format!(
+                    "ā={}{}",
+                    short(c.max_agent_mean),
+                    who(&c.max_agent_mean_name)
+                ));
             }
             match s.suggestion.rule {
                 SuggestionRule::NoUsage => row.push("[no usage yet: budget kept]".into()),
@@ -355,7 +364,10 @@ fn chart(steps: &[Step], margin: Decimal) -> LineChart {
             (step(s), total)
         })
         .collect();
-    let budget = steps.iter().map(|s| (step(s), s.suggestion.budget)).collect();
+    let budget = steps
+        .iter()
+        .map(|s| (step(s), s.suggestion.budget))
+        .collect();
     LineChart {
         title: format!(
             "Adaptive token budget (margin {})",
@@ -393,8 +405,14 @@ mod tests {
     #[test]
     fn margins_parse_as_exact_decimals() {
         assert_eq!(parse_margin("0.1").map(|m| m.to_string()), Ok("0.1".into()));
-        assert_eq!(parse_margin("-0.5").map(|m| m.to_string()), Ok("-0.5".into()));
-        assert_eq!(parse_margin("1e-1").map(|m| m.to_string()), Ok("0.1".into()));
+        assert_eq!(
+            parse_margin("-0.5").map(|m| m.to_string()),
+            Ok("-0.5".into())
+        );
+        assert_eq!(
+            parse_margin("1e-1").map(|m| m.to_string()),
+            Ok("0.1".into())
+        );
         assert!(parse_margin("ten").is_err());
         assert!(parse_margin("NaN").is_err());
     }

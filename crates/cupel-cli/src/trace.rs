@@ -31,6 +31,11 @@ pub(crate) struct TraceCycle {
     pub(crate) usage: Vec<(String, i64)>,
 }
 
+/// How messages name the trace read from `path`.
+pub(crate) fn source_name(path: &str) -> &str {
+    if path == "-" { "<stdin>" } else { path }
+}
+
 /// Reads a trace from `path` (`-` is stdin).
 pub(crate) fn read(path: &str) -> Result<Vec<TraceCycle>, CliError> {
     let (name, text) = if path == "-" {
@@ -38,7 +43,7 @@ pub(crate) fn read(path: &str) -> Result<Vec<TraceCycle>, CliError> {
         std::io::stdin()
             .read_to_string(&mut text)
             .map_err(|e| CliError::input(format!("cannot read the trace from stdin: {e}")))?;
-        ("<stdin>".to_string(), text)
+        (source_name(path).to_string(), text)
     } else {
         let text = std::fs::read_to_string(path)
             .map_err(|e| CliError::input(format!("cannot read trace `{path}`: {e}")))?;
@@ -65,7 +70,11 @@ pub(crate) fn parse(name: &str, text: &str) -> Result<Vec<TraceCycle>, CliError>
         Some(r) => r.map_err(|e| csv_error(name, &e))?,
     };
     let header_line = line_of(&header);
-    if header.iter().next().is_some_and(|f| f.parse::<i64>().is_ok()) {
+    if header
+        .iter()
+        .next()
+        .is_some_and(|f| f.parse::<i64>().is_ok())
+    {
         return Err(at(
             header_line,
             format!("missing header: found the data row `{}`", join(&header)),
@@ -103,6 +112,8 @@ pub(crate) fn parse(name: &str, text: &str) -> Result<Vec<TraceCycle>, CliError>
     let mut cycles: Vec<TraceCycle> = Vec::new();
     // Agents of the current cycle -> the line where each first appeared.
     let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    // The current cycle's total so far (it must fit an i64).
+    let mut total: i128 = 0;
     for record in records {
         let record = record.map_err(|e| csv_error(name, &e))?;
         let line = line_of(&record);
@@ -134,18 +145,28 @@ pub(crate) fn parse(name: &str, text: &str) -> Result<Vec<TraceCycle>, CliError>
             Err(_) => {
                 return Err(at(
                     line,
-                    format!(
-                        "tokens must be a non-negative 64-bit integer (got `{tokens_text}`)"
-                    ),
+                    format!("tokens must be a non-negative 64-bit integer (got `{tokens_text}`)"),
                 ));
             }
         };
+        let same_cycle = cycles.last().is_some_and(|c| c.cycle == cycle);
+        total = if same_cycle { total } else { 0 } + i128::from(tokens);
+        if total > i128::from(i64::MAX) {
+            return Err(at(
+                line,
+                format!(
+                    "the tokens of cycle {cycle} add up to {total} here, beyond the 64-bit range"
+                ),
+            ));
+        }
         match cycles.last_mut() {
             Some(last) if last.cycle == cycle => {
                 if let Some(first) = seen.get(agent) {
                     return Err(at(
                         line,
-                        format!("agent `{agent}` appears twice in cycle {cycle} (first on line {first})"),
+                        format!(
+                            "agent `{agent}` appears twice in cycle {cycle} (first on line {first})"
+                        ),
                     ));
                 }
                 last.usage.push((agent.to_string(), tokens));
@@ -171,7 +192,10 @@ pub(crate) fn parse(name: &str, text: &str) -> Result<Vec<TraceCycle>, CliError>
         seen.insert(agent.to_string(), line);
     }
     if cycles.is_empty() {
-        return Err(at(header_line, "the trace has no rows after the header".into()));
+        return Err(at(
+            header_line,
+            "the trace has no rows after the header".into(),
+        ));
     }
     Ok(cycles)
 }
@@ -200,12 +224,19 @@ mod tests {
 
     fn err(text: &str) -> String {
         // An unexpected success gives "", which fails the comparison.
-        parse("t.csv", text).err().map(|e| e.message).unwrap_or_default()
+        parse("t.csv", text)
+            .err()
+            .map(|e| e.message)
+            .unwrap_or_default()
     }
 
     #[test]
     fn rows_group_into_cycles_in_file_order() {
-        let cycles = parse("t.csv", "cycle,agent,tokens\n1,A,5\n2,B,30\n2, A ,0\n7,A,5\n").unwrap_or_default();
+        let cycles = parse(
+            "t.csv",
+            "cycle,agent,tokens\n1,A,5\n2,B,30\n2, A ,0\n7,A,5\n",
+        )
+        .unwrap_or_default();
         assert_eq!(cycles.len(), 3);
         assert_eq!((cycles[1].cycle, cycles[1].line), (2, 3));
         assert_eq!(cycles[1].usage, vec![("B".into(), 30), ("A".into(), 0)]);
@@ -221,16 +252,31 @@ mod tests {
     #[test]
     fn every_error_names_the_line() {
         assert_eq!(err(""), "t.csv:1: missing header: the trace is empty");
-        assert_eq!(err("1,A,5\n"), "t.csv:1: missing header: found the data row `1,A,5`");
+        assert_eq!(
+            err("1,A,5\n"),
+            "t.csv:1: missing header: found the data row `1,A,5`"
+        );
         assert_eq!(
             err("cycle,agent,tokens,cost\n"),
             "t.csv:1: unknown column `cost` (the columns are cycle, agent, tokens)"
         );
-        assert_eq!(err("cycle,agent\n1,A\n"), "t.csv:1: missing column `tokens` in the header");
-        assert_eq!(err("cycle,cycle,tokens\n"), "t.csv:1: column `cycle` appears twice");
-        assert_eq!(err("cycle,agent,tokens\n"), "t.csv:1: the trace has no rows after the header");
+        assert_eq!(
+            err("cycle,agent\n1,A\n"),
+            "t.csv:1: missing column `tokens` in the header"
+        );
+        assert_eq!(
+            err("cycle,cycle,tokens\n"),
+            "t.csv:1: column `cycle` appears twice"
+        );
+        assert_eq!(
+            err("cycle,agent,tokens\n"),
+            "t.csv:1: the trace has no rows after the header"
+        );
         let h = "cycle,agent,tokens\n1,A,5\n";
-        assert_eq!(err(&format!("{h}2,A,-3\n")), "t.csv:3: tokens must be >= 0 (got -3)");
+        assert_eq!(
+            err(&format!("{h}2,A,-3\n")),
+            "t.csv:3: tokens must be >= 0 (got -3)"
+        );
         assert_eq!(
             err(&format!("{h}2,A,lots\n")),
             "t.csv:3: tokens must be a non-negative 64-bit integer (got `lots`)"
@@ -251,7 +297,10 @@ mod tests {
             err(&format!("{h}1,A,2\n")),
             "t.csv:3: agent `A` appears twice in cycle 1 (first on line 2)"
         );
-        assert_eq!(err(&format!("{h}2,,1\n")), "t.csv:3: agent name must not be empty");
+        assert_eq!(
+            err(&format!("{h}2,,1\n")),
+            "t.csv:3: agent name must not be empty"
+        );
         assert_eq!(
             err(&format!("{h}2,A\n")),
             "t.csv:3: expected 3 fields (cycle, agent, tokens), found 2"
