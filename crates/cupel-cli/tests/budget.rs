@@ -2,18 +2,9 @@
 //! `cupel budget simulate`, run for real: the seed's outputs byte for byte,
 //! hand-derived budgets, snapshots of text, JSON and every input error.
 
-use std::process::Output;
+mod common;
 
-use assert_cmd::cargo_bin_cmd;
-
-fn cupel(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut cmd = cargo_bin_cmd!("cupel");
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR")).args(args);
-    if let Some(s) = stdin {
-        cmd.write_stdin(s);
-    }
-    cmd.output().unwrap()
-}
+use common::cupel;
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8(bytes.to_vec()).unwrap()
