@@ -313,34 +313,56 @@ impl UsageRecorder {
         S: AsRef<str>,
     {
         let cycle = self.cycles.saturating_add(1);
-        let mut reports: BTreeMap<String, i128> = BTreeMap::new();
+        let mut reports: Vec<(S, i64)> = Vec::new();
         let mut total: i128 = 0;
         for (name, tokens) in usage {
-            let name = name.as_ref();
-            if name.trim().is_empty() {
+            if name.as_ref().trim().is_empty() {
                 return Err(UsageError::EmptyAgentName { cycle });
             }
             if tokens < 0 {
                 return Err(UsageError::NegativeTokens {
                     cycle,
-                    agent: name.to_owned(),
+                    agent: name.as_ref().to_owned(),
                     tokens,
                 });
             }
             total = total.saturating_add(i128::from(tokens));
-            let slot = reports.entry(name.to_owned()).or_insert(0);
-            *slot = slot.saturating_add(i128::from(tokens));
+            reports.push((name, tokens));
         }
         let total = i64::try_from(total).map_err(|_| UsageError::TotalOverflow { cycle, total })?;
 
-        // Every agent's sum is at most the total, which fits an i64.
-        let as_i64 = |v: i128| i64::try_from(v).unwrap_or(i64::MAX);
-        for (name, history) in &mut self.agents {
-            let used = reports.remove(name).map_or(0, as_i64);
+        // Merge the reports, sorted by name, with the agents (a BTreeMap, so
+        // also by name): one pass, and a String is allocated only for an agent
+        // seen for the first time. Every agent's sum is at most the total,
+        // which fits an i64, so the additions cannot overflow.
+        reports.sort_by(|x, y| x.0.as_ref().cmp(y.0.as_ref()));
+        let mut grouped = reports.iter().peekable();
+        let mut next_group = |until: Option<&str>| -> Option<(&str, i64)> {
+            let (name, first) = grouped.next_if(|(n, _)| until.is_none_or(|u| n.as_ref() <= u))?;
+            let name = name.as_ref();
+            let mut sum = *first;
+            while let Some((_, t)) = grouped.next_if(|(n, _)| n.as_ref() == name) {
+                sum = sum.saturating_add(*t);
+            }
+            Some((name, sum))
+        };
+        let mut new_agents: Vec<(String, i64)> = Vec::new();
+        for (agent, history) in &mut self.agents {
+            let mut used = 0;
+            while let Some((name, sum)) = next_group(Some(agent)) {
+                if name == agent {
+                    used = sum;
+                } else {
+                    new_agents.push((name.to_owned(), sum));
+                }
+            }
             push_window(history, used);
         }
-        for (name, used) in reports {
-            self.agents.insert(name, VecDeque::from([as_i64(used)]));
+        while let Some((name, sum)) = next_group(None) {
+            new_agents.push((name.to_owned(), sum));
+        }
+        for (name, used) in new_agents {
+            self.agents.insert(name, VecDeque::from([used]));
         }
         self.last_total = Some(total);
         if total > 0 {
