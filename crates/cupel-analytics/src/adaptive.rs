@@ -14,7 +14,7 @@
 //! largest per-agent mean over the agent's last ten cycles (idle cycles count
 //! as zeros) and `m` the margin (negative margins count as 0). The rules and
 //! every choice where the source is silent are in `spec/16-adaptive-budget.md`
-//! (clarifications ).
+//! (clarifications ).
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, VecDeque};
