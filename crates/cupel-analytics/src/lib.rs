@@ -12,6 +12,7 @@
 //! | How much budget does this item need? | [`find_min_budget_for`] (the specification's binary search), [`find_min_budget_for_exact`] (the true minimum) |
 //! | Who is in at each of these sizes? | [`budget_sweep`] → [`BudgetSweep`] |
 //! | What changes under another policy? | [`policy_sensitivity`], [`policy_sensitivity_from_pipelines`] → [`PolicySensitivityReport`] |
+//! | What token budget should the next cycle of my agent loop get? | [`UsageRecorder::suggest_token_budget`] (adaptive budgets) |
 //!
 //! # Honest about monotonicity
 //! The specification's simulations assume that an item selected at some
@@ -67,16 +68,29 @@
 //! # Ok::<(), cupel_core::CupelError>(())
 //! ```
 //!
-//! Depends on `cupel-core`, `cupel-pipeline` and (for [`QuotaSet`](cupel_slicers::QuotaSet))
-//! `cupel-slicers`.
+//! # Adaptive token budgets
+//! A [`UsageRecorder`] keeps the recent token usage of a multi-agent loop (per
+//! cycle, per agent) and suggests the next cycle's budget from it, in exact
+//! decimal arithmetic; see its documentation for the worked example. With the
+//! `serde` feature the recorder serialises, so a loop can checkpoint and
+//! resume.
+//!
+//! Depends on `cupel-core`, `cupel-pipeline`, (for [`QuotaSet`](cupel_slicers::QuotaSet))
+//! `cupel-slicers` and `rust_decimal`.
 #![deny(missing_docs)]
 
+mod adaptive;
 mod metrics;
 mod probe;
 mod sensitivity;
 mod simulation;
 mod sweep;
 
+#[cfg(feature = "serde")]
+pub use adaptive::InvalidRecorderState;
+pub use adaptive::{
+    BudgetCandidates, BudgetSuggestion, SuggestionRule, USAGE_WINDOW, UsageError, UsageRecorder,
+};
 pub use metrics::{
     KindQuotaUtilization, budget_utilization, kind_diversity, quota_utilization, timestamp_coverage,
 };
@@ -89,3 +103,7 @@ pub use simulation::{
     find_min_budget_for_exact, get_marginal_items,
 };
 pub use sweep::{BudgetSweep, SweepRow, budget_sweep};
+
+/// Exact decimal numbers (re-exported from `rust_decimal`): the type of the
+/// adaptive-budget margin and of the candidate means.
+pub use rust_decimal::Decimal;

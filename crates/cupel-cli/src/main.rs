@@ -8,7 +8,9 @@
 //!   report (`--format json`);
 //! * `cupel explain INPUT` — every item with its status, score, tokens, kind
 //!   and reason, totals, budget utilisation and a bar of the budget by kind;
-//! * `cupel presets` — the named policies and what they configure.
+//! * `cupel presets` — the named policies and what they configure;
+//! * `cupel budget simulate` — adaptive token budgets for constant usage or a
+//!   recorded CSV trace (text, JSON, an SVG chart).
 //!
 //! INPUT is a TOML or JSON file with `[budget]`, an optional `[policy]` and
 //! `[[items]]` (the item schema of the conformance vectors). Errors print one
@@ -18,11 +20,14 @@
 // terminal (`[policy]` is a TOML table there, not an intra-doc link).
 #![allow(rustdoc::broken_intra_doc_links)]
 
+mod budget;
+mod chart;
 mod demo;
 mod error;
 mod input;
 mod render;
 mod tokens;
+mod trace;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -83,6 +88,8 @@ enum Command {
     Explain(RunArgs),
     /// List the named presets and what each configures.
     Presets,
+    /// Adaptive token budgets: simulate how the budget follows usage.
+    Budget(budget::BudgetArgs),
 }
 
 #[derive(Debug, Args)]
@@ -214,6 +221,7 @@ fn main() -> ExitCode {
         Command::Select(a) => run_input(&a, Mode::Select),
         Command::Explain(a) => run_input(&a, Mode::Explain),
         Command::Presets => Ok(render::presets()),
+        Command::Budget(a) => budget::run(&a),
     };
     match result {
         Ok(text) => {

@@ -2,20 +2,11 @@
 //! The `cupel` binary, run for real: snapshots of every command and of every
 //! error message, plus hand-derived checks of the numbers they print.
 
+mod common;
+
 use std::process::Output;
 
-use assert_cmd::cargo_bin_cmd;
-
-/// Runs `cupel args...` from the crate directory (so fixture paths in
-/// messages are `tests/fixtures/...`), optionally feeding `stdin`.
-fn cupel(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut cmd = cargo_bin_cmd!("cupel");
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR")).args(args);
-    if let Some(s) = stdin {
-        cmd.write_stdin(s);
-    }
-    cmd.output().unwrap()
-}
+use common::cupel;
 
 fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).unwrap()

@@ -49,9 +49,11 @@
 //!
 //! # Features
 //! * `serde` — serde support on the data model (the pipeline layer enables it
-//!   for its declarative configuration in any case).
+//!   for its declarative configuration in any case) and, with `analytics`, on
+//!   the adaptive-budget types (checkpoint a `UsageRecorder`).
 //! * `analytics` — `cupel::analytics`: report metrics, budget simulation
-//!   (marginal items, minimum budget, sweeps) and policy sensitivity.
+//!   (marginal items, minimum budget, sweeps), policy sensitivity and adaptive
+//!   token budgets for agent loops (`cupel::analytics::UsageRecorder`).
 
 pub use cupel_core::*;
 pub use cupel_pipeline::*;
@@ -59,7 +61,18 @@ pub use cupel_placers::*;
 pub use cupel_scorers::*;
 pub use cupel_slicers::*;
 
-/// Report metrics, budget simulation and policy sensitivity (feature `analytics`).
+/// Report metrics, budget simulation, policy sensitivity and adaptive token
+/// budgets (feature `analytics`).
+///
+/// ```
+/// use cupel::analytics::{Decimal, UsageRecorder};
+///
+/// let mut usage = UsageRecorder::new();
+/// usage.record_cycle([("planner", 300), ("coder", 900)])?;
+/// // ceil(1200 × 1.25) = 1500
+/// assert_eq!(usage.suggest_token_budget(4_000, Decimal::new(25, 2)), 1_500);
+/// # Ok::<(), cupel::analytics::UsageError>(())
+/// ```
 #[cfg(feature = "analytics")]
 pub use cupel_analytics as analytics;
 
