@@ -12,7 +12,9 @@
 //! * diagnostics: [`TraceCollector`] (with [`NullTraceCollector`] and
 //!   [`DiagnosticTraceCollector`]), [`SelectionReport`], [`ExclusionReason`],
 //!   [`InclusionReason`], [`TraceEvent`], [`OverflowEvent`];
-//! * injected services: [`TimeProvider`] and [`TokenCounter`];
+//! * injected services: [`TimeProvider`] and [`TokenCounter`], and the
+//!   context gate's [`LanguageClassifier`] and [`Compactor`] (with
+//!   [`CodeLanguage`]);
 //! * the one error type, [`CupelError`].
 //!
 //! Depend on `cupel-core` to implement a custom scorer, slicer, placer or
@@ -42,6 +44,7 @@
 #![deny(missing_docs)]
 
 mod budget;
+mod code;
 pub mod diagnostics;
 mod error;
 mod item;
@@ -52,6 +55,7 @@ mod timestamp;
 mod tokens;
 
 pub use budget::{ContextBudget, ContextBudgetBuilder, SliceBudget};
+pub use code::{CodeLanguage, Compactor, LanguageClassifier};
 pub use diagnostics::{
     CapExclusion, CountRequirementShortfall, DiagnosticTraceCollector, ExcludedItem,
     ExclusionReason, ExclusionRecord, IncludedItem, InclusionReason, InclusionRecord,
