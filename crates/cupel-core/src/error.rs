@@ -179,9 +179,9 @@ pub enum CupelError {
     /// never make room, so the pipeline's limits are inconsistent (the
     /// retrieval budget is larger than the global one).
     #[error(
-        "PIPELINE_BUDGET_MISCONFIG: gate '{gate_id}': the retrieval buffer ({nodes} nodes) needs \
-         {retrieval_tokens} tokens on its own, more than max_context_tokens = {max_context_tokens}; \
-         lower the retrieval budget below the global context budget"
+        "PIPELINE_BUDGET_MISCONFIG: gate '{gate_id}': the retrieval texts alone need \
+         {retrieval_tokens} tokens (nodes: {nodes}), more than max_context_tokens = {max_context_tokens}; \
+         the retrieval budget must be below the global context budget"
     )]
     PipelineBudgetMisconfig {
         /// The gate's id.

@@ -577,11 +577,29 @@ fn strict<'de, D: Deserializer<'de>>(de: D) -> Result<GateConfig, GateConfigErro
         })?;
     if let Some(path) = unknown.first() {
         return Err(GateConfigError::UnknownKey {
-            // serde_ignored marks the hop into an inline table as `?`.
-            path: path.replace(".?", ""),
+            path: key_path(path),
         });
     }
     spec.build()
+}
+
+/// `compact_code.rules.0.x` (serde_ignored's spelling) as `compact_code.rules[0].x`;
+/// the `?` it puts at the hop into an inline table is dropped.
+fn key_path(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len() + 2);
+    for seg in raw.split('.').filter(|s| *s != "?") {
+        if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
+            out.push('[');
+            out.push_str(seg);
+            out.push(']');
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(seg);
+        }
+    }
+    out
 }
 
 /// Every way a gate configuration can be invalid. Each message starts with
