@@ -8,7 +8,9 @@
 //!   report (`--format json`);
 //! * `cupel explain INPUT` — every item with its status, score, tokens, kind
 //!   and reason, totals, budget utilisation and a bar of the budget by kind;
-//! * `cupel presets` — the named policies and what they configure.
+//! * `cupel presets` — the named policies and what they configure;
+//! * `cupel gate FILE` — the context gate's decision for a context, a
+//!   retrieval buffer and a gate configuration.
 //!
 //! INPUT is a TOML or JSON file with `[budget]`, an optional `[policy]` and
 //! `[[items]]` (the item schema of the conformance vectors). Errors print one
@@ -20,6 +22,7 @@
 
 mod demo;
 mod error;
+mod gate;
 mod input;
 mod render;
 mod tokens;
@@ -74,6 +77,9 @@ enum Command {
     Explain(RunArgs),
     /// List the named presets and what each configures.
     Presets,
+    /// Admit retrieval nodes into a context under a token budget, or say "over".
+    #[command(after_help = gate::GATE_AFTER_HELP)]
+    Gate(gate::GateArgs),
 }
 
 #[derive(Debug, Args)]
@@ -188,6 +194,7 @@ fn main() -> ExitCode {
         Command::Select(a) => run_input(&a, Mode::Select),
         Command::Explain(a) => run_input(&a, Mode::Explain),
         Command::Presets => Ok(render::presets()),
+        Command::Gate(a) => gate::run(&a),
     };
     match result {
         Ok(text) => {
