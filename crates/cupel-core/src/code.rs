@@ -131,15 +131,24 @@ mod tests {
         }
     }
 
+    fn classify_via<T: LanguageClassifier>(t: T) -> CodeLanguage {
+        t.classify("x")
+    }
+    fn compact_via<T: Compactor>(t: T) -> String {
+        t.compact(CodeLanguage::Sql, "ab")
+    }
+
     #[test]
     fn pointers_forward() {
         let b: Box<dyn LanguageClassifier> = Box::new(Fixed);
+        assert_eq!(classify_via(&b), CodeLanguage::Sql);
+        assert_eq!(classify_via(b), CodeLanguage::Sql);
         let a: Arc<dyn LanguageClassifier> = Arc::new(Fixed);
-        assert_eq!((&b).classify("x"), CodeLanguage::Sql);
-        assert_eq!(a.classify("x"), CodeLanguage::Sql);
+        assert_eq!(classify_via(a), CodeLanguage::Sql);
         let c: Arc<dyn Compactor> = Arc::new(Upper);
-        assert_eq!((&c).compact(CodeLanguage::Sql, "ab"), "AB");
-        assert_eq!(Box::new(Upper).compact(CodeLanguage::Sql, "ab"), "AB");
+        assert_eq!(compact_via(&c), "AB");
+        assert_eq!(compact_via(c), "AB");
+        assert_eq!(compact_via(Box::new(Upper)), "AB");
     }
 
     #[test]

@@ -84,7 +84,7 @@
 //! compacts its context first. See `spec/17-context-gate.md`.
 //!
 //! # Features
-//! * `tiktoken` — [`TiktokenCounter`](crate::TiktokenCounter), a
+//! * `tiktoken` — `TiktokenCounter`, a
 //!   [`TokenCounter`](cupel_core::TokenCounter) backed by tiktoken's BPE
 //!   encodings (`cl100k_base`, `o200k_base`, ...).
 //!

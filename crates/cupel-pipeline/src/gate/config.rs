@@ -261,10 +261,10 @@ impl GateConfig {
     pub fn demand_topics(&self) -> Vec<&str> {
         let mut topics: Vec<&str> = Vec::new();
         for r in &self.rules {
-            if let CompactionPolicy::Demand { inbox_key } = &r.policy {
-                if !topics.contains(&inbox_key.as_str()) {
-                    topics.push(inbox_key);
-                }
+            if let CompactionPolicy::Demand { inbox_key } = &r.policy
+                && !topics.contains(&inbox_key.as_str())
+            {
+                topics.push(inbox_key);
             }
         }
         topics

@@ -656,11 +656,11 @@ impl ContextGate {
         let mut blocks: Vec<String> = Vec::with_capacity(nodes.len() + 1);
         // G-5: the divider precedes a non-empty batch; it counts as one block.
         let mut divider_tokens: i128 = 0;
-        if !nodes.is_empty() {
-            if let Some(d) = cfg.divide_new_content() {
-                divider_tokens = self.count(d)?;
-                blocks.push(d.to_string());
-            }
+        if !nodes.is_empty()
+            && let Some(d) = cfg.divide_new_content()
+        {
+            divider_tokens = self.count(d)?;
+            blocks.push(d.to_string());
         }
         let demanded = |topic: &str| {
             consumed

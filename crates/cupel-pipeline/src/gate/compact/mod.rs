@@ -62,10 +62,10 @@ impl Emitter {
         if s.is_empty() {
             return;
         }
-        if let Some(newline) = self.pending.take() {
-            if !self.out.is_empty() {
-                self.out.push(if newline { '\n' } else { ' ' });
-            }
+        if let Some(newline) = self.pending.take()
+            && !self.out.is_empty()
+        {
+            self.out.push(if newline { '\n' } else { ' ' });
         }
         self.out.push_str(s);
     }
