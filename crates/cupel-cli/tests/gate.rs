@@ -99,23 +99,19 @@ fn over_hands_back_the_context_and_the_demand() {
     assert_totals_add_up(&v);
     assert!(v["tokens"]["total"].as_i64().unwrap() > 60);
     // The context is the file's, unchanged; no divider, no node block.
-    let file: toml::Value = toml::from_str(
+    let file: Value = toml::from_str(
         &std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(OVER))
             .unwrap(),
     )
     .unwrap();
-    let original: Vec<&str> = file["context"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_str().unwrap())
-        .collect();
-    let got: Vec<&str> = v["context"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_str().unwrap())
-        .collect();
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect()
+    };
+    let (original, got) = (strings(&file["context"]), strings(&v["context"]));
     assert_eq!(got, original);
     // Only the message addressed to this gate comes back.
     assert_eq!(

@@ -1,10 +1,9 @@
 //! The context gate: every transition and failure mode of the seed, with
 //! token counts derived by hand.
 //!
-//! Counting: [`Words`] counts whitespace-separated words, so a block's cost
-//! can be worked out on paper. A node block without id/path is
-//! `--- NODE ---` (3) + `language: x` (2) + `compact: x` (2) + `text:` (1)
-//! = 8 words plus the words of the text; `id: …` and `path: …` add 2 each.
+//! Counting: `Words` (tests/common) counts whitespace-separated words, so a
+//! block's cost can be worked out on paper: a node block without id/path is
+//! 8 words plus the words of its text; `id: …` and `path: …` add 2 each.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use cupel_core::{CodeLanguage, CupelError, TokenCounter};
@@ -14,25 +13,9 @@ use cupel_pipeline::{
 };
 use proptest::prelude::*;
 
-/// Whitespace-separated words: a deterministic stand-in for a tokenizer.
-struct Words;
-impl TokenCounter for Words {
-    fn count_tokens(&self, text: &str) -> i64 {
-        text.split_whitespace().count() as i64
-    }
-}
+mod common;
 
-fn words(n: usize) -> String {
-    vec!["w"; n].join(" ")
-}
-
-fn gate(cfg: GateConfig) -> ContextGate {
-    ContextGate::new(cfg, Words)
-}
-
-fn state(context: &[&str], nodes: Vec<RetrievalNode>) -> GateState {
-    GateState::new(context.iter().map(|s| s.to_string()).collect(), nodes)
-}
+use common::{SQL, SQL_COMPACT, Words, demand_then_always, gate, state, words};
 
 fn admitted(o: GateOutcome) -> cupel_pipeline::Admitted {
     match o {
@@ -47,10 +30,6 @@ fn over(o: GateOutcome) -> cupel_pipeline::Over {
         GateOutcome::Admitted(a) => panic!("expected over, got admitted: {:?}", a.report()),
     }
 }
-
-/// Six words raw; the compactor drops the two comment words -> four.
-const SQL: &str = "SELECT a FROM t -- x";
-const SQL_COMPACT: &str = "SELECT a FROM t";
 
 // ----- admitted / over ---------------------------------------------------------
 
@@ -313,17 +292,6 @@ fn the_seed_trigger_example() {
             .trigger_tokens(0.333),
         3
     );
-}
-
-fn demand_then_always() -> ContextGate {
-    gate(
-        GateConfig::builder("manage_budget", 100)
-            .rule(CompactionRule::demand(CodeLanguage::Sql, "compact_sql"))
-            .rule(CompactionRule::always(CodeLanguage::Sql))
-            .rule(CompactionRule::always(CodeLanguage::Dotnet))
-            .build()
-            .unwrap(),
-    )
 }
 
 #[test]

@@ -7,43 +7,11 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use cupel_core::{CodeLanguage, TokenCounter};
-use cupel_pipeline::{
-    CompactionRule, ContextGate, GateConfig, GateState, InboxMessage, RetrievalNode,
-};
+use cupel_pipeline::{GateConfig, InboxMessage, RetrievalNode};
 
-/// Whitespace-separated words (see tests/gate.rs for the block arithmetic).
-struct Words;
-impl TokenCounter for Words {
-    fn count_tokens(&self, text: &str) -> i64 {
-        text.split_whitespace().count() as i64
-    }
-}
+mod common;
 
-fn words(n: usize) -> String {
-    vec!["w"; n].join(" ")
-}
-
-fn gate(cfg: GateConfig) -> ContextGate {
-    ContextGate::new(cfg, Words)
-}
-
-fn state(context: &[&str], nodes: Vec<RetrievalNode>) -> GateState {
-    GateState::new(context.iter().map(|s| s.to_string()).collect(), nodes)
-}
-
-/// Six words raw, four compacted.
-const SQL: &str = "SELECT a FROM t -- x";
-
-fn demand_then_always() -> ContextGate {
-    gate(
-        GateConfig::builder("manage_budget", 100)
-            .rule(CompactionRule::demand(CodeLanguage::Sql, "compact_sql"))
-            .rule(CompactionRule::always(CodeLanguage::Sql))
-            .build()
-            .unwrap(),
-    )
-}
+use common::{SQL, demand_then_always, gate, state, words};
 
 type Fields = BTreeMap<String, String>;
 

@@ -169,20 +169,12 @@ fn escaped_end(b: &[u8], mut j: usize, close: u8) -> usize {
 }
 
 /// End of a run of ordinary bytes (identifiers, numbers, operators).
-fn other_end(b: &[u8], mut i: usize) -> usize {
-    while i < b.len() {
-        let c = b[i];
-        let next = b.get(i + 1).copied();
-        let starts_something = super::is_space(c)
-            || matches!(c, b'"' | b'\'' | b'$')
+fn other_end(b: &[u8], i: usize) -> usize {
+    super::run_end(b, i, |c, next| {
+        matches!(c, b'"' | b'\'' | b'$')
             || (c == b'@' && matches!(next, Some(b'"' | b'$')))
-            || (c == b'/' && matches!(next, Some(b'/' | b'*')));
-        if starts_something {
-            break;
-        }
-        i += 1;
-    }
-    i
+            || (c == b'/' && matches!(next, Some(b'/' | b'*')))
+    })
 }
 
 #[cfg(test)]

@@ -93,6 +93,15 @@ fn space_run(b: &[u8], mut i: usize) -> (usize, bool) {
     (i, newline)
 }
 
+/// End of a run of ordinary bytes starting at `i`: up to whitespace or a byte
+/// where `starts(byte, next byte)` says a literal or comment begins.
+fn run_end(b: &[u8], mut i: usize, starts: impl Fn(u8, Option<u8>) -> bool) -> usize {
+    while i < b.len() && !(is_space(b[i]) || starts(b[i], b.get(i + 1).copied())) {
+        i += 1;
+    }
+    i
+}
+
 /// End of the line starting at or after `i` (the index of `\n`, or the end).
 fn line_end(b: &[u8], i: usize) -> usize {
     b[i..]

@@ -98,20 +98,12 @@ fn dollar_quote_end(b: &[u8], i: usize) -> Option<usize> {
 }
 
 /// End of a run of ordinary bytes (words, numbers, operators) starting at `i`.
-fn other_end(b: &[u8], mut i: usize) -> usize {
-    while i < b.len() {
-        let c = b[i];
-        let next = b.get(i + 1).copied();
-        let starts_something = super::is_space(c)
-            || matches!(c, b'\'' | b'"' | b'`' | b'[' | b'$')
+fn other_end(b: &[u8], i: usize) -> usize {
+    super::run_end(b, i, |c, next| {
+        matches!(c, b'\'' | b'"' | b'`' | b'[' | b'$')
             || (c == b'-' && next == Some(b'-'))
-            || (c == b'/' && next == Some(b'*'));
-        if starts_something {
-            break;
-        }
-        i += 1;
-    }
-    i
+            || (c == b'/' && next == Some(b'*'))
+    })
 }
 
 #[cfg(test)]
