@@ -3,6 +3,12 @@
 //!
 //! There is deliberately no fallback: a character-count heuristic would give
 //! wrong budgets without a word.
+//!
+//! It lives here rather than in `cupel-core` because the core crate stays
+//! small and free of heavy dependencies (tiktoken-rs embeds megabytes of
+//! ranks), and the context gate — the library's main user of a counter — is
+//! in this crate; the `cupel` facade re-exports it behind its own `tiktoken`
+//! feature, and the CLI uses it from here.
 
 use cupel_core::{CupelError, TokenCounter};
 
