@@ -97,6 +97,18 @@ const CSHARP_METHOD_ONLY: &str = r#"public async Task<int> CountActiveAsync(Canc
     return count;
 }"#;
 
+const CSHARP_RAW_SQL: &str = r#"namespace Reports;
+
+internal static class Queries
+{
+    public const string Revenue = """
+        SELECT Region, SUM(Total) FROM Sales GROUP BY Region;
+        """;
+}"#;
+
+const SQL_WITH_JSON: &str = "INSERT INTO dbo.Events (Payload)
+VALUES (N'{\"type\": \"login\", \"user\": 42}');";
+
 const PYTHON_WITH_SQL: &str = r#"import sqlite3
 
 def monthly_revenue(conn: sqlite3.Connection, year: int) -> list[tuple]:
@@ -150,6 +162,7 @@ fn sql_snippets_are_sql() {
         ("one-liner", "SELECT 1 AS one FROM dual"),
         ("delete", "DELETE FROM sessions WHERE expires_at < now();"),
         ("exec", "EXEC dbo.usp_Rebuild @full = 1;"),
+        ("braces only inside a string", SQL_WITH_JSON),
     ] {
         assert_eq!(lang(t), CodeLanguage::Sql, "{name}");
     }
@@ -161,6 +174,7 @@ fn csharp_with_and_without_sql_is_dotnet() {
         ("plain class", CSHARP_PLAIN),
         ("repository with SQL", CSHARP_WITH_SQL),
         ("method only", CSHARP_METHOD_ONLY),
+        ("raw string SQL", CSHARP_RAW_SQL),
     ] {
         assert_eq!(lang(t), CodeLanguage::Dotnet, "{name}");
     }
