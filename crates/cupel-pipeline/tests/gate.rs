@@ -207,6 +207,15 @@ fn huge_counts_saturate_instead_of_overflowing() {
 }
 
 #[test]
+fn gates_and_outcomes_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<ContextGate>();
+    check::<GateOutcome>();
+    check::<cupel_pipeline::GateError>();
+    check::<GateConfig>();
+}
+
+#[test]
 fn a_gate_needs_a_counter() {
     let e = ContextGate::builder(GateConfig::builder("g", 10).build().unwrap())
         .build()
