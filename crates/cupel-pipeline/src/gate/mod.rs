@@ -259,6 +259,7 @@ impl fmt::Display for GateDecision {
 
 /// What the gate did with one node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct NodeReport {
     /// The node's position in the buffer.
     pub index: usize,
@@ -282,6 +283,7 @@ pub struct NodeReport {
 /// Token totals are sums of per-block counts (see `spec/17-context-gate.md`,
 /// G-3): `total_tokens = context_tokens + divider_tokens + retrieval_tokens`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct GateReport {
     /// The gate's id.
     pub gate_id: String,
