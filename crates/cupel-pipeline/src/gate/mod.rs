@@ -56,7 +56,8 @@
 //!         assert!(context[1].contains("compact: true"));
 //!         assert!(!context[1].contains("per region")); // the comment is gone
 //!     }
-//!     GateOutcome::Over(over) => unreachable!("5 + 22 tokens fit 40: {:?}", over.report()),
+//!     // 5 context words + a 17-word block (8 header + 2 id + 7 compacted text) = 22 <= 40.
+//!     GateOutcome::Over(over) => unreachable!("22 tokens fit 40: {:?}", over.report()),
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
