@@ -665,11 +665,17 @@ impl ContextGate {
             divider_tokens = self.count(d)?;
             blocks.push(d.to_string());
         }
-        let demanded = |topic: &str| {
-            consumed
-                .iter()
-                .any(|m| m.target == cfg.id() && m.topic == topic)
-        };
+        // The demand topics present among the messages addressed to this gate,
+        // in rule order (one pass over the messages, not one per node).
+        let demanded: Vec<&str> = cfg
+            .demand_topics()
+            .into_iter()
+            .filter(|t| {
+                consumed
+                    .iter()
+                    .any(|m| m.target == cfg.id() && m.topic == *t)
+            })
+            .collect();
         let mut running = context_tokens + divider_tokens;
         let mut retrieval_tokens: i128 = 0;
         let mut reports = Vec::with_capacity(nodes.len());
@@ -684,7 +690,9 @@ impl ContextGate {
                 Some(CompactionPolicy::Threshold { threshold }) => {
                     running + before > i128::from(cfg.trigger_tokens(*threshold))
                 }
-                Some(CompactionPolicy::Demand { inbox_key }) => demanded(inbox_key),
+                Some(CompactionPolicy::Demand { inbox_key }) => {
+                    demanded.contains(&inbox_key.as_str())
+                }
             };
             let (block, after) = if compact {
                 let text = self.compactor.compact(language, node.text());
@@ -726,11 +734,9 @@ impl ContextGate {
         };
         let requeue = match decision {
             GateDecision::Admitted => Vec::new(),
-            GateDecision::Over => cfg
-                .demand_topics()
-                .into_iter()
-                .filter(|t| demanded(t))
-                .map(|t| InboxMessage::new(cfg.id(), t))
+            GateDecision::Over => demanded
+                .iter()
+                .map(|t| InboxMessage::new(cfg.id(), *t))
                 .collect(),
         };
         Ok(Plan {
