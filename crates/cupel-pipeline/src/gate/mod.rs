@@ -666,7 +666,7 @@ impl ContextGate {
             blocks.push(d.to_string());
         }
         // The demand topics present among the messages addressed to this gate,
-        // in rule order (one pass over the messages, not one per node).
+        // in rule order (resolved once per call, not once per node).
         let demanded: Vec<&str> = cfg
             .demand_topics()
             .into_iter()
