@@ -38,22 +38,26 @@ pub fn compact_csharp(text: &str) -> String {
             i = end;
             continue;
         }
+        // Comments are transparent to "start of line": they vanish from the
+        // output, so a `#` after them must be read the same way in both passes.
+        if c == b'/' && next == Some(b'/') {
+            e.gap(false);
+            i = line_end(b, i);
+            continue;
+        }
+        if c == b'/' && next == Some(b'*') {
+            let end = b[i + 2..]
+                .windows(2)
+                .position(|w| w == b"*/")
+                .map_or(b.len(), |p| i + 2 + p + 2);
+            let newline = b[i..end].contains(&b'\n');
+            e.gap(newline);
+            line_start |= newline;
+            i = end;
+            continue;
+        }
         let was_line_start = std::mem::replace(&mut line_start, false);
         let end = match c {
-            b'/' if next == Some(b'/') => {
-                e.gap(false);
-                i = line_end(b, i);
-                continue;
-            }
-            b'/' if next == Some(b'*') => {
-                let end = b[i + 2..]
-                    .windows(2)
-                    .position(|w| w == b"*/")
-                    .map_or(b.len(), |p| i + 2 + p + 2);
-                e.gap(b[i..end].contains(&b'\n'));
-                i = end;
-                continue;
-            }
             b'#' if was_line_start => {
                 let mut end = line_end(b, i);
                 while end > i && super::is_space(b[end - 1]) {
@@ -254,6 +258,15 @@ mod tests {
             compact_csharp(t),
             "class A {\n#region Don't touch\nint x;\n#endregion\n}"
         );
+    }
+
+    #[test]
+    fn a_comment_before_a_directive_is_transparent() {
+        // Found by the idempotence property: the comment must not change
+        // whether `#` starts a directive, since it is gone after one pass.
+        assert_eq!(compact_csharp("/**/#'\t"), "#'");
+        assert_eq!(compact_csharp("  /* x */ #region A  \nint a;"), "#region A\nint a;");
+        assert_eq!(compact_csharp("x /**/ #y"), "x #y");
     }
 
     #[test]
