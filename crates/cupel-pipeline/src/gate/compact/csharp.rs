@@ -265,7 +265,10 @@ mod tests {
         // Found by the idempotence property: the comment must not change
         // whether `#` starts a directive, since it is gone after one pass.
         assert_eq!(compact_csharp("/**/#'\t"), "#'");
-        assert_eq!(compact_csharp("  /* x */ #region A  \nint a;"), "#region A\nint a;");
+        assert_eq!(
+            compact_csharp("  /* x */ #region A  \nint a;"),
+            "#region A\nint a;"
+        );
         assert_eq!(compact_csharp("x /**/ #y"), "x #y");
     }
 
