@@ -81,7 +81,7 @@ impl Source {
     /// Parses the text as `T`, rejecting unknown keys.
     ///
     /// `unknown` turns the path of the first unknown key into the error.
-    fn parse_strict<T: DeserializeOwned>(
+    pub(crate) fn parse_strict<T: DeserializeOwned>(
         &self,
         unknown: impl Fn(&[Seg]) -> CliError,
     ) -> Result<T, CliError> {

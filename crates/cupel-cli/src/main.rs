@@ -11,6 +11,8 @@
 //! * `cupel presets` — the named policies and what they configure;
 //! * `cupel budget simulate` — adaptive token budgets for constant usage or a
 //!   recorded CSV trace (text, JSON, an SVG chart).
+//! * `cupel gate FILE` — the context gate's decision for a context, a
+//!   retrieval buffer and a gate configuration.
 //!
 //! INPUT is a TOML or JSON file with `[budget]`, an optional `[policy]` and
 //! `[[items]]` (the item schema of the conformance vectors). Errors print one
@@ -24,6 +26,7 @@ mod budget;
 mod chart;
 mod demo;
 mod error;
+mod gate;
 mod input;
 mod render;
 mod tokens;
@@ -90,6 +93,9 @@ enum Command {
     Presets,
     /// Adaptive token budgets: simulate how the budget follows usage.
     Budget(budget::BudgetArgs),
+    /// Admit retrieval nodes into a context under a token budget, or say "over".
+    #[command(after_help = gate::GATE_AFTER_HELP)]
+    Gate(gate::GateArgs),
 }
 
 #[derive(Debug, Args)]
@@ -222,6 +228,7 @@ fn main() -> ExitCode {
         Command::Explain(a) => run_input(&a, Mode::Explain),
         Command::Presets => Ok(render::presets()),
         Command::Budget(a) => budget::run(&a),
+        Command::Gate(a) => gate::run(&a),
     };
     match result {
         Ok(text) => {

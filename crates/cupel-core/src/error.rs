@@ -214,6 +214,28 @@ pub enum CupelError {
     /// phase, dimension, numbers and JSON state.
     #[error(transparent)]
     RunBudgetExceeded(BudgetExceededError),
+
+    // ----- the context gate ---------------------------------------------------------
+    /// The context gate's retrieval buffer needs more tokens on its own than
+    /// the whole context budget allows: compacting the existing context can
+    /// never make room, so the pipeline's limits are inconsistent (the
+    /// retrieval budget is larger than the global one).
+    #[error(
+        "PIPELINE_BUDGET_MISCONFIG: gate '{gate_id}': the retrieval texts alone need \
+         {retrieval_tokens} tokens (nodes: {nodes}), more than max_context_tokens = {max_context_tokens}; \
+         the retrieval budget must be below the global context budget"
+    )]
+    PipelineBudgetMisconfig {
+        /// The gate's id.
+        gate_id: String,
+        /// How many retrieval nodes were waiting.
+        nodes: usize,
+        /// Tokens of the buffer as it would be appended (formatted, compacted
+        /// where a rule says so, the divider included).
+        retrieval_tokens: i64,
+        /// The gate's global budget.
+        max_context_tokens: i64,
+    },
 }
 
 impl From<BudgetExceededError> for CupelError {

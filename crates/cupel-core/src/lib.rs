@@ -16,7 +16,8 @@
 //!   ([`Deadline`], [`TokenLimit`]), the shared [`BudgetTracker`]
 //!   ([`TokenUsage`], [`Reservation`]) and [`BudgetExceededError`];
 //! * injected services: [`TimeProvider`] (system, fixed and manual clocks)
-//!   and [`TokenCounter`];
+//!   and [`TokenCounter`], and the context gate's [`LanguageClassifier`]
+//!   and [`Compactor`] (with [`CodeLanguage`]);
 //! * the one error type, [`CupelError`].
 //!
 //! Depend on `cupel-core` to implement a custom scorer, slicer, placer or
@@ -47,6 +48,7 @@
 #![deny(missing_docs)]
 
 mod budget;
+mod code;
 pub mod diagnostics;
 mod error;
 mod item;
@@ -58,6 +60,7 @@ mod timestamp;
 mod tokens;
 
 pub use budget::{ContextBudget, ContextBudgetBuilder, SliceBudget};
+pub use code::{CodeLanguage, Compactor, LanguageClassifier};
 pub use diagnostics::{
     CapExclusion, CountRequirementShortfall, DiagnosticTraceCollector, ExcludedItem,
     ExclusionReason, ExclusionRecord, IncludedItem, InclusionReason, InclusionRecord,

@@ -7,8 +7,9 @@ use std::sync::Arc;
 /// The pipeline never counts tokens (callers supply counts); components that
 /// produce new text — the context gate's compaction, the CLI's
 /// `--count-tokens` — take a `TokenCounter`. A tokenizer-backed implementation
-/// ships in the CLI behind the `tiktoken` feature; character heuristics are
-/// deliberately not provided.
+/// (`TiktokenCounter`) ships in `cupel-pipeline` (and the `cupel` facade)
+/// behind the `tiktoken` feature; character heuristics are deliberately not
+/// provided.
 pub trait TokenCounter: Send + Sync {
     /// The number of tokens in `text`.
     fn count_tokens(&self, text: &str) -> i64;

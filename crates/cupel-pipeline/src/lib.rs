@@ -83,10 +83,23 @@
 //! never cause a panic. `spec/07-diagnostics.md` and
 //! `spec/13-clarifications.md` give the full rules with worked examples.
 //!
+//! # The context gate
+//!
+//! [`ContextGate`] (module [`gate`]) admits retrieved texts into an existing
+//! context under a global token budget, compacting SQL and C# where its
+//! [`GateConfig`] says so, or answers [`GateOutcome::Over`] so the caller
+//! compacts its context first. See `spec/17-context-gate.md`.
+//!
+//! # Features
+//! * `tiktoken` — `TiktokenCounter`, a
+//!   [`TokenCounter`](cupel_core::TokenCounter) backed by tiktoken's BPE
+//!   encodings (`cl100k_base`, `o200k_base`, ...).
+//!
 //! Depends on `cupel-core`, `cupel-scorers`, `cupel-slicers` and `cupel-placers`.
 
 mod config;
 mod construct;
+pub mod gate;
 mod names;
 mod pipeline;
 mod policy;
@@ -94,13 +107,25 @@ mod presets;
 mod run;
 mod run_budget;
 pub mod samples;
+#[cfg(feature = "tiktoken")]
+mod tiktoken;
 
 pub use config::{
     CountQuotaConfig, CurveConfig, InnerScorer, KindWeightConfig, OverflowName, PolicyConfig,
     QuotaConfig, ScarcityName, ScorerConfig, SlicerConfig, StepWindowConfig, TagWeightConfig,
+};
+pub use gate::{
+    Admitted, BuiltinClassifier, BuiltinCompactor, CompactCodeSpec, CompactionPolicy,
+    CompactionPolicyKind, CompactionRule, ContextGate, ContextGateBuilder, GATE_EVENT, GateConfig,
+    GateConfigBuilder, GateConfigError, GateDecision, GateError, GateOutcome, GateReport, GateSpec,
+    GateState, InboxMessage, NODE_HEADER, NodeReport, Over, RetrievalNode, RuleSpec,
+    compact_csharp, compact_sql, format_node,
 };
 pub use names::{PlacerType, ScorerType, SlicerType};
 pub use pipeline::{OverflowObserver, Pipeline, PipelineBuilder};
 pub use policy::{Policy, PolicyBuilder};
 pub use presets::{Preset, preset, presets};
 pub use run_budget::BudgetedWindow;
+
+#[cfg(feature = "tiktoken")]
+pub use tiktoken::{TIKTOKEN_ENCODINGS, TiktokenCounter, TokenizerError};

@@ -14,7 +14,11 @@
 //!   [`CountQuotaSlice`], ...) and placer ([`ChronologicalPlacer`],
 //!   [`UShapedPlacer`]);
 //! * the pipeline: [`Pipeline`], [`Policy`], declarative [`PolicyConfig`] and
-//!   named [`presets`].
+//!   named [`presets`];
+//! * the context gate: [`ContextGate`] admits retrieved texts
+//!   ([`RetrievalNode`]) into an existing context under a global token budget
+//!   ([`GateConfig`]), or answers [`GateOutcome::Over`] so the caller compacts
+//!   its context first (module [`gate`]).
 //!
 //! ```
 //! use cupel::{ContextBudget, ContextItem, ContextKind, Pipeline, preset};
@@ -54,6 +58,9 @@
 //! * `analytics` — `cupel::analytics`: report metrics, budget simulation
 //!   (marginal items, minimum budget, sweeps), policy sensitivity and adaptive
 //!   token budgets for agent loops (`cupel::analytics::UsageRecorder`).
+//! * `tiktoken` — `cupel::TiktokenCounter`, a [`TokenCounter`] backed by
+//!   tiktoken's BPE encodings (`cl100k_base`, `o200k_base`, ...), for the
+//!   context gate.
 
 pub use cupel_core::*;
 pub use cupel_pipeline::*;

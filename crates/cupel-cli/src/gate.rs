@@ -1,0 +1,308 @@
+//! `cupel gate FILE`: runs the context gate on a file and shows the decision.
+//!
+//! FILE (TOML, or JSON of the same shape) holds `context` (the current blocks),
+//! `[gate]` (the gate's configuration), `[[nodes]]` (the retrieval buffer) and
+//! `[[inbox]]` (the demand messages consumed at this step).
+
+use clap::Args;
+use cupel_core::CupelError;
+use cupel_pipeline::{
+    ContextGate, GateOutcome, GateReport, GateSpec, GateState, InboxMessage, RetrievalNode,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::error::CliError;
+use crate::input::{Seg, Source, render_path};
+
+/// Exit codes of `cupel gate`, for its --help.
+pub(crate) const GATE_AFTER_HELP: &str = "\
+Exit codes:
+  0  a decision was made: admitted or over
+  1  PIPELINE_BUDGET_MISCONFIG: the retrieval nodes alone need more tokens
+     than max_context_tokens, so compacting the context can never make room
+  2  usage or input error: unreadable or malformed file, unknown key, invalid
+     gate configuration (the message names the key, e.g.
+     gate.compact_code.rules[1].threshold), unknown encoding";
+
+/// The default encoding when neither `--encoding` nor `gate.encoding` names one.
+const DEFAULT_ENCODING: &str = "cl100k_base";
+
+/// `cupel gate` arguments.
+#[derive(Debug, Args)]
+pub(crate) struct GateArgs {
+    /// TOML or JSON file with context, [gate], [[nodes]] and [[inbox]]
+    ///
+    /// `.json` is read as JSON, `.toml` as TOML.
+    #[arg(value_name = "FILE", verbatim_doc_comment)]
+    file: String,
+
+    /// Tokenizer: an encoding (cl100k_base, o200k_base, ...) or a model name
+    ///
+    /// Overrides gate.encoding; the default is cl100k_base.
+    #[arg(long, value_name = "NAME", verbatim_doc_comment)]
+    encoding: Option<String>,
+
+    /// text (default) or json
+    #[arg(
+        long,
+        value_enum,
+        default_value_t = crate::OutputFormat::Text,
+        hide_default_value = true,
+        hide_possible_values = true
+    )]
+    format: crate::OutputFormat,
+}
+
+/// The file as written.
+#[derive(Debug, Deserialize)]
+#[serde(expecting = "a gate file with `context`, [gate], [[nodes]] and [[inbox]]")]
+struct GateFile {
+    #[serde(default)]
+    context: Vec<String>,
+    gate: GateSpec,
+    #[serde(default)]
+    nodes: Vec<NodeInput>,
+    #[serde(default)]
+    inbox: Vec<InboxMessage>,
+}
+
+/// One `[[nodes]]` entry: [`RetrievalNode`]'s keys with `text` optional, so
+/// that a missing text is reported with its key path.
+#[derive(Debug, Deserialize)]
+#[serde(expecting = "a node table with `text` (and optional id, path, source, metadata)")]
+struct NodeInput {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    source: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    metadata: std::collections::BTreeMap<String, String>,
+}
+
+impl NodeInput {
+    fn build(self, index: usize, file: &str) -> Result<RetrievalNode, CliError> {
+        let Some(text) = self.text else {
+            return Err(CliError::input(format!(
+                "{file}: `nodes[{index}].text` is required: the retrieved text"
+            )));
+        };
+        let mut node = RetrievalNode::new(text);
+        if let Some(id) = self.id {
+            node = node.with_id(id);
+        }
+        if let Some(path) = self.path {
+            node = node.with_path(path);
+        }
+        if let Some(source) = self.source {
+            node = node.with_source(source);
+        }
+        for (k, v) in self.metadata {
+            node = node.with_metadata(k, v);
+        }
+        Ok(node)
+    }
+}
+
+const TOP_KEYS: &str = "context, gate, nodes, inbox";
+const GATE_KEYS: &str = "id, max_context_tokens, encoding, divide_new_content, compact_code.rules";
+const RULE_KEYS: &str = "language, policy, threshold, inbox_key";
+const NODE_KEYS: &str = "id, path, source, text, metadata";
+const INBOX_KEYS: &str = "target, topic";
+
+fn unknown_key(path: &[Seg]) -> CliError {
+    let e = CliError::input(format!("unknown key `{}`", render_path(path)));
+    let key = |s: &Seg, want: &str| matches!(s, Seg::Key(k) if k == want);
+    match path {
+        [_] => e.hint(format!("top-level keys are: {TOP_KEYS}")),
+        [g, _] if key(g, "gate") => e.hint(format!("gate keys are: {GATE_KEYS}")),
+        [g, c, ..] if key(g, "gate") && key(c, "compact_code") => {
+            e.hint(format!("rule keys are: {RULE_KEYS}"))
+        }
+        [n, ..] if key(n, "nodes") => e.hint(format!("node keys are: {NODE_KEYS}")),
+        [i, ..] if key(i, "inbox") => e.hint(format!("inbox message keys are: {INBOX_KEYS}")),
+        _ => e,
+    }
+}
+
+/// Runs `cupel gate`.
+pub(crate) fn run(a: &GateArgs) -> Result<String, CliError> {
+    let src = Source::read(&a.file, None, "gate file")?;
+    let file: GateFile = src.parse_strict(unknown_key)?;
+    let config = file
+        .gate
+        .build_at("gate.")
+        .map_err(|e| CliError::input(format!("{}: {e}", src.name)))?;
+    let nodes = file
+        .nodes
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| n.build(i, &src.name))
+        .collect::<Result<Vec<_>, _>>()?;
+    let encoding = a
+        .encoding
+        .as_deref()
+        .or(config.encoding())
+        .unwrap_or(DEFAULT_ENCODING);
+    let counter = crate::tokens::counter(encoding)?;
+    let encoding = counter.encoding();
+    let gate = ContextGate::new(config, counter);
+    let outcome = gate
+        .admit(GateState::new(file.context, nodes), &file.inbox)
+        .map_err(|e| match e.into_error() {
+            err @ CupelError::PipelineBudgetMisconfig { .. } => {
+                CliError::selection(err.to_string())
+                    .hint("fetch fewer or shorter nodes, or raise gate.max_context_tokens")
+            }
+            err => CliError::input(err.to_string()),
+        })?;
+    let view = View::new(&outcome, encoding);
+    if a.format == crate::OutputFormat::Json {
+        let mut s = serde_json::to_string_pretty(&view)
+            .map_err(|e| CliError::input(format!("cannot serialise the decision: {e}")))?;
+        s.push('\n');
+        return Ok(s);
+    }
+    Ok(text(&view, &outcome))
+}
+
+/// `--format json`: one object, keys in this order.
+#[derive(Debug, Serialize)]
+struct View<'a> {
+    gate: &'a str,
+    encoding: &'a str,
+    decision: &'static str,
+    tokens: Tokens,
+    nodes: Vec<NodeView<'a>>,
+    context: &'a [String],
+    requeue: &'a [InboxMessage],
+}
+
+#[derive(Debug, Serialize)]
+struct Tokens {
+    max_context_tokens: i64,
+    context: i64,
+    divider: i64,
+    retrieval: i64,
+    total: i64,
+}
+
+#[derive(Debug, Serialize)]
+struct NodeView<'a> {
+    id: Option<&'a str>,
+    language: &'static str,
+    policy: Option<&'static str>,
+    compacted: bool,
+    tokens_before: i64,
+    tokens_after: i64,
+}
+
+impl<'a> View<'a> {
+    fn new(outcome: &'a GateOutcome, encoding: &'a str) -> Self {
+        let r: &GateReport = outcome.report();
+        let (context, requeue): (&[String], &[InboxMessage]) = match outcome {
+            GateOutcome::Admitted(a) => (a.context(), &[]),
+            GateOutcome::Over(o) => (&o.state().context, o.requeue()),
+        };
+        View {
+            gate: &r.gate_id,
+            encoding,
+            decision: r.decision.as_str(),
+            tokens: Tokens {
+                max_context_tokens: r.max_context_tokens,
+                context: r.context_tokens,
+                divider: r.divider_tokens,
+                retrieval: r.retrieval_tokens,
+                total: r.total_tokens,
+            },
+            nodes: r
+                .nodes
+                .iter()
+                .map(|n| NodeView {
+                    id: n.id.as_deref(),
+                    language: n.language.as_str(),
+                    policy: n.policy.map(|p| p.as_str()),
+                    compacted: n.compacted,
+                    tokens_before: n.tokens_before,
+                    tokens_after: n.tokens_after,
+                })
+                .collect(),
+            context,
+            requeue,
+        }
+    }
+}
+
+fn text(v: &View<'_>, outcome: &GateOutcome) -> String {
+    let t = &v.tokens;
+    let mut out = format!(
+        "gate {}: {} (encoding {})\n",
+        v.gate, v.decision, v.encoding
+    );
+    let cmp = if t.total > t.max_context_tokens {
+        ">"
+    } else {
+        "<="
+    };
+    out.push_str(&format!(
+        "tokens: context {} + divider {} + nodes {} = {} {cmp} max_context_tokens {}\n",
+        t.context, t.divider, t.retrieval, t.total, t.max_context_tokens
+    ));
+    if !v.nodes.is_empty() {
+        out.push('\n');
+        let ids: Vec<&str> = v.nodes.iter().map(|n| n.id.unwrap_or("-")).collect();
+        let w = ids
+            .iter()
+            .map(|s| s.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(2);
+        out.push_str(&format!(
+            "{:>3}  {:<w$}  {:<8}  {:<9}  {:<9}  {:>6}  {:>6}\n",
+            "#", "id", "language", "policy", "compacted", "before", "after"
+        ));
+        for (i, (n, id)) in v.nodes.iter().zip(&ids).enumerate() {
+            out.push_str(&format!(
+                "{:>3}  {:<w$}  {:<8}  {:<9}  {:<9}  {:>6}  {:>6}\n",
+                i + 1,
+                id,
+                n.language,
+                n.policy.unwrap_or("-"),
+                if n.compacted { "yes" } else { "no" },
+                n.tokens_before,
+                n.tokens_after
+            ));
+        }
+    }
+    match outcome {
+        GateOutcome::Admitted(a) => {
+            if a.appended().is_empty() {
+                out.push_str("\nnothing to append\n");
+            } else {
+                out.push_str(&format!(
+                    "\nappended {} block(s) to the context:\n",
+                    a.appended().len()
+                ));
+                for b in a.appended() {
+                    out.push('\n');
+                    out.push_str(b);
+                    out.push('\n');
+                }
+            }
+        }
+        GateOutcome::Over(o) => {
+            out.push_str("\nnothing appended: compact the context, then run the gate again\n");
+            if o.requeue().is_empty() {
+                out.push_str("requeue: none\n");
+            } else {
+                for m in o.requeue() {
+                    out.push_str(&format!("requeue: {} <- {}\n", m.target, m.topic));
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,242 @@
+//! Gate configuration: TOML and JSON, strict keys, every fail-fast case.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use cupel_core::{CodeLanguage, CupelError};
+use cupel_pipeline::{CompactionPolicy, CompactionRule, GateConfig, GateConfigError};
+
+const SEED_EXAMPLE: &str = r#"
+id = "manage_budget"
+max_context_tokens = 5000
+encoding = "cl100k_base"
+divide_new_content = "<<<New content"
+
+[[compact_code.rules]]
+language = "sql"
+policy = "demand"
+inbox_key = "compact_sql"
+
+[[compact_code.rules]]
+language = "sql"
+policy = "threshold"
+threshold = 0.4
+
+[[compact_code.rules]]
+language = "dotnet"
+policy = "always"
+"#;
+
+#[test]
+fn the_seed_example_reads_from_toml_and_json_alike() {
+    let cfg = GateConfig::from_toml_str(SEED_EXAMPLE).unwrap();
+    assert_eq!(cfg.id(), "manage_budget");
+    assert_eq!(cfg.max_context_tokens(), 5000);
+    assert_eq!(cfg.encoding(), Some("cl100k_base"));
+    assert_eq!(cfg.divide_new_content(), Some("<<<New content"));
+    assert_eq!(
+        cfg.rules(),
+        [
+            CompactionRule::demand(CodeLanguage::Sql, "compact_sql"),
+            CompactionRule::threshold(CodeLanguage::Sql, 0.4),
+            CompactionRule::always(CodeLanguage::Dotnet),
+        ]
+    );
+    // First match wins: the sql demand rule.
+    assert_eq!(
+        cfg.rule_for(CodeLanguage::Sql).unwrap().policy,
+        CompactionPolicy::Demand {
+            inbox_key: "compact_sql".into()
+        }
+    );
+    assert_eq!(cfg.rule_for(CodeLanguage::Unknown), None);
+
+    let json = serde_json::to_string(&cfg).unwrap();
+    assert_eq!(GateConfig::from_json_str(&json).unwrap(), cfg);
+    let built = GateConfig::builder("manage_budget", 5000)
+        .encoding("cl100k_base")
+        .divide_new_content("<<<New content")
+        .rule(CompactionRule::demand(CodeLanguage::Sql, "compact_sql"))
+        .rule(CompactionRule::threshold(CodeLanguage::Sql, 0.4))
+        .rule(CompactionRule::always(CodeLanguage::Dotnet))
+        .build()
+        .unwrap();
+    assert_eq!(built, cfg);
+}
+
+#[test]
+fn minimal_config_has_no_rules() {
+    let cfg = GateConfig::from_json_str(r#"{"id": "g", "max_context_tokens": 10}"#).unwrap();
+    assert!(cfg.rules().is_empty());
+    assert_eq!(cfg.divide_new_content(), None);
+}
+
+fn toml_err(rules: &str) -> GateConfigError {
+    GateConfig::from_toml_str(&format!("id = \"g\"\nmax_context_tokens = 100\n{rules}"))
+        .unwrap_err()
+}
+
+const OK_RULE: &str = "[[compact_code.rules]]\nlanguage = \"dotnet\"\npolicy = \"always\"\n";
+
+#[test]
+fn every_invalid_case_of_the_seed_fails_fast_naming_the_rule() {
+    // The bad rule is the second one: index 1.
+    let cases: [(&str, &str); 8] = [
+        (
+            "[[compact_code.rules]]\nlanguage = \"sql\"\npolicy = \"threshold\"\n",
+            "`compact_code.rules[1].threshold` is required: rule 1 has policy `threshold`, which needs a fraction of max_context_tokens in (0, 1]",
+        ),
+        (
+            "[[compact_code.rules]]\nlanguage = \"sql\"\npolicy = \"threshold\"\nthreshold = 0.0\n",
+            "`compact_code.rules[1].threshold`: rule 1 has threshold 0, outside (0, 1]",
+        ),
+        (
+            "[[compact_code.rules]]\nlanguage = \"sql\"\npolicy = \"threshold\"\nthreshold = 1.5\n",
+            "`compact_code.rules[1].threshold`: rule 1 has threshold 1.5, outside (0, 1]",
+        ),
+        (
+            "[[compact_code.rules]]\nlanguage = \"sql\"\npolicy = \"threshold\"\nthreshold = -0.2\n",
+            "`compact_code.rules[1].threshold`: rule 1 has threshold -0.2, outside (0, 1]",
+        ),
+        (
+            "[[compact_code.rules]]\nlanguage = \"sql\"\npolicy = \"demand\"\n",
+            "`compact_code.rules[1].inbox_key` is required: rule 1 has policy `demand`, which needs the topic of the messages that ask for compaction",
+        ),
+        (
+            "[[compact_code.rules]]\nlanguage = \"python\"\npolicy = \"always\"\n",
+            "`compact_code.rules[1].language`: rule 1 has unknown language `python` (expected sql or dotnet)",
+        ),
+        (
+            "[[compact_code.rules]]\nlanguage = \"sql\"\npolicy = \"sometimes\"\n",
+            "`compact_code.rules[1].policy`: rule 1 has unknown policy `sometimes` (expected always, threshold or demand)",
+        ),
+        (
+            "[[compact_code.rules]]\nlanguage = \"sql\"\npolicy = \"always\"\nthreshold = 0.5\n",
+            "`compact_code.rules[1].threshold`: rule 1 has policy `always`, which takes no `threshold`",
+        ),
+    ];
+    for (rule, message) in cases {
+        let e = toml_err(&format!("{OK_RULE}{rule}"));
+        assert_eq!(e.to_string(), message);
+    }
+}
+
+#[test]
+fn nan_threshold_is_out_of_range() {
+    let e = toml_err(
+        "[[compact_code.rules]]\nlanguage = \"sql\"\npolicy = \"threshold\"\nthreshold = nan\n",
+    );
+    assert!(
+        matches!(e, GateConfigError::ThresholdOutOfRange { rule: 0, .. }),
+        "{e}"
+    );
+}
+
+#[test]
+fn threshold_of_exactly_one_is_allowed() {
+    let cfg = GateConfig::from_toml_str(
+        "id = \"g\"\nmax_context_tokens = 10\n[[compact_code.rules]]\nlanguage = \"sql\"\npolicy = \"threshold\"\nthreshold = 1\n",
+    )
+    .unwrap();
+    assert_eq!(
+        cfg.rules()[0].policy,
+        CompactionPolicy::Threshold { threshold: 1.0 }
+    );
+}
+
+#[test]
+fn missing_or_invalid_budget_and_id() {
+    let e = GateConfig::from_toml_str("id = \"g\"\n").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "`max_context_tokens` is required: the global context budget, in tokens"
+    );
+    let e = GateConfig::from_toml_str("id = \"g\"\nmax_context_tokens = 0\n").unwrap_err();
+    assert_eq!(e.to_string(), "`max_context_tokens` must be > 0 (got 0)");
+    let e = GateConfig::from_toml_str("max_context_tokens = 5\n").unwrap_err();
+    assert!(e.to_string().starts_with("`id` is required"), "{e}");
+    let e = GateConfig::from_toml_str("id = \" \"\nmax_context_tokens = 5\n").unwrap_err();
+    assert_eq!(e.to_string(), "`id` must not be empty");
+}
+
+#[test]
+fn rules_must_be_a_list() {
+    let e = GateConfig::from_toml_str(
+        "id = \"g\"\nmax_context_tokens = 5\n[compact_code]\nrules = \"sql\"\n",
+    )
+    .unwrap_err();
+    assert!(matches!(e, GateConfigError::Parse { .. }));
+    assert!(
+        e.to_string()
+            .contains("expected `compact_code.rules` to be a list of rule tables"),
+        "{e}"
+    );
+    let e = GateConfig::from_json_str(
+        r#"{"id": "g", "max_context_tokens": 5, "compact_code": {"rules": {"language": "sql"}}}"#,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("to be a list of rule tables"), "{e}");
+}
+
+#[test]
+fn unknown_keys_are_named_with_their_path() {
+    let e = GateConfig::from_toml_str("id = \"g\"\nmax_context_tokens = 5\nmax_tokens = 3\n")
+        .unwrap_err();
+    assert_eq!(
+        e,
+        GateConfigError::UnknownKey {
+            path: "max_tokens".into()
+        }
+    );
+    let e = GateConfig::from_json_str(
+        r#"{"id": "g", "max_context_tokens": 5, "compact_code": {"rules": [{"language": "sql", "policy": "always", "treshold": 1}]}}"#,
+    )
+    .unwrap_err();
+    assert_eq!(
+        e,
+        GateConfigError::UnknownKey {
+            path: "compact_code.rules[0].treshold".into()
+        }
+    );
+}
+
+#[test]
+fn demand_without_inbox_key_in_json() {
+    let e = GateConfig::from_json_str(
+        r#"{"id": "g", "max_context_tokens": 5, "compact_code": {"rules": [{"language": "sql", "policy": "demand"}]}}"#,
+    )
+    .unwrap_err();
+    assert_eq!(
+        e,
+        GateConfigError::InboxKeyMissing {
+            path: "compact_code.rules[0].inbox_key".into(),
+            rule: 0
+        }
+    );
+}
+
+#[test]
+fn builder_validates_like_the_file_reader() {
+    let e = GateConfig::builder("g", 100)
+        .rule(CompactionRule::threshold(CodeLanguage::Sql, 2.0))
+        .build()
+        .unwrap_err();
+    assert!(matches!(
+        e,
+        GateConfigError::ThresholdOutOfRange { rule: 0, .. }
+    ));
+    let e = GateConfig::builder("g", 100)
+        .rule(CompactionRule::always(CodeLanguage::Unknown))
+        .build()
+        .unwrap_err();
+    assert!(matches!(
+        e,
+        GateConfigError::UnknownLanguage { rule: 0, .. }
+    ));
+    let c: CupelError = GateConfig::builder("g", -1).build().unwrap_err().into();
+    assert!(matches!(c, CupelError::PipelineConfig(m) if m.contains("must be > 0 (got -1)")));
+}
+
+#[test]
+fn plain_serde_validates_too() {
+    let e = serde_json::from_str::<GateConfig>(r#"{"id": "g"}"#).unwrap_err();
+    assert!(e.to_string().contains("max_context_tokens"), "{e}");
+}

@@ -1,0 +1,87 @@
+//! The gate's `MANAGE_CONTEXT_BUDGET` trace event. Alone in its own test
+//! binary: `tracing` caches per-callsite interest process-wide, and tests on
+//! other threads hitting the same callsite without a subscriber would race
+//! with the scoped one installed here.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use cupel_pipeline::{GateConfig, InboxMessage, RetrievalNode};
+
+mod common;
+
+use common::{SQL, demand_then_always, gate, state, words};
+
+type Fields = BTreeMap<String, String>;
+
+struct Capture(Arc<Mutex<Vec<Fields>>>);
+
+struct Visit<'a>(&'a mut Fields);
+impl tracing::field::Visit for Visit<'_> {
+    fn record_debug(&mut self, f: &tracing::field::Field, v: &dyn std::fmt::Debug) {
+        self.0.insert(f.name().into(), format!("{v:?}"));
+    }
+    fn record_str(&mut self, f: &tracing::field::Field, v: &str) {
+        self.0.insert(f.name().into(), v.into());
+    }
+}
+
+impl tracing::Subscriber for Capture {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, e: &tracing::Event<'_>) {
+        let mut fields = Fields::new();
+        e.record(&mut Visit(&mut fields));
+        fields.insert("@name".into(), e.metadata().name().into());
+        fields.insert("@target".into(), e.metadata().target().into());
+        self.0.lock().unwrap().push(fields);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[test]
+fn every_decision_emits_one_manage_context_budget_event() {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let g = demand_then_always();
+    tracing::subscriber::with_default(Capture(events.clone()), || {
+        let _ = g.admit(
+            state(&[&words(95)], vec![RetrievalNode::new(SQL).with_id("q")]),
+            &[InboxMessage::new("manage_budget", "compact_sql")],
+        );
+        let _ = g.admit(state(&[], vec![RetrievalNode::new(SQL)]), &[]);
+        let big = gate(GateConfig::builder("tiny", 1).build().unwrap());
+        let _ = big.admit(state(&[], vec![RetrievalNode::new("x")]), &[]);
+    });
+    let events = events.lock().unwrap();
+    assert_eq!(events.len(), 3, "{events:#?}");
+    for e in events.iter() {
+        assert_eq!(e["@name"], "MANAGE_CONTEXT_BUDGET");
+        assert_eq!(e["@target"], "cupel::gate");
+        assert_eq!(e["event_type"], "MANAGE_CONTEXT_BUDGET");
+    }
+    let first = &events[0];
+    assert_eq!(first["decision"], "over");
+    assert_eq!(first["gate_id"], "manage_budget");
+    // 95 + compacted block (8 + 2 id + 4) 14 = 109.
+    assert_eq!(first["total_tokens"], "109");
+    assert_eq!(first["requeued"], "1");
+    let nodes: serde_json::Value = serde_json::from_str(&first["nodes"]).unwrap();
+    assert_eq!(
+        nodes,
+        serde_json::json!([{
+            "index": 0, "id": "q", "language": "sql", "policy": "demand",
+            "compacted": true, "tokens_before": 16, "tokens_after": 14
+        }])
+    );
+    assert_eq!(events[1]["decision"], "admitted");
+    assert_eq!(events[2]["decision"], "pipeline_budget_misconfig");
+    assert!(events[2]["error"].starts_with("PIPELINE_BUDGET_MISCONFIG"));
+}
