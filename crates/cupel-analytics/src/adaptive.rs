@@ -616,18 +616,47 @@ impl TryFrom<RecorderState> for UsageRecorder {
                 s.zero_streak, s.cycles
             ));
         }
+        let nonzero_cycles = s.cycles - s.zero_streak;
+        if s.nonzero_totals.len() as u64 > nonzero_cycles {
+            return bad(format!(
+                "{} non-zero totals but only {nonzero_cycles} cycles before the zero streak",
+                s.nonzero_totals.len()
+            ));
+        }
+        // Every agent gets one entry per cycle from the one it was first seen
+        // in, so a history is never longer than the run, its newest entries
+        // are the last cycle's usage (they add up to last_total), and the
+        // cycles of the zero streak are zeros in every history.
+        let max_history = usize::try_from(s.cycles).unwrap_or(usize::MAX).min(window);
+        let mut last_sum: i128 = 0;
         for (name, history) in &s.agents {
             if name.trim().is_empty() {
                 return bad("agent name must not be empty".into());
             }
-            if history.is_empty() || history.len() > window {
+            if history.is_empty() || history.len() > max_history {
                 return bad(format!(
-                    "agent '{name}' has {} cycles of history (1 to {window})",
-                    history.len()
+                    "agent '{name}' has {} cycles of history (1 to {max_history} after {} cycles)",
+                    history.len(),
+                    s.cycles
                 ));
             }
             if let Some(v) = history.iter().find(|&&v| v < 0) {
                 return bad(format!("agent '{name}': usage must be >= 0 (got {v})"));
+            }
+            let streak = usize::try_from(s.zero_streak).unwrap_or(usize::MAX);
+            if history.iter().rev().take(streak).any(|&v| v != 0) {
+                return bad(format!(
+                    "agent '{name}' used tokens during the {} zero-usage cycles",
+                    s.zero_streak
+                ));
+            }
+            last_sum += history.back().map_or(0, |&v| i128::from(v));
+        }
+        if let Some(t) = s.last_total {
+            if last_sum != i128::from(t) {
+                return bad(format!(
+                    "the agents' last-cycle usage adds up to {last_sum}, not last_total {t}"
+                ));
             }
         }
         Ok(UsageRecorder {

@@ -384,6 +384,17 @@ fn serde_rejects_states_that_break_the_invariants() {
         r#"{"cycles":0,"last_total":3,"nonzero_totals":[3],"zero_streak":0,"agents":{}}"#,
         // a zero streak longer than the run
         r#"{"cycles":1,"last_total":0,"nonzero_totals":[],"zero_streak":5,"agents":{}}"#,
+        // an agent on record before any cycle
+        r#"{"cycles":0,"last_total":null,"nonzero_totals":[],"zero_streak":0,"agents":{"A":[0]}}"#,
+        // an agent history longer than the run (2 entries after 1 cycle)
+        r#"{"cycles":1,"last_total":5,"nonzero_totals":[5],"zero_streak":0,"agents":{"A":[0,5]}}"#,
+        // the agents' newest entries (100) do not add up to last_total (5):
+        // a state in which a > u, which no run can produce
+        r#"{"cycles":1,"last_total":5,"nonzero_totals":[5],"zero_streak":0,"agents":{"A":[100]}}"#,
+        // usage by an agent inside the zero streak
+        r#"{"cycles":2,"last_total":0,"nonzero_totals":[5],"zero_streak":1,"agents":{"A":[5,0],"B":[3]}}"#,
+        // more non-zero totals than non-zero cycles
+        r#"{"cycles":2,"last_total":0,"nonzero_totals":[5,5],"zero_streak":1,"agents":{"A":[5,0]}}"#,
         // an unknown field
         r#"{"cycles":0,"last_total":null,"nonzero_totals":[],"zero_streak":0,"agents":{},"x":1}"#,
     ];

@@ -218,8 +218,9 @@ fn short(d: Decimal) -> String {
         .to_string()
 }
 
-/// `step N: B` per cycle and `final budget: B`; with `explain`, the cycle
-/// number and the candidates follow on each line, in aligned columns.
+/// `step N: B` per cycle and `final budget: B`; with `explain`, the
+/// candidates u, ū, a, ā, the trace's cycle number and a note when the
+/// NoUsage or Idle rule applied follow on each line, in aligned columns.
 fn text(steps: &[Step], final_budget: i64, explain: bool) -> String {
     let mut out = String::new();
     if !explain {
@@ -233,10 +234,7 @@ fn text(steps: &[Step], final_budget: i64, explain: bool) -> String {
     let rows: Vec<Vec<String>> = steps
         .iter()
         .map(|s| {
-            let mut row = vec![
-                format!("step {}: {}", s.step, s.suggestion.budget),
-                format!("cycle {}", s.cycle),
-            ];
+            let mut row = vec![format!("step {}: {}", s.step, s.suggestion.budget)];
             if let Some(c) = &s.suggestion.candidates {
                 row.push(format!("u={}", c.total));
                 row.push(format!("ū={}", short(c.mean_total)));
@@ -247,6 +245,9 @@ fn text(steps: &[Step], final_budget: i64, explain: bool) -> String {
                     who(&c.max_agent_mean_name)
                 ));
             }
+            // The trace's own cycle number follows the candidates: it differs from the
+            // step when the trace skips cycle numbers.
+            row.push(format!("(cycle {})", s.cycle));
             match s.suggestion.rule {
                 SuggestionRule::NoUsage => row.push("[no usage yet: budget kept]".into()),
                 SuggestionRule::Idle => row.push("[ten idle cycles: budget 1]".into()),
@@ -326,7 +327,14 @@ fn json(
     final_budget: i64,
 ) -> Result<String, CliError> {
     let report = JsonReport {
-        margin: number(margin.max(Decimal::ZERO)),
+        // The margin as given (clamped), not rounded: `0.0000001` must not
+        // read as 0 when the budget was computed with it.
+        margin: margin
+            .max(Decimal::ZERO)
+            .normalize()
+            .to_string()
+            .parse()
+            .unwrap_or(f64::MAX),
         initial_budget: initial,
         steps: steps
             .iter()

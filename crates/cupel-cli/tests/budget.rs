@@ -74,6 +74,30 @@ fn usage_100_with_margin_0_1_is_110_not_111() {
 }
 
 #[test]
+fn json_prints_the_margin_unrounded() {
+    // 1_000_000 × (1 + 0.0000001) = 1_000_000.1, ceil = 1_000_001: the margin
+    // changed the budget, so the JSON must not show it as 0.
+    let out = ok(
+        &[
+            "budget",
+            "simulate",
+            "--steps",
+            "1",
+            "--usage",
+            "1000000",
+            "--margin",
+            "0.0000001",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["margin"].as_f64(), Some(0.0000001));
+    assert_eq!(v["final_budget"], 1_000_001);
+}
+
+#[test]
 fn steps_default_to_ten_and_margin_to_0_1() {
     // ceil(10 × 1.1) = 11.
     let out = ok(&["budget", "simulate", "--usage", "10"], None);
