@@ -332,6 +332,33 @@ fn explain_names_duplicates_and_pinned_by_index() {
 }
 
 #[test]
+fn explain_blames_a_pinned_item_only_for_what_it_displaced() {
+    // Hand-derived in the fixture's comments: E(120) = 30, E(0) = 150.
+    let out = ok(&["explain", "tests/fixtures/pinned-override.toml"]);
+    assert_fits_80(&out);
+    let row = |n: &str| {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(n))
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(
+        row("1 "),
+        "1 excluded 0.900 80 Message PinnedOverride: displaced by #0"
+    );
+    assert_eq!(
+        row("2 "),
+        "2 excluded 0.700 60 Message BudgetExceeded: 60 > 10 available"
+    );
+    assert!(
+        out.contains("(BudgetExceeded 1, PinnedOverride 1)"),
+        "{out}"
+    );
+}
+
+#[test]
 fn explain_json_is_the_same_report_as_select_json() {
     assert_eq!(
         ok(&["explain", RAG, "--format", "json", "--zero-durations"]),

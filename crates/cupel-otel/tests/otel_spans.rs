@@ -920,3 +920,51 @@ fn a_shut_down_provider_records_nothing() {
     pipeline().run_traced(&scenario(), &mut c).unwrap();
     assert!(exporter.get_finished_spans().unwrap_or_default().is_empty());
 }
+
+#[test]
+fn shortfall_events_appear_only_with_extras() {
+    // The scenario under a count-quota slicer requiring 3 Documents: after
+    // Deduplicate the only Document is beta (40 tokens), which phase 1 commits
+    // (40 <= effective target 90), so the requirement ends 1 of 3 under
+    // Degrade: one shortfall { Document, required 3, satisfied 1 }.
+    use cupel_slicers::{CountQuotaEntry, CountQuotaSlice, ScarcityBehavior};
+    let slicer = CountQuotaSlice::new(
+        vec![CountQuotaEntry::new(ContextKind::DOCUMENT, 3, 5).unwrap()],
+        std::sync::Arc::new(GreedySlice),
+        ScarcityBehavior::Degrade,
+    )
+    .unwrap();
+    let p = Pipeline::builder()
+        .scorer(HintScorer)
+        .slicer(slicer)
+        .placer(ReversePlacer)
+        .budget(budget())
+        .build()
+        .unwrap();
+    for extras in [false, true] {
+        let (provider, exporter) = sdk();
+        let mut c = CupelOtelTraceCollector::with_tracer_provider(&provider, CupelVerbosity::Full)
+            .with_extras(extras);
+        p.run_traced(&scenario(), &mut c).unwrap();
+        let spans = exporter.get_finished_spans().unwrap();
+        let shortfalls: Vec<_> = spans
+            .iter()
+            .flat_map(|s| s.events.iter().map(move |e| (s.name.as_ref(), e)))
+            .filter(|(_, e)| e.name == "cupel.shortfall")
+            .collect();
+        if !extras {
+            assert!(shortfalls.is_empty(), "no shortfall event by default");
+            continue;
+        }
+        assert_eq!(shortfalls.len(), 1);
+        let (span_name, e) = shortfalls[0];
+        assert_eq!(span_name, "cupel.stage.slice");
+        let a = &e.attributes;
+        assert_eq!(
+            attr(a, "cupel.shortfall.kind").cloned(),
+            Some(Value::from("Document"))
+        );
+        assert_eq!(attr(a, "cupel.shortfall.required_count").cloned(), int(3));
+        assert_eq!(attr(a, "cupel.shortfall.satisfied_count").cloned(), int(1));
+    }
+}

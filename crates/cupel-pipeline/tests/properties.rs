@@ -160,3 +160,88 @@ proptest! {
         }
     }
 }
+
+// ----- D-9: PinnedOverride blames pinned items truthfully ---------------------------------------
+
+/// Takes every candidate, ignoring the budget, so that Truncate decides.
+struct TakeAll;
+impl Slicer for TakeAll {
+    fn slice(
+        &self,
+        s: &[cupel_core::ScoredItem<'_>],
+        _: cupel_core::SliceBudget,
+    ) -> Result<cupel_core::SliceOutcome, CupelError> {
+        Ok(cupel_core::SliceOutcome::selected((0..s.len()).collect()))
+    }
+}
+
+prop_compose! {
+    /// Items with unique contents (`p0`, `x1`, …) so that `displaced_by`
+    /// names exactly one pinned item.
+    fn arb_blame_items()(
+        specs in prop::collection::vec((1i64..80, prop::bool::weighted(0.25), 0.0f64..1.0), 1..20),
+    ) -> Vec<ContextItem> {
+        specs
+            .into_iter()
+            .enumerate()
+            .map(|(i, (tokens, pinned, hint))| {
+                let name = if pinned { format!("p{i}") } else { format!("x{i}") };
+                ContextItem::builder(name, tokens)
+                    .pinned(pinned)
+                    .future_relevance_hint(hint)
+                    .build()
+                    .unwrap()
+            })
+            .collect()
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// Whatever the stage, the tokens of the items a pinned item is blamed
+    /// for never add up to more than that pinned item holds; at Slice, a
+    /// PinnedOverride item is larger than the effective target with the
+    /// pinned tokens and fits the one without them (E(0) = target here).
+    #[test]
+    fn pinned_override_never_overstates_what_pinned_items_displaced(
+        items in arb_blame_items(),
+        target in 1i64..400,
+        truncate in any::<bool>(),
+    ) {
+        let slicer: Arc<dyn Slicer> = if truncate {
+            Arc::new(TakeAll)
+        } else {
+            Arc::new(GreedySlice::new())
+        };
+        let p = Pipeline::builder()
+            .scorer(ReflexiveScorer::new())
+            .slicer(slicer)
+            .placer(ChronologicalPlacer)
+            .overflow_strategy(OverflowStrategy::Truncate)
+            .budget(ContextBudget::new(1000, target).unwrap())
+            .build()
+            .unwrap();
+        let report = p.dry_run(&items).unwrap();
+        let pinned_total: i64 = items.iter().filter(|i| i.pinned()).map(ContextItem::tokens).sum();
+        let mut blamed: std::collections::BTreeMap<&str, i64> = Default::default();
+        for e in &report.excluded {
+            if let cupel_core::ExclusionReason::PinnedOverride { displaced_by } = &e.reason {
+                let holder = items.iter().find(|i| i.content() == displaced_by.as_str());
+                prop_assert!(holder.is_some_and(ContextItem::pinned), "{displaced_by} is not pinned");
+                *blamed.entry(displaced_by.as_str()).or_default() += e.item.tokens();
+                if !truncate {
+                    // Slice stage: E(pinned) = target - pinned, E(0) = target.
+                    let t = e.item.tokens();
+                    prop_assert!(t > target - pinned_total && t <= target,
+                        "{} ({t}) blamed at Slice with target {target}, pinned {pinned_total}",
+                        e.item.content());
+                }
+            }
+        }
+        for (name, tokens) in blamed {
+            let held = items.iter().find(|i| i.content() == name).map_or(0, ContextItem::tokens);
+            prop_assert!(tokens <= held, "{name} holds {held} but is blamed for {tokens}");
+        }
+    }
+}
