@@ -1,4 +1,5 @@
-//! `cargo xtask ci`: the whole CI gate, in order.
+//! `cargo xtask ci`: the whole CI gate, in order (the last step is a release
+//! dry run on a temporary copy of the working tree).
 
 use crate::{cargo, run_step};
 
@@ -35,6 +36,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 
     eprintln!("==> cargo xtask spec");
     crate::spec::run(&[])?;
+
+    crate::release::ci_dry_run()?;
 
     eprintln!("==> ci: all checks passed");
     Ok(())

@@ -7,6 +7,8 @@
 //! * `spec` — checks the links and anchors of `spec/*.md` and renders it to
 //!   `target/spec/` as HTML.
 //! * `bench` — runs criterion benchmarks and prints `NAME median_ms floor_ms ratio`.
+//! * `release VERSION [--dry-run]` — bumps, packages, checks and tags a
+//!   release (see the `release` module); `ci` runs its dry run.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -15,6 +17,7 @@ use std::process::{Command, ExitCode};
 mod bench;
 mod ci;
 mod conformance;
+mod release;
 mod spec;
 
 fn main() -> ExitCode {
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
         "bench" => bench::run(rest),
         "conformance" => conformance::run(rest),
         "spec" => spec::run(rest),
+        "release" => release::run(rest),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
             Ok(())
@@ -54,7 +58,12 @@ commands:
                 run the conformance vectors (default: conformance/required + conformance/optional)
   bench [--quick] [--summary-only] [BENCH...]
                 run criterion benchmarks (default: pipeline) and print NAME median_ms floor_ms ratio
-  spec          check spec/*.md links and anchors, render it to target/spec/ (HTML)";
+  spec          check spec/*.md links and anchors, render it to target/spec/ (HTML)
+  release VERSION [--dry-run]
+                refuse a dirty tree; bump every crate; move CHANGELOG's Unreleased under
+                VERSION; run ci; cargo package --workspace; check each package's files;
+                semver check against the previous tag; commit and tag vVERSION.
+                --dry-run does all of it on a temporary copy and changes nothing";
 
 /// The cargo that invoked us (`$CARGO`), falling back to `cargo` on PATH.
 pub(crate) fn cargo() -> Command {

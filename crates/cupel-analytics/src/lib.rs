@@ -77,6 +77,7 @@
 //!
 //! Depends on `cupel-core`, `cupel-pipeline`, (for [`QuotaSet`](cupel_slicers::QuotaSet))
 //! `cupel-slicers` and `rust_decimal`.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
 mod adaptive;

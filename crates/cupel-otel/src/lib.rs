@@ -82,6 +82,7 @@
 //! # Ok::<(), cupel_core::CupelError>(())
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 mod collector;
 mod names;
 mod run_budget;

@@ -97,6 +97,7 @@
 //!
 //! Depends on `cupel-core`, `cupel-scorers`, `cupel-slicers` and `cupel-placers`.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 mod config;
 mod construct;
 pub mod gate;

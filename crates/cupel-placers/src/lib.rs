@@ -36,6 +36,7 @@
 //!
 //! This crate depends only on `cupel-core`.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 mod chronological;
 mod u_shaped;
 

@@ -72,6 +72,7 @@
 //! assert!((scores[1] - 0.1).abs() < 1e-12);
 //! # Ok::<(), cupel_core::CupelError>(())
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
 mod composite;

@@ -50,6 +50,7 @@
 //!
 //! [`SliceBudget`]: cupel_core::SliceBudget
 //! [`SliceOutcome`]: cupel_core::SliceOutcome
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
 mod count_knapsack;

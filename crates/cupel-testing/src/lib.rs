@@ -189,6 +189,7 @@
 //! * Predicates are `FnMut` and run at most once per item per assertion.
 //! * Snapshot assertions over whole reports are deliberately absent (tie order
 //!   in `excluded` is not observable from the report).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
 mod chain;

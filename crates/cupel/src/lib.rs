@@ -62,6 +62,7 @@
 //!   tiktoken's BPE encodings (`cl100k_base`, `o200k_base`, ...), for the
 //!   context gate.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 pub use cupel_core::*;
 pub use cupel_pipeline::*;
 pub use cupel_placers::*;
