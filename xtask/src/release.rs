@@ -435,6 +435,11 @@ fn package_and_check(dir: &Path, target_dir: Option<&Path>) -> Result<(), String
     package
         .current_dir(dir)
         .args(["package", "--workspace", "--allow-dirty", "--locked"]);
+    for p in workspace_members(&meta).into_iter().filter(|p| !publishable(p)) {
+        if let Some(name) = p["name"].as_str() {
+            package.args(["--exclude", name]);
+        }
+    }
     let target = target_dir.map_or_else(|| dir.join("target"), Path::to_path_buf);
     package.env("CARGO_TARGET_DIR", &target);
     run_step(
@@ -500,7 +505,7 @@ fn file_problems(name: &str, files: &[String], pkg_dir: &Path) -> Vec<String> {
             || f.contains("/target/")
             || f.ends_with(".snap.new")
             || f.ends_with(".pending-snap")
-            || f.ends_with(".orig")
+            || (f.ends_with(".orig") && f != "Cargo.toml.orig")
             || f.ends_with(".rej")
             || f.ends_with(".swp")
             || f.ends_with('~')
