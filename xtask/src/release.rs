@@ -58,8 +58,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         }
     }
     let version = version.ok_or_else(|| format!("release: VERSION is required\n{USAGE}"))?;
-    let version = Version::parse(version.trim_start_matches('v'))
-        .map_err(|e| format!("release: `{version}` is not a semver version (MAJOR.MINOR.PATCH): {e}"))?;
+    let version = Version::parse(version.trim_start_matches('v')).map_err(|e| {
+        format!("release: `{version}` is not a semver version (MAJOR.MINOR.PATCH): {e}")
+    })?;
     let root = workspace_root();
     if dry_run {
         dry_run_release(&root, &version, DirtyTree::Refuse)
@@ -125,7 +126,10 @@ fn real_release(root: &Path, version: &Version) -> Result<(), String> {
 }
 
 fn dry_run_release(root: &Path, version: &Version, dirty: DirtyTree) -> Result<(), String> {
-    step(&format!("release v{version} --dry-run (nothing in {} changes)", root.display()));
+    step(&format!(
+        "release v{version} --dry-run (nothing in {} changes)",
+        root.display()
+    ));
     check_all(root, version, dirty)?;
     let copy = TempCopy::of_working_tree(root)?;
     let dir = copy.path();
@@ -157,12 +161,12 @@ fn check_all(root: &Path, version: &Version, dirty: DirtyTree) -> Result<(), Str
             "release: v{version} is below the workspace version {current}"
         ));
     }
-    if let Some(prev) = latest_tag(root)? {
-        if *version <= prev {
-            return Err(format!(
-                "release: v{version} is not above the latest release tag v{prev}"
-            ));
-        }
+    if let Some(prev) = latest_tag(root)?
+        && *version <= prev
+    {
+        return Err(format!(
+            "release: v{version} is not above the latest release tag v{prev}"
+        ));
     }
     if tag_exists(root, &format!("v{version}"))? {
         return Err(format!("release: the tag v{version} exists already"));
@@ -183,10 +187,13 @@ fn check_all(root: &Path, version: &Version, dirty: DirtyTree) -> Result<(), Str
     let changelog = read(&root.join("CHANGELOG.md"))?;
     if unreleased_section(&changelog)?.1.trim().is_empty() {
         return Err(
-            "release: CHANGELOG.md has nothing under `## [Unreleased]`: say what changed first".into(),
+            "release: CHANGELOG.md has nothing under `## [Unreleased]`: say what changed first"
+                .into(),
         );
     }
-    eprintln!("    checks passed: version, tag, tree, package metadata, dependency MSRV, changelog");
+    eprintln!(
+        "    checks passed: version, tag, tree, package metadata, dependency MSRV, changelog"
+    );
     Ok(())
 }
 
@@ -228,9 +235,18 @@ fn publishable(p: &serde_json::Value) -> bool {
 
 fn check_package_metadata(meta: &serde_json::Value) -> Result<(), String> {
     let mut problems = Vec::new();
-    for p in workspace_members(meta).into_iter().filter(|p| publishable(p)) {
+    for p in workspace_members(meta)
+        .into_iter()
+        .filter(|p| publishable(p))
+    {
         let name = p["name"].as_str().unwrap_or("?");
-        for field in ["description", "license", "readme", "documentation", "rust_version"] {
+        for field in [
+            "description",
+            "license",
+            "readme",
+            "documentation",
+            "rust_version",
+        ] {
             if p[field].as_str().is_none_or(str::is_empty) {
                 problems.push(format!("{name}: `{field}` is missing"));
             }
@@ -245,7 +261,10 @@ fn check_package_metadata(meta: &serde_json::Value) -> Result<(), String> {
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(format!("release: package metadata:\n  {}", problems.join("\n  ")))
+        Err(format!(
+            "release: package metadata:\n  {}",
+            problems.join("\n  ")
+        ))
     }
 }
 
@@ -264,12 +283,12 @@ fn check_dependency_msrv(meta: &serde_json::Value) -> Result<(), String> {
         if p["id"].as_str().is_some_and(|id| member_ids.contains(&id)) {
             continue;
         }
-        if let Some(rv) = p["rust_version"].as_str() {
-            if parse_rust_version(rv)? > ours {
-                let name = p["name"].as_str().unwrap_or("?");
-                let ver = p["version"].as_str().unwrap_or("?");
-                newer.insert(format!("{name} {ver}"), rv.to_owned());
-            }
+        if let Some(rv) = p["rust_version"].as_str()
+            && parse_rust_version(rv)? > ours
+        {
+            let name = p["name"].as_str().unwrap_or("?");
+            let ver = p["version"].as_str().unwrap_or("?");
+            newer.insert(format!("{name} {ver}"), rv.to_owned());
         }
     }
     if newer.is_empty() {
@@ -356,11 +375,11 @@ fn bump(root: &Path, version: &Version) -> Result<(), String> {
         .ok_or("Cargo.toml: no [workspace.dependencies]")?;
     let mut bumped = 0;
     for (_, dep) in deps.iter_mut() {
-        if let Some(t) = dep.as_table_like_mut() {
-            if t.contains_key("path") {
-                t.insert("version", value(v.as_str()));
-                bumped += 1;
-            }
+        if let Some(t) = dep.as_table_like_mut()
+            && t.contains_key("path")
+        {
+            t.insert("version", value(v.as_str()));
+            bumped += 1;
         }
     }
     if bumped == 0 {
@@ -435,7 +454,10 @@ fn package_and_check(dir: &Path, target_dir: Option<&Path>) -> Result<(), String
     package
         .current_dir(dir)
         .args(["package", "--workspace", "--allow-dirty", "--locked"]);
-    for p in workspace_members(&meta).into_iter().filter(|p| !publishable(p)) {
+    for p in workspace_members(&meta)
+        .into_iter()
+        .filter(|p| !publishable(p))
+    {
         if let Some(name) = p["name"].as_str() {
             package.args(["--exclude", name]);
         }
@@ -453,12 +475,16 @@ fn package_and_check(dir: &Path, target_dir: Option<&Path>) -> Result<(), String
     for (name, version, pkg_dir) in &packages {
         let files = package_files(dir, name, &target)?;
         problems.extend(file_problems(name, &files, pkg_dir));
-        let crate_file = target.join("package").join(format!("{name}-{version}.crate"));
+        let crate_file = target
+            .join("package")
+            .join(format!("{name}-{version}.crate"));
         let size = fs::metadata(&crate_file)
             .map_err(|e| format!("{}: {e}", crate_file.display()))?
             .len();
         if size > MAX_CRATE_BYTES {
-            problems.push(format!("{name}: the .crate is {size} bytes (limit {MAX_CRATE_BYTES})"));
+            problems.push(format!(
+                "{name}: the .crate is {size} bytes (limit {MAX_CRATE_BYTES})"
+            ));
         }
         eprintln!(
             "    {name} {version}: {} files, {:.1} KiB packed",
@@ -469,7 +495,10 @@ fn package_and_check(dir: &Path, target_dir: Option<&Path>) -> Result<(), String
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(format!("release: package contents:\n  {}", problems.join("\n  ")))
+        Err(format!(
+            "release: package contents:\n  {}",
+            problems.join("\n  ")
+        ))
     }
 }
 
@@ -514,10 +543,10 @@ fn file_problems(name: &str, files: &[String], pkg_dir: &Path) -> Vec<String> {
             problems.push(format!("{name}: stray file {f}"));
         }
         // Files cargo generates (.cargo_vcs_info.json, Cargo.toml.orig) do not exist on disk.
-        if let Ok(m) = fs::metadata(pkg_dir.join(f)) {
-            if m.len() > MAX_FILE_BYTES {
-                problems.push(format!("{name}: {f} is {} bytes (over 1 MiB)", m.len()));
-            }
+        if let Ok(m) = fs::metadata(pkg_dir.join(f))
+            && m.len() > MAX_FILE_BYTES
+        {
+            problems.push(format!("{name}: {f} is {} bytes (over 1 MiB)", m.len()));
         }
     }
     problems
@@ -527,7 +556,9 @@ fn file_problems(name: &str, files: &[String], pkg_dir: &Path) -> Vec<String> {
 
 fn semver_check(root: &Path) -> Result<(), String> {
     let Some(prev) = latest_tag(root)? else {
-        eprintln!("    semver check: no earlier v* tag, so no public API to compare against (first release)");
+        eprintln!(
+            "    semver check: no earlier v* tag, so no public API to compare against (first release)"
+        );
         return Ok(());
     };
     let available = cargo()
@@ -567,7 +598,16 @@ impl TempCopy {
             fs::remove_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         }
         let copy = TempCopy { path };
-        let files = git(root, &["ls-files", "-z", "--cached", "--others", "--exclude-standard"])?;
+        let files = git(
+            root,
+            &[
+                "ls-files",
+                "-z",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+            ],
+        )?;
         for f in files.split('\0').filter(|f| !f.is_empty()) {
             let from = root.join(f);
             let to = copy.path.join(f);
@@ -635,14 +675,16 @@ mod tests {
 
     #[test]
     fn unreleased_body_stops_at_the_next_version() {
-        let text = "# Changelog\n\n## [Unreleased]\n\n### Added\n- x\n\n## [0.1.0] - 2026-01-01\n- y\n";
+        let text =
+            "# Changelog\n\n## [Unreleased]\n\n### Added\n- x\n\n## [0.1.0] - 2026-01-01\n- y\n";
         let (_, body) = unreleased_section(text).unwrap_or((0, ""));
         assert_eq!(body, "\n### Added\n- x\n\n");
     }
 
     #[test]
     fn the_unreleased_entries_move_under_the_version() {
-        let text = "# Changelog\n\n## [Unreleased]\n\n### Added\n- x\n\n## [0.1.0] - 2026-01-01\n- y\n";
+        let text =
+            "# Changelog\n\n## [Unreleased]\n\n### Added\n- x\n\n## [0.1.0] - 2026-01-01\n- y\n";
         let (new, moved) =
             changelog_for_release(text, &Version::new(0, 2, 0), "2026-11-24").unwrap_or_default();
         assert_eq!(
@@ -654,9 +696,65 @@ mod tests {
 
     #[test]
     fn rust_versions_with_two_parts_parse() {
-        assert_eq!(parse_rust_version("1.88").ok(), Some(Version::new(1, 88, 0)));
-        assert_eq!(parse_rust_version("1.85.1").ok(), Some(Version::new(1, 85, 1)));
+        assert_eq!(
+            parse_rust_version("1.88").ok(),
+            Some(Version::new(1, 88, 0))
+        );
+        assert_eq!(
+            parse_rust_version("1.85.1").ok(),
+            Some(Version::new(1, 85, 1))
+        );
         assert!(parse_rust_version("one").is_err());
+    }
+
+    fn meta(members: &[(&str, &str, Option<&str>)], deps: &[(&str, &str)]) -> serde_json::Value {
+        let mut packages = Vec::new();
+        for (name, rv, repo) in members {
+            packages.push(serde_json::json!({
+                "id": format!("path+file:///{name}"), "name": name, "version": "0.1.0",
+                "description": "d", "license": "MIT", "readme": "README.md",
+                "documentation": "https://docs.rs/x", "rust_version": rv,
+                "repository": repo, "publish": null,
+            }));
+        }
+        for (name, rv) in deps {
+            packages.push(serde_json::json!({
+                "id": format!("registry+{name}"), "name": name, "version": "1.0.0",
+                "rust_version": rv,
+            }));
+        }
+        let ids: Vec<String> = members
+            .iter()
+            .map(|(n, _, _)| format!("path+file:///{n}"))
+            .collect();
+        serde_json::json!({ "packages": packages, "workspace_members": ids })
+    }
+
+    #[test]
+    fn a_dependency_newer_than_the_msrv_is_named() {
+        let ok = meta(
+            &[("a", "1.88", None)],
+            &[("old", "1.70"), ("same", "1.88.0")],
+        );
+        assert_eq!(check_dependency_msrv(&ok), Ok(()));
+        let bad = meta(&[("a", "1.88", None)], &[("new", "1.90"), ("old", "1.70")]);
+        let err = check_dependency_msrv(&bad).unwrap_err();
+        assert!(err.contains("new 1.0.0 needs Rust 1.90"), "{err}");
+        assert!(!err.contains("old 1.0.0"), "{err}");
+    }
+
+    #[test]
+    fn a_placeholder_repository_is_refused() {
+        let m = meta(&[("a", "1.88", Some("https://example.invalid/x"))], &[]);
+        let err = check_package_metadata(&m).unwrap_err();
+        assert!(
+            err.contains("a: `repository = \"https://example.invalid/x\"` is a placeholder"),
+            "{err}"
+        );
+        assert_eq!(
+            check_package_metadata(&meta(&[("a", "1.88", None)], &[])),
+            Ok(())
+        );
     }
 
     #[test]
