@@ -2,7 +2,7 @@
 //! budget loses, what budget a document needs, who is in at which size, and
 //! what another preset would pick.
 //!
-//! Run with `cargo run -p cupel-analytics --example what_if`.
+//! Run with `cargo run -p cupel-rs-analytics --example what_if`.
 
 use cupel_analytics::{
     budget_sweep, budget_utilization, find_min_budget_for, find_min_budget_for_exact,

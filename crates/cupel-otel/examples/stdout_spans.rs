@@ -7,9 +7,9 @@
 //! token count) for a 1536-token window.
 //!
 //! ```text
-//! cargo run -p cupel-otel --example stdout_spans                       # Full
-//! cargo run -p cupel-otel --example stdout_spans -- StageOnly
-//! cargo run -p cupel-otel --example stdout_spans -- StageAndExclusions
+//! cargo run -p cupel-rs-otel --example stdout_spans                       # Full
+//! cargo run -p cupel-rs-otel --example stdout_spans -- StageOnly
+//! cargo run -p cupel-rs-otel --example stdout_spans -- StageAndExclusions
 //! ```
 
 use std::error::Error;

@@ -9,7 +9,7 @@
 //! loop stops when the budget says so, and prints the error and its JSON.
 //!
 //! ```text
-//! cargo run -p cupel-pipeline --example agent_budget
+//! cargo run -p cupel-rs-pipeline --example agent_budget
 //! ```
 
 use std::error::Error;

@@ -7,7 +7,7 @@
 //! stand-in too; production code would use `TiktokenCounter` (feature
 //! `tiktoken`).
 //!
-//! Run it with `cargo run -p cupel-pipeline --example gate_loop`.
+//! Run it with `cargo run -p cupel-rs-pipeline --example gate_loop`.
 
 use cupel_core::{CodeLanguage, TokenCounter};
 use cupel_pipeline::{
