@@ -652,12 +652,12 @@ impl TryFrom<RecorderState> for UsageRecorder {
             }
             last_sum += history.back().map_or(0, |&v| i128::from(v));
         }
-        if let Some(t) = s.last_total {
-            if last_sum != i128::from(t) {
-                return bad(format!(
-                    "the agents' last-cycle usage adds up to {last_sum}, not last_total {t}"
-                ));
-            }
+        if let Some(t) = s.last_total
+            && last_sum != i128::from(t)
+        {
+            return bad(format!(
+                "the agents' last-cycle usage adds up to {last_sum}, not last_total {t}"
+            ));
         }
         Ok(UsageRecorder {
             cycles: s.cycles,
