@@ -233,6 +233,7 @@ impl fmt::Display for TokenUsage {
 /// ceiling (R-4): the amount of the overshoot is kept, not hidden behind `0`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct RemainingTokens {
     #[cfg_attr(
         feature = "serde",
@@ -280,6 +281,11 @@ impl RemainingTokens {
 /// a run shares. Without a token limit the budget is a pure deadline budget;
 /// with neither part it enforces nothing (R-1).
 ///
+/// With the `serde` feature the JSON form is
+/// `{"deadline": "<RFC 3339>", "token_limit": {"input": .., "output": ..}}`,
+/// every member optional; an unknown key (a misspelt `"dedline"`) is an
+/// error, never a silently unlimited budget (R-16).
+///
 /// ```
 /// use chrono::TimeDelta;
 /// use cupel_core::{
@@ -305,6 +311,7 @@ impl RemainingTokens {
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct RunBudget {
     #[cfg_attr(
         feature = "serde",

@@ -541,3 +541,33 @@ fn serde_round_trip_and_validation() {
         usage(3, 0)
     );
 }
+
+#[cfg(feature = "serde")]
+#[test]
+fn unknown_budget_keys_are_rejected_not_ignored() {
+    // A misspelt "deadline" must not silently become an unlimited budget.
+    let err = serde_json::from_str::<RunBudget>(r#"{"dedline":"2026-01-01T12:00:30Z"}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("unknown field `dedline`, expected `deadline` or `token_limit`"),
+        "{err}"
+    );
+    // Unknown keys inside the token limit and next to valid members fail too.
+    assert!(
+        serde_json::from_str::<RunBudget>(r#"{"token_limit":{"input":5,"outptu":7}}"#).is_err()
+    );
+    assert!(
+        serde_json::from_str::<RunBudget>(r#"{"token_limit":{"input":5},"extra":1}"#).is_err()
+    );
+    assert!(serde_json::from_str::<RemainingTokens>(r#"{"inputs":5}"#).is_err());
+    // The empty object is still the unlimited budget (R-1), and known keys parse.
+    assert_eq!(
+        serde_json::from_str::<RunBudget>("{}").unwrap(),
+        RunBudget::unlimited()
+    );
+    assert_eq!(
+        serde_json::from_str::<RunBudget>(r#"{"token_limit":{"output":7}}"#).unwrap(),
+        tokens_budget(None, Some(7))
+    );
+}
