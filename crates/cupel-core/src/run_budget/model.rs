@@ -5,7 +5,9 @@ use std::fmt;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::error::{Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase};
+use super::error::{
+    Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase, ScopeId,
+};
 use crate::{CupelError, TimeProvider};
 
 /// A wall-clock cutoff for a run.
@@ -426,8 +428,10 @@ impl RunBudget {
                         usage,
                         reserved: TokenUsage::ZERO,
                         requested: TokenUsage::ZERO,
+                        requested_duration: None,
                         now: None,
-                        scope_depth: 0,
+                        scope: ScopeId::ROOT,
+                        requester: ScopeId::ROOT,
                     },
                 ));
             }
