@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 
 use crate::run_budget::{BudgetDimension, BudgetExceededError};
 
@@ -210,6 +210,31 @@ pub enum CupelError {
         now: DateTime<Utc>,
     },
 
+    /// A [`BudgetRequest`](crate::BudgetRequest) was given a negative
+    /// projected duration.
+    #[error("run budget projected duration must be >= 0 (got {})", millis(.duration))]
+    NegativeProjectedDuration {
+        /// The rejected duration.
+        duration: TimeDelta,
+    },
+
+    /// A cumulative usage counter fed to a
+    /// [`UsageMeter`](crate::UsageMeter) went down: the provider reported a
+    /// total below the one it reported before (a counter reset, or a delta
+    /// passed where a total was expected). Nothing was recorded.
+    #[error(
+        "run budget cumulative {dimension} token counter went backwards (from {previous} to \
+         {observed}); pass deltas to BudgetTracker::record, or start a new meter after a reset"
+    )]
+    UsageCounterDecreased {
+        /// The dimension whose counter went down (`input` or `output`).
+        dimension: BudgetDimension,
+        /// The total observed before.
+        previous: i64,
+        /// The lower total observed now.
+        observed: i64,
+    },
+
     /// A run-budget checkpoint failed: see [`BudgetExceededError`] for the
     /// phase, dimension, numbers and JSON state.
     #[error(transparent)]
@@ -241,6 +266,22 @@ pub enum CupelError {
 impl From<BudgetExceededError> for CupelError {
     fn from(err: BudgetExceededError) -> Self {
         CupelError::RunBudgetExceeded(err)
+    }
+}
+
+/// `d` in milliseconds, with a fraction only when `d` is not whole
+/// (`-1500 ms`, `-0.000001 ms`).
+fn millis(d: &TimeDelta) -> String {
+    let sign = if *d < TimeDelta::zero() { "-" } else { "" };
+    let abs = d.abs();
+    let whole = abs.num_milliseconds();
+    let nanos = (abs - TimeDelta::milliseconds(whole))
+        .num_nanoseconds()
+        .unwrap_or(0);
+    if nanos == 0 {
+        format!("{sign}{whole} ms")
+    } else {
+        format!("{sign}{whole}.{nanos:06} ms")
     }
 }
 

@@ -14,7 +14,8 @@
 //!   [`InclusionReason`], [`TraceEvent`], [`OverflowEvent`];
 //! * the run budget shared by an agent and its subagents: [`RunBudget`]
 //!   ([`Deadline`], [`TokenLimit`]), the shared [`BudgetTracker`]
-//!   ([`TokenUsage`], [`Reservation`]) and [`BudgetExceededError`];
+//!   ([`TokenUsage`], [`BudgetRequest`], [`Reservation`], [`UsageMeter`])
+//!   and [`BudgetExceededError`];
 //! * injected services: [`TimeProvider`] (system, fixed and manual clocks)
 //!   and [`TokenCounter`], and the context gate's [`LanguageClassifier`]
 //!   and [`Compactor`] (with [`CodeLanguage`]);
@@ -72,9 +73,9 @@ pub use error::{CupelError, TokenSign};
 pub use item::{ContextItem, ContextItemBuilder};
 pub use kind::{ContextKind, ContextSource};
 pub use run_budget::{
-    BudgetDimension, BudgetExceededError, BudgetPhase, BudgetSnapshot, BudgetTracker, Deadline,
-    RUN_BUDGET_TRACING_TARGET, RemainingTokens, Reservation, RunBudget, RunBudgetBuilder,
-    TokenLimit, TokenUsage,
+    BudgetDimension, BudgetExceededError, BudgetPhase, BudgetRequest, BudgetSnapshot,
+    BudgetTracker, Deadline, RUN_BUDGET_TRACING_TARGET, RemainingTokens, Reservation, RunBudget,
+    RunBudgetBuilder, TokenLimit, TokenUsage, UsageMeter,
 };
 pub use stage::{
     OverflowStrategy, Placer, ScoredItem, Scorer, SliceOutcome, SliceRoom, Slicer, SlicerKind,

@@ -8,8 +8,8 @@ use std::thread;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use cupel_core::{
-    BudgetDimension, BudgetExceededError, BudgetPhase, BudgetTracker, Deadline, ManualTimeProvider,
-    RunBudget, TokenLimit, TokenUsage,
+    BudgetDimension, BudgetExceededError, BudgetPhase, BudgetRequest, BudgetTracker, Deadline,
+    ManualTimeProvider, RunBudget, TokenLimit, TokenUsage,
 };
 use proptest::prelude::*;
 
@@ -173,10 +173,21 @@ fn child_scopes_on_threads_charge_the_parent() {
     assert!(run.preflight().is_ok());
 }
 
+/// What a [`stress`] run did.
+#[derive(Debug, PartialEq, Eq)]
+struct StressOutcome {
+    /// Reservations admitted.
+    admitted: usize,
+    /// Reservations refused (each thread stops at its first refusal).
+    refused: usize,
+    /// The tracker's final input usage.
+    total: i64,
+}
+
 /// 8 threads reserve random costs against one ceiling at the same time; the
 /// sum of usage and reservations may never pass the ceiling, and every
 /// settled token is accounted for.
-fn stress(limit: i64, costs: &[Vec<(i64, i64)>]) {
+fn stress(limit: i64, costs: &[Vec<(i64, i64)>]) -> StressOutcome {
     let clock = ManualTimeProvider::new(t0());
     let budget = RunBudget::new(
         None,
@@ -188,17 +199,21 @@ fn stress(limit: i64, costs: &[Vec<(i64, i64)>]) {
     let settled = Arc::new(AtomicI64::new(0));
     let start = Barrier::new(costs.len());
     let violations = Mutex::new(Vec::new());
+    let counts = Mutex::new((0usize, 0usize));
     thread::scope(|s| {
         for thread_costs in costs {
             let run = run.clone();
             let settled = Arc::clone(&settled);
-            let (start, violations) = (&start, &violations);
+            let (start, violations, counts) = (&start, &violations, &counts);
             s.spawn(move || {
                 start.wait();
+                let (mut admitted, mut refused) = (0, 0);
                 for &(cost, actual_part) in thread_costs {
                     let Ok(r) = run.reserve(BudgetPhase::ProviderRequest, usage(cost, 0)) else {
+                        refused += 1;
                         break;
                     };
+                    admitted += 1;
                     // Consistent view under the lock: committed <= limit.
                     let snap = run.snapshot();
                     let left = snap.remaining_tokens.and_then(|t| t.input()).unwrap();
@@ -210,6 +225,9 @@ fn stress(limit: i64, costs: &[Vec<(i64, i64)>]) {
                     r.settle(usage(actual, 0));
                     settled.fetch_add(actual, Ordering::SeqCst);
                 }
+                let mut c = counts.lock().unwrap();
+                c.0 += admitted;
+                c.1 += refused;
             });
         }
     });
@@ -218,22 +236,220 @@ fn stress(limit: i64, costs: &[Vec<(i64, i64)>]) {
     assert!(total <= limit, "total {total} passed the limit {limit}");
     assert_eq!(total, settled.load(Ordering::SeqCst));
     assert_eq!(run.snapshot().reserved, TokenUsage::ZERO);
+    let (admitted, refused) = counts.into_inner().unwrap();
+    StressOutcome {
+        admitted,
+        refused,
+        total,
+    }
 }
 
 #[test]
 fn eight_threads_fill_a_budget_exactly() {
-    // 8 threads x 25 reservations of 5 tokens = 1000 tokens wanted, 1000 allowed:
-    // every reservation fits (the last one lands exactly on the ceiling).
+    // 8 threads x 25 reservations of 5 tokens = 1000 tokens wanted, 1000
+    // allowed. Committed tokens are always a multiple of 5, so a reservation
+    // is refused only once committed = 1000; before the 200th is admitted it
+    // is at most 995 and 995 + 5 <= 1000. Every reservation fits, the last
+    // one lands exactly on the ceiling, and each settles at its 5 tokens.
     let costs = vec![vec![(5, 5); 25]; 8];
-    stress(1_000, &costs);
+    assert_eq!(
+        stress(1_000, &costs),
+        StressOutcome {
+            admitted: 200,
+            refused: 0,
+            total: 1_000
+        }
+    );
 }
 
 #[test]
 fn eight_threads_asking_for_twice_the_budget_never_pass_it() {
-    // 8 x 50 x 5 = 2000 tokens wanted, 1000 allowed: some reservation is
-    // refused, the run halts, and the total stays within 1000.
+    // 8 x 50 x 5 = 2000 tokens wanted, 1000 allowed. As above a refusal needs
+    // committed = 1000, i.e. exactly 200 admitted reservations (each settling
+    // at 5), and after the first refusal the run is halted, so no 201st is
+    // admitted: total exactly 1000. 200 admissions complete at most 4 of the
+    // 8 threads (50 each); every other thread stops at one refusal.
     let costs = vec![vec![(5, 5); 50]; 8];
-    stress(1_000, &costs);
+    let outcome = stress(1_000, &costs);
+    assert_eq!((outcome.admitted, outcome.total), (200, 1_000));
+    assert!(
+        (4..=8).contains(&outcome.refused),
+        "refused {}",
+        outcome.refused
+    );
+}
+
+/// 8 subagent threads reserve through child scopes with their own input
+/// ceilings under one run ceiling, until refused; `costs[i]` is the cost of
+/// every reservation of thread `i`. Returns each child's final usage.
+fn child_stress(run_limit: i64, child_limits: &[i64], costs: &[i64]) -> Vec<i64> {
+    let clock = ManualTimeProvider::new(t0());
+    let budget = RunBudget::new(
+        None,
+        Some(TokenLimit::new(Some(run_limit), None).unwrap()),
+        &clock,
+    )
+    .unwrap();
+    let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+    let children: Vec<BudgetTracker> = child_limits
+        .iter()
+        .enumerate()
+        .map(|(i, &cap)| {
+            let b = RunBudget::new(
+                None,
+                Some(TokenLimit::new(Some(cap), None).unwrap()),
+                &clock,
+            )
+            .unwrap();
+            run.child_named(format!("sub-{i}"), b).unwrap()
+        })
+        .collect();
+    let start = Barrier::new(children.len());
+    let violations = Mutex::new(Vec::new());
+    let settled: Vec<i64> = thread::scope(|s| {
+        let handles: Vec<_> = children
+            .iter()
+            .zip(costs)
+            .zip(child_limits)
+            .map(|((child, &cost), &cap)| {
+                let (run, start, violations) = (&run, &start, &violations);
+                s.spawn(move || {
+                    start.wait();
+                    let mut mine = 0;
+                    // Bounded: each admitted reservation adds cost >= 1 to
+                    // a child capped at `cap`.
+                    while let Ok(r) = child.reserve(BudgetPhase::ProviderRequest, usage(cost, 0)) {
+                        // Neither the child's ceiling nor the run's is passed
+                        // while reservations are in flight.
+                        let c = child.snapshot();
+                        if c.usage.input() + c.reserved.input() > cap {
+                            violations.lock().unwrap().push(("child", c.usage.input()));
+                        }
+                        let p = run.snapshot();
+                        if p.usage.input() + p.reserved.input() > run_limit {
+                            violations.lock().unwrap().push(("run", p.usage.input()));
+                        }
+                        r.settle(usage(cost, 0));
+                        mine += cost;
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(violations.into_inner().unwrap(), Vec::new());
+    let usages: Vec<i64> = children.iter().map(|c| c.usage().input()).collect();
+    // Totals add up: each child's books match what its thread settled, and
+    // the run's usage is the sum of its children's.
+    assert_eq!(usages, settled);
+    assert_eq!(run.usage().input(), usages.iter().sum::<i64>());
+    for (u, cap) in usages.iter().zip(child_limits) {
+        assert!(u <= cap, "child used {u} of {cap}");
+    }
+    assert!(run.usage().input() <= run_limit);
+    assert_eq!(run.snapshot().reserved, TokenUsage::ZERO);
+    usages
+}
+
+#[test]
+fn eight_threads_through_child_scopes_respect_every_ceiling() {
+    // Run ceiling 1000; child caps 100, 120, ..., 240 (sum 1360); every
+    // reservation is 10 tokens. All amounts are multiples of 10, so a child
+    // is refused by its own cap only at exactly its cap, and by the run only
+    // at exactly 1000. The children want 1360 > 1000, so the run's ceiling
+    // must be met: the run ends at exactly 1000, no child above its cap.
+    let caps: Vec<i64> = (0..8).map(|i| 100 + 20 * i).collect();
+    let usages = child_stress(1_000, &caps, &[10; 8]);
+    assert_eq!(usages.iter().sum::<i64>(), 1_000);
+}
+
+#[test]
+fn child_caps_below_the_run_ceiling_are_each_filled() {
+    // Caps 50 x 8 = 400 under a run ceiling of 1000: the run's ceiling never
+    // binds, so every child is stopped by its own cap, exactly at it
+    // (10 divides 50).
+    let usages = child_stress(1_000, &[50; 8], &[10; 8]);
+    assert_eq!(usages, vec![50; 8]);
+}
+
+#[test]
+fn the_deadline_passing_mid_run_stops_every_holder() {
+    let clock = ManualTimeProvider::new(t0());
+    let budget = RunBudget::builder()
+        .deadline(Deadline::after(&clock, TimeDelta::seconds(60)))
+        .token_limit(TokenLimit::new(Some(i64::MAX), None).unwrap())
+        .build(&clock)
+        .unwrap();
+    let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+    // Four subagents: two clones of the run, a named child, and a grandchild.
+    let child = run
+        .child_named("researcher", RunBudget::unlimited())
+        .unwrap();
+    let grandchild = child.child(RunBudget::unlimited()).unwrap();
+    let holders = [run.clone(), run.clone(), child.clone(), grandchild.clone()];
+
+    // Every subagent completes one step before the clock moves, then keeps
+    // stepping until a checkpoint refuses; the main thread moves the clock
+    // 61 s while they run.
+    let started = Barrier::new(holders.len() + 1);
+    let errors: Vec<(usize, BudgetExceededError)> = thread::scope(|s| {
+        let handles: Vec<_> = holders
+            .iter()
+            .map(|h| {
+                let started = &started;
+                s.spawn(move || {
+                    h.reserve(BudgetPhase::ProviderRequest, usage(1, 0))
+                        .unwrap()
+                        .settle(usage(1, 0));
+                    started.wait();
+                    let mut steps = 1;
+                    loop {
+                        match h.reserve(BudgetPhase::ToolExecution, usage(1, 0)) {
+                            Ok(r) => {
+                                r.settle(usage(1, 0));
+                                steps += 1;
+                            }
+                            Err(e) => return (steps, e),
+                        }
+                    }
+                })
+            })
+            .collect();
+        started.wait();
+        clock.advance(TimeDelta::seconds(61));
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+
+    // The first refusal latched the run's deadline error (the root's
+    // deadline is checked first), and every holder got that same error:
+    // 60 s deadline, clock at +61 s -> 1 s late.
+    let first = &errors[0].1;
+    assert_eq!(first.dimension(), BudgetDimension::Deadline);
+    assert_eq!(first.phase(), BudgetPhase::ToolExecution);
+    assert_eq!(first.scope_depth(), 0);
+    assert_eq!(first.remaining_time(), Some(TimeDelta::seconds(-1)));
+    for (_, e) in &errors {
+        assert_eq!(e, first);
+    }
+    // Every holder, on every checkpoint, now gets the deadline error.
+    for h in [&run, &child, &grandchild] {
+        assert_eq!(h.preflight().unwrap_err(), *first);
+        assert_eq!(
+            h.check(BudgetPhase::ProviderRequest, TokenUsage::ZERO)
+                .unwrap_err(),
+            *first
+        );
+        assert_eq!(
+            h.would_fit(&BudgetRequest::tool_execution(TokenUsage::ZERO))
+                .unwrap_err(),
+            *first
+        );
+    }
+    // The books: every step that passed was settled at 1 token.
+    let steps: i64 = errors.iter().map(|(n, _)| i64::try_from(*n).unwrap()).sum();
+    assert_eq!(run.usage().input(), steps);
+    assert_eq!(run.snapshot().reserved, TokenUsage::ZERO);
 }
 
 proptest! {
@@ -248,6 +464,17 @@ proptest! {
         ),
     ) {
         stress(limit, &costs);
+    }
+
+    /// Random child caps and costs: no child passes its cap, the run never
+    /// passes its ceiling, and the books add up.
+    #[test]
+    fn concurrent_child_scopes_never_pass_a_ceiling(
+        run_limit in 0i64..1_500,
+        caps in prop::collection::vec(0i64..400, 8),
+        costs in prop::collection::vec(1i64..60, 8),
+    ) {
+        child_stress(run_limit, &caps, &costs);
     }
 }
 
@@ -315,6 +542,15 @@ fn checkpoints_emit_remaining_time_and_tokens() {
         let _r = run
             .reserve(BudgetPhase::ProviderRequest, usage(30, 0))
             .unwrap();
+        // Asking is not a checkpoint: would_fit emits nothing.
+        assert!(
+            run.would_fit(&BudgetRequest::tool_execution(usage(70, 0)))
+                .is_ok()
+        );
+        assert!(
+            run.would_fit(&BudgetRequest::tool_execution(usage(71, 0)))
+                .is_err()
+        );
         let _ = run.reserve(BudgetPhase::ToolExecution, usage(71, 0));
     });
     let events = capture.0.lock().unwrap();
@@ -343,6 +579,7 @@ fn checkpoints_emit_remaining_time_and_tokens() {
     // The refused request: dimension and JSON state are attached.
     assert_eq!(get(&events[2], "phase").as_deref(), Some("tool_execution"));
     assert_eq!(get(&events[2], "dimension").as_deref(), Some("input"));
+    assert_eq!(get(&events[2], "requester_depth").as_deref(), Some("0"));
     assert!(
         get(&events[2], "budget")
             .unwrap()
@@ -498,6 +735,47 @@ fn error_messages_are_pinned() {
             .to_string(),
     );
 
+    // A named child's request breaks the run's ceiling: the message names
+    // the child as the requester; the JSON state carries its depth and label.
+    let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+    run.record(usage(90, 0));
+    let researcher = run
+        .child_named("researcher", RunBudget::unlimited())
+        .unwrap();
+    let e = researcher
+        .reserve(BudgetPhase::ProviderRequest, usage(11, 0))
+        .unwrap_err();
+    lines.push(e.to_string());
+    lines.push(e.budget_json().to_owned());
+
+    // An unnamed grandchild breaks a named child's ceiling.
+    let run = BudgetTracker::new(RunBudget::unlimited(), clock.clone()).unwrap();
+    let writer = run
+        .child_named(
+            "writer",
+            RunBudget::new(None, Some(TokenLimit::new(Some(10), None).unwrap()), &clock).unwrap(),
+        )
+        .unwrap();
+    let helper = writer.child(RunBudget::unlimited()).unwrap();
+    lines.push(
+        helper
+            .reserve(BudgetPhase::ToolExecution, usage(12, 0))
+            .unwrap_err()
+            .to_string(),
+    );
+
+    // A request projected to take 6 s with 5 s left.
+    let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+    let e = run
+        .reserve_request(
+            &BudgetRequest::provider_request(usage(10, 0))
+                .with_duration(TimeDelta::seconds(6))
+                .unwrap(),
+        )
+        .unwrap_err();
+    lines.push(e.to_string());
+    lines.push(e.budget_json().to_owned());
+
     // Final tally over: 130 input tokens of 100.
     let run = BudgetTracker::new(budget, clock.clone()).unwrap();
     run.record(usage(130, 0));
@@ -511,6 +789,16 @@ fn error_messages_are_pinned() {
     // Construction errors.
     lines.push(TokenLimit::new(Some(-5), None).unwrap_err().to_string());
     lines.push(TokenUsage::new(0, -1).unwrap_err().to_string());
+    lines.push(
+        BudgetRequest::tool_execution(TokenUsage::ZERO)
+            .with_duration(TimeDelta::milliseconds(-1_500))
+            .unwrap_err()
+            .to_string(),
+    );
+    let mut meter = BudgetTracker::new(RunBudget::unlimited(), clock.clone())
+        .unwrap()
+        .meter_from(usage(500, 20));
+    lines.push(meter.observe_total(usage(400, 20)).unwrap_err().to_string());
     lines.push(
         RunBudget::new(Some(Deadline::at(t0())), None, &clock)
             .unwrap_err()

@@ -94,8 +94,9 @@ pub use collector::CupelOtelTraceCollector;
 pub use names::{TRACER_NAME, exclusion_reason_name};
 pub use run_budget::{
     BUDGET_DIMENSION, BUDGET_EXCEEDED_EVENT, BUDGET_PHASE, BUDGET_REMAINING_TIME,
-    BUDGET_REMAINING_TOKENS_INPUT, BUDGET_REMAINING_TOKENS_OUTPUT, BUDGET_SCOPE_DEPTH,
-    BUDGET_STATE, budget_attributes, record_budget, record_budget_exceeded,
+    BUDGET_REMAINING_TOKENS_INPUT, BUDGET_REMAINING_TOKENS_OUTPUT, BUDGET_REQUESTER_DEPTH,
+    BUDGET_REQUESTER_LABEL, BUDGET_SCOPE_DEPTH, BUDGET_STATE, budget_attributes, record_budget,
+    record_budget_exceeded,
 };
 #[cfg(feature = "tracing")]
 pub use tracing_collector::TracingCollector;

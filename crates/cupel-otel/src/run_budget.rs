@@ -26,6 +26,12 @@ pub const BUDGET_PHASE: &str = "budget_phase";
 pub const BUDGET_DIMENSION: &str = "budget_dimension";
 /// The breached scope's state as JSON, on the event.
 pub const BUDGET_STATE: &str = "budget_state";
+/// Depth of the scope whose request broke the limit, on the event (`0` for
+/// the run's own tracker; compare with the depth in [`BUDGET_STATE`]).
+pub const BUDGET_REQUESTER_DEPTH: &str = "budget_requester_depth";
+/// Label of the requesting scope, on the event when it has one
+/// (`BudgetTracker::child_named`).
+pub const BUDGET_REQUESTER_LABEL: &str = "budget_requester_label";
 
 /// The attributes describing `snapshot`: [`BUDGET_REMAINING_TIME`],
 /// [`BUDGET_REMAINING_TOKENS_INPUT`], [`BUDGET_REMAINING_TOKENS_OUTPUT`]
@@ -77,14 +83,19 @@ pub fn record_budget<S: Span + ?Sized>(span: &mut S, snapshot: &BudgetSnapshot) 
 }
 
 /// Adds a [`BUDGET_EXCEEDED_EVENT`] event to `span` with the phase, the
-/// dimension and the JSON state of `error`.
+/// dimension, the requesting scope ([`BUDGET_REQUESTER_DEPTH`], and
+/// [`BUDGET_REQUESTER_LABEL`] when it has a label) and the JSON state of
+/// `error`.
 pub fn record_budget_exceeded<S: Span + ?Sized>(span: &mut S, error: &BudgetExceededError) {
-    span.add_event(
-        BUDGET_EXCEEDED_EVENT,
-        vec![
-            KeyValue::new(BUDGET_PHASE, error.phase().as_str()),
-            KeyValue::new(BUDGET_DIMENSION, error.dimension().as_str()),
-            KeyValue::new(BUDGET_STATE, error.budget_json().to_owned()),
-        ],
-    );
+    let depth = i64::try_from(error.requester_depth()).unwrap_or(i64::MAX);
+    let mut attributes = vec![
+        KeyValue::new(BUDGET_PHASE, error.phase().as_str()),
+        KeyValue::new(BUDGET_DIMENSION, error.dimension().as_str()),
+        KeyValue::new(BUDGET_REQUESTER_DEPTH, depth),
+    ];
+    if let Some(label) = error.requester_label() {
+        attributes.push(KeyValue::new(BUDGET_REQUESTER_LABEL, label.to_owned()));
+    }
+    attributes.push(KeyValue::new(BUDGET_STATE, error.budget_json().to_owned()));
+    span.add_event(BUDGET_EXCEEDED_EVENT, attributes);
 }

@@ -1,5 +1,5 @@
 //! Run-budget attributes and events on a real span, read back from the SDK.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use chrono::{DateTime, TimeDelta, Utc};
 use cupel_core::{
@@ -79,5 +79,70 @@ fn provider_call_span_carries_the_budget_state() {
         event
             .attributes
             .contains(&KeyValue::new("budget_state", err.budget_json().to_owned()))
+    );
+    // The run's own request: depth 0, no label attribute.
+    assert!(
+        event
+            .attributes
+            .contains(&KeyValue::new("budget_requester_depth", 0))
+    );
+    assert!(
+        !event
+            .attributes
+            .iter()
+            .any(|kv| kv.key.as_str() == "budget_requester_label")
+    );
+}
+
+#[test]
+fn exceeded_event_names_the_subagent_that_broke_the_run_limit() {
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let tracer = provider.tracer("agent");
+
+    let clock = ManualTimeProvider::new(t0());
+    let budget = RunBudget::new(
+        None,
+        Some(TokenLimit::new(Some(100), None).unwrap()),
+        &clock,
+    )
+    .unwrap();
+    let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+    let researcher = run
+        .child_named("researcher", RunBudget::unlimited())
+        .unwrap();
+    // 100 input tokens in the run; the researcher asks for 120.
+    let err = researcher
+        .reserve(
+            BudgetPhase::ProviderRequest,
+            TokenUsage::new(120, 0).unwrap(),
+        )
+        .unwrap_err();
+
+    let mut span = tracer.start("subagent.call");
+    cupel_otel::record_budget_exceeded(&mut span, &err);
+    span.end();
+
+    let spans = exporter.get_finished_spans().unwrap();
+    let attributes = &spans[0].events.events[0].attributes;
+    assert_eq!(
+        attributes[..4],
+        [
+            KeyValue::new("budget_phase", "provider_request"),
+            KeyValue::new("budget_dimension", "input"),
+            KeyValue::new("budget_requester_depth", 1),
+            KeyValue::new("budget_requester_label", "researcher"),
+        ]
+    );
+    // The state says which scope's limit broke: the run's (depth 0).
+    let Value::String(state) = &attributes[4].value else {
+        panic!("budget_state is a string");
+    };
+    assert!(
+        state
+            .as_str()
+            .starts_with(r#"{"scope_depth":0,"requester_depth":1,"requester_label":"researcher","#)
     );
 }

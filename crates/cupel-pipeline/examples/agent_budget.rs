@@ -1,29 +1,40 @@
-//! An agent loop and a subagent sharing one run budget.
+//! An agent loop and a subagent sharing one run budget, on two threads.
 //!
 //! The orchestrator answers a support question with a (simulated) model and
 //! a search tool. Every turn selects its context window with
 //! `Pipeline::run_within`, so the window shrinks as the run's input
-//! allowance runs down; tool calls reserve their projected cost first; a
-//! subagent that summarises the retrieved articles runs on its own thread
-//! with a child scope (a tighter input cap) that still charges the run. The
-//! loop stops when the budget says so, and prints the error and its JSON.
+//! allowance runs down; tool calls reserve their projected cost first. A
+//! summariser subagent works on its own thread *at the same time*, in a
+//! child scope named `"summariser"` with a tighter input cap that still
+//! charges the run. Both model sessions report running totals, which a
+//! `UsageMeter` turns into per-call usage. The loop stops when the budget
+//! says so, and prints the error and its JSON.
+//!
+//! The two threads work in rounds: each round the orchestrator moves the
+//! (manual) clock by one model call, opens the round for the subagent, takes
+//! its own turn while the subagent takes one, then waits for the subagent's
+//! report. Within a round the threads race for the shared budget, but the
+//! numbers are chosen so every request fits whatever the interleaving, and
+//! the log is written in a fixed order after each round, so the output is
+//! the same on every run.
 //!
 //! ```text
 //! cargo run -p cupel-rs-pipeline --example agent_budget
 //! ```
 
 use std::error::Error;
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use cupel_core::{
     BudgetExceededError, BudgetPhase, BudgetTracker, ContextBudget, ContextItem, ContextKind,
     CupelError, Deadline, ManualTimeProvider, RunBudget, TimeProvider, TokenLimit, TokenUsage,
+    UsageMeter,
 };
 use cupel_pipeline::Pipeline;
 use cupel_placers::ChronologicalPlacer;
 use cupel_scorers::RecencyScorer;
-
 use cupel_slicers::GreedySlice;
 
 /// What the run did, for the caller (and the test that runs this example).
@@ -31,21 +42,37 @@ use cupel_slicers::GreedySlice;
 pub(crate) struct Outcome {
     /// Model turns completed by the orchestrator.
     pub(crate) turns: usize,
-    /// Turns completed by the subagent before its own cap stopped it.
+    /// Turns completed by the subagent.
     pub(crate) subagent_turns: usize,
-    /// The error that stopped the subagent (its own input cap).
-    pub(crate) subagent_stopped_by: BudgetExceededError,
+    /// The error that stopped the subagent, if the budget stopped it.
+    pub(crate) subagent_stopped_by: Option<BudgetExceededError>,
     /// The error that ended the run.
     pub(crate) stopped_by: BudgetExceededError,
     /// The run's total usage.
     pub(crate) usage: TokenUsage,
+    /// What happened, round by round (the lines `main` prints).
+    pub(crate) log: Vec<String>,
 }
 
-/// The simulated model: reads the whole window, answers with at most
-/// `max_output` tokens (80 by default).
-fn call_model(window: &[ContextItem], max_output: Option<i64>) -> Result<TokenUsage, CupelError> {
-    let input: i64 = window.iter().map(ContextItem::tokens).sum();
-    TokenUsage::new(input, max_output.unwrap_or(80).min(80))
+/// A simulated model session. It reads the whole window and answers with at
+/// most `max_output` tokens (80 by default); like real provider sessions it
+/// reports the session's *running total*, not the call's usage.
+#[derive(Default)]
+struct ModelSession {
+    total: TokenUsage,
+}
+
+impl ModelSession {
+    fn call(
+        &mut self,
+        window: &[ContextItem],
+        max_output: Option<i64>,
+    ) -> Result<TokenUsage, CupelError> {
+        let input: i64 = window.iter().map(ContextItem::tokens).sum();
+        let this_call = TokenUsage::new(input, max_output.unwrap_or(80).min(80))?;
+        self.total = self.total.saturating_add(this_call);
+        Ok(self.total)
+    }
 }
 
 fn item(
@@ -60,35 +87,59 @@ fn item(
         .build()
 }
 
-/// One agent turn: select, call, settle. Returns the model's answer usage.
-fn turn(
+/// One model turn: select under the meter's scope, call, settle the
+/// reservation with the increase of the session's running total. Returns
+/// the call's usage.
+fn model_turn(
     pipeline: &Pipeline,
     history: &[ContextItem],
-    budget: &BudgetTracker,
+    session: &mut ModelSession,
+    meter: &mut UsageMeter,
 ) -> Result<TokenUsage, CupelError> {
-    let window = pipeline.run_within(history, budget)?;
-    let used = call_model(&window.items, window.max_output_tokens)?;
-    window.reservation.settle(used);
-    Ok(used)
+    let window = pipeline.run_within(history, meter.tracker())?;
+    let running_total = session.call(&window.items, window.max_output_tokens)?;
+    meter.settle_total(window.reservation, running_total)
 }
 
-/// The subagent: summarises until its own scope (or the run) says stop.
+/// What the subagent tells the orchestrator at the end of a round.
+enum Report {
+    /// A completed turn and its usage.
+    Turn(TokenUsage),
+    /// The budget stopped the subagent after this many turns.
+    Stopped(usize, BudgetExceededError),
+}
+
+/// The subagent: one summarising turn per round the orchestrator opens,
+/// until its scope (or the run) says stop or the orchestrator is done.
 fn summariser(
     pipeline: &Pipeline,
     articles: &[ContextItem],
     scope: &BudgetTracker,
-) -> (usize, BudgetExceededError) {
+    rounds: Receiver<()>,
+    reports: Sender<Report>,
+) -> Result<(), CupelError> {
+    let mut session = ModelSession::default();
+    let mut meter = scope.meter();
     let mut turns = 0;
-    loop {
-        match turn(pipeline, articles, scope) {
-            Ok(_) => turns += 1,
-            Err(CupelError::RunBudgetExceeded(e)) => return (turns, e),
-            Err(other) => unreachable!("the example pipeline cannot fail otherwise: {other}"),
+    for () in rounds {
+        let report = match model_turn(pipeline, articles, &mut session, &mut meter) {
+            Ok(used) => {
+                turns += 1;
+                Report::Turn(used)
+            }
+            Err(CupelError::RunBudgetExceeded(e)) => Report::Stopped(turns, e),
+            Err(other) => return Err(other),
+        };
+        let stopped = matches!(report, Report::Stopped(..));
+        // The orchestrator hung up: nothing left to report to.
+        if reports.send(report).is_err() || stopped {
+            break;
         }
     }
+    Ok(())
 }
 
-/// Runs the whole scenario on a manual clock (each model call takes 4 s).
+/// Runs the whole scenario on a manual clock (each round takes 4 s).
 pub(crate) fn run_agent() -> Result<Outcome, Box<dyn Error>> {
     let clock = ManualTimeProvider::new("2026-06-01T10:00:00Z".parse()?);
     let budget = RunBudget::builder()
@@ -134,79 +185,136 @@ pub(crate) fn run_agent() -> Result<Outcome, Box<dyn Error>> {
             )
         })
         .collect::<Result<_, _>>()?;
-    let sub_scope = run.child(RunBudget::new(
-        None,
-        Some(TokenLimit::new(Some(500), None)?),
-        &clock,
-    )?)?;
-    let (subagent_turns, sub_stop) = thread::scope(|s| {
-        s.spawn(|| summariser(&pipeline, &articles, &sub_scope))
-            .join()
-    })
-    .map_err(|_| "the subagent thread panicked")?;
-    println!(
-        "subagent: {subagent_turns} turns; run usage now {}",
-        run.usage()
-    );
-    history.push(item(
-        "Summary: roll the firmware back from the app's settings.".into(),
-        80,
-        ContextKind::DOCUMENT,
-        start,
-    )?);
+    let sub_scope = run.child_named(
+        "summariser",
+        RunBudget::new(None, Some(TokenLimit::new(Some(500), None)?), &clock)?,
+    )?;
 
-    let mut turns = 0;
-    let stopped_by = loop {
-        clock.advance(TimeDelta::seconds(4));
-        let answer = match turn(&pipeline, &history, &run) {
-            Ok(answer) => answer,
-            Err(CupelError::RunBudgetExceeded(e)) => break e,
-            Err(other) => return Err(other.into()),
-        };
-        turns += 1;
-        history.push(item(
-            format!("Assistant turn {turns}."),
-            answer.output(),
-            ContextKind::MESSAGE,
-            clock.now(),
-        )?);
+    thread::scope(|s| {
+        let (open_round, rounds) = channel();
+        let (report, reports) = channel();
+        let subagent = s.spawn(|| summariser(&pipeline, &articles, &sub_scope, rounds, report));
 
-        // The assistant asks the search tool: projected 0 in / 60 out.
-        let projected = TokenUsage::new(0, 60)?;
-        match run.reserve(BudgetPhase::ToolExecution, projected) {
-            Ok(reservation) => {
-                let actual = TokenUsage::new(0, 45)?;
-                reservation.settle(actual);
-                history.push(item(
-                    format!("Search result {turns}."),
-                    actual.output(),
-                    ContextKind::TOOL_OUTPUT,
-                    clock.now(),
-                )?);
+        let mut agent = ModelSession::default();
+        let mut meter = run.meter();
+        let mut open_round = Some(open_round);
+        let (mut turns, mut subagent_turns, mut subagent_stopped_by) = (0, 0, None);
+        let mut log = Vec::new();
+        let mut round = 0;
+        let stopped_by = loop {
+            round += 1;
+            clock.advance(TimeDelta::seconds(4));
+            // Open the round: the subagent takes its turn while we take ours.
+            let subagent_working = open_round.as_ref().is_some_and(|tx| tx.send(()).is_ok());
+
+            let mut line = format!("round {round}: agent");
+            let mut stop = None;
+            match model_turn(&pipeline, &history, &mut agent, &mut meter) {
+                Ok(answer) => {
+                    turns += 1;
+                    line.push_str(&format!(" {answer}"));
+                    history.push(item(
+                        format!("Assistant turn {turns}."),
+                        answer.output(),
+                        ContextKind::MESSAGE,
+                        clock.now(),
+                    )?);
+                    // The assistant asks the search tool: projected 0 in / 60 out.
+                    match run.reserve(BudgetPhase::ToolExecution, TokenUsage::new(0, 60)?) {
+                        Ok(reservation) => {
+                            let actual = TokenUsage::new(0, 45)?;
+                            reservation.settle(actual);
+                            line.push_str(&format!("; search tool {actual}"));
+                            history.push(item(
+                                format!("Search result {turns}."),
+                                actual.output(),
+                                ContextKind::TOOL_OUTPUT,
+                                clock.now(),
+                            )?);
+                        }
+                        Err(e) => {
+                            line.push_str("; search tool refused");
+                            stop = Some(e);
+                        }
+                    }
+                }
+                Err(CupelError::RunBudgetExceeded(e)) => {
+                    line.push_str(" refused");
+                    stop = Some(e);
+                }
+                Err(other) => return Err(other.into()),
             }
-            Err(e) => break e,
-        }
-        let s = run.snapshot();
-        println!(
-            "turn {turns}: usage {}, remaining {:?}, {:?} ms left",
-            s.usage,
-            s.remaining_tokens,
-            s.remaining_time_ms()
-        );
-    };
-    Ok(Outcome {
-        turns,
-        subagent_turns,
-        subagent_stopped_by: sub_stop,
-        stopped_by,
-        usage: run.usage(),
+            log.push(line);
+
+            // Close the round: wait for the subagent's report.
+            if subagent_working {
+                match reports.recv() {
+                    Ok(Report::Turn(used)) => {
+                        subagent_turns += 1;
+                        log.push(format!("round {round}: summariser {used}"));
+                        history.push(item(
+                            format!("Summary {subagent_turns} of the rollback articles."),
+                            used.output(),
+                            ContextKind::DOCUMENT,
+                            clock.now(),
+                        )?);
+                    }
+                    Ok(Report::Stopped(turns, e)) => {
+                        log.push(format!(
+                            "round {round}: summariser stopped after {turns} turns: {e}"
+                        ));
+                        subagent_stopped_by = Some(e);
+                        open_round = None;
+                    }
+                    // The subagent ended on an error: joining it reports it.
+                    Err(_) => open_round = None,
+                }
+            }
+            if let Some(e) = stop {
+                break e;
+            }
+            let s = run.snapshot();
+            let (input, output) = s
+                .remaining_tokens
+                .map_or((None, None), |r| (r.input(), r.output()));
+            log.push(format!(
+                "round {round}: run used {}; left input {}, output {}, {} ms",
+                s.usage,
+                shown(input),
+                shown(output),
+                shown(s.remaining_time_ms())
+            ));
+        };
+        // Done: hang up, so a subagent still waiting for a round returns.
+        drop(open_round);
+        subagent
+            .join()
+            .map_err(|_| "the subagent thread panicked")??;
+        Ok(Outcome {
+            turns,
+            subagent_turns,
+            subagent_stopped_by,
+            stopped_by,
+            usage: run.usage(),
+            log,
+        })
     })
+}
+
+/// A bounded amount, or `unbounded`.
+fn shown(value: Option<i64>) -> String {
+    value.map_or_else(|| "unbounded".to_owned(), |v| v.to_string())
 }
 
 #[allow(dead_code)] // the example's entry point; the test calls `run_agent`
 fn main() -> Result<(), Box<dyn Error>> {
     let outcome = run_agent()?;
-    println!("subagent stopped: {}", outcome.subagent_stopped_by);
+    for line in &outcome.log {
+        println!("{line}");
+    }
+    if let Some(e) = &outcome.subagent_stopped_by {
+        println!("subagent state: {}", e.budget_json());
+    }
     println!(
         "run stopped: {}\n  state: {}",
         outcome.stopped_by,

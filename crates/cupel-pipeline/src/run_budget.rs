@@ -8,8 +8,8 @@
 //! tokens.
 
 use cupel_core::{
-    BudgetPhase, BudgetTracker, ContextBudget, ContextItem, CupelError, NullTraceCollector,
-    Reservation, TokenSign, TokenUsage, TraceCollector,
+    BudgetPhase, BudgetRequest, BudgetTracker, ContextBudget, ContextItem, CupelError,
+    NullTraceCollector, Reservation, TokenSign, TokenUsage, TraceCollector,
 };
 
 use crate::Pipeline;
@@ -33,6 +33,13 @@ pub struct BudgetedWindow {
     /// The most the model may generate for this request without breaking the
     /// output ceiling: the pipeline's `output_reserve`, lowered to the output
     /// allowance left; `None` when neither bounds it.
+    ///
+    /// With `output_reserve = 0` and a bounded output ceiling this is the
+    /// whole output allowance left *at selection time*, and none of it is
+    /// reserved: every concurrent holder is told the same number, so their
+    /// answers together can pass the ceiling (the overage is recorded when
+    /// the reservations settle and stops the run at its next checkpoint).
+    /// Set an `output_reserve` when holders run concurrently (R-20).
     pub max_output_tokens: Option<i64>,
     /// The budget the selection ran under: the pipeline's own, clamped to
     /// the run's remaining input allowance.
@@ -67,17 +74,40 @@ impl Pipeline {
     /// together promise more output than the run has left. When less output
     /// allowance remains than `output_reserve`, only what remains is reserved
     /// and [`BudgetedWindow::max_output_tokens`] says so — pass it to the
-    /// provider as the generation limit. With `output_reserve = 0` no output
-    /// is reserved and `max_output_tokens` is the whole output allowance left
-    /// (or `None` when output is unbounded). The reserve does not shrink the
+    /// provider as the generation limit. The reserve does not shrink the
     /// input clamp: input and output are separate ceilings.
+    ///
+    /// **With `output_reserve = 0` nothing is reserved for the answer.**
+    /// `max_output_tokens` is then the whole output allowance left (or
+    /// `None` when output is unbounded) — a number, not a hold: concurrent
+    /// holders that select at the same time are each told the same
+    /// remaining tokens, and if they all use them the run's output ceiling is
+    /// passed (recorded when they settle; the next checkpoint fails). Use a
+    /// positive `output_reserve` — the longest answer one request may write —
+    /// whenever subagents share an output ceiling (R-20).
+    ///
+    /// # Pinned items that do not fit the run
+    /// If the pinned items alone fit the pipeline's own budget but not the
+    /// input the run has left, the call fails with the run-budget error of a
+    /// `provider_request` check for the pinned tokens — found with the
+    /// non-latching [`BudgetTracker::would_fit`], so the tracker is **not**
+    /// halted: nothing was requested, and the caller may retry with fewer
+    /// pins, a smaller pipeline or after other holders release their
+    /// reservations (R-19).
+    ///
+    /// # Projected duration
+    /// The window's reservation carries no duration. To refuse a request
+    /// that would outlive the deadline (R-17), check the time first:
+    /// `tracker.check_request(&BudgetRequest::provider_request(TokenUsage::ZERO)
+    /// .with_duration(expected)?)` — the time rule does not depend on the
+    /// tokens.
     ///
     /// # Errors
     /// * [`CupelError::RunBudgetExceeded`] — the pre-flight check failed
-    ///   (phase `preflight`), or the window does not fit the input or output
-    ///   left (phase `provider_request`; e.g. pinned items alone need more
-    ///   input tokens than remain, or another holder consumed the room
-    ///   between the clamp and the reservation). The tracker is halted.
+    ///   (phase `preflight`; the tracker is halted), pinned items alone need
+    ///   more input tokens than remain (phase `provider_request`; not
+    ///   halted, see above), or another holder consumed the room between the
+    ///   clamp and the reservation (phase `provider_request`; halted).
     /// * every error of [`run`](Self::run).
     ///
     /// ```
@@ -154,19 +184,22 @@ impl Pipeline {
                 if clamped && pinned_tokens <= self.budget.available_for_pinned() =>
             {
                 // The pins fit the pipeline's own budget but not the run's
-                // input allowance: that is a run-budget failure.
-                let projected = TokenUsage::new(pinned_tokens, 0)?;
-                return Err(
-                    match tracker.check(BudgetPhase::ProviderRequest, projected) {
-                        Err(budget_error) => budget_error.into(),
-                        // Another holder released tokens meanwhile: report the
-                        // selection's own error.
-                        Ok(_) => CupelError::PinnedBudgetExceeded {
-                            pinned_tokens,
-                            available_tokens: context_budget.available_for_pinned(),
-                        },
-                    },
+                // input allowance: that is a run-budget failure. Only ask
+                // (no halt): nothing was requested, and the caller may
+                // retry with fewer pins (R-19).
+                let projected = BudgetRequest::new(
+                    BudgetPhase::ProviderRequest,
+                    TokenUsage::new(pinned_tokens, 0)?,
                 );
+                return Err(match tracker.would_fit(&projected) {
+                    Err(budget_error) => budget_error.into(),
+                    // Another holder released tokens meanwhile: report the
+                    // selection's own error.
+                    Ok(_) => CupelError::PinnedBudgetExceeded {
+                        pinned_tokens,
+                        available_tokens: context_budget.available_for_pinned(),
+                    },
+                });
             }
             Err(e) => return Err(e),
         };

@@ -158,7 +158,73 @@ fn pinned_items_over_the_input_left_are_a_budget_error() {
         (BudgetPhase::ProviderRequest, BudgetDimension::Input)
     );
     assert_eq!((err.requested(), err.remaining()), (usage(40, 0), Some(30)));
-    assert!(run.is_halted());
+    // Only asked, never requested: the run is not halted, nothing is
+    // reserved, and a selection without the oversized pin still works.
+    assert!(!run.is_halted());
+    assert_eq!(run.snapshot().reserved, TokenUsage::ZERO);
+    // 30 input left: one 20-token document fits, a second would make 40.
+    let w = pipeline(1_000, 500, 0).run_within(&docs(), &run).unwrap();
+    assert_eq!(contents(&w.items), ["doc 0"]);
+    assert_eq!(w.reservation.amount(), usage(20, 0));
+}
+
+#[test]
+fn pinned_items_that_stop_fitting_after_a_release_fit_again() {
+    let (run, _) = tracker(Some(100), None);
+    let p = pipeline(1_000, 500, 0);
+    // Another holder reserves 70 of the 100 input tokens.
+    let other = run
+        .reserve(BudgetPhase::ToolExecution, usage(70, 0))
+        .unwrap();
+    let pinned = vec![
+        ContextItem::builder("system", 40)
+            .pinned(true)
+            .build()
+            .unwrap(),
+    ];
+    // 100 - 70 = 30 < 40: refused, not halted.
+    let err = budget_error(p.run_within(&pinned, &run).unwrap_err());
+    assert_eq!(err.remaining(), Some(30));
+    // The other holder releases its tokens: the same call now succeeds
+    // (with a latch it would have failed for the rest of the run).
+    other.release();
+    let w = p.run_within(&pinned, &run).unwrap();
+    assert_eq!((w.input_tokens, w.reservation.amount()), (40, usage(40, 0)));
+}
+
+#[test]
+fn zero_output_reserve_promises_the_same_tokens_to_concurrent_holders() {
+    // Output ceiling 100, reserve 0: two holders selecting back to back are
+    // both told 100 (nothing is held), and if both models use it the run
+    // ends 200 - 100 = 100 over its ceiling, which the next checkpoint reports.
+    let (run, _) = tracker(None, Some(100));
+    let p = pipeline(1_000, 20, 0);
+    let a = p.run_within(&docs(), &run).unwrap();
+    let b = p.run_within(&docs(), &run).unwrap();
+    assert_eq!(
+        (a.max_output_tokens, b.max_output_tokens),
+        (Some(100), Some(100))
+    );
+    assert_eq!(run.snapshot().reserved, usage(40, 0));
+    a.reservation.settle(usage(20, 100));
+    b.reservation.settle(usage(20, 100));
+    let err = run.finalize().unwrap_err();
+    assert_eq!(
+        (err.dimension(), err.remaining()),
+        (BudgetDimension::Output, Some(-100))
+    );
+
+    // With a reserve of 60 the second holder is told only what is left
+    // after the first one's hold: 100 - 60 = 40.
+    let (run, _) = tracker(None, Some(100));
+    let p = pipeline(1_000, 20, 60);
+    let a = p.run_within(&docs(), &run).unwrap();
+    let b = p.run_within(&docs(), &run).unwrap();
+    assert_eq!(
+        (a.max_output_tokens, b.max_output_tokens),
+        (Some(60), Some(40))
+    );
+    assert_eq!(run.snapshot().reserved, usage(40, 100));
 }
 
 #[test]

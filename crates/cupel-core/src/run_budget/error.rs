@@ -1,6 +1,7 @@
 //! [`BudgetExceededError`] and the [`BudgetPhase`] / [`BudgetDimension`] it names.
 
 use std::fmt::{self, Write as _};
+use std::sync::Arc;
 
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 
@@ -100,6 +101,8 @@ pub(crate) enum Breach {
     Exhausted,
     /// The projected cost does not fit what remains.
     DoesNotFit,
+    /// The projected duration does not end before the deadline (R-17).
+    TooLong,
     /// The final tally is above the ceiling.
     Overshot,
 }
@@ -110,8 +113,26 @@ pub(crate) struct BreachState {
     pub(crate) usage: TokenUsage,
     pub(crate) reserved: TokenUsage,
     pub(crate) requested: TokenUsage,
+    pub(crate) requested_duration: Option<TimeDelta>,
     pub(crate) now: Option<DateTime<Utc>>,
-    pub(crate) scope_depth: usize,
+    pub(crate) scope: ScopeId,
+    pub(crate) requester: ScopeId,
+}
+
+/// A scope as an error names it: its depth and, for a child created with
+/// [`BudgetTracker::child_named`](crate::BudgetTracker::child_named), its label.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ScopeId {
+    pub(crate) depth: usize,
+    pub(crate) label: Option<Arc<str>>,
+}
+
+impl ScopeId {
+    /// The root scope (depth 0, no label).
+    pub(crate) const ROOT: ScopeId = ScopeId {
+        depth: 0,
+        label: None,
+    };
 }
 
 /// A run budget ran out: the deadline passed or a token ceiling was reached.
@@ -133,7 +154,7 @@ pub(crate) struct BreachState {
 /// assert_eq!((err.limit(), err.remaining()), (Some(50), Some(-10)));
 /// assert_eq!(
 ///     err.budget_json(),
-///     r#"{"scope_depth":0,"budget":{"token_limit":{"output":50}},"usage":{"input":7,"output":60},"reserved":{"input":0,"output":0},"requested":{"input":0,"output":0},"remaining_tokens":{"output":-10}}"#
+///     r#"{"scope_depth":0,"requester_depth":0,"budget":{"token_limit":{"output":50}},"usage":{"input":7,"output":60},"reserved":{"input":0,"output":0},"requested":{"input":0,"output":0},"remaining_tokens":{"output":-10}}"#
 /// );
 /// # Ok::<(), cupel_core::CupelError>(())
 /// ```
@@ -153,7 +174,9 @@ struct Details {
     deadline: Option<DateTime<Utc>>,
     now: Option<DateTime<Utc>>,
     remaining_time: Option<TimeDelta>,
-    scope_depth: usize,
+    requested_duration: Option<TimeDelta>,
+    scope: ScopeId,
+    requester: ScopeId,
     budget_json: String,
     breach: Breach,
 }
@@ -211,16 +234,49 @@ impl BudgetExceededError {
         self.0.remaining_time
     }
 
-    /// `0` for the tracker that owns the run, `n` for a child `n` levels down.
+    /// The projected duration of the rejected request, when it gave one
+    /// ([`BudgetRequest::with_duration`](crate::BudgetRequest::with_duration)).
+    pub fn requested_duration(&self) -> Option<TimeDelta> {
+        self.0.requested_duration
+    }
+
+    /// Depth of the scope whose limit broke: `0` for the tracker that owns
+    /// the run, `n` for a child `n` levels down.
     pub fn scope_depth(&self) -> usize {
-        self.0.scope_depth
+        self.0.scope.depth
+    }
+
+    /// Label of the scope whose limit broke, if it is a child created with
+    /// [`BudgetTracker::child_named`](crate::BudgetTracker::child_named).
+    pub fn scope_label(&self) -> Option<&str> {
+        self.0.scope.label.as_deref()
+    }
+
+    /// Depth of the scope that made the request which broke the limit: the
+    /// breached scope itself or one of its descendants. A child whose request
+    /// breaks the run's ceiling reports `scope_depth() == 0` and
+    /// `requester_depth() == 1`.
+    ///
+    /// A halted scope hands this same error to every later holder (R-7), so
+    /// the requester stays the one that caused the halt, not the holder that
+    /// reads the error.
+    pub fn requester_depth(&self) -> usize {
+        self.0.requester.depth
+    }
+
+    /// Label of the requesting scope (see
+    /// [`requester_depth`](Self::requester_depth)), if it has one.
+    pub fn requester_label(&self) -> Option<&str> {
+        self.0.requester.label.as_deref()
     }
 
     /// The breached scope's state as JSON (keys in a fixed order):
-    /// `scope_depth`, `budget` (the [`RunBudget`] in its serde form),
-    /// `usage`, `reserved`, `requested`, `remaining_tokens` (absent without a
-    /// token limit), and with a clock `now` and — with a deadline —
-    /// `remaining_time_ms`.
+    /// `scope_depth`, `scope_label` (absent without a label),
+    /// `requester_depth`, `requester_label` (absent without a label), `budget`
+    /// (the [`RunBudget`] in its serde form), `usage`, `reserved`,
+    /// `requested`, `requested_duration_ms` (absent when the request gave no
+    /// duration), `remaining_tokens` (absent without a token limit), and with
+    /// a clock `now` and — with a deadline — `remaining_time_ms`.
     pub fn budget_json(&self) -> &str {
         &self.0.budget_json
     }
@@ -250,7 +306,9 @@ impl BudgetExceededError {
             deadline,
             now: state.now,
             remaining_time,
-            scope_depth: state.scope_depth,
+            requested_duration: state.requested_duration,
+            scope: state.scope.clone(),
+            requester: state.requester.clone(),
             budget_json: budget_json(state, budget.remaining_tokens(committed), remaining_time),
             breach,
         }))
@@ -262,10 +320,17 @@ impl fmt::Display for BudgetExceededError {
         let d = &*self.0;
         let phase = d.phase;
         let dim = d.dimension;
-        let scope = if d.scope_depth == 0 {
+        let scope = if d.scope.depth == 0 {
             String::from("run budget")
         } else {
-            format!("run budget (child scope, depth {})", d.scope_depth)
+            format!("run budget ({})", describe(&d.scope))
+        };
+        // The requester is the breached scope or a descendant: a deeper
+        // requester is a different scope, and the message names it.
+        let phase = if d.requester.depth > d.scope.depth {
+            format!("{phase} (requested by {})", describe(&d.requester))
+        } else {
+            phase.to_string()
         };
         let used = d.usage.get(dim);
         let reserved = d.reserved.get(dim);
@@ -291,6 +356,19 @@ impl fmt::Display for BudgetExceededError {
                 "{scope} exceeded at {phase}: {dim} tokens used {used} + reserved {reserved} \
                  meet or exceed the limit of {limit} (remaining {remaining})"
             ),
+            Breach::TooLong => {
+                let left_ms = d.remaining_time.map_or(0, |t| t.num_milliseconds());
+                let wanted_ms = d.requested_duration.map_or(0, |t| t.num_milliseconds());
+                write!(
+                    f,
+                    "{scope} exceeded at {phase}: a request projected to take {wanted_ms} ms \
+                     does not end before the deadline"
+                )?;
+                if let Some(deadline) = d.deadline {
+                    write!(f, " {}", rfc3339(deadline))?;
+                }
+                write!(f, " ({left_ms} ms left)")
+            }
             Breach::DoesNotFit => write!(
                 f,
                 "{scope} exceeded at {phase}: a request for {} {dim} tokens does not fit the \
@@ -308,6 +386,35 @@ impl fmt::Display for BudgetExceededError {
 }
 
 impl std::error::Error for BudgetExceededError {}
+
+/// `child scope "researcher", depth 1`, `child scope, depth 2`, or `the run`.
+fn describe(scope: &ScopeId) -> String {
+    match (&scope.label, scope.depth) {
+        (_, 0) => String::from("the run"),
+        (Some(label), depth) => format!("child scope {label:?}, depth {depth}"),
+        (None, depth) => format!("child scope, depth {depth}"),
+    }
+}
+
+/// `s` as a JSON string literal (quotes, backslashes and control characters
+/// escaped).
+fn push_json_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
 
 /// RFC 3339 in UTC with a `Z` and only as many fraction digits as needed —
 /// the form chrono's serde support writes.
@@ -341,15 +448,25 @@ fn push_optional_pair(out: &mut String, input: Option<i64>, output: Option<i64>)
 }
 
 /// The JSON payload of an error. Written by hand so it exists without the
-/// `serde` feature; every value is a number or an RFC 3339 string, so no
-/// escaping is needed. Key order is fixed (deterministic output).
+/// `serde` feature; labels are escaped, every other value is a number or an
+/// RFC 3339 string. Key order is fixed (deterministic output).
 fn budget_json(
     state: &BreachState,
     remaining: Option<RemainingTokens>,
     remaining_time: Option<TimeDelta>,
 ) -> String {
     let mut out = String::with_capacity(256);
-    let _ = write!(out, r#"{{"scope_depth":{},"budget":{{"#, state.scope_depth);
+    let _ = write!(out, r#"{{"scope_depth":{}"#, state.scope.depth);
+    if let Some(label) = &state.scope.label {
+        out.push_str(r#","scope_label":"#);
+        push_json_string(&mut out, label);
+    }
+    let _ = write!(out, r#","requester_depth":{}"#, state.requester.depth);
+    if let Some(label) = &state.requester.label {
+        out.push_str(r#","requester_label":"#);
+        push_json_string(&mut out, label);
+    }
+    out.push_str(r#","budget":{"#);
     let mut first = true;
     if let Some(deadline) = state.budget.deadline() {
         let _ = write!(out, r#""deadline":"{}""#, rfc3339(deadline.expires_at()));
@@ -366,6 +483,9 @@ fn budget_json(
     push_usage(&mut out, "usage", state.usage);
     push_usage(&mut out, "reserved", state.reserved);
     push_usage(&mut out, "requested", state.requested);
+    if let Some(d) = state.requested_duration {
+        let _ = write!(out, r#","requested_duration_ms":{}"#, d.num_milliseconds());
+    }
     if let Some(r) = remaining {
         out.push_str(r#","remaining_tokens":"#);
         push_optional_pair(&mut out, r.input(), r.output());

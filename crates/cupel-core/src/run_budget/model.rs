@@ -5,7 +5,9 @@ use std::fmt;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::error::{Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase};
+use super::error::{
+    Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase, ScopeId,
+};
 use crate::{CupelError, TimeProvider};
 
 /// A wall-clock cutoff for a run.
@@ -233,6 +235,7 @@ impl fmt::Display for TokenUsage {
 /// ceiling (R-4): the amount of the overshoot is kept, not hidden behind `0`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct RemainingTokens {
     #[cfg_attr(
         feature = "serde",
@@ -280,6 +283,11 @@ impl RemainingTokens {
 /// a run shares. Without a token limit the budget is a pure deadline budget;
 /// with neither part it enforces nothing (R-1).
 ///
+/// With the `serde` feature the JSON form is
+/// `{"deadline": "<RFC 3339>", "token_limit": {"input": .., "output": ..}}`,
+/// every member optional; an unknown key (a misspelt `"dedline"`) is an
+/// error, never a silently unlimited budget (R-16).
+///
 /// ```
 /// use chrono::TimeDelta;
 /// use cupel_core::{
@@ -305,6 +313,7 @@ impl RemainingTokens {
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct RunBudget {
     #[cfg_attr(
         feature = "serde",
@@ -419,8 +428,10 @@ impl RunBudget {
                         usage,
                         reserved: TokenUsage::ZERO,
                         requested: TokenUsage::ZERO,
+                        requested_duration: None,
                         now: None,
-                        scope_depth: 0,
+                        scope: ScopeId::ROOT,
+                        requester: ScopeId::ROOT,
                     },
                 ));
             }

@@ -448,6 +448,362 @@ fn child_deadline_earlier_than_parent() {
     ));
 }
 
+// ----- projected durations (R-17) ----------------------------------------------
+
+fn deadline_tracker(seconds: i64, clock: &ManualTimeProvider) -> BudgetTracker {
+    let budget = RunBudget::new(
+        Some(Deadline::after(clock, TimeDelta::seconds(seconds))),
+        Some(limit(Some(1_000), None)),
+        clock,
+    )
+    .unwrap();
+    tracker(budget, clock)
+}
+
+fn call(input: i64, duration: TimeDelta) -> BudgetRequest {
+    BudgetRequest::provider_request(usage(input, 0))
+        .with_duration(duration)
+        .unwrap()
+}
+
+#[test]
+fn a_request_may_end_exactly_at_the_deadline() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = deadline_tracker(30, &clock);
+    clock.advance(TimeDelta::seconds(10));
+    // 30 - 10 = 20 s left; a 20 s request ends exactly at the deadline: fits.
+    let r = run
+        .reserve_request(&call(100, TimeDelta::seconds(20)))
+        .unwrap();
+    assert_eq!(r.amount(), usage(100, 0));
+    assert_eq!(run.snapshot().reserved, usage(100, 0));
+    // Without a duration any request fits while time is left (the old rule).
+    assert!(run.check(BudgetPhase::ProviderRequest, usage(1, 0)).is_ok());
+}
+
+#[test]
+fn a_request_that_would_outlive_the_deadline_is_refused() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = deadline_tracker(30, &clock);
+    clock.advance(TimeDelta::seconds(10));
+    // 20 s left; 20.001 s projected: refused on the deadline, before tokens.
+    let err = run
+        .reserve_request(&call(2_000, TimeDelta::milliseconds(20_001)))
+        .unwrap_err();
+    assert_eq!(
+        (err.phase(), err.dimension()),
+        (BudgetPhase::ProviderRequest, BudgetDimension::Deadline)
+    );
+    assert_eq!(
+        err.requested_duration(),
+        Some(TimeDelta::milliseconds(20_001))
+    );
+    assert_eq!(err.remaining_time(), Some(TimeDelta::seconds(20)));
+    assert_eq!(err.limit(), None);
+    assert_eq!(
+        err.to_string(),
+        "run budget exceeded at provider_request: a request projected to take 20001 ms does not \
+         end before the deadline 2026-01-01T12:00:30Z (20000 ms left)"
+    );
+    assert!(
+        err.budget_json()
+            .contains(r#""requested":{"input":2000,"output":0},"requested_duration_ms":20001,"#)
+    );
+    // Nothing reserved, and the refusal halts the scope like any other (R-7).
+    assert_eq!(run.snapshot().reserved, TokenUsage::ZERO);
+    assert!(run.is_halted());
+}
+
+#[test]
+fn durations_check_every_deadline_on_the_path() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = deadline_tracker(60, &clock);
+    let sub = run
+        .child_named(
+            "fast",
+            RunBudget::new(
+                Some(Deadline::after(&clock, TimeDelta::seconds(10))),
+                None,
+                &clock,
+            )
+            .unwrap(),
+        )
+        .unwrap();
+    // 15 s fits the run's 60 s but not the child's 10 s: the child is refused
+    // (and halted); the run is not.
+    let err = sub
+        .check_request(&call(1, TimeDelta::seconds(15)))
+        .unwrap_err();
+    assert_eq!(
+        (err.dimension(), err.scope_depth(), err.scope_label()),
+        (BudgetDimension::Deadline, 1, Some("fast"))
+    );
+    assert_eq!(err.remaining_time(), Some(TimeDelta::seconds(10)));
+    assert!(!run.is_halted());
+    assert!(run.check_request(&call(1, TimeDelta::seconds(60))).is_ok());
+    // A budget without a deadline ignores durations.
+    let free = tracker(tokens_budget(Some(10), None), &clock);
+    assert!(free.check_request(&call(1, TimeDelta::days(365))).is_ok());
+}
+
+#[test]
+fn negative_projected_duration_is_an_error() {
+    let err = BudgetRequest::tool_execution(usage(1, 0))
+        .with_duration(TimeDelta::seconds(-5))
+        .unwrap_err();
+    assert_eq!(
+        err,
+        CupelError::NegativeProjectedDuration {
+            duration: TimeDelta::seconds(-5)
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "run budget projected duration must be >= 0 (got -5000 ms)"
+    );
+    let tiny = BudgetRequest::tool_execution(usage(1, 0))
+        .with_duration(TimeDelta::nanoseconds(-1))
+        .unwrap_err();
+    assert_eq!(
+        tiny.to_string(),
+        "run budget projected duration must be >= 0 (got -0.000001 ms)"
+    );
+    // Zero is a valid projection.
+    let zero = BudgetRequest::tool_execution(usage(1, 0))
+        .with_duration(TimeDelta::zero())
+        .unwrap();
+    assert_eq!(
+        (zero.phase(), zero.tokens(), zero.duration()),
+        (
+            BudgetPhase::ToolExecution,
+            usage(1, 0),
+            Some(TimeDelta::zero())
+        )
+    );
+}
+
+// ----- would_fit: asking without halting (R-19) -----------------------------------
+
+#[test]
+fn would_fit_answers_without_halting_or_reserving() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = tracker(tokens_budget(Some(100), Some(50)), &clock);
+    run.record(usage(30, 0));
+    // 100 - 30 = 70 input left: 71 does not fit, 70 does.
+    let no = run
+        .would_fit(&BudgetRequest::provider_request(usage(71, 0)))
+        .unwrap_err();
+    assert_eq!(
+        (no.dimension(), no.remaining(), no.requested()),
+        (BudgetDimension::Input, Some(70), usage(71, 0))
+    );
+    assert!(!run.is_halted());
+    let yes = run
+        .would_fit(&BudgetRequest::provider_request(usage(70, 50)))
+        .unwrap();
+    // Nothing was reserved by asking.
+    assert_eq!(yes.reserved, TokenUsage::ZERO);
+    assert_eq!(
+        yes.remaining_tokens,
+        Some(RemainingTokens::new(Some(70), Some(50)))
+    );
+    // The checkpoint with the same request halts; from then on even the probe
+    // answers with the latched error.
+    let halted = run
+        .check(BudgetPhase::ProviderRequest, usage(71, 0))
+        .unwrap_err();
+    assert!(run.is_halted());
+    assert_eq!(
+        run.would_fit(&BudgetRequest::tool_execution(TokenUsage::ZERO))
+            .unwrap_err(),
+        halted
+    );
+}
+
+// ----- cumulative counters (R-18) ------------------------------------------------
+
+#[test]
+fn a_meter_records_only_the_increase_of_a_running_total() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = tracker(tokens_budget(Some(10_000), Some(1_000)), &clock);
+    let mut meter = run.meter();
+    assert_eq!(meter.last_total(), TokenUsage::ZERO);
+    // Counter: 1000/200, then 1500/260 (+500/+60), then unchanged (+0/+0).
+    assert_eq!(
+        meter.observe_total(usage(1_000, 200)).unwrap(),
+        usage(1_000, 200)
+    );
+    assert_eq!(
+        meter.observe_total(usage(1_500, 260)).unwrap(),
+        usage(500, 60)
+    );
+    assert_eq!(
+        meter.observe_total(usage(1_500, 260)).unwrap(),
+        TokenUsage::ZERO
+    );
+    assert_eq!(run.usage(), usage(1_500, 260));
+    assert_eq!(meter.last_total(), usage(1_500, 260));
+
+    // Output goes down while input goes up: refused as a whole.
+    let err = meter.observe_total(usage(1_600, 250)).unwrap_err();
+    assert_eq!(
+        err,
+        CupelError::UsageCounterDecreased {
+            dimension: BudgetDimension::Output,
+            previous: 260,
+            observed: 250
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "run budget cumulative output token counter went backwards (from 260 to 250); pass \
+         deltas to BudgetTracker::record, or start a new meter after a reset"
+    );
+    assert_eq!(run.usage(), usage(1_500, 260));
+    assert_eq!(meter.last_total(), usage(1_500, 260));
+}
+
+#[test]
+fn a_meter_settles_reservations_and_charges_through_its_scope() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = tracker(tokens_budget(Some(10_000), Some(1_000)), &clock);
+    let sub = run.child_named("coder", RunBudget::unlimited()).unwrap();
+    // The subagent's session counter already read 400/40 when it was handed over.
+    let mut meter = sub.meter_from(usage(400, 40));
+    assert_eq!(meter.tracker().label(), Some("coder"));
+    let r = sub
+        .reserve(BudgetPhase::ProviderRequest, usage(700, 100))
+        .unwrap();
+    // The provider answers with its running total 1000/130: +600/+90.
+    assert_eq!(
+        meter.settle_total(r, usage(1_000, 130)).unwrap(),
+        usage(600, 90)
+    );
+    assert_eq!(sub.usage(), usage(600, 90));
+    // The parent is charged too: 10000 - 600 = 9400 in, 1000 - 90 = 910 out left.
+    assert_eq!(
+        run.remaining_tokens(),
+        Some(RemainingTokens::new(Some(9_400), Some(910)))
+    );
+    assert_eq!(run.snapshot().reserved, TokenUsage::ZERO);
+    // A backwards total releases the reservation and records nothing.
+    let r = sub
+        .reserve(BudgetPhase::ProviderRequest, usage(50, 5))
+        .unwrap();
+    assert!(matches!(
+        meter.settle_total(r, usage(999, 130)),
+        Err(CupelError::UsageCounterDecreased {
+            dimension: BudgetDimension::Input,
+            previous: 1_000,
+            observed: 999
+        })
+    ));
+    assert_eq!(run.snapshot().reserved, TokenUsage::ZERO);
+    assert_eq!(run.usage(), usage(600, 90));
+}
+
+// ----- which scope asked (labels) -------------------------------------------------
+
+#[test]
+fn errors_name_the_scope_that_made_the_request() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = tracker(tokens_budget(Some(100), None), &clock);
+    // The researcher's own ceiling (500) is looser than the run's (100).
+    let researcher = run
+        .child_named("researcher", tokens_budget(Some(500), None))
+        .unwrap();
+    assert_eq!(
+        (researcher.label(), researcher.depth()),
+        (Some("researcher"), 1)
+    );
+    let err = researcher
+        .reserve(BudgetPhase::ToolExecution, usage(101, 0))
+        .unwrap_err();
+    assert_eq!((err.scope_depth(), err.scope_label()), (0, None));
+    assert_eq!(
+        (err.requester_depth(), err.requester_label()),
+        (1, Some("researcher"))
+    );
+    assert_eq!(
+        err.to_string(),
+        "run budget exceeded at tool_execution (requested by child scope \"researcher\", depth \
+         1): a request for 101 input tokens does not fit the 100 remaining (limit 100, used 0, \
+         reserved 0)"
+    );
+    assert!(err.budget_json().starts_with(
+        r#"{"scope_depth":0,"requester_depth":1,"requester_label":"researcher","budget":"#
+    ));
+    // Every later holder gets the same error: the requester stays the researcher.
+    let seen_by_parent = run
+        .check(BudgetPhase::ProviderRequest, TokenUsage::ZERO)
+        .unwrap_err();
+    assert_eq!(seen_by_parent, err);
+    assert_eq!(seen_by_parent.requester_label(), Some("researcher"));
+}
+
+#[test]
+fn a_childs_own_limit_and_an_unnamed_grandchild() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = tracker(RunBudget::unlimited(), &clock);
+    let writer = run
+        .child_named("writer", tokens_budget(None, Some(10)))
+        .unwrap();
+    // The writer breaks its own ceiling: no "requested by" clause.
+    let own = writer
+        .check(BudgetPhase::ProviderRequest, usage(0, 11))
+        .unwrap_err();
+    assert_eq!(
+        own.to_string(),
+        "run budget (child scope \"writer\", depth 1) exceeded at provider_request: a request \
+         for 11 output tokens does not fit the 10 remaining (limit 10, used 0, reserved 0)"
+    );
+    assert_eq!(
+        (
+            own.scope_label(),
+            own.requester_depth(),
+            own.requester_label()
+        ),
+        (Some("writer"), 1, Some("writer"))
+    );
+    // An unnamed grandchild of a fresh writer scope breaks the writer's ceiling.
+    let writer2 = run
+        .child_named("writer", tokens_budget(None, Some(10)))
+        .unwrap();
+    let helper = writer2.child(RunBudget::unlimited()).unwrap();
+    assert_eq!(helper.label(), None);
+    let err = helper
+        .reserve(BudgetPhase::ToolExecution, usage(0, 12))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "run budget (child scope \"writer\", depth 1) exceeded at tool_execution (requested by \
+         child scope, depth 2): a request for 12 output tokens does not fit the 10 remaining \
+         (limit 10, used 0, reserved 0)"
+    );
+    assert!(
+        err.budget_json().starts_with(
+            r#"{"scope_depth":1,"scope_label":"writer","requester_depth":2,"budget":"#
+        )
+    );
+}
+
+#[cfg(feature = "serde")]
+#[test]
+fn labels_are_escaped_in_the_json_state() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = tracker(RunBudget::unlimited(), &clock);
+    let odd = run
+        .child_named("say \"hi\"\\\n\u{1}", tokens_budget(Some(0), None))
+        .unwrap();
+    let err = odd.preflight().unwrap_err();
+    assert!(err.budget_json().starts_with(
+        r#"{"scope_depth":1,"scope_label":"say \"hi\"\\\n\u0001","requester_depth":1,"#
+    ));
+    let parsed: serde_json::Value = serde_json::from_str(err.budget_json()).unwrap();
+    assert_eq!(parsed["scope_label"], "say \"hi\"\\\n\u{1}");
+    assert_eq!(parsed["requester_label"], "say \"hi\"\\\n\u{1}");
+}
+
 // ----- error payload -----------------------------------------------------------
 
 #[test]
@@ -472,7 +828,8 @@ fn budget_json_has_the_full_state_in_a_fixed_order() {
     assert_eq!(
         err.budget_json(),
         concat!(
-            r#"{"scope_depth":0,"budget":{"deadline":"2026-01-01T12:00:30Z","token_limit":{"input":100}},"#,
+            r#"{"scope_depth":0,"requester_depth":0,"#,
+            r#""budget":{"deadline":"2026-01-01T12:00:30Z","token_limit":{"input":100}},"#,
             r#""usage":{"input":40,"output":5},"reserved":{"input":20,"output":0},"#,
             r#""requested":{"input":41,"output":0},"remaining_tokens":{"input":40},"#,
             r#""now":"2026-01-01T12:00:01.500Z","remaining_time_ms":28500}"#
@@ -539,5 +896,33 @@ fn serde_round_trip_and_validation() {
     assert_eq!(
         serde_json::from_str::<TokenUsage>(r#"{"input":3}"#).unwrap(),
         usage(3, 0)
+    );
+}
+
+#[cfg(feature = "serde")]
+#[test]
+fn unknown_budget_keys_are_rejected_not_ignored() {
+    // A misspelt "deadline" must not silently become an unlimited budget.
+    let err = serde_json::from_str::<RunBudget>(r#"{"dedline":"2026-01-01T12:00:30Z"}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("unknown field `dedline`, expected `deadline` or `token_limit`"),
+        "{err}"
+    );
+    // Unknown keys inside the token limit and next to valid members fail too.
+    assert!(
+        serde_json::from_str::<RunBudget>(r#"{"token_limit":{"input":5,"outptu":7}}"#).is_err()
+    );
+    assert!(serde_json::from_str::<RunBudget>(r#"{"token_limit":{"input":5},"extra":1}"#).is_err());
+    assert!(serde_json::from_str::<RemainingTokens>(r#"{"inputs":5}"#).is_err());
+    // The empty object is still the unlimited budget (R-1), and known keys parse.
+    assert_eq!(
+        serde_json::from_str::<RunBudget>("{}").unwrap(),
+        RunBudget::unlimited()
+    );
+    assert_eq!(
+        serde_json::from_str::<RunBudget>(r#"{"token_limit":{"output":7}}"#).unwrap(),
+        tokens_budget(None, Some(7))
     );
 }

@@ -18,8 +18,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::error::{Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase};
+use super::error::{
+    Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase, ScopeId,
+};
 use super::model::{RemainingTokens, RunBudget, TokenUsage, clamp_i64};
+use super::request::BudgetRequest;
 use crate::{CupelError, SystemTimeProvider, TimeProvider};
 
 /// The tracing target of every budget event.
@@ -38,7 +41,8 @@ fn idx(dimension: BudgetDimension) -> usize {
 /// realistic sequence of calls can overflow them.
 struct Scope {
     budget: RunBudget,
-    depth: usize,
+    /// Depth and label, as errors name the scope.
+    id: ScopeId,
     used: [i128; 2],
     reserved: [i128; 2],
     /// Set by the first failed check of this scope; from then on every
@@ -59,14 +63,21 @@ impl Scope {
             .and_then(|l| l.get(d))
             .map(i128::from)
     }
-    fn state(&self, requested: TokenUsage, now: DateTime<Utc>) -> BreachState {
+    fn state(
+        &self,
+        request: &BudgetRequest,
+        now: DateTime<Utc>,
+        requester: &ScopeId,
+    ) -> BreachState {
         BreachState {
             budget: self.budget,
             usage: self.usage(),
             reserved: self.reserved(),
-            requested,
+            requested: request.tokens(),
+            requested_duration: request.duration(),
             now: Some(now),
-            scope_depth: self.depth,
+            scope: self.id.clone(),
+            requester: requester.clone(),
         }
     }
 }
@@ -135,13 +146,16 @@ impl BudgetSnapshot {
 /// | checkpoint | method | fails when |
 /// | --- | --- | --- |
 /// | pre-flight | [`preflight`](Self::preflight) | the deadline passed, or a bounded dimension is depleted |
-/// | provider request / tool execution | [`reserve`](Self::reserve) (or [`check`](Self::check)) | as pre-flight, or the projected cost does not fit what remains |
+/// | provider request / tool execution | [`reserve`](Self::reserve) (or [`check`](Self::check)); [`reserve_request`](Self::reserve_request) / [`check_request`](Self::check_request) with a projected duration | as pre-flight, or the projected cost does not fit what remains, or the request would outlive a deadline |
 /// | finalization | [`finalize`](Self::finalize) | the final tally is over a ceiling |
 ///
 /// A failed checkpoint *halts* the scope that ran out: every later checkpoint
 /// of that scope and of all scopes below it returns the same error, so an
 /// overage anywhere stops the whole run (or, for a child's own ceiling, just
-/// that child). Every checkpoint emits a `tracing` event (target
+/// that child). [`would_fit`](Self::would_fit) asks the same question without
+/// halting anything. Providers that report running totals feed them through
+/// a [`UsageMeter`](crate::UsageMeter) ([`meter`](Self::meter)), which
+/// records only the increase. Every checkpoint emits a `tracing` event (target
 /// [`RUN_BUDGET_TRACING_TARGET`]) with the fields `budget_remaining_time`
 /// (milliseconds), `budget_remaining_tokens.input` and
 /// `budget_remaining_tokens.output`.
@@ -183,11 +197,26 @@ pub struct BudgetTracker {
     shared: Arc<Shared>,
     /// Scope indices from the root down to this tracker's scope.
     path: Arc<[usize]>,
+    /// The label given by [`child_named`](Self::child_named), if any.
+    label: Option<Arc<str>>,
+}
+
+/// What [`BudgetTracker::admit`] does with a request that fits, and with one
+/// that does not.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// A checkpoint: latch a failure, emit the event.
+    Check,
+    /// A checkpoint that also reserves the projected tokens on success.
+    Reserve,
+    /// A question: no latch, no reservation, no event (R-19).
+    Probe,
 }
 
 impl fmt::Debug for BudgetTracker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BudgetTracker")
+            .field("label", &self.label)
             .field("budget", &self.budget())
             .field("snapshot", &self.snapshot())
             .finish_non_exhaustive()
@@ -207,7 +236,7 @@ impl BudgetTracker {
             ledger: Mutex::new(Ledger {
                 scopes: vec![Scope {
                     budget,
-                    depth: 0,
+                    id: ScopeId::ROOT,
                     used: [0; 2],
                     reserved: [0; 2],
                     halted: None,
@@ -217,6 +246,7 @@ impl BudgetTracker {
         Ok(Self {
             shared: Arc::new(shared),
             path: Arc::from([0usize]),
+            label: None,
         })
     }
 
@@ -240,12 +270,64 @@ impl BudgetTracker {
     /// # Errors
     /// [`CupelError::DeadlineExpired`] when the child's deadline is not after now.
     pub fn child(&self, budget: RunBudget) -> Result<BudgetTracker, CupelError> {
+        self.add_child(None, budget)
+    }
+
+    /// [`child`](Self::child) with a label (a subagent's name) that every
+    /// [`BudgetExceededError`] involving the child carries: as
+    /// [`scope_label`](BudgetExceededError::scope_label) when the child's own
+    /// limit breaks, and as
+    /// [`requester_label`](BudgetExceededError::requester_label) when the
+    /// child's request breaks an ancestor's limit. Labels need not be unique;
+    /// any string is accepted (it is escaped in the JSON state).
+    ///
+    /// ```
+    /// use cupel_core::{BudgetPhase, BudgetTracker, FixedTimeProvider, RunBudget, TokenLimit, TokenUsage};
+    /// let clock = FixedTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
+    /// let run = BudgetTracker::new(
+    ///     RunBudget::new(None, Some(TokenLimit::new(Some(100), None)?), &clock)?,
+    ///     clock,
+    /// )?;
+    /// let researcher = run.child_named("researcher", RunBudget::unlimited())?;
+    /// let err = researcher
+    ///     .reserve(BudgetPhase::ProviderRequest, TokenUsage::new(101, 0)?)
+    ///     .unwrap_err();
+    /// // The run's limit broke, at the researcher's request.
+    /// assert_eq!((err.scope_depth(), err.scope_label()), (0, None));
+    /// assert_eq!((err.requester_depth(), err.requester_label()), (1, Some("researcher")));
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "run budget exceeded at provider_request (requested by child scope \"researcher\", \
+    ///      depth 1): a request for 101 input tokens does not fit the 100 remaining (limit 100, \
+    ///      used 0, reserved 0)"
+    /// );
+    /// # Ok::<(), cupel_core::CupelError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`CupelError::DeadlineExpired`] when the child's deadline is not after now.
+    pub fn child_named(
+        &self,
+        label: impl Into<String>,
+        budget: RunBudget,
+    ) -> Result<BudgetTracker, CupelError> {
+        self.add_child(Some(Arc::from(label.into())), budget)
+    }
+
+    fn add_child(
+        &self,
+        label: Option<Arc<str>>,
+        budget: RunBudget,
+    ) -> Result<BudgetTracker, CupelError> {
         budget.validate(self.shared.clock.now())?;
         let mut ledger = self.shared.lock();
         let index = ledger.scopes.len();
         ledger.scopes.push(Scope {
             budget,
-            depth: self.path.len(),
+            id: ScopeId {
+                depth: self.path.len(),
+                label: label.clone(),
+            },
             used: [0; 2],
             reserved: [0; 2],
             halted: None,
@@ -256,7 +338,14 @@ impl BudgetTracker {
         Ok(Self {
             shared: Arc::clone(&self.shared),
             path: Arc::from(path),
+            label,
         })
+    }
+
+    /// The label given by [`child_named`](Self::child_named); `None` for a
+    /// root tracker and an unnamed child.
+    pub fn label(&self) -> Option<&str> {
+        self.label.as_deref()
     }
 
     fn scope_index(&self) -> usize {
@@ -360,7 +449,10 @@ impl BudgetTracker {
     /// # Errors
     /// [`BudgetExceededError`] with phase [`BudgetPhase::Preflight`].
     pub fn preflight(&self) -> Result<BudgetSnapshot, BudgetExceededError> {
-        self.admit(BudgetPhase::Preflight, TokenUsage::ZERO, false)
+        self.admit(
+            &BudgetRequest::new(BudgetPhase::Preflight, TokenUsage::ZERO),
+            Mode::Check,
+        )
     }
 
     /// Checks whether a request projected to cost `projected` may start,
@@ -370,6 +462,9 @@ impl BudgetTracker {
     ///
     /// Between this check and the request another holder may consume the
     /// room; use [`reserve`](Self::reserve) when holders run concurrently.
+    /// This is a checkpoint: a failure halts the breached scope (R-7). To
+    /// only *ask* whether a request would fit, use
+    /// [`would_fit`](Self::would_fit).
     ///
     /// # Errors
     /// [`BudgetExceededError`] with `phase`; the breached scope is halted.
@@ -378,7 +473,53 @@ impl BudgetTracker {
         phase: BudgetPhase,
         projected: TokenUsage,
     ) -> Result<BudgetSnapshot, BudgetExceededError> {
-        self.admit(phase, projected, false)
+        self.check_request(&BudgetRequest::new(phase, projected))
+    }
+
+    /// [`check`](Self::check) for a [`BudgetRequest`], which may carry a
+    /// projected duration: the request must also end no later than every
+    /// deadline on the path (`duration <= deadline - now`, R-17).
+    ///
+    /// # Errors
+    /// [`BudgetExceededError`] with the request's phase; the breached scope
+    /// is halted.
+    pub fn check_request(
+        &self,
+        request: &BudgetRequest,
+    ) -> Result<BudgetSnapshot, BudgetExceededError> {
+        self.admit(request, Mode::Check)
+    }
+
+    /// Asks whether `request` would pass its checkpoint now, without
+    /// reserving, halting anything or emitting an event: the same rules as
+    /// [`check_request`](Self::check_request), and a scope that is already
+    /// halted answers with its halting error. Use it to choose between
+    /// alternatives (a smaller window, a cheaper model) before committing to
+    /// one; the answer can be stale by the time a request is made, so still
+    /// [`reserve`](Self::reserve) what you then send (R-19).
+    ///
+    /// ```
+    /// use cupel_core::{BudgetRequest, BudgetTracker, FixedTimeProvider, RunBudget, TokenLimit, TokenUsage};
+    /// let clock = FixedTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
+    /// let run = BudgetTracker::new(
+    ///     RunBudget::new(None, Some(TokenLimit::new(Some(100), None)?), &clock)?,
+    ///     clock,
+    /// )?;
+    /// let big = BudgetRequest::provider_request(TokenUsage::new(150, 0)?);
+    /// assert_eq!(run.would_fit(&big).unwrap_err().remaining(), Some(100));
+    /// // Asking did not halt the run: a smaller request still goes through.
+    /// assert!(!run.is_halted());
+    /// assert!(run.reserve_request(&BudgetRequest::provider_request(TokenUsage::new(90, 0)?)).is_ok());
+    /// # Ok::<(), cupel_core::CupelError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// The [`BudgetExceededError`] the checkpoint would return.
+    pub fn would_fit(
+        &self,
+        request: &BudgetRequest,
+    ) -> Result<BudgetSnapshot, BudgetExceededError> {
+        self.admit(request, Mode::Probe)
     }
 
     /// The atomic form of [`check`](Self::check): if `projected` fits, it is
@@ -396,10 +537,43 @@ impl BudgetTracker {
         phase: BudgetPhase,
         projected: TokenUsage,
     ) -> Result<Reservation, BudgetExceededError> {
-        self.admit(phase, projected, true)?;
+        self.reserve_request(&BudgetRequest::new(phase, projected))
+    }
+
+    /// [`reserve`](Self::reserve) for a [`BudgetRequest`], which may carry a
+    /// projected duration (see [`check_request`](Self::check_request)).
+    ///
+    /// ```
+    /// use chrono::TimeDelta;
+    /// use cupel_core::{
+    ///     BudgetDimension, BudgetRequest, BudgetTracker, Deadline, ManualTimeProvider, RunBudget,
+    ///     TokenUsage,
+    /// };
+    /// let clock = ManualTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
+    /// let budget = RunBudget::new(Some(Deadline::after(&clock, TimeDelta::seconds(30))), None, &clock)?;
+    /// let run = BudgetTracker::new(budget, clock.clone())?;
+    /// clock.advance(TimeDelta::seconds(10)); // 20 s left
+    /// let call = BudgetRequest::provider_request(TokenUsage::new(500, 100)?);
+    /// // A call expected to take 25 s would outlive the deadline: refused before it is made.
+    /// let err = run
+    ///     .reserve_request(&call.with_duration(TimeDelta::seconds(25))?)
+    ///     .unwrap_err();
+    /// assert_eq!(err.dimension(), BudgetDimension::Deadline);
+    /// assert_eq!(err.remaining_time(), Some(TimeDelta::seconds(20)));
+    /// # Ok::<(), cupel_core::CupelError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`BudgetExceededError`] with the request's phase; the breached scope
+    /// is halted and nothing is reserved.
+    pub fn reserve_request(
+        &self,
+        request: &BudgetRequest,
+    ) -> Result<Reservation, BudgetExceededError> {
+        self.admit(request, Mode::Reserve)?;
         Ok(Reservation {
             tracker: self.clone(),
-            amount: projected,
+            amount: request.tokens(),
             open: true,
         })
     }
@@ -416,13 +590,15 @@ impl BudgetTracker {
         let phase = BudgetPhase::Response;
         let now = self.shared.clock.now();
         let ledger = self.shared.lock();
+        let request = BudgetRequest::new(phase, TokenUsage::ZERO);
+        let requester = &ledger.scopes[self.scope_index()].id;
         let outcome = self.halted_error(&ledger).or_else(|| {
             self.path.iter().find_map(|&i| {
                 let s = &ledger.scopes[i];
                 DIMS.into_iter().find_map(|d| {
                     let limit = s.limit(d)?;
                     (s.used[idx(d)] > limit).then(|| {
-                        let state = s.state(TokenUsage::ZERO, now);
+                        let state = s.state(&request, now, requester);
                         (
                             Some(i),
                             BudgetExceededError::new(phase, d, Breach::Overshot, &state),
@@ -446,29 +622,69 @@ impl BudgetTracker {
     }
 
     /// Deadline, depletion and fit checks on every scope of the path (root
-    /// first; per scope: deadline, input, output), then — if `charge` — the
-    /// reservation, all under one lock.
+    /// first; per scope: deadline, projected duration, input, output), then —
+    /// for [`Mode::Reserve`] — the reservation, all under one lock.
     fn admit(
         &self,
-        phase: BudgetPhase,
-        projected: TokenUsage,
-        charge: bool,
+        request: &BudgetRequest,
+        mode: Mode,
     ) -> Result<BudgetSnapshot, BudgetExceededError> {
         let now = self.shared.clock.now();
         let mut ledger = self.shared.lock();
+        let outcome = self.evaluate(&ledger, request, now);
+        if outcome.is_none() && mode == Mode::Reserve {
+            let tokens = request.tokens();
+            for &i in self.path.iter() {
+                let s = &mut ledger.scopes[i];
+                s.reserved[0] += i128::from(tokens.input());
+                s.reserved[1] += i128::from(tokens.output());
+            }
+        }
+        if mode == Mode::Probe {
+            let snapshot = self.snapshot_locked(&ledger, now);
+            drop(ledger);
+            return match outcome {
+                Some((_, err)) => Err(err),
+                None => Ok(snapshot),
+            };
+        }
+        self.conclude(ledger, now, request.phase(), outcome)
+    }
+
+    /// The first rule `request` breaks on this scope's path, with the index
+    /// of the scope to halt (`None` when it is halted already).
+    fn evaluate(
+        &self,
+        ledger: &Ledger,
+        request: &BudgetRequest,
+        now: DateTime<Utc>,
+    ) -> Option<(Option<usize>, BudgetExceededError)> {
+        let projected = request.tokens();
         let cost = [
             i128::from(projected.input()),
             i128::from(projected.output()),
         ];
-        let outcome = self.halted_error(&ledger).or_else(|| {
+        let requester = &ledger.scopes[self.scope_index()].id;
+        self.halted_error(ledger).or_else(|| {
             self.path.iter().find_map(|&i| {
                 let s = &ledger.scopes[i];
                 let fail = |d, breach| {
-                    let state = s.state(projected, now);
-                    Some((Some(i), BudgetExceededError::new(phase, d, breach, &state)))
+                    let state = s.state(request, now, requester);
+                    Some((
+                        Some(i),
+                        BudgetExceededError::new(request.phase(), d, breach, &state),
+                    ))
                 };
-                if s.budget.deadline().is_some_and(|d| d.is_expired(now)) {
-                    return fail(BudgetDimension::Deadline, Breach::Expired);
+                if let Some(deadline) = s.budget.deadline() {
+                    if deadline.is_expired(now) {
+                        return fail(BudgetDimension::Deadline, Breach::Expired);
+                    }
+                    if request
+                        .duration()
+                        .is_some_and(|wanted| wanted > deadline.remaining(now))
+                    {
+                        return fail(BudgetDimension::Deadline, Breach::TooLong);
+                    }
                 }
                 for d in DIMS {
                     let Some(limit) = s.limit(d) else { continue };
@@ -483,15 +699,7 @@ impl BudgetTracker {
                 }
                 None
             })
-        });
-        if outcome.is_none() && charge {
-            for &i in self.path.iter() {
-                let s = &mut ledger.scopes[i];
-                s.reserved[0] += cost[0];
-                s.reserved[1] += cost[1];
-            }
-        }
-        self.conclude(ledger, now, phase, outcome)
+        })
     }
 
     /// Latches a new failure on the breached scope, takes the snapshot,
@@ -556,6 +764,8 @@ fn emit(phase: BudgetPhase, s: &BudgetSnapshot, error: Option<&BudgetExceededErr
             budget_remaining_tokens.input = input,
             budget_remaining_tokens.output = output,
             dimension = e.dimension().as_str(),
+            requester_depth = e.requester_depth(),
+            requester_label = e.requester_label(),
             budget = e.budget_json(),
             "run budget exceeded: {e}"
         ),
@@ -580,6 +790,7 @@ impl fmt::Debug for Reservation {
         f.debug_struct("Reservation")
             .field("amount", &self.amount)
             .field("scope_depth", &self.tracker.depth())
+            .field("scope_label", &self.tracker.label())
             .finish()
     }
 }

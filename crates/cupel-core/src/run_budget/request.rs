@@ -1,0 +1,90 @@
+//! [`BudgetRequest`]: what a checkpoint is asked to admit.
+
+use chrono::TimeDelta;
+
+use super::error::BudgetPhase;
+use super::model::TokenUsage;
+use crate::CupelError;
+
+/// One request to a run-budget checkpoint: the phase, the projected token
+/// cost and, optionally, how long the request is expected to take.
+///
+/// [`BudgetTracker::check`](crate::BudgetTracker::check) and
+/// [`reserve`](crate::BudgetTracker::reserve) take the phase and the tokens
+/// directly; build a `BudgetRequest` to add a projected duration and pass it
+/// to [`check_request`](crate::BudgetTracker::check_request),
+/// [`reserve_request`](crate::BudgetTracker::reserve_request) or the
+/// non-latching probe [`would_fit`](crate::BudgetTracker::would_fit).
+///
+/// With a duration, a request that would still be running when a deadline
+/// on the tracker's path passes is refused before it is issued, on the
+/// deadline dimension (R-17): the seed checks the time left against the
+/// projected cost, not only against zero.
+///
+/// ```
+/// use chrono::TimeDelta;
+/// use cupel_core::{BudgetPhase, BudgetRequest, TokenUsage};
+/// let call = BudgetRequest::new(BudgetPhase::ProviderRequest, TokenUsage::new(800, 200)?)
+///     .with_duration(TimeDelta::seconds(20))?;
+/// assert_eq!(call.duration(), Some(TimeDelta::seconds(20)));
+/// assert!(BudgetRequest::tool_execution(TokenUsage::ZERO)
+///     .with_duration(TimeDelta::seconds(-1))
+///     .is_err());
+/// # Ok::<(), cupel_core::CupelError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BudgetRequest {
+    phase: BudgetPhase,
+    tokens: TokenUsage,
+    duration: Option<TimeDelta>,
+}
+
+impl BudgetRequest {
+    /// A request at `phase` projected to cost `tokens`, with no duration.
+    pub fn new(phase: BudgetPhase, tokens: TokenUsage) -> Self {
+        Self {
+            phase,
+            tokens,
+            duration: None,
+        }
+    }
+
+    /// A [`BudgetPhase::ProviderRequest`] projected to cost `tokens`.
+    pub fn provider_request(tokens: TokenUsage) -> Self {
+        Self::new(BudgetPhase::ProviderRequest, tokens)
+    }
+
+    /// A [`BudgetPhase::ToolExecution`] projected to cost `tokens`.
+    pub fn tool_execution(tokens: TokenUsage) -> Self {
+        Self::new(BudgetPhase::ToolExecution, tokens)
+    }
+
+    /// Sets the projected duration: the request is refused unless it ends
+    /// no later than every deadline on the tracker's path
+    /// (`duration <= deadline - now`).
+    ///
+    /// # Errors
+    /// [`CupelError::NegativeProjectedDuration`] when `duration` is negative.
+    pub fn with_duration(mut self, duration: TimeDelta) -> Result<Self, CupelError> {
+        if duration < TimeDelta::zero() {
+            return Err(CupelError::NegativeProjectedDuration { duration });
+        }
+        self.duration = Some(duration);
+        Ok(self)
+    }
+
+    /// The checkpoint the request is checked at.
+    pub fn phase(&self) -> BudgetPhase {
+        self.phase
+    }
+
+    /// The projected token cost.
+    pub fn tokens(&self) -> TokenUsage {
+        self.tokens
+    }
+
+    /// The projected duration, if one was set.
+    pub fn duration(&self) -> Option<TimeDelta> {
+        self.duration
+    }
+}
