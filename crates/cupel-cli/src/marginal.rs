@@ -99,6 +99,13 @@ fn at_reduced(e: &CupelError, b: &ContextBudget) -> CliError {
         b.target_tokens(),
         err.message
     );
+    if let CupelError::PinnedBudgetExceeded { .. } = e {
+        err.hint = Some(
+            "the pinned items must fit the reduced budget's max_tokens - output_reserve: \
+             use a smaller --slack"
+                .into(),
+        );
+    }
     err
 }
 
@@ -129,7 +136,7 @@ fn text(
         .sum();
     let _ = writeln!(
         out,
-        "{} ({} tokens) enter between target_tokens {lo} and {hi}:",
+        "{} ({} tokens) enter between target_tokens {lo} and {hi} (in window order):",
         whatif::count(marginal.len(), "item"),
         tokens
     );

@@ -175,7 +175,11 @@ pub(crate) fn run(a: &MinBudgetArgs) -> Result<String, CliError> {
     let pipeline = whatif::pipeline(&p);
     let binary = match find_min_budget_for(&pipeline, &p.items, i, ceiling) {
         Ok(b) => Binary::Found(b),
-        Err(e) if a.exact && whatif::refusal(&e, "").is_some() => Binary::Refused(e.to_string()),
+        Err(CupelError::PipelineConfig(m))
+            if a.exact && whatif::refusal(&CupelError::PipelineConfig(m.clone()), "").is_some() =>
+        {
+            Binary::Refused(m)
+        }
         Err(e) => return Err(search_error(&e, true)),
     };
     let exact = if a.exact {

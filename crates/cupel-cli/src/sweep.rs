@@ -88,7 +88,7 @@ pub(crate) struct SweepArgs {
     )]
     format: SweepFormat,
 
-    /// Also draw selected tokens and items per budget, stacked by kind, as an SVG chart
+    /// Also draw tokens and items per budget, stacked by kind, as SVG
     #[arg(long, value_name = "FILE")]
     plot: Option<String>,
 }
