@@ -44,8 +44,12 @@ Exit codes:
      scarcity_behavior = \"throw\")
   2  usage or input error: --item out of range, no or several items
      matching --content, --ceiling below the item's tokens, an item with
-     negative tokens, unreadable or malformed INPUT, invalid budget or
-     policy, a slicer the binary search refuses (without --exact)";
+     negative tokens, --exact over more than 100000 budgets, unreadable or
+     malformed INPUT, invalid budget or policy, a slicer the binary search
+     refuses (without --exact)";
+
+/// The most budgets `--exact` may scan (it stops at the first that works).
+const MAX_EXACT: i128 = 100_000;
 
 /// `cupel min-budget ...`
 #[derive(Debug, Args)]
@@ -87,6 +91,10 @@ fn target(items: &[ContextItem], a: &MinBudgetArgs) -> Result<usize, CliError> {
         return Ok(i);
     }
     let text = a.content.as_deref().unwrap_or_default();
+    if text.is_empty() {
+        return Err(CliError::input("--content must not be empty")
+            .hint("give some of the item's text, or pass --item INDEX"));
+    }
     if let Some(i) = items.iter().position(|it| it.content() == text) {
         return Ok(i);
     }
@@ -171,6 +179,14 @@ pub(crate) fn run(a: &MinBudgetArgs) -> Result<String, CliError> {
         return Err(CliError::input(format!("--item {i} is out of range")));
     };
     check(item, i, ceiling, a.ceiling.is_some())?;
+    let span = i128::from(ceiling) - i128::from(item.tokens()) + 1;
+    if a.exact && span > MAX_EXACT {
+        return Err(CliError::input(format!(
+            "--exact would probe up to {span} budgets ({}..={ceiling}); at most {MAX_EXACT} are allowed",
+            item.tokens()
+        ))
+        .hint("lower --ceiling, or leave out --exact for the binary search alone"));
+    }
     let here = whatif::run_input(&p)?;
     let pipeline = whatif::pipeline(&p);
     let binary = match find_min_budget_for(&pipeline, &p.items, i, ceiling) {
@@ -357,6 +373,12 @@ mod tests {
             t("gamma"),
             Err("no item's content contains \"gamma\"".into())
         );
+    }
+
+    #[test]
+    fn empty_content_is_refused() {
+        let e = target(&items(), &args(None, Some(""))).unwrap_err();
+        assert_eq!(e.message, "--content must not be empty");
     }
 
     #[test]

@@ -495,6 +495,23 @@ fn min_budget_errors() {
     );
     let e = fails(&["min-budget", DEMO, "--item", "30"], 2);
     assert!(e.contains("negative tokens (-1)"), "{e}");
+    // 100000 + 24 - 24 + 1 = 100001 budgets from item #13's 24 tokens.
+    let e = fails(
+        &[
+            "min-budget",
+            DEMO,
+            "--item",
+            "13",
+            "--ceiling",
+            "100024",
+            "--exact",
+        ],
+        2,
+    );
+    assert!(
+        e.starts_with("error: --exact would probe up to 100001 budgets (24..=100024)"),
+        "{e}"
+    );
     let o = cupel(&["min-budget", DEMO], None);
     assert_eq!(o.status.code(), Some(2), "--item or --content is required");
 }
