@@ -605,3 +605,21 @@ fn help_has_an_example_for_every_command() {
         insta::assert_snapshot!(format!("help_{cmd}"), out);
     }
 }
+
+#[test]
+fn compare_agrees_with_select_under_each_preset() {
+    // The summary's counts are the windows `select --preset` prints.
+    let out = ok(&["compare", DEMO, "--policy", "chat", "--policy", "rag"]);
+    for (letter, preset) in [("A", "chat"), ("B", "rag")] {
+        let window = ok(&["select", DEMO, "--preset", preset]);
+        let head = window.lines().find(|l| l.starts_with("window: ")).unwrap();
+        // "window: 24 of 31 items, 1018 tokens (...)"
+        let words: Vec<&str> = head.split_whitespace().collect();
+        let (items, tokens) = (words[1], words[5]);
+        let line = format!(
+            "{letter}  {:<9} {tokens:>7} tokens",
+            format!("{items} items")
+        );
+        assert!(out.contains(&line), "{line}\n{out}");
+    }
+}
