@@ -18,6 +18,12 @@ for a 1536-token window with 384 tokens kept free for the answer.
 const OUTRO: &str = "\
 Try it on your own data: `cupel demo --print-input > chat.toml`, edit, then
 `cupel explain chat.toml` (or `--preset rag`, `--target-tokens 800`, ...).
+
+Ask it what-if questions:
+  cupel sweep chat.toml --from 512 --to 1536 --points 9 --plot sweep.svg
+  cupel marginal chat.toml --slack 200           # what 200 tokens less loses
+  cupel min-budget chat.toml --item 13 --exact   # the budget #13 needs
+  cupel compare chat.toml --policy chat --policy rag
 ";
 
 /// Runs the scenario: the window, then the explanation (or the JSON report,

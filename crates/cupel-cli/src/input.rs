@@ -426,14 +426,7 @@ pub(crate) fn prepare(
     } else {
         (lookup_preset("chat")?.config, PolicyOrigin::DefaultPreset)
     };
-    let policy = config.build().map_err(|e| {
-        let at = match &origin {
-            PolicyOrigin::File(p) => format!("{p}: "),
-            PolicyOrigin::Table(p) => format!("{p}: [policy]: "),
-            PolicyOrigin::Preset(_) | PolicyOrigin::DefaultPreset => String::new(),
-        };
-        CliError::input(format!("{at}invalid policy: {}", config_message(&e)))
-    })?;
+    let policy = build_policy(&config, &origin)?;
 
     let budget = build_budget(file.budget.unwrap_or_default(), settings)?;
     let (items, counted) = build_items(src, file.items, counter)?;
@@ -445,6 +438,46 @@ pub(crate) fn prepare(
         origin,
         counted,
     })
+}
+
+/// Builds a policy, naming where it came from when it is invalid.
+fn build_policy(config: &PolicyConfig, origin: &PolicyOrigin) -> Result<Policy, CliError> {
+    config.build().map_err(|e| {
+        let at = match origin {
+            PolicyOrigin::File(p) => format!("{p}: "),
+            PolicyOrigin::Table(p) => format!("{p}: [policy]: "),
+            PolicyOrigin::Preset(_) | PolicyOrigin::DefaultPreset => String::new(),
+        };
+        CliError::input(format!("{at}invalid policy: {}", config_message(&e)))
+    })
+}
+
+/// A policy named on the command line by a preset name or a policy file
+/// (`cupel compare --policy`): a known preset name wins; anything else is read
+/// as a file (write `./chat` for a file named like a preset).
+pub(crate) fn policy_from_spec(
+    spec: &str,
+) -> Result<(PolicyConfig, PolicyOrigin, Policy), CliError> {
+    let (config, origin) = if let Ok(p) = cupel_pipeline::preset(spec) {
+        (p.config, PolicyOrigin::Preset(p.name.to_string()))
+    } else if Path::new(spec).is_file() {
+        (
+            read_policy_file(spec)?,
+            PolicyOrigin::File(spec.to_string()),
+        )
+    } else {
+        let names: Vec<&str> = cupel_pipeline::presets().iter().map(|p| p.name).collect();
+        return Err(
+            CliError::input(format!("`{spec}` is neither a preset nor a policy file")).hint(
+                format!(
+                    "known presets: {}; or give the path of a policy file (.toml or .json)",
+                    names.join(", ")
+                ),
+            ),
+        );
+    };
+    let policy = build_policy(&config, &origin)?;
+    Ok((config, origin, policy))
 }
 
 fn build_budget(b: BudgetInput, s: &RunSettings) -> Result<ContextBudget, CliError> {

@@ -12,7 +12,15 @@
 //! * `cupel budget simulate` — adaptive token budgets for constant usage or a
 //!   recorded CSV trace (text, JSON, an SVG chart).
 //! * `cupel gate FILE` — the context gate's decision for a context, a
-//!   retrieval buffer and a gate configuration.
+//!   retrieval buffer and a gate configuration;
+//! * `cupel sweep INPUT` — the window at each of many budgets (table, JSON,
+//!   CSV, an SVG chart stacked by kind);
+//! * `cupel marginal INPUT --slack N` — the items a budget N tokens smaller
+//!   would lose, with scores and reasons;
+//! * `cupel min-budget INPUT --item I` — the smallest budget that selects an
+//!   item (the specification's binary search; `--exact` scans every budget);
+//! * `cupel compare INPUT --policy A --policy B` — one item set under several
+//!   policies: who is in under which, the differences and a summary.
 //!
 //! INPUT is a TOML or JSON file with `[budget]`, an optional `[policy]` and
 //! `[[items]]` (the item schema of the conformance vectors). Errors print one
@@ -24,13 +32,18 @@
 
 mod budget;
 mod chart;
+mod compare;
 mod demo;
 mod error;
 mod gate;
 mod input;
+mod marginal;
+mod min_budget;
 mod render;
+mod sweep;
 mod tokens;
 mod trace;
+mod whatif;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -96,6 +109,18 @@ enum Command {
     /// Admit retrieval nodes into a context under a token budget, or say "over".
     #[command(after_help = gate::GATE_AFTER_HELP)]
     Gate(gate::GateArgs),
+    /// What INPUT selects at each of many budgets: items, tokens, kinds.
+    #[command(after_help = sweep::SWEEP_AFTER_HELP)]
+    Sweep(sweep::SweepArgs),
+    /// The items a budget N tokens smaller would lose, with scores and reasons.
+    #[command(after_help = marginal::MARGINAL_AFTER_HELP)]
+    Marginal(marginal::MarginalArgs),
+    /// The smallest budget at which an item of INPUT is selected.
+    #[command(after_help = min_budget::MIN_BUDGET_AFTER_HELP)]
+    MinBudget(min_budget::MinBudgetArgs),
+    /// INPUT's items under two or more policies: who is in under which.
+    #[command(after_help = compare::COMPARE_AFTER_HELP)]
+    Compare(compare::CompareArgs),
 }
 
 #[derive(Debug, Args)]
@@ -112,11 +137,22 @@ struct DemoArgs {
 
 #[derive(Debug, Args)]
 struct RunArgs {
+    #[command(flatten)]
+    input: InputArgs,
+
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+/// INPUT and everything that shapes how it is read: shared by `select`,
+/// `explain`, `sweep`, `marginal` and `min-budget`.
+#[derive(Debug, Args)]
+pub(crate) struct InputArgs {
     /// TOML or JSON file with [budget], [policy] and [[items]]; `-` is stdin
     ///
     /// [policy] is optional. Reading stdin needs --input-format.
     #[arg(value_name = "INPUT", verbatim_doc_comment)]
-    input: String,
+    pub(crate) input: String,
 
     /// Policy file (the contents of a [policy] table)
     ///
@@ -128,26 +164,34 @@ struct RunArgs {
         conflicts_with = "preset",
         verbatim_doc_comment
     )]
-    policy: Option<String>,
+    pub(crate) policy: Option<String>,
 
     /// Named preset (see `cupel presets`)
     ///
     /// Overrides the input's [policy]. When no policy is given
     /// anywhere, the `chat` preset is used.
     #[arg(long, value_name = "NAME", verbatim_doc_comment)]
-    preset: Option<String>,
+    pub(crate) preset: Option<String>,
 
+    #[command(flatten)]
+    pub(crate) source: SourceArgs,
+}
+
+/// Budget overrides, the input syntax and token counting: every command that
+/// reads INPUT takes these (`compare` too, which has its own `--policy`).
+#[derive(Debug, Args)]
+pub(crate) struct SourceArgs {
     /// Override the budget's max_tokens
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    max_tokens: Option<i64>,
+    pub(crate) max_tokens: Option<i64>,
 
     /// Override the budget's target_tokens
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    target_tokens: Option<i64>,
+    pub(crate) target_tokens: Option<i64>,
 
     /// Override the budget's output_reserve
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    output_reserve: Option<i64>,
+    pub(crate) output_reserve: Option<i64>,
 
     /// toml or json (default: by extension)
     ///
@@ -160,7 +204,7 @@ struct RunArgs {
         hide_possible_values = true,
         verbatim_doc_comment
     )]
-    input_format: Option<Format>,
+    pub(crate) input_format: Option<Format>,
 
     /// Count missing `tokens` (e.g. cl100k_base)
     ///
@@ -168,10 +212,45 @@ struct RunArgs {
     /// p50k_base, p50k_edit, r50k_base) or a model name such as
     /// gpt-4o. Items that have `tokens` keep their count.
     #[arg(long, value_name = "ENCODING", verbatim_doc_comment)]
-    count_tokens: Option<String>,
+    pub(crate) count_tokens: Option<String>,
+}
 
-    #[command(flatten)]
-    output: OutputArgs,
+impl InputArgs {
+    /// Reads and validates INPUT under these settings.
+    pub(crate) fn load(&self) -> Result<Prepared, CliError> {
+        self.source
+            .load(&self.input, self.policy.clone(), self.preset.clone())
+    }
+}
+
+impl SourceArgs {
+    /// Reads and validates `input` with the given policy choice
+    /// (`--policy FILE`, `--preset NAME`, else the input's own).
+    pub(crate) fn load(
+        &self,
+        input: &str,
+        policy_file: Option<String>,
+        preset: Option<String>,
+    ) -> Result<Prepared, CliError> {
+        let counter = self
+            .count_tokens
+            .as_deref()
+            .map(tokens::counter)
+            .transpose()?;
+        let src = Source::read(input, self.input_format, "input")?;
+        let settings = RunSettings {
+            policy_file,
+            preset,
+            max_tokens: self.max_tokens,
+            target_tokens: self.target_tokens,
+            output_reserve: self.output_reserve,
+        };
+        let counter_ref = counter.as_ref().map(|c| {
+            let name = c.encoding();
+            (c as &dyn TokenCounter, name)
+        });
+        input::prepare(&src, &settings, counter_ref)
+    }
 }
 
 /// `--format`, shared by every command that prints a selection.
@@ -229,6 +308,10 @@ fn main() -> ExitCode {
         Command::Presets => Ok(render::presets()),
         Command::Budget(a) => budget::run(&a),
         Command::Gate(a) => gate::run(&a),
+        Command::Sweep(a) => sweep::run(&a),
+        Command::Marginal(a) => marginal::run(&a),
+        Command::MinBudget(a) => min_budget::run(&a),
+        Command::Compare(a) => compare::run(&a),
     };
     match result {
         Ok(text) => {
@@ -251,20 +334,7 @@ enum Mode {
 }
 
 fn run_input(a: &RunArgs, mode: Mode) -> Result<String, CliError> {
-    let counter = a.count_tokens.as_deref().map(tokens::counter).transpose()?;
-    let src = Source::read(&a.input, a.input_format, "input")?;
-    let settings = RunSettings {
-        policy_file: a.policy.clone(),
-        preset: a.preset.clone(),
-        max_tokens: a.max_tokens,
-        target_tokens: a.target_tokens,
-        output_reserve: a.output_reserve,
-    };
-    let counter_ref = counter.as_ref().map(|c| {
-        let name = c.encoding();
-        (c as &dyn TokenCounter, name)
-    });
-    let prepared = input::prepare(&src, &settings, counter_ref)?;
+    let prepared = a.input.load()?;
     let report = dry_run(&prepared)?;
     if let Some(durations) = a.output.json() {
         return json(report, durations);

@@ -64,7 +64,7 @@ pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
 }
 
 /// `label` followed by `text` wrapped under it (continuation lines indented).
-fn labelled(out: &mut String, label: &str, label_width: usize, text: &str) {
+pub(crate) fn labelled(out: &mut String, label: &str, label_width: usize, text: &str) {
     let lines = wrap(text, WIDTH.saturating_sub(label_width).max(20));
     if lines.is_empty() {
         let _ = writeln!(out, "{}", label.trim_end());
@@ -88,7 +88,7 @@ pub(crate) fn fmt_score(s: f64) -> String {
 }
 
 /// `part / whole` in percent with one decimal; 0.0 when `whole <= 0`.
-fn pct(part: i128, whole: i128) -> String {
+pub(crate) fn pct(part: i128, whole: i128) -> String {
     if whole <= 0 {
         return "0.0%".into();
     }
@@ -188,7 +188,7 @@ fn overflow_text(cfg: &PolicyConfig) -> String {
 }
 
 /// Placeholder for a space that must not become a line break.
-const GLUE: char = '\u{1}';
+pub(crate) const GLUE: char = '\u{1}';
 
 /// A policy's settings, as `; `-separated parts that wrap between parts (the
 /// scorer list may also wrap inside).
@@ -212,16 +212,27 @@ pub(crate) fn policy_summary(cfg: &PolicyConfig) -> String {
 /// `policy`, `budget` (and `tokens`) lines shared by every text output.
 pub(crate) fn header(p: &Prepared) -> String {
     let mut out = String::new();
-    let origin = match &p.origin {
+    labelled(&mut out, "policy  ", 8, &origin_text(&p.origin));
+    labelled(&mut out, "        ", 8, &policy_summary(&p.config));
+    out.push_str(&budget_line(p));
+    out
+}
+
+/// Where a policy came from, for the `policy` line.
+pub(crate) fn origin_text(origin: &PolicyOrigin) -> String {
+    match origin {
         PolicyOrigin::File(f) => format!("from --policy {f}"),
         PolicyOrigin::Preset(n) => format!("preset `{n}`"),
         PolicyOrigin::Table(f) => format!("the [policy] table of {f}"),
         PolicyOrigin::DefaultPreset => {
             "preset `chat` (the default: no --policy, --preset or [policy] given)".into()
         }
-    };
-    labelled(&mut out, "policy  ", 8, &origin);
-    labelled(&mut out, "        ", 8, &policy_summary(&p.config));
+    }
+}
+
+/// The `budget` line (and the `tokens` line when counts were computed).
+pub(crate) fn budget_line(p: &Prepared) -> String {
+    let mut out = String::new();
     let b = &p.budget;
     let mut budget = format!(
         "max_tokens {}, target_tokens {}, output_reserve {}",
@@ -353,7 +364,7 @@ pub(crate) fn window(p: &Prepared, report: &SelectionReport) -> String {
 }
 
 /// Column widths: at least the header, at most `max` (or the header, if longer).
-fn widths<'r, const N: usize>(
+pub(crate) fn widths<'r, const N: usize>(
     rows: impl IntoIterator<Item = &'r [String; N]>,
     head: [&str; N],
     max: [usize; N],
@@ -373,11 +384,13 @@ fn widths<'r, const N: usize>(
 // ----- the explanation ------------------------------------------------------------------
 
 /// One item's reason, with the details that explain it.
-fn exclusion_text(
+///
+/// `kept(content)` is the position of the item a duplicate lost to;
+/// `pinned(content)` the position of the pinned item with that content.
+pub(crate) fn exclusion_text(
     reason: &ExclusionReason,
-    me: Option<usize>,
-    ix: &Indexer<'_>,
-    dedup_losers: &[usize],
+    kept: impl Fn(&str) -> Option<usize>,
+    pinned: impl Fn(&str) -> Option<usize>,
 ) -> String {
     match reason {
         ExclusionReason::BudgetExceeded {
@@ -394,31 +407,17 @@ fn exclusion_text(
         } => format!("BudgetExceeded: {item_tokens} tokens, {available_tokens} left"),
         ExclusionReason::Deduplicated {
             deduplicated_against,
-        } => {
-            let kept = ix
-                .with_content(deduplicated_against)
-                .iter()
-                .copied()
-                .find(|i| Some(*i) != me && !dedup_losers.contains(i));
-            match kept {
-                Some(k) => format!("Deduplicated: duplicate of #{k}"),
-                None => format!(
-                    "Deduplicated: duplicate of {:?}",
-                    clip(deduplicated_against, 20)
-                ),
-            }
-        }
-        ExclusionReason::PinnedOverride { displaced_by } => {
-            let pinned = ix
-                .with_content(displaced_by)
-                .iter()
-                .copied()
-                .find(|&i| ix.items.get(i).is_some_and(ContextItem::pinned));
-            match pinned {
-                Some(k) => format!("PinnedOverride: displaced by #{k}"),
-                None => format!("PinnedOverride: displaced by {:?}", clip(displaced_by, 20)),
-            }
-        }
+        } => match kept(deduplicated_against) {
+            Some(k) => format!("Deduplicated: duplicate of #{k}"),
+            None => format!(
+                "Deduplicated: duplicate of {:?}",
+                clip(deduplicated_against, 20)
+            ),
+        },
+        ExclusionReason::PinnedOverride { displaced_by } => match pinned(displaced_by) {
+            Some(k) => format!("PinnedOverride: displaced by #{k}"),
+            None => format!("PinnedOverride: displaced by {:?}", clip(displaced_by, 20)),
+        },
         ExclusionReason::NegativeTokens { tokens } => format!("NegativeTokens: {tokens}"),
         ExclusionReason::CountCapExceeded { kind, cap, count } => {
             format!("CountCapExceeded: {kind} has {count}, cap {cap}")
@@ -478,7 +477,21 @@ pub(crate) fn explain_table(p: &Prepared, report: &SelectionReport) -> String {
                 exc.item.tokens().to_string(),
                 exc.item.kind().to_string(),
             ],
-            reason: exclusion_text(&exc.reason, i, &ix, &dedup_losers),
+            reason: exclusion_text(
+                &exc.reason,
+                |c| {
+                    ix.with_content(c)
+                        .iter()
+                        .copied()
+                        .find(|k| Some(*k) != i && !dedup_losers.contains(k))
+                },
+                |c| {
+                    ix.with_content(c)
+                        .iter()
+                        .copied()
+                        .find(|&k| ix.items.get(k).is_some_and(ContextItem::pinned))
+                },
+            ),
             item: &exc.item,
         });
     }
@@ -619,7 +632,7 @@ pub(crate) fn totals(p: &Prepared, report: &SelectionReport) -> String {
 
 /// A letter per kind: its initial if free, else the lowercase initial, else
 /// another letter of its name, else a digit.
-fn assign_letters(kinds: &[String]) -> Vec<char> {
+pub(crate) fn assign_letters(kinds: &[String]) -> Vec<char> {
     let mut used: Vec<char> = vec!['.', '~'];
     let mut out = Vec::with_capacity(kinds.len());
     for k in kinds {
