@@ -82,7 +82,7 @@ pub use config::{
     CompactCodeSpec, CompactionPolicy, CompactionPolicyKind, CompactionRule, GateConfig,
     GateConfigBuilder, GateConfigError, GateSpec, RuleSpec,
 };
-pub use format::{NODE_HEADER, format_node};
+pub use format::{NODE_HEADER, format_node, header_value};
 
 /// The name of the trace event every gate decision emits.
 pub const GATE_EVENT: &str = "MANAGE_CONTEXT_BUDGET";
