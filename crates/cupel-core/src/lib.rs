@@ -51,6 +51,7 @@ mod budget;
 mod code;
 pub mod diagnostics;
 mod error;
+mod gate_report;
 mod item;
 mod kind;
 mod run_budget;
@@ -68,6 +69,7 @@ pub use diagnostics::{
     TraceDetailLevel, TraceEvent,
 };
 pub use error::{CupelError, TokenSign};
+pub use gate_report::{CompactionPolicyKind, GATE_EVENT, GateDecision, GateReport, NodeReport};
 pub use item::{ContextItem, ContextItemBuilder};
 pub use kind::{ContextKind, ContextSource};
 pub use run_budget::{

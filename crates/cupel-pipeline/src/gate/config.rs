@@ -6,7 +6,7 @@ use std::fmt;
 use serde::de::{SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use cupel_core::{CodeLanguage, CupelError};
+use cupel_core::{CodeLanguage, CompactionPolicyKind, CupelError};
 
 /// When a rule compacts the nodes of its language.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,36 +37,6 @@ impl CompactionPolicy {
             CompactionPolicy::Threshold { .. } => CompactionPolicyKind::Threshold,
             CompactionPolicy::Demand { .. } => CompactionPolicyKind::Demand,
         }
-    }
-}
-
-/// The name of a [`CompactionPolicy`]: `always`, `threshold` or `demand` on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[non_exhaustive]
-pub enum CompactionPolicyKind {
-    /// [`CompactionPolicy::Always`].
-    Always,
-    /// [`CompactionPolicy::Threshold`].
-    Threshold,
-    /// [`CompactionPolicy::Demand`].
-    Demand,
-}
-
-impl CompactionPolicyKind {
-    /// The wire name.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            CompactionPolicyKind::Always => "always",
-            CompactionPolicyKind::Threshold => "threshold",
-            CompactionPolicyKind::Demand => "demand",
-        }
-    }
-}
-
-impl fmt::Display for CompactionPolicyKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -538,9 +508,9 @@ impl RuleSpec {
         if self.inbox_key.is_some() && policy != CompactionPolicyKind::Demand {
             return Err(misplaced("inbox_key"));
         }
-        let policy = match policy {
-            CompactionPolicyKind::Always => CompactionPolicy::Always,
-            CompactionPolicyKind::Threshold => match self.threshold {
+        // (`CompactionPolicyKind` is non-exhaustive, hence `if`s, not a `match`.)
+        let policy = if policy == CompactionPolicyKind::Threshold {
+            match self.threshold {
                 None => {
                     return Err(GateConfigError::ThresholdMissing {
                         path: format!("{at}.threshold"),
@@ -556,8 +526,9 @@ impl RuleSpec {
                     });
                 }
                 Some(threshold) => CompactionPolicy::Threshold { threshold },
-            },
-            CompactionPolicyKind::Demand => match self.inbox_key.as_deref() {
+            }
+        } else if policy == CompactionPolicyKind::Demand {
+            match self.inbox_key.as_deref() {
                 None => {
                     return Err(GateConfigError::InboxKeyMissing {
                         path: format!("{at}.inbox_key"),
@@ -572,7 +543,9 @@ impl RuleSpec {
                 Some(k) => CompactionPolicy::Demand {
                     inbox_key: k.to_string(),
                 },
-            },
+            }
+        } else {
+            CompactionPolicy::Always
         };
         Ok(CompactionRule { language, policy })
     }
