@@ -18,6 +18,9 @@
 //! * injected services: [`TimeProvider`] (system, fixed and manual clocks)
 //!   and [`TokenCounter`], and the context gate's [`LanguageClassifier`]
 //!   and [`Compactor`] (with [`CodeLanguage`]);
+//! * what the context gate decided: [`GateReport`] (with [`NodeReport`],
+//!   [`GateDecision`], [`CompactionPolicyKind`]), plain data so that the
+//!   OpenTelemetry bridge can record it without depending on the pipeline;
 //! * the one error type, [`CupelError`].
 //!
 //! Depend on `cupel-core` to implement a custom scorer, slicer, placer or
@@ -41,7 +44,7 @@
 //! # Features
 //! * `serde` — `Serialize`/`Deserialize` for the data: items, kinds, budgets,
 //!   slicer outcomes, events, reasons and reports, run budgets and token
-//!   usages (not for the borrowed [`ScoredItem`] and collector records, nor
+//!   usages, gate reports (not for the borrowed [`ScoredItem`] and collector records, nor
 //!   for collectors, clocks, trackers or errors — a
 //!   [`BudgetExceededError`] carries its state as JSON without it), using
 //!   the specification's JSON wire format for reasons and reports.
