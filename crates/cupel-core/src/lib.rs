@@ -44,8 +44,8 @@
 //! # Features
 //! * `serde` — `Serialize`/`Deserialize` for the data: items, kinds, budgets,
 //!   slicer outcomes, events, reasons and reports, run budgets and token
-//!   usages, gate reports (not for the borrowed [`ScoredItem`] and collector records, nor
-//!   for collectors, clocks, trackers or errors — a
+//!   usages, gate reports (not for the borrowed [`ScoredItem`] and collector
+//!   records, nor for collectors, clocks, trackers or errors — a
 //!   [`BudgetExceededError`] carries its state as JSON without it), using
 //!   the specification's JSON wire format for reasons and reports.
 #![deny(missing_docs)]
