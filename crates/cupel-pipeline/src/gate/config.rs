@@ -630,8 +630,9 @@ fn key_path(raw: &str) -> String {
     out
 }
 
-/// Every way a gate configuration can be invalid. Each message starts with
-/// the key path (a rule's index is in it: `compact_code.rules[1].threshold`).
+/// Every way a gate configuration can be invalid. Each message but a syntax
+/// error's ([`Parse`](Self::Parse)) starts with the key path (a rule's index
+/// is in it: `compact_code.rules[1].threshold`).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum GateConfigError {
