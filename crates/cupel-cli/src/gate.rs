@@ -131,7 +131,7 @@ fn unknown_key(path: &[Seg]) -> CliError {
 /// Runs `cupel gate`.
 pub(crate) fn run(a: &GateArgs) -> Result<String, CliError> {
     let src = Source::read(&a.file, None, "gate file")?;
-    let file: GateFile = src.parse_strict(unknown_key)?;
+    let file: GateFile = src.parse_strict_with_paths(unknown_key)?;
     let config = file
         .gate
         .build_at("gate.")

@@ -85,20 +85,67 @@ impl Source {
         &self,
         unknown: impl Fn(&[Seg]) -> CliError,
     ) -> Result<T, CliError> {
+        self.parse(unknown, false)
+    }
+
+    /// As [`parse_strict`](Self::parse_strict), and a type error also names
+    /// the key path of the value (`gate.compact_code.rules[0].threshold`).
+    /// An unknown key that a type rejects itself (`deny_unknown_fields`)
+    /// goes through `unknown` too, so it reads like one found by this reader.
+    pub(crate) fn parse_strict_with_paths<T: DeserializeOwned>(
+        &self,
+        unknown: impl Fn(&[Seg]) -> CliError,
+    ) -> Result<T, CliError> {
+        self.parse(unknown, true)
+    }
+
+    fn parse<T: DeserializeOwned>(
+        &self,
+        unknown: impl Fn(&[Seg]) -> CliError,
+        paths: bool,
+    ) -> Result<T, CliError> {
         let mut ignored: Vec<Vec<Seg>> = Vec::new();
-        let value: T = match self.format {
+        let mut track = serde_path_to_error::Track::new();
+        let result = match self.format {
             Format::Toml => {
                 let de = toml::de::Deserializer::parse(&self.text)
-                    .map_err(|e| self.toml_error(&e, true))?;
+                    .map_err(|e| self.toml_error(&e, true, None))?;
+                let de = serde_path_to_error::Deserializer::new(de, &mut track);
                 serde_ignored::deserialize(de, |p| ignored.push(segments(&p)))
-                    .map_err(|e| self.toml_error(&e, false))?
+                    .map_err(DataError::Toml)
             }
             Format::Json => {
                 let mut de = serde_json::Deserializer::from_str(&self.text);
-                let v = serde_ignored::deserialize(&mut de, |p| ignored.push(segments(&p)))
-                    .map_err(|e| self.json_error(&e))?;
-                de.end().map_err(|e| self.json_error(&e))?;
+                let tracked = serde_path_to_error::Deserializer::new(&mut de, &mut track);
+                let v = serde_ignored::deserialize(tracked, |p| ignored.push(segments(&p)))
+                    .map_err(DataError::Json);
+                if v.is_ok() {
+                    de.end().map_err(|e| self.json_error(&e, None))?;
+                }
                 v
+            }
+        };
+        let value = match result {
+            Ok(v) => v,
+            Err(e) => {
+                let path = if paths {
+                    tracked_segments(&track.path())
+                } else {
+                    Vec::new()
+                };
+                let path = (!path.is_empty()).then_some(path);
+                if let Some(path) = &path
+                    && e.message().starts_with("unknown field `")
+                {
+                    let mut u = unknown(path);
+                    u.message = format!("{}: {}", self.name, u.message);
+                    return Err(u);
+                }
+                let path = path.as_deref().map(render_path);
+                return Err(match e {
+                    DataError::Toml(e) => self.toml_error(&e, false, path.as_deref()),
+                    DataError::Json(e) => self.json_error(&e, path.as_deref()),
+                });
             }
         };
         match ignored.first() {
@@ -111,7 +158,7 @@ impl Source {
         }
     }
 
-    fn toml_error(&self, e: &toml::de::Error, syntax: bool) -> CliError {
+    fn toml_error(&self, e: &toml::de::Error, syntax: bool, path: Option<&str>) -> CliError {
         let msg = one_line(e.message());
         let what = if syntax { "invalid TOML: " } else { "" };
         let at = e
@@ -121,14 +168,13 @@ impl Source {
                 format!(":{line}:{col}")
             })
             .unwrap_or_default();
-        CliError::input(format!("{}{at}: {what}{msg}", self.name))
+        let key = path.map_or_else(String::new, |p| format!("`{p}`: "));
+        CliError::input(format!("{}{at}: {key}{what}{msg}", self.name))
     }
 
-    fn json_error(&self, e: &serde_json::Error) -> CliError {
+    fn json_error(&self, e: &serde_json::Error, path: Option<&str>) -> CliError {
         use serde_json::error::Category;
-        let full = e.to_string();
-        let suffix = format!(" at line {} column {}", e.line(), e.column());
-        let msg = one_line(full.strip_suffix(&suffix).unwrap_or(&full));
+        let msg = one_line(&json_message(e));
         let what = match e.classify() {
             Category::Syntax | Category::Eof => "invalid JSON: ",
             Category::Data | Category::Io => "",
@@ -138,8 +184,32 @@ impl Source {
         } else {
             String::new()
         };
-        CliError::input(format!("{}{at}: {what}{msg}", self.name))
+        let key = path.map_or_else(String::new, |p| format!("`{p}`: "));
+        CliError::input(format!("{}{at}: {key}{what}{msg}", self.name))
     }
+}
+
+/// A data error from either parser, kept until its key path is known.
+enum DataError {
+    Toml(toml::de::Error),
+    Json(serde_json::Error),
+}
+
+impl DataError {
+    /// The parser's message, without position.
+    fn message(&self) -> String {
+        match self {
+            DataError::Toml(e) => e.message().to_string(),
+            DataError::Json(e) => json_message(e),
+        }
+    }
+}
+
+/// serde_json's message without its ` at line L column C` suffix.
+fn json_message(e: &serde_json::Error) -> String {
+    let full = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    full.strip_suffix(&suffix).unwrap_or(&full).to_string()
 }
 
 fn format_from_extension(path: &str) -> Option<Format> {
@@ -198,6 +268,19 @@ fn segments(p: &serde_ignored::Path<'_>) -> Vec<Seg> {
         _ => {}
     }
     out
+}
+
+/// serde_path_to_error's path as key-path segments (`?` steps dropped).
+fn tracked_segments(p: &serde_path_to_error::Path) -> Vec<Seg> {
+    use serde_path_to_error::Segment;
+    p.iter()
+        .filter_map(|s| match s {
+            Segment::Seq { index } => Some(Seg::Index(*index)),
+            Segment::Map { key } => Some(Seg::Key(key.clone())),
+            Segment::Enum { variant } => Some(Seg::Key(variant.clone())),
+            Segment::Unknown => None,
+        })
+        .collect()
 }
 
 /// `items[3].pined`, `scorers[0].wieght`.

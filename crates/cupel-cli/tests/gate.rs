@@ -156,6 +156,9 @@ fn invalid_files_exit_2_naming_the_key() {
         ("missing_budget", "gate-missing-budget.toml"),
         ("bad_node", "gate-bad-node-key.toml"),
         ("missing_text", "gate-missing-text.toml"),
+        ("threshold_string", "gate-threshold-string.toml"),
+        ("budget_string", "gate-budget-string.toml"),
+        ("rule_string", "gate-rule-string.toml"),
     ] {
         let (out, err) = run(&["gate", &format!("tests/fixtures/{file}")], 2);
         assert_eq!(out, "");
@@ -164,6 +167,54 @@ fn invalid_files_exit_2_naming_the_key() {
     }
     let (_, err) = run(&["gate", EXAMPLE, "--encoding", "bogus"], 2);
     assert!(err.starts_with("error: unknown encoding `bogus`"), "{err}");
+}
+
+#[test]
+fn type_errors_name_the_key_path_and_the_position() {
+    let (_, err) = run(&["gate", "tests/fixtures/gate-threshold-string.toml"], 2);
+    // Line 9, column 13: the value after `threshold = `.
+    assert!(
+        err.starts_with(
+            "error: tests/fixtures/gate-threshold-string.toml:9:13: `gate.compact_code.rules[0].threshold`: invalid type: string \"0.4\", expected f64"
+        ),
+        "{err}"
+    );
+    let (_, err) = run(&["gate", "tests/fixtures/gate-budget-string.toml"], 2);
+    assert!(
+        err.starts_with(
+            "error: tests/fixtures/gate-budget-string.toml:4:22: `gate.max_context_tokens`: "
+        ),
+        "{err}"
+    );
+    let (_, err) = run(&["gate", "tests/fixtures/gate-rule-string.toml"], 2);
+    assert!(
+        err.starts_with(
+            "error: tests/fixtures/gate-rule-string.toml:5:27: `gate.compact_code.rules[0]`: "
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn encoding_flag_overrides_the_file() {
+    let file = "tests/fixtures/gate-encoding.toml";
+    let from_file = json(&["gate", file, "--format", "json"]);
+    assert_eq!(from_file["encoding"], "o200k_base");
+    let flagged = json(&[
+        "gate",
+        file,
+        "--format",
+        "json",
+        "--encoding",
+        "cl100k_base",
+    ]);
+    assert_eq!(flagged["encoding"], "cl100k_base");
+    // The text output says which encoding counted.
+    let (out, _) = run(&["gate", file, "--encoding", "cl100k_base"], 0);
+    assert!(
+        out.starts_with("gate manage_budget: admitted (encoding cl100k_base)\n"),
+        "{out}"
+    );
 }
 
 #[test]

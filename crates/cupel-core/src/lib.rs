@@ -19,6 +19,9 @@
 //! * injected services: [`TimeProvider`] (system, fixed and manual clocks)
 //!   and [`TokenCounter`], and the context gate's [`LanguageClassifier`]
 //!   and [`Compactor`] (with [`CodeLanguage`]);
+//! * what the context gate decided: [`GateReport`] (with [`NodeReport`],
+//!   [`GateDecision`], [`CompactionPolicyKind`]), plain data so that the
+//!   OpenTelemetry bridge can record it without depending on the pipeline;
 //! * the one error type, [`CupelError`].
 //!
 //! Depend on `cupel-core` to implement a custom scorer, slicer, placer or
@@ -42,8 +45,8 @@
 //! # Features
 //! * `serde` — `Serialize`/`Deserialize` for the data: items, kinds, budgets,
 //!   slicer outcomes, events, reasons and reports, run budgets and token
-//!   usages (not for the borrowed [`ScoredItem`] and collector records, nor
-//!   for collectors, clocks, trackers or errors — a
+//!   usages, gate reports (not for the borrowed [`ScoredItem`] and collector
+//!   records, nor for collectors, clocks, trackers or errors — a
 //!   [`BudgetExceededError`] carries its state as JSON without it), using
 //!   the specification's JSON wire format for reasons and reports.
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -53,6 +56,7 @@ mod budget;
 mod code;
 pub mod diagnostics;
 mod error;
+mod gate_report;
 mod item;
 mod kind;
 mod run_budget;
@@ -70,6 +74,7 @@ pub use diagnostics::{
     TraceDetailLevel, TraceEvent,
 };
 pub use error::{CupelError, TokenSign};
+pub use gate_report::{CompactionPolicyKind, GATE_EVENT, GateDecision, GateReport, NodeReport};
 pub use item::{ContextItem, ContextItemBuilder};
 pub use kind::{ContextKind, ContextSource};
 pub use run_budget::{

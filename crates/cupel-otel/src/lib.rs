@@ -37,6 +37,13 @@
 //! `tracing` events), and [`record_budget_exceeded`] records a failed
 //! checkpoint as an event.
 //!
+//! A context-gate decision shows on your spans too: [`record_gate_report`]
+//! adds a `MANAGE_CONTEXT_BUDGET` event with the decision, the token sums,
+//! the inbox summary and the per-node language, policy, compacted flag and
+//! tokens before and after (the fields of the gate's own `tracing` event);
+//! [`record_gate_error`] records a failed call. The gate's report type is in
+//! `cupel-core`, so this needs no dependency on `cupel-pipeline`.
+//!
 //! Depends on `cupel-core` and the `opentelemetry` API only (no SDK).
 //!
 //! ```
@@ -84,6 +91,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 mod collector;
+mod gate;
 mod names;
 mod run_budget;
 #[cfg(feature = "tracing")]
@@ -91,6 +99,7 @@ mod tracing_collector;
 mod verbosity;
 
 pub use collector::CupelOtelTraceCollector;
+pub use gate::{GATE_EVENT_NAME, gate_report_attributes, record_gate_error, record_gate_report};
 pub use names::{TRACER_NAME, exclusion_reason_name};
 pub use run_budget::{
     BUDGET_DIMENSION, BUDGET_EXCEEDED_EVENT, BUDGET_PHASE, BUDGET_REMAINING_TIME,

@@ -35,9 +35,11 @@ pub enum Finished {
     },
     /// The loop guard stopped the loop: carry on without the new nodes.
     GaveUp {
-        /// Attempts made.
+        /// Attempts made (gate calls).
         attempts: usize,
-        /// The state as the last `Over` handed it back.
+        /// The state exactly as the last `Over` handed it back: the context
+        /// after `attempts - 1` summaries (no summary is made once the guard
+        /// has decided to stop) and the untouched buffer.
         state: GateState,
         /// The demand messages still pending.
         inbox: Vec<InboxMessage>,
@@ -62,11 +64,13 @@ pub fn run(
     mut inbox: Vec<InboxMessage>,
     max_attempts: usize,
 ) -> Result<Finished, cupel_core::CupelError> {
-    for attempt in 1..=max_attempts {
+    let mut attempts = 0;
+    while attempts < max_attempts {
+        attempts += 1;
         match gate.admit(state, &inbox)? {
             GateOutcome::Admitted(admitted) => {
                 return Ok(Finished::Admitted {
-                    summaries: attempt - 1,
+                    summaries: attempts - 1,
                     context: admitted.into_context(),
                 });
             }
@@ -74,12 +78,17 @@ pub fn run(
                 let (untouched, requeue) = over.into_parts();
                 // Demand messages go back to the inbox so they hold on the retry.
                 inbox = requeue;
+                if attempts == max_attempts {
+                    // The guard stops here: no summary that nobody would use.
+                    state = untouched;
+                    break;
+                }
                 state = GateState::new(summarise(&untouched.context), untouched.nodes);
             }
         }
     }
     Ok(Finished::GaveUp {
-        attempts: max_attempts,
+        attempts,
         state,
         inbox,
     })

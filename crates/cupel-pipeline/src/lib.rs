@@ -120,7 +120,7 @@ pub use gate::{
     CompactionPolicyKind, CompactionRule, ContextGate, ContextGateBuilder, GATE_EVENT, GateConfig,
     GateConfigBuilder, GateConfigError, GateDecision, GateError, GateOutcome, GateReport, GateSpec,
     GateState, InboxMessage, NODE_HEADER, NodeReport, Over, RetrievalNode, RuleSpec,
-    compact_csharp, compact_sql, format_node,
+    compact_csharp, compact_sql, format_node, header_value,
 };
 pub use names::{PlacerType, ScorerType, SlicerType};
 pub use pipeline::{OverflowObserver, Pipeline, PipelineBuilder};

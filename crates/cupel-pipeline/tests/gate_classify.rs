@@ -209,3 +209,30 @@ fn classification_is_deterministic_and_total() {
         assert_eq!(lang(t), lang(t));
     }
 }
+
+mod never_panics {
+    use super::lang;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn on_arbitrary_text(t in any::<String>()) {
+            let first = lang(&t);
+            prop_assert_eq!(first, lang(&t));
+        }
+
+        #[test]
+        fn on_code_shaped_text(
+            t in "[-/*'\"@$#{}();=<>a-zA-Z0-9 \n\t\\\\\u{e9}\u{2028}]{0,200}",
+            keyword in prop::sample::select(vec![
+                "SELECT ", " FROM ", "using System;", "namespace ", "public class ", "{ get; set; }",
+                "DECLARE @x", "def f():", "/*", "*/", "--", "//", "@\"", "$\"", "\"\"\"",
+            ]),
+        ) {
+            // Keywords spliced in at both ends reach the deeper branches.
+            let text = format!("{keyword}{t}{keyword}");
+            let first = lang(&text);
+            prop_assert_eq!(first, lang(&text));
+        }
+    }
+}

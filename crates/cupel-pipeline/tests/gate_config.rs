@@ -163,11 +163,14 @@ fn rules_must_be_a_list() {
         "id = \"g\"\nmax_context_tokens = 5\n[compact_code]\nrules = \"sql\"\n",
     )
     .unwrap_err();
-    assert!(matches!(e, GateConfigError::Parse { .. }));
-    assert!(
-        e.to_string()
-            .contains("expected `compact_code.rules` to be a list of rule tables"),
-        "{e}"
+    assert_eq!(
+        e,
+        GateConfigError::InvalidType {
+            path: "compact_code.rules".into(),
+            message: "invalid type: string \"sql\", expected `compact_code.rules` to be a list of rule tables".into(),
+            line: Some(4),
+            column: Some(9),
+        }
     );
     let e = GateConfig::from_json_str(
         r#"{"id": "g", "max_context_tokens": 5, "compact_code": {"rules": {"language": "sql"}}}"#,
@@ -239,4 +242,162 @@ fn builder_validates_like_the_file_reader() {
 fn plain_serde_validates_too() {
     let e = serde_json::from_str::<GateConfig>(r#"{"id": "g"}"#).unwrap_err();
     assert!(e.to_string().contains("max_context_tokens"), "{e}");
+}
+
+/// A fixture whose rule 0 is valid and whose rule 1 carries `body` (TOML).
+fn with_rule(body: &str) -> String {
+    format!(
+        "id = \"g\"\nmax_context_tokens = 5000\n\n[[compact_code.rules]]\nlanguage = \"dotnet\"\npolicy = \"always\"\n\n[[compact_code.rules]]\n{body}"
+    )
+}
+
+#[test]
+fn type_errors_name_the_key_path_and_the_position() {
+    // Line 11 (two header lines, a blank, rule 0's four lines, a blank, the
+    // rule header, language, policy), column 13 (after `threshold = `).
+    let e = GateConfig::from_toml_str(&with_rule(
+        "language = \"sql\"\npolicy = \"threshold\"\nthreshold = \"0.4\"\n",
+    ))
+    .unwrap_err();
+    assert_eq!(
+        e,
+        GateConfigError::InvalidType {
+            path: "compact_code.rules[1].threshold".into(),
+            message: "invalid type: string \"0.4\", expected f64".into(),
+            line: Some(11),
+            column: Some(13),
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "`compact_code.rules[1].threshold`: invalid type: string \"0.4\", expected f64 (line 11, column 13)"
+    );
+
+    let e = GateConfig::from_toml_str("id = \"g\"\nmax_context_tokens = \"5000\"\n").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "`max_context_tokens`: invalid type: string \"5000\", expected i64 (line 2, column 22)"
+    );
+
+    // A rule that is a string, not a table.
+    let e = GateConfig::from_toml_str(
+        "id = \"g\"\nmax_context_tokens = 5\ncompact_code.rules = [\"sql\"]\n",
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, GateConfigError::InvalidType { path, line: Some(3), column: Some(23), .. } if path == "compact_code.rules[0]"),
+        "{e:?}"
+    );
+
+    // JSON: the same paths; serde_json reports the value's last character, here
+    // the closing quote of "0.4" (the opening one is column 121).
+    let e = GateConfig::from_json_str(
+        r#"{"id": "g", "max_context_tokens": 5, "compact_code": {"rules": [{"language": "sql", "policy": "threshold", "threshold": "0.4"}]}}"#,
+    )
+    .unwrap_err();
+    assert_eq!(
+        e,
+        GateConfigError::InvalidType {
+            path: "compact_code.rules[0].threshold".into(),
+            message: "invalid type: string \"0.4\", expected f64".into(),
+            line: Some(1),
+            column: Some(125),
+        }
+    );
+    let e = GateConfig::from_json_str(r#"{"id": "g", "max_context_tokens": "5000"}"#).unwrap_err();
+    assert!(
+        matches!(&e, GateConfigError::InvalidType { path, .. } if path == "max_context_tokens"),
+        "{e:?}"
+    );
+    // A root that is not a table has no key path.
+    let e = GateConfig::from_json_str("3").unwrap_err();
+    assert!(matches!(e, GateConfigError::Parse { .. }), "{e:?}");
+}
+
+#[test]
+fn a_rule_without_language_or_policy_names_the_missing_key() {
+    let e = GateConfig::from_toml_str(&with_rule("policy = \"always\"\n")).unwrap_err();
+    assert_eq!(
+        e,
+        GateConfigError::MissingKey {
+            path: "compact_code.rules[1].language".into(),
+            what: "the rule's language (sql or dotnet)",
+        }
+    );
+    let e = GateConfig::from_toml_str(&with_rule("language = \"sql\"\n")).unwrap_err();
+    assert_eq!(
+        e,
+        GateConfigError::MissingKey {
+            path: "compact_code.rules[1].policy".into(),
+            what: "the rule's policy (always, threshold or demand)",
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "`compact_code.rules[1].policy` is required: the rule's policy (always, threshold or demand)"
+    );
+}
+
+#[test]
+fn inbox_key_on_a_rule_that_is_not_demand_is_rejected() {
+    for (policy, extra) in [("always", ""), ("threshold", "threshold = 0.5\n")] {
+        let e = GateConfig::from_toml_str(&with_rule(&format!(
+            "language = \"sql\"\npolicy = \"{policy}\"\n{extra}inbox_key = \"compact_sql\"\n"
+        )))
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "`compact_code.rules[1].inbox_key`: rule 1 has policy `{policy}`, which takes no `inbox_key`"
+            )
+        );
+    }
+}
+
+#[test]
+fn a_blank_inbox_key_is_rejected() {
+    for key in ["", "   ", "\\t"] {
+        let e = GateConfig::from_toml_str(&with_rule(&format!(
+            "language = \"sql\"\npolicy = \"demand\"\ninbox_key = \"{key}\"\n"
+        )))
+        .unwrap_err();
+        assert_eq!(
+            e,
+            GateConfigError::EmptyValue {
+                path: "compact_code.rules[1].inbox_key".into()
+            },
+            "inbox_key = {key:?}"
+        );
+    }
+}
+
+/// An embedder's own file type with a `GateConfig` inside.
+#[derive(Debug, serde::Deserialize)]
+struct AppFile {
+    gate: GateConfig,
+}
+
+#[test]
+fn plain_serde_rejects_unknown_keys_at_every_level() {
+    // The same table is accepted without the typo...
+    let ok: AppFile = toml::from_str("[gate]\nid = \"g\"\nmax_context_tokens = 5\n").unwrap();
+    assert_eq!(ok.gate.max_context_tokens(), 5);
+    // ...and rejected with it, in TOML and JSON, at the gate and rule levels.
+    let e =
+        toml::from_str::<AppFile>("[gate]\nid = \"g\"\nmax_context_tokens = 5\nmax_tokens = 9\n")
+            .unwrap_err();
+    assert!(e.to_string().contains("unknown field `max_tokens`"), "{e}");
+    let e = serde_json::from_str::<GateConfig>(
+        r#"{"id": "g", "max_context_tokens": 5, "compact_code": {"rules": [{"language": "sql", "policy": "always", "treshold": 1}]}}"#,
+    )
+    .unwrap_err();
+    assert!(e.to_string().starts_with("unknown field `treshold`"), "{e}");
+    let e = serde_json::from_str::<GateConfig>(
+        r#"{"id": "g", "max_context_tokens": 5, "compact_code": {"rules": [], "mode": 1}}"#,
+    )
+    .unwrap_err();
+    assert!(e.to_string().starts_with("unknown field `mode`"), "{e}");
+    // The wire shape is strict on its own too.
+    let e = serde_json::from_str::<cupel_pipeline::GateSpec>(r#"{"idd": "g"}"#).unwrap_err();
+    assert!(e.to_string().starts_with("unknown field `idd`"), "{e}");
 }

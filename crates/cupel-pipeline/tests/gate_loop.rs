@@ -41,9 +41,48 @@ fn the_loop_guard_ends_a_loop_that_cannot_finish() {
             inbox,
         } => {
             assert_eq!(attempts, 2);
+            // The context is what the second Over handed back: one summary
+            // (the first 44 of 88 words: turns 1 to 4, 11 words each), not a
+            // second one made after the guard had decided to stop.
+            let turns: Vec<String> = (1..=4)
+                .map(|i| {
+                    format!("turn {i}: the user and the assistant discussed the quarterly report")
+                })
+                .collect();
+            assert_eq!(state.context, [format!("Summary: {}", turns.join(" "))]);
             // The buffer is still the original one, and the demand is still pending.
             assert_eq!(state.nodes, nodes);
             assert_eq!(inbox, [InboxMessage::new("manage_budget", "compact_sql")]);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_single_attempt_gives_back_the_original_context() {
+    let (gate, state, inbox) = scenario();
+    let original = state.clone();
+    match run(&gate, state, inbox, 1).unwrap() {
+        Finished::GaveUp {
+            attempts, state, ..
+        } => {
+            assert_eq!(attempts, 1);
+            assert_eq!(state, original);
+        }
+        other => panic!("{other:?}"),
+    }
+    // No attempt at all: nothing is called and nothing changes.
+    let (gate, state, inbox) = scenario();
+    let original = state.clone();
+    match run(&gate, state, inbox.clone(), 0).unwrap() {
+        Finished::GaveUp {
+            attempts,
+            state,
+            inbox: left,
+        } => {
+            assert_eq!(attempts, 0);
+            assert_eq!(state, original);
+            assert_eq!(left, inbox);
         }
         other => panic!("{other:?}"),
     }

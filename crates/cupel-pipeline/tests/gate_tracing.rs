@@ -54,7 +54,10 @@ fn every_decision_emits_one_manage_context_budget_event() {
     tracing::subscriber::with_default(Capture(events.clone()), || {
         let _ = g.admit(
             state(&[&words(95)], vec![RetrievalNode::new(SQL).with_id("q")]),
-            &[InboxMessage::new("manage_budget", "compact_sql")],
+            &[
+                InboxMessage::new("manage_budget", "compact_sql"),
+                InboxMessage::new("call_model", "compact_sql"),
+            ],
         );
         let _ = g.admit(state(&[], vec![RetrievalNode::new(SQL)]), &[]);
         let big = gate(GateConfig::builder("tiny", 1).build().unwrap());
@@ -72,6 +75,10 @@ fn every_decision_emits_one_manage_context_budget_event() {
     assert_eq!(first["gate_id"], "manage_budget");
     // 95 + compacted block (8 + 2 id + 4) 14 = 109.
     assert_eq!(first["total_tokens"], "109");
+    // Two messages consumed (one for another step); one demand topic found
+    // and, the decision being Over, handed back.
+    assert_eq!(first["consumed"], "2");
+    assert_eq!(first["demanded"], "compact_sql");
     assert_eq!(first["requeued"], "1");
     let nodes: serde_json::Value = serde_json::from_str(&first["nodes"]).unwrap();
     assert_eq!(
@@ -82,6 +89,41 @@ fn every_decision_emits_one_manage_context_budget_event() {
         }])
     );
     assert_eq!(events[1]["decision"], "admitted");
+    assert_eq!(events[1]["consumed"], "0");
+    assert_eq!(events[1]["demanded"], "");
+    assert_eq!(events[1]["requeued"], "0");
     assert_eq!(events[2]["decision"], "pipeline_budget_misconfig");
     assert!(events[2]["error"].starts_with("PIPELINE_BUDGET_MISCONFIG"));
+}
+
+#[test]
+fn a_dry_run_then_the_real_call_is_one_event() {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let g = demand_then_always();
+    let inbox = [InboxMessage::new("manage_budget", "compact_sql")];
+    let context = vec![words(10)];
+    let nodes = vec![RetrievalNode::new(SQL).with_id("q")];
+    let (dry, real) = tracing::subscriber::with_default(Capture(events.clone()), || {
+        let dry = g.evaluate(&context, &nodes, &inbox).unwrap();
+        // A misconfigured dry run is silent too.
+        let tiny = gate(GateConfig::builder("tiny", 1).build().unwrap());
+        assert!(tiny.evaluate(&[], &nodes, &[]).is_err());
+        let real = g
+            .admit(
+                cupel_pipeline::GateState::new(context.clone(), nodes.clone()),
+                &inbox,
+            )
+            .unwrap();
+        (dry, real)
+    });
+    let events = events.lock().unwrap();
+    assert_eq!(events.len(), 1, "{events:#?}");
+    assert_eq!(events[0]["decision"], "admitted");
+    // The dry run reported what the real call decided, inbox summary included:
+    // 10 context words + the compacted block (8 + 2 id + 4) = 24 <= 100.
+    assert_eq!(&dry, real.report());
+    assert_eq!(dry.total_tokens, 24);
+    assert_eq!(events[0]["total_tokens"], "24");
+    assert_eq!((dry.consumed, dry.requeued), (1, 0));
+    assert_eq!(dry.demanded, ["compact_sql"]);
 }

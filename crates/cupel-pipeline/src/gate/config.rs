@@ -6,7 +6,7 @@ use std::fmt;
 use serde::de::{SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use cupel_core::{CodeLanguage, CupelError};
+use cupel_core::{CodeLanguage, CompactionPolicyKind, CupelError};
 
 /// When a rule compacts the nodes of its language.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,36 +37,6 @@ impl CompactionPolicy {
             CompactionPolicy::Threshold { .. } => CompactionPolicyKind::Threshold,
             CompactionPolicy::Demand { .. } => CompactionPolicyKind::Demand,
         }
-    }
-}
-
-/// The name of a [`CompactionPolicy`]: `always`, `threshold` or `demand` on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[non_exhaustive]
-pub enum CompactionPolicyKind {
-    /// [`CompactionPolicy::Always`].
-    Always,
-    /// [`CompactionPolicy::Threshold`].
-    Threshold,
-    /// [`CompactionPolicy::Demand`].
-    Demand,
-}
-
-impl CompactionPolicyKind {
-    /// The wire name.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            CompactionPolicyKind::Always => "always",
-            CompactionPolicyKind::Threshold => "threshold",
-            CompactionPolicyKind::Demand => "demand",
-        }
-    }
-}
-
-impl fmt::Display for CompactionPolicyKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -128,9 +98,12 @@ impl CompactionRule {
 /// A validated gate configuration.
 ///
 /// Build one with [`GateConfig::builder`], or read one with
-/// [`GateConfig::from_toml_str`] / [`GateConfig::from_json_str`] (strict: an
-/// unknown key is an error naming it) or from a [`GateSpec`]. Deserialising a
-/// `GateConfig` with plain serde validates it too, but ignores unknown keys.
+/// [`GateConfig::from_toml_str`] / [`GateConfig::from_json_str`] or from a
+/// [`GateSpec`]. Every reader is strict: an unknown key is an error, also when
+/// a `GateConfig` (or a [`GateSpec`]) is deserialised with plain serde inside
+/// an embedder's own file type, and a `GateConfig` deserialised that way is
+/// validated too. The two `from_*_str` readers add the key path and the line
+/// and column to every error.
 ///
 /// ```
 /// use cupel_core::CodeLanguage;
@@ -178,13 +151,21 @@ impl GateConfig {
     /// Parses the gate table from TOML, rejecting unknown keys.
     ///
     /// # Errors
-    /// [`GateConfigError::Parse`] (syntax or type, with line and column),
-    /// [`GateConfigError::UnknownKey`], or a validation error naming the key.
+    /// [`GateConfigError::Parse`] (syntax, with line and column),
+    /// [`GateConfigError::InvalidType`] (a value of the wrong type, with its
+    /// key path, line and column), [`GateConfigError::UnknownKey`], or a
+    /// validation error naming the key.
     pub fn from_toml_str(s: &str) -> Result<Self, GateConfigError> {
         let de = toml::de::Deserializer::parse(s).map_err(|e| GateConfigError::Parse {
             message: format!("invalid TOML: {}", e.to_string().trim_end()),
         })?;
-        strict(de)
+        let spec: GateSpec = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let e = e.into_inner();
+            let at = e.span().map(|span| line_col(s, span.start));
+            located(&path, e.message(), at)
+        })?;
+        spec.build()
     }
 
     /// Parses the gate table from JSON, rejecting unknown keys.
@@ -193,11 +174,24 @@ impl GateConfig {
     /// As [`from_toml_str`](Self::from_toml_str).
     pub fn from_json_str(s: &str) -> Result<Self, GateConfigError> {
         let mut de = serde_json::Deserializer::from_str(s);
-        let cfg = strict(&mut de)?;
+        let spec: GateSpec = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let path = e.path().to_string();
+            let e = e.into_inner();
+            if e.is_syntax() || e.is_eof() {
+                return GateConfigError::Parse {
+                    message: format!("invalid JSON: {e}"),
+                };
+            }
+            let full = e.to_string();
+            let suffix = format!(" at line {} column {}", e.line(), e.column());
+            let message = full.strip_suffix(&suffix).unwrap_or(&full);
+            let at = (e.line() > 0).then(|| (e.line(), e.column()));
+            located(&path, message, at)
+        })?;
         de.end().map_err(|e| GateConfigError::Parse {
             message: format!("invalid JSON: {e}"),
         })?;
-        Ok(cfg)
+        spec.build()
     }
 
     /// The gate's own id: demand messages must be addressed to it.
@@ -311,7 +305,9 @@ impl GateConfigBuilder {
 
 /// The gate table as written in a file: every key optional, languages and
 /// policies as plain strings, so that [`build`](GateSpec::build) can report
-/// every mistake with its key path (and a rule's index).
+/// every mistake with its key path (and a rule's index). Unknown keys are
+/// rejected while deserialising (`deny_unknown_fields`, here and in
+/// [`CompactCodeSpec`] and [`RuleSpec`]).
 ///
 /// ```toml
 /// id = "manage_budget"                  # required
@@ -327,6 +323,7 @@ impl GateConfigBuilder {
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(
+    deny_unknown_fields,
     expecting = "a gate table (id, max_context_tokens, encoding, divide_new_content, compact_code)"
 )]
 pub struct GateSpec {
@@ -349,7 +346,7 @@ pub struct GateSpec {
 
 /// `compact_code`: holds the rule list.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(expecting = "a compact_code table with `rules`")]
+#[serde(deny_unknown_fields, expecting = "a compact_code table with `rules`")]
 pub struct CompactCodeSpec {
     /// The rules; must be a list.
     #[serde(deserialize_with = "rule_list")]
@@ -358,7 +355,10 @@ pub struct CompactCodeSpec {
 
 /// One rule as written.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(expecting = "a rule table (language, policy, threshold, inbox_key)")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a rule table (language, policy, threshold, inbox_key)"
+)]
 pub struct RuleSpec {
     /// `sql` or `dotnet`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -508,9 +508,9 @@ impl RuleSpec {
         if self.inbox_key.is_some() && policy != CompactionPolicyKind::Demand {
             return Err(misplaced("inbox_key"));
         }
-        let policy = match policy {
-            CompactionPolicyKind::Always => CompactionPolicy::Always,
-            CompactionPolicyKind::Threshold => match self.threshold {
+        // (`CompactionPolicyKind` is non-exhaustive, hence `if`s, not a `match`.)
+        let policy = if policy == CompactionPolicyKind::Threshold {
+            match self.threshold {
                 None => {
                     return Err(GateConfigError::ThresholdMissing {
                         path: format!("{at}.threshold"),
@@ -526,8 +526,9 @@ impl RuleSpec {
                     });
                 }
                 Some(threshold) => CompactionPolicy::Threshold { threshold },
-            },
-            CompactionPolicyKind::Demand => match self.inbox_key.as_deref() {
+            }
+        } else if policy == CompactionPolicyKind::Demand {
+            match self.inbox_key.as_deref() {
                 None => {
                     return Err(GateConfigError::InboxKeyMissing {
                         path: format!("{at}.inbox_key"),
@@ -542,7 +543,9 @@ impl RuleSpec {
                 Some(k) => CompactionPolicy::Demand {
                     inbox_key: k.to_string(),
                 },
-            },
+            }
+        } else {
+            CompactionPolicy::Always
         };
         Ok(CompactionRule { language, policy })
     }
@@ -569,50 +572,88 @@ impl From<GateConfig> for GateSpec {
     }
 }
 
-fn strict<'de, D: Deserializer<'de>>(de: D) -> Result<GateConfig, GateConfigError> {
-    let mut unknown: Vec<String> = Vec::new();
-    let spec: GateSpec = serde_ignored::deserialize(de, |path| unknown.push(path.to_string()))
-        .map_err(|e| GateConfigError::Parse {
-            message: e.to_string().trim_end().to_string(),
-        })?;
-    if let Some(path) = unknown.first() {
-        return Err(GateConfigError::UnknownKey {
-            path: key_path(path),
-        });
+/// The error for a value serde rejected at `path` (serde_path_to_error's
+/// spelling, `compact_code.rules[0].threshold`; `.` for the root), with the
+/// 1-based line and column where the parser knows them.
+fn located(path: &str, message: &str, at: Option<(usize, usize)>) -> GateConfigError {
+    let path = key_path(path);
+    let message = one_line(message);
+    if message.starts_with("unknown field `") && !path.is_empty() {
+        return GateConfigError::UnknownKey { path };
     }
-    spec.build()
+    if path.is_empty() {
+        let at = at.map_or_else(String::new, |(l, c)| format!(" (line {l}, column {c})"));
+        return GateConfigError::Parse {
+            message: format!("{message}{at}"),
+        };
+    }
+    GateConfigError::InvalidType {
+        path,
+        message,
+        line: at.map(|(l, _)| l),
+        column: at.map(|(_, c)| c),
+    }
 }
 
-/// `compact_code.rules.0.x` (serde_ignored's spelling) as `compact_code.rules[0].x`;
-/// the `?` it puts at the hop into an inline table is dropped.
+/// Joins a possibly multi-line parser message into one line.
+fn one_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// 1-based line and column (in characters) of byte offset `at` in `text`.
+fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let before = text.get(..at).unwrap_or_default();
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let col = before.get(line_start..).unwrap_or_default().chars().count() + 1;
+    (line, col)
+}
+
+/// serde_path_to_error's path (`compact_code.rules[0].x`, `.` for the root,
+/// `?` for a step it cannot name) as a key path; `?` steps are dropped.
 fn key_path(raw: &str) -> String {
-    let mut out = String::with_capacity(raw.len() + 2);
-    for seg in raw.split('.').filter(|s| *s != "?") {
-        if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
-            out.push('[');
-            out.push_str(seg);
-            out.push(']');
-        } else {
-            if !out.is_empty() {
-                out.push('.');
-            }
-            out.push_str(seg);
+    let mut out = String::with_capacity(raw.len());
+    for seg in raw.split('.').filter(|s| !s.is_empty() && *s != "?") {
+        if !out.is_empty() && !seg.starts_with('[') {
+            out.push('.');
         }
+        out.push_str(seg);
     }
     out
 }
 
-/// Every way a gate configuration can be invalid. Each message starts with
-/// the key path (a rule's index is in it: `compact_code.rules[1].threshold`).
+/// Every way a gate configuration can be invalid. Each message but a syntax
+/// error's ([`Parse`](Self::Parse)) starts with the key path (a rule's index
+/// is in it: `compact_code.rules[1].threshold`).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum GateConfigError {
-    /// The text is not valid TOML/JSON, or a value has the wrong type
-    /// (including `compact_code.rules` that is not a list).
+    /// The text is not valid TOML/JSON, or its root is not a table.
     #[error("{message}")]
     Parse {
         /// The parser's message (with line and column where it gives them).
         message: String,
+    },
+    /// A value has the wrong type: `threshold = "0.4"`, a rule that is a
+    /// string, `compact_code.rules` that is not a list, ...
+    #[error("`{path}`: {message}{}", at_suffix(*.line, *.column))]
+    InvalidType {
+        /// Where it sits (`compact_code.rules[0].threshold`).
+        path: String,
+        /// What the parser expected and found.
+        message: String,
+        /// The 1-based line of the value, when the parser knows it.
+        line: Option<usize>,
+        /// The 1-based column (in characters) of the value, when known.
+        column: Option<usize>,
     },
     /// A key the gate does not know.
     #[error(
@@ -708,6 +749,14 @@ pub enum GateConfigError {
         /// The rule's policy.
         policy: CompactionPolicyKind,
     },
+}
+
+fn at_suffix(line: Option<usize>, column: Option<usize>) -> String {
+    match (line, column) {
+        (Some(l), Some(c)) => format!(" (line {l}, column {c})"),
+        (Some(l), None) => format!(" (line {l})"),
+        _ => String::new(),
+    }
 }
 
 impl From<GateConfigError> for CupelError {

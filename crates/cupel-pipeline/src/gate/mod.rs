@@ -25,9 +25,13 @@
 //! construction: the [`Over`] variant hands back the very vectors it was given.
 //! [`ContextGate::evaluate`] is the side-effect-free dry run.
 //!
-//! Every decision emits one `tracing` event named `MANAGE_CONTEXT_BUDGET`
-//! (target `cupel::gate`, level INFO) with the numbers and, per node, the
-//! language, policy, compacted flag and tokens before and after.
+//! Every decision of [`ContextGate::admit`] emits one `tracing` event named
+//! `MANAGE_CONTEXT_BUDGET` (target `cupel::gate`, level INFO) with the numbers,
+//! the inbox summary (messages consumed, demand topics found, messages handed
+//! back) and, per node, the language, policy, compacted flag and tokens before
+//! and after. The dry run [`ContextGate::evaluate`] emits none. The same facts
+//! are in the [`GateReport`], which `cupel-otel` turns into OpenTelemetry
+//! attributes and a span event.
 //!
 //! ```
 //! use cupel_core::{CodeLanguage, TokenCounter};
@@ -56,8 +60,8 @@
 //!         assert!(context[1].contains("compact: true"));
 //!         assert!(!context[1].contains("per region")); // the comment is gone
 //!     }
-//!     // 5 context words + a 17-word block (8 header + 2 id + 7 compacted text) = 22 <= 40.
-//!     GateOutcome::Over(over) => unreachable!("22 tokens fit 40: {:?}", over.report()),
+//!     // 5 context words + an 18-word block (8 header + 2 id + 8 compacted text) = 23 <= 40.
+//!     GateOutcome::Over(over) => unreachable!("23 tokens fit 40: {:?}", over.report()),
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -74,18 +78,17 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use cupel_core::{CodeLanguage, Compactor, CupelError, LanguageClassifier, TokenCounter};
+use cupel_core::{Compactor, CupelError, LanguageClassifier, TokenCounter};
+
+pub use cupel_core::{CompactionPolicyKind, GATE_EVENT, GateDecision, GateReport, NodeReport};
 
 pub use classify::BuiltinClassifier;
 pub use compact::{BuiltinCompactor, compact_csharp, compact_sql};
 pub use config::{
-    CompactCodeSpec, CompactionPolicy, CompactionPolicyKind, CompactionRule, GateConfig,
-    GateConfigBuilder, GateConfigError, GateSpec, RuleSpec,
+    CompactCodeSpec, CompactionPolicy, CompactionRule, GateConfig, GateConfigBuilder,
+    GateConfigError, GateSpec, RuleSpec,
 };
-pub use format::{NODE_HEADER, format_node};
-
-/// The name of the trace event every gate decision emits.
-pub const GATE_EVENT: &str = "MANAGE_CONTEXT_BUDGET";
+pub use format::{NODE_HEADER, format_node, header_value};
 
 /// One retrieved text waiting to enter the context.
 ///
@@ -229,80 +232,6 @@ impl GateState {
     pub fn new(context: Vec<String>, nodes: Vec<RetrievalNode>) -> Self {
         Self { context, nodes }
     }
-}
-
-/// The gate's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[non_exhaustive]
-pub enum GateDecision {
-    /// Everything fits: the batch is appended.
-    Admitted,
-    /// The batch does not fit on top of the context: compact the context first.
-    Over,
-}
-
-impl GateDecision {
-    /// `admitted` or `over`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            GateDecision::Admitted => "admitted",
-            GateDecision::Over => "over",
-        }
-    }
-}
-
-impl fmt::Display for GateDecision {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// What the gate did with one node.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct NodeReport {
-    /// The node's position in the buffer.
-    pub index: usize,
-    /// The node's id, if any.
-    pub id: Option<String>,
-    /// The detected language.
-    pub language: CodeLanguage,
-    /// The policy of the first rule for that language, if there is one.
-    pub policy: Option<CompactionPolicyKind>,
-    /// Whether the rule's policy applied compaction to this node.
-    pub compacted: bool,
-    /// Tokens of the node's block with its raw text (`compact: false`).
-    pub tokens_before: i64,
-    /// Tokens of the block as it would be appended (equal to
-    /// `tokens_before` when not compacted).
-    pub tokens_after: i64,
-}
-
-/// The numbers behind one decision.
-///
-/// Token totals are sums of per-block counts (see `spec/17-context-gate.md`,
-/// G-3): `total_tokens = context_tokens + divider_tokens + retrieval_tokens`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct GateReport {
-    /// The gate's id.
-    pub gate_id: String,
-    /// Admitted or over.
-    pub decision: GateDecision,
-    /// The global budget.
-    pub max_context_tokens: i64,
-    /// Tokens of the current context blocks.
-    pub context_tokens: i64,
-    /// Tokens of the divider this batch would add (0 without a divider or
-    /// with an empty buffer).
-    pub divider_tokens: i64,
-    /// Tokens of the node blocks as they would be appended.
-    pub retrieval_tokens: i64,
-    /// The context after appending: the three above, summed.
-    pub total_tokens: i64,
-    /// One entry per node, in buffer order.
-    pub nodes: Vec<NodeReport>,
 }
 
 /// The batch was admitted: the context with the new blocks appended.
@@ -563,7 +492,13 @@ impl ContextGate {
     }
 
     /// Decides without changing anything: the report [`admit`](Self::admit)
-    /// would produce for these inputs (and the same trace event).
+    /// would produce for these inputs.
+    ///
+    /// A dry run emits no trace event: only [`admit`](Self::admit), the call
+    /// that acts on its decision, does, so a dry run followed by the real
+    /// call is one `MANAGE_CONTEXT_BUDGET` event, not two. A caller that
+    /// wants to record a dry run has the report (`cupel-otel`'s
+    /// `record_gate_report` puts it on a span).
     ///
     /// # Errors
     /// As [`admit`](Self::admit).
@@ -573,7 +508,7 @@ impl ContextGate {
         nodes: &[RetrievalNode],
         consumed: &[InboxMessage],
     ) -> Result<GateReport, CupelError> {
-        self.plan(context, nodes, consumed).map(|p| p.report)
+        self.plan_inner(context, nodes, consumed).map(|p| p.report)
     }
 
     /// Admits the buffer into the context, or hands both back untouched.
@@ -630,6 +565,7 @@ impl ContextGate {
         Ok(i128::from(n))
     }
 
+    /// [`plan_inner`](Self::plan_inner), plus the decision's one trace event.
     fn plan(
         &self,
         context: &[String],
@@ -638,8 +574,8 @@ impl ContextGate {
     ) -> Result<Plan, CupelError> {
         let result = self.plan_inner(context, nodes, consumed);
         match &result {
-            Ok(plan) => emit(&plan.report, plan.requeue.len()),
-            Err(e) => emit_error(self.config.id(), e),
+            Ok(plan) => emit(&plan.report),
+            Err(e) => emit_error(self.config.id(), consumed.len(), e),
         }
         result
     }
@@ -705,15 +641,13 @@ impl ContextGate {
             running += after;
             retrieval_tokens += after;
             blocks.push(block);
-            reports.push(NodeReport {
-                index,
-                id: node.id().map(str::to_string),
-                language,
-                policy: rule.map(|r| r.policy.kind()),
-                compacted: compact,
-                tokens_before: saturate(before),
-                tokens_after: saturate(after),
-            });
+            let mut report = NodeReport::new(index, language);
+            report.id = node.id().map(str::to_string);
+            report.policy = rule.map(|r| r.policy.kind());
+            report.compacted = compact;
+            report.tokens_before = saturate(before);
+            report.tokens_after = saturate(after);
+            reports.push(report);
         }
         let buffer_tokens = divider_tokens + retrieval_tokens;
         // G-2: "alone" is measured after compaction, divider included.
@@ -739,17 +673,17 @@ impl ContextGate {
                 .map(|t| InboxMessage::new(cfg.id(), *t))
                 .collect(),
         };
+        let mut report = GateReport::new(cfg.id(), decision, cfg.max_context_tokens());
+        report.context_tokens = saturate(context_tokens);
+        report.divider_tokens = saturate(divider_tokens);
+        report.retrieval_tokens = saturate(retrieval_tokens);
+        report.total_tokens = saturate(total);
+        report.nodes = reports;
+        report.consumed = consumed.len();
+        report.demanded = demanded.iter().map(|t| (*t).to_string()).collect();
+        report.requeued = requeue.len();
         Ok(Plan {
-            report: GateReport {
-                gate_id: cfg.id().to_string(),
-                decision,
-                max_context_tokens: cfg.max_context_tokens(),
-                context_tokens: saturate(context_tokens),
-                divider_tokens: saturate(divider_tokens),
-                retrieval_tokens: saturate(retrieval_tokens),
-                total_tokens: saturate(total),
-                nodes: reports,
-            },
+            report,
             blocks,
             requeue,
         })
@@ -770,7 +704,16 @@ impl fmt::Display for NodesJson<'_> {
     }
 }
 
-fn emit(r: &GateReport, requeued: usize) {
+/// The demand topics as one comma-separated field (`tracing` fields are flat).
+struct Topics<'a>(&'a [String]);
+
+impl fmt::Display for Topics<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.join(","))
+    }
+}
+
+fn emit(r: &GateReport) {
     tracing::event!(
         name: "MANAGE_CONTEXT_BUDGET",
         target: "cupel::gate",
@@ -784,12 +727,14 @@ fn emit(r: &GateReport, requeued: usize) {
         retrieval_tokens = r.retrieval_tokens,
         total_tokens = r.total_tokens,
         node_count = r.nodes.len(),
-        requeued,
+        consumed = r.consumed,
+        demanded = %Topics(&r.demanded),
+        requeued = r.requeued,
         nodes = %NodesJson(&r.nodes),
     );
 }
 
-fn emit_error(gate_id: &str, e: &CupelError) {
+fn emit_error(gate_id: &str, consumed: usize, e: &CupelError) {
     let decision = match e {
         CupelError::PipelineBudgetMisconfig { .. } => "pipeline_budget_misconfig",
         _ => "error",
@@ -801,6 +746,7 @@ fn emit_error(gate_id: &str, e: &CupelError) {
         event_type = GATE_EVENT,
         gate_id = %gate_id,
         decision,
+        consumed,
         error = %e,
     );
 }

@@ -7,11 +7,23 @@ use super::{Emitter, doubled_quote_end, line_end, space_run};
 /// Removed: `-- line` comments, `/* block */` comments (nested ones too, as
 /// T-SQL and PostgreSQL allow), indentation, trailing spaces, blank lines and
 /// runs of spaces. Copied byte for byte: `'string'` literals (with `''`
-/// escapes, and `N'...'`/`E'...'` prefixes), `"quoted"` and `[bracketed]`
-/// identifiers (with `""` / `]]` escapes), `` `backtick` `` identifiers and
-/// PostgreSQL `$tag$ ... $tag$` bodies. A comment counts as whitespace, so
-/// `a/**/b` becomes `a b`, never `ab`. Unterminated literals run to the end
-/// of the text and are kept as they are.
+/// escapes, and `N'...'` prefixes), PostgreSQL escape strings `E'...'` /
+/// `e'...'` (where a backslash escapes the next byte, so `E'it\'s -- x'` is one
+/// literal), `"quoted"` and `[bracketed]` identifiers (with `""` / `]]`
+/// escapes), `` `backtick` `` identifiers and PostgreSQL `$tag$ ... $tag$`
+/// bodies. A comment counts as whitespace, so `a/**/b` becomes `a b`, never
+/// `ab`. Unterminated literals run to the end of the text and are kept as they
+/// are.
+///
+/// Dialects disagree about a backslash inside `'...'` and `"..."`: MySQL reads
+/// it as an escape (`'it\'s'` is one literal), standard SQL, T-SQL and
+/// PostgreSQL read it as an ordinary character (`'C:\'` ends at its second
+/// quote). The text does not say which dialect it is, so each such literal is
+/// read both ways. Where the two readings end the literal at the same byte
+/// nothing is ambiguous; where they do not, everything from that literal's
+/// opening quote to the end of the text is copied unchanged, since either
+/// reading could be the right one and a byte that might sit inside a literal
+/// must never be removed. The text before it is compacted as usual.
 ///
 /// ```
 /// use cupel_pipeline::compact_sql;
@@ -19,6 +31,13 @@ use super::{Emitter, doubled_quote_end, line_end, space_run};
 /// assert_eq!(
 ///     compact_sql(t),
 ///     "CREATE PROCEDURE dbo.Get\nAS\nBEGIN\nSELECT [Order Id], 'it''s -- fine'\nFROM dbo.Orders;\nEND\nGO"
+/// );
+/// // PostgreSQL's escape string is one literal: its `--` is not a comment.
+/// assert_eq!(compact_sql("SELECT  E'it\\'s -- x'  -- note"), "SELECT E'it\\'s -- x'");
+/// // MySQL or standard SQL? Both readings differ here, so the rest is kept as is.
+/// assert_eq!(
+///     compact_sql("SELECT  1,\n  \"a\\\"b -- c\"  -- d\n  FROM t"),
+///     "SELECT 1,\n\"a\\\"b -- c\"  -- d\n  FROM t"
 /// );
 /// ```
 pub fn compact_sql(text: &str) -> String {
@@ -46,7 +65,17 @@ pub fn compact_sql(text: &str) -> String {
                 i = end;
                 continue;
             }
-            b'\'' | b'"' | b'`' => doubled_quote_end(b, i, c),
+            b'\'' if escape_string_prefix(b, i) => backslash_quote_end(b, i, c),
+            b'\'' | b'"' => {
+                let plain = doubled_quote_end(b, i, c);
+                if backslash_quote_end(b, i, c) != plain {
+                    // Ambiguous: keep this literal and everything after it.
+                    e.keep(&text[i..]);
+                    break;
+                }
+                plain
+            }
+            b'`' => doubled_quote_end(b, i, c),
             b'[' => doubled_quote_end(b, i, b']'),
             b'$' => dollar_quote_end(b, i).unwrap_or_else(|| other_end(b, i + 1)),
             _ => other_end(b, i),
@@ -55,6 +84,39 @@ pub fn compact_sql(text: &str) -> String {
         i = end;
     }
     e.finish()
+}
+
+/// Whether the `'` at `i` opens a PostgreSQL escape string: it follows an `E`
+/// or `e` that is a word of its own (not the end of `type'` or `name'`).
+fn escape_string_prefix(b: &[u8], i: usize) -> bool {
+    let Some(prefix) = i.checked_sub(1) else {
+        return false;
+    };
+    matches!(b[prefix], b'E' | b'e')
+        && prefix
+            .checked_sub(1)
+            .is_none_or(|p| !(b[p].is_ascii_alphanumeric() || b[p] == b'_' || b[p] >= 0x80))
+}
+
+/// End (exclusive) of a literal opened by `quote` at `i` when a backslash
+/// escapes the byte after it (and a doubled quote is a quote, as both MySQL
+/// and PostgreSQL escape strings also allow). Unterminated: the end of the text.
+fn backslash_quote_end(b: &[u8], i: usize, quote: u8) -> usize {
+    let mut j = i + 1;
+    while j < b.len() {
+        if b[j] == b'\\' {
+            j += 2;
+        } else if b[j] == quote {
+            if b.get(j + 1) == Some(&quote) {
+                j += 2;
+                continue;
+            }
+            return j + 1;
+        } else {
+            j += 1;
+        }
+    }
+    b.len()
 }
 
 /// End of a (possibly nested) block comment opened at `i`.
@@ -168,6 +230,49 @@ mod tests {
         assert_eq!(compact_sql("$a$ never closed"), "$a$ never closed");
         assert_eq!(compact_sql(""), "");
         assert_eq!(compact_sql("-- only a comment"), "");
+    }
+
+    #[test]
+    fn postgres_escape_strings_take_backslash_escapes() {
+        // `\'` does not close the literal, so `-- x` is inside it.
+        assert_eq!(
+            compact_sql("SELECT E'it\\'s -- x',  e'a\\\\'  -- gone\nFROM t"),
+            "SELECT E'it\\'s -- x', e'a\\\\'\nFROM t"
+        );
+        // A doubled quote is a quote in an escape string too.
+        assert_eq!(compact_sql("E'a''b -- c'  x"), "E'a''b -- c' x");
+        // `E` glued to a word is not a prefix: `typE'...'` is a plain literal.
+        assert_eq!(compact_sql("typE'a -- b'   x"), "typE'a -- b' x");
+        // Unterminated: kept to the end.
+        assert_eq!(compact_sql("SELECT E'abc\\'  "), "SELECT E'abc\\'  ");
+    }
+
+    #[test]
+    fn ambiguous_backslashes_leave_the_rest_of_the_text_alone() {
+        // MySQL: one literal `a\"b -- c`; ANSI: identifier `a\` then `b -- c"...`.
+        let t = "SELECT  x, \"a\\\"b -- c\"  /* d */\n   FROM t";
+        assert_eq!(
+            compact_sql(t),
+            "SELECT x, \"a\\\"b -- c\"  /* d */\n   FROM t"
+        );
+        // T-SQL path ending in a backslash vs MySQL's escaped quote.
+        let t = "SELECT   'C:\\'  -- dir\n  , 'x'";
+        assert_eq!(compact_sql(t), "SELECT 'C:\\'  -- dir\n  , 'x'");
+        // MySQL's `\'` inside single quotes.
+        let t = "WHERE  note = 'it\\'s -- x'  -- y";
+        assert_eq!(compact_sql(t), "WHERE note = 'it\\'s -- x'  -- y");
+    }
+
+    #[test]
+    fn unambiguous_backslashes_are_compacted_around() {
+        // Both readings end these literals at the same quote.
+        assert_eq!(
+            compact_sql("SELECT  'a\\nb',  \"c\\d\"  -- note\nFROM t"),
+            "SELECT 'a\\nb', \"c\\d\"\nFROM t"
+        );
+        // `\\` before the closing quote: an escaped backslash for MySQL, two
+        // backslashes for ANSI; the literal ends at the same quote either way.
+        assert_eq!(compact_sql("'a\\\\'   -- x"), "'a\\\\'");
     }
 
     #[test]

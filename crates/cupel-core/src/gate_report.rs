@@ -1,0 +1,185 @@
+//! What the context gate decided and why: [`GateReport`], one [`NodeReport`]
+//! per retrieval node, [`GateDecision`] and [`CompactionPolicyKind`].
+//!
+//! The gate itself lives in `cupel-pipeline`; its report is plain data and
+//! lives here so that every layer that presents decisions (the OpenTelemetry
+//! bridge in `cupel-otel`, the `cupel` command-line tool) can read it while
+//! depending on `cupel-core` only.
+
+use std::fmt;
+
+use crate::CodeLanguage;
+
+/// The name (and `event_type`) of the event every gate decision emits.
+pub const GATE_EVENT: &str = "MANAGE_CONTEXT_BUDGET";
+
+/// The gate's verdict: exactly these two (a failure is an error, not a verdict).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
+pub enum GateDecision {
+    /// Everything fits: the batch is appended.
+    Admitted,
+    /// The batch does not fit on top of the context: compact the context first.
+    Over,
+}
+
+impl GateDecision {
+    /// `admitted` or `over`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            GateDecision::Admitted => "admitted",
+            GateDecision::Over => "over",
+        }
+    }
+}
+
+impl fmt::Display for GateDecision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The name of a compaction policy: `always`, `threshold` or `demand` on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
+#[non_exhaustive]
+pub enum CompactionPolicyKind {
+    /// Compact every node of the language.
+    Always,
+    /// Compact when the raw node would take the context above a fraction of
+    /// the budget.
+    Threshold,
+    /// Compact when a consumed inbox message asks for it.
+    Demand,
+}
+
+impl CompactionPolicyKind {
+    /// The wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CompactionPolicyKind::Always => "always",
+            CompactionPolicyKind::Threshold => "threshold",
+            CompactionPolicyKind::Demand => "demand",
+        }
+    }
+}
+
+impl fmt::Display for CompactionPolicyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the gate did with one node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub struct NodeReport {
+    /// The node's position in the buffer.
+    pub index: usize,
+    /// The node's id, if any.
+    pub id: Option<String>,
+    /// The detected language.
+    pub language: CodeLanguage,
+    /// The policy of the first rule for that language, if there is one.
+    pub policy: Option<CompactionPolicyKind>,
+    /// Whether the rule's policy applied compaction to this node.
+    pub compacted: bool,
+    /// Tokens of the node's block with its raw text (`compact: false`).
+    pub tokens_before: i64,
+    /// Tokens of the block as it would be appended (equal to
+    /// `tokens_before` when not compacted).
+    pub tokens_after: i64,
+}
+
+impl NodeReport {
+    /// The report of node `index` in `language`: no id, no policy, not
+    /// compacted, zero tokens. Set the public fields for the rest.
+    pub fn new(index: usize, language: CodeLanguage) -> Self {
+        Self {
+            index,
+            id: None,
+            language,
+            policy: None,
+            compacted: false,
+            tokens_before: 0,
+            tokens_after: 0,
+        }
+    }
+}
+
+/// The numbers behind one decision.
+///
+/// Token totals are sums of per-block counts (see `spec/17-context-gate.md`,
+/// G-3): `total_tokens = context_tokens + divider_tokens + retrieval_tokens`.
+///
+/// ```
+/// use cupel_core::{GateDecision, GateReport};
+/// let mut r = GateReport::new("manage_budget", GateDecision::Over, 5000);
+/// r.context_tokens = 4900;
+/// r.retrieval_tokens = 300;
+/// r.total_tokens = 5200;
+/// assert_eq!(r.decision.as_str(), "over");
+/// assert!(r.nodes.is_empty());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub struct GateReport {
+    /// The gate's id.
+    pub gate_id: String,
+    /// Admitted or over.
+    pub decision: GateDecision,
+    /// The global budget.
+    pub max_context_tokens: i64,
+    /// Tokens of the current context blocks.
+    pub context_tokens: i64,
+    /// Tokens of the divider this batch would add (0 without a divider or
+    /// with an empty buffer).
+    pub divider_tokens: i64,
+    /// Tokens of the node blocks as they would be appended.
+    pub retrieval_tokens: i64,
+    /// The context after appending: the three above, summed.
+    pub total_tokens: i64,
+    /// One entry per node, in buffer order.
+    pub nodes: Vec<NodeReport>,
+    /// How many inbox messages the call was handed as consumed (all of them,
+    /// whatever their target).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub consumed: usize,
+    /// The demand topics present among the consumed messages addressed to
+    /// this gate, in rule order, without repeats.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub demanded: Vec<String>,
+    /// How many messages are handed back for re-enqueueing: one per
+    /// `demanded` topic on Over, none on Admitted.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub requeued: usize,
+}
+
+impl GateReport {
+    /// A report of `decision` for the gate `gate_id` under
+    /// `max_context_tokens`, with every count zero and no nodes. Set the
+    /// public fields for the rest.
+    pub fn new(
+        gate_id: impl Into<String>,
+        decision: GateDecision,
+        max_context_tokens: i64,
+    ) -> Self {
+        Self {
+            gate_id: gate_id.into(),
+            decision,
+            max_context_tokens,
+            context_tokens: 0,
+            divider_tokens: 0,
+            retrieval_tokens: 0,
+            total_tokens: 0,
+            nodes: Vec::new(),
+            consumed: 0,
+            demanded: Vec::new(),
+            requeued: 0,
+        }
+    }
+}
