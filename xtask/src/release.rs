@@ -26,7 +26,8 @@
 //! 8. **Commit and tag.** `release vVERSION` and an annotated tag `vVERSION`.
 //!
 //! `--dry-run` changes nothing: it copies the working tree to a temporary
-//! directory, does steps 1–3 and 5–7 there (step 4 is printed, since CI has
+//! directory, does steps 1–3 and 5–7 there (building in
+//! `target/release-check/`) (step 4 is printed, since CI has
 //! just run it on the same tree), prints what steps 4 and 8 would do, and
 //! deletes the copy. `cargo xtask ci` runs such a dry run for the current
 //! version (see [`ci_dry_run`]).
@@ -142,8 +143,11 @@ fn dry_run_release(root: &Path, version: &Version, dirty: DirtyTree) -> Result<(
     let moved = move_changelog(dir, version, &date)?;
     eprintln!("    would move {moved} CHANGELOG lines under `## [{version}] - {date}`");
     eprintln!("    would run `cargo xtask ci`");
-    // Build in the real target directory: the dependencies are already built there.
-    package_and_check(dir, Some(&root.join("target")))?;
+    // A target directory of its own, kept between runs (dependencies stay
+    // built) but apart from the workspace's: the packaged crates have the
+    // workspace crates' names, and sharing would let one build's artifacts
+    // stand in for the other's.
+    package_and_check(dir, Some(&root.join("target").join("release-check")))?;
     semver_check(root)?;
     eprintln!("    would commit `release v{version}` and create the annotated tag v{version}");
     eprintln!("==> release dry run: all checks passed");
