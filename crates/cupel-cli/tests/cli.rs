@@ -4,53 +4,7 @@
 
 mod common;
 
-use std::process::Output;
-
-use common::cupel;
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
-}
-
-/// A successful run's stdout; fails on a non-zero exit or any stderr.
-fn ok(args: &[&str]) -> String {
-    let o = cupel(args, None);
-    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
-    assert_eq!(stderr(&o), "");
-    stdout(&o)
-}
-
-/// A failed run: asserts the exit code, an empty stdout, exactly one
-/// `error:` line first (plus at most one `hint:` line), and returns stderr.
-fn fails(args: &[&str], stdin: Option<&str>, code: i32) -> String {
-    let o = cupel(args, stdin);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(code), "stderr: {err}");
-    assert_eq!(stdout(&o), "");
-    let lines: Vec<&str> = err.lines().collect();
-    assert!(lines[0].starts_with("error: "), "{err}");
-    assert!(lines.len() <= 2, "{err}");
-    if let Some(h) = lines.get(1) {
-        assert!(h.starts_with("hint: "), "{err}");
-    }
-    assert!(!err.contains("panicked") && !err.contains("backtrace"));
-    err
-}
-
-/// Every line fits an 80-column terminal (counted in characters).
-fn assert_fits_80(text: &str) {
-    for line in text.lines() {
-        assert!(
-            line.chars().count() <= 80,
-            "{} chars: {line}",
-            line.chars().count()
-        );
-    }
-}
+use common::{assert_fits_80, cupel, fails, ok, stderr, stdout};
 
 const CHAT: &str = "tests/fixtures/chat.toml";
 const RAG: &str = "tests/fixtures/rag.json";

@@ -5,49 +5,7 @@
 
 mod common;
 
-use std::process::Output;
-
-use common::cupel;
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
-}
-
-/// A successful run's stdout; fails on a non-zero exit or any stderr.
-fn ok(args: &[&str]) -> String {
-    let o = cupel(args, None);
-    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
-    assert_eq!(stderr(&o), "");
-    stdout(&o)
-}
-
-/// A failed run: the exit code, an empty stdout, one `error:` line (plus at
-/// most one `hint:` line); returns stderr.
-fn fails(args: &[&str], code: i32) -> String {
-    let o = cupel(args, None);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(code), "stderr: {err}");
-    assert_eq!(stdout(&o), "");
-    let lines: Vec<&str> = err.lines().collect();
-    assert!(lines[0].starts_with("error: "), "{err}");
-    assert!(lines.len() <= 2, "{err}");
-    if let Some(h) = lines.get(1) {
-        assert!(h.starts_with("hint: "), "{err}");
-    }
-    assert!(!err.contains("panicked"));
-    err
-}
-
-/// Every line fits an 80-column terminal (counted in characters).
-fn assert_fits_80(text: &str) {
-    for line in text.lines() {
-        assert!(line.chars().count() <= 80, "{line}");
-    }
-}
+use common::{assert_fits_80, cupel, fails, ok};
 
 /// The demo scenario (`cupel demo --print-input`), as a file.
 const DEMO: &str = "tests/fixtures/demo.toml";
@@ -220,11 +178,13 @@ fn sweep_errors_name_the_flag() {
         &[
             "sweep", DEMO, "--from", "900", "--to", "500", "--step", "10",
         ],
+        None,
         2,
     );
     insta::assert_snapshot!("sweep_error_from_above_to", e);
     let e = fails(
         &["sweep", DEMO, "--from", "0", "--to", "500", "--step", "0"],
+        None,
         2,
     );
     assert!(
@@ -233,6 +193,7 @@ fn sweep_errors_name_the_flag() {
     );
     let e = fails(
         &["sweep", DEMO, "--from", "0", "--to", "500", "--points", "1"],
+        None,
         2,
     );
     assert!(
@@ -241,6 +202,7 @@ fn sweep_errors_name_the_flag() {
     );
     let e = fails(
         &["sweep", DEMO, "--from", "0", "--to", "2", "--points", "4"],
+        None,
         2,
     );
     assert!(
@@ -249,6 +211,7 @@ fn sweep_errors_name_the_flag() {
     );
     let e = fails(
         &["sweep", DEMO, "--from", "-5", "--to", "2", "--step", "1"],
+        None,
         2,
     );
     assert!(e.starts_with("error: --from must be >= 0 (got -5)"), "{e}");
@@ -265,6 +228,7 @@ fn sweep_errors_name_the_flag() {
             "--plot",
             "tests/fixtures/no-such-dir/x.svg",
         ],
+        None,
         2,
     );
     assert!(e.contains("cannot write the chart"), "{e}");
@@ -290,6 +254,7 @@ fn sweep_errors_name_the_flag() {
             "--step",
             "1",
         ],
+        None,
         2,
     );
 }
@@ -329,7 +294,11 @@ fn marginal_hand_checked() {
 
 #[test]
 fn marginal_refuses_a_quota_slicer_with_the_spec_message() {
-    let e = fails(&["marginal", THREE, "--slack", "40", "--policy", QUOTA], 2);
+    let e = fails(
+        &["marginal", THREE, "--slack", "40", "--policy", QUOTA],
+        None,
+        2,
+    );
     assert!(e.starts_with(
         "error: GetMarginalItems requires monotonic item inclusion. QuotaSlice produces \
          non-monotonic inclusion as budget changes shift percentage allocations.\n"
@@ -339,17 +308,18 @@ fn marginal_refuses_a_quota_slicer_with_the_spec_message() {
 
 #[test]
 fn marginal_errors() {
-    let e = fails(&["marginal", THREE, "--slack", "121"], 2);
+    let e = fails(&["marginal", THREE, "--slack", "121"], None, 2);
     assert!(
         e.starts_with("error: --slack 121 is larger than target_tokens 120\n"),
         "{e}"
     );
-    let e = fails(&["marginal", THREE, "--slack", "-1"], 2);
+    let e = fails(&["marginal", THREE, "--slack", "-1"], None, 2);
     assert!(e.starts_with("error: --slack must be >= 0 (got -1)"), "{e}");
     // --max-tokens 1200: 1200 - 900 = 300 < output_reserve 384; at most
     // 1200 - 384 = 816 keeps the reserve.
     let e = fails(
         &["marginal", DEMO, "--max-tokens", "1200", "--slack", "900"],
+        None,
         2,
     );
     assert_eq!(
@@ -359,7 +329,7 @@ fn marginal_errors() {
     );
     // Demo --slack 1000: target 1024 - 1000 = 24 < the pinned prompt's 71
     // tokens under overflow "throw": the reduced run fails (exit 1).
-    let e = fails(&["marginal", DEMO, "--slack", "1000"], 1);
+    let e = fails(&["marginal", DEMO, "--slack", "1000"], None, 1);
     assert!(
         e.starts_with(
             "error: at the reduced budget (max_tokens 536, target_tokens 24): \
@@ -368,7 +338,7 @@ fn marginal_errors() {
         "{e}"
     );
     // The pinned 80 tokens fit 100 but not 100 - 30 = 70: a selection failure.
-    let e = fails(&["marginal", PINNED, "--slack", "30"], 1);
+    let e = fails(&["marginal", PINNED, "--slack", "30"], None, 1);
     insta::assert_snapshot!("marginal_error_pinned_at_the_reduced_budget", e);
 }
 
@@ -445,7 +415,11 @@ fn min_budget_hand_checked() {
 
 #[test]
 fn min_budget_quota_is_refused_unless_exact() {
-    let e = fails(&["min-budget", THREE, "--item", "2", "--policy", QUOTA], 2);
+    let e = fails(
+        &["min-budget", THREE, "--item", "2", "--policy", QUOTA],
+        None,
+        2,
+    );
     assert!(e.starts_with(
         "error: FindMinBudgetFor requires monotonic item inclusion. QuotaSlice and \
          CountQuotaSlice produce non-monotonic inclusion as budget changes shift \
@@ -476,24 +450,28 @@ fn min_budget_quota_is_refused_unless_exact() {
 
 #[test]
 fn min_budget_errors() {
-    let e = fails(&["min-budget", DEMO, "--item", "31"], 2);
+    let e = fails(&["min-budget", DEMO, "--item", "31"], None, 2);
     insta::assert_snapshot!("min_budget_error_item_out_of_range", e);
-    let e = fails(&["min-budget", DEMO, "--content", "no such text"], 2);
+    let e = fails(&["min-budget", DEMO, "--content", "no such text"], None, 2);
     assert!(
         e.starts_with("error: no item's content contains \"no such text\""),
         "{e}"
     );
-    let e = fails(&["min-budget", DEMO, "--content", "KB-"], 2);
+    let e = fails(&["min-budget", DEMO, "--content", "KB-"], None, 2);
     assert!(
         e.contains("is part of several items' contents: #5, #6, #7 and more"),
         "{e}"
     );
-    let e = fails(&["min-budget", DEMO, "--item", "5", "--ceiling", "100"], 2);
+    let e = fails(
+        &["min-budget", DEMO, "--item", "5", "--ceiling", "100"],
+        None,
+        2,
+    );
     assert!(
         e.starts_with("error: --ceiling 100 is below the 156 tokens of item #5"),
         "{e}"
     );
-    let e = fails(&["min-budget", DEMO, "--item", "30"], 2);
+    let e = fails(&["min-budget", DEMO, "--item", "30"], None, 2);
     assert!(e.contains("negative tokens (-1)"), "{e}");
     // 100000 + 24 - 24 + 1 = 100001 budgets from item #13's 24 tokens.
     let e = fails(
@@ -506,6 +484,7 @@ fn min_budget_errors() {
             "100024",
             "--exact",
         ],
+        None,
         2,
     );
     assert!(
@@ -559,13 +538,14 @@ fn compare_hand_checked() {
 
 #[test]
 fn compare_errors() {
-    let e = fails(&["compare", DEMO, "--policy", "chat"], 2);
+    let e = fails(&["compare", DEMO, "--policy", "chat"], None, 2);
     assert!(
         e.starts_with("error: compare needs at least two --policy (got 1)"),
         "{e}"
     );
     let e = fails(
         &["compare", DEMO, "--policy", "chat", "--policy", "nope"],
+        None,
         2,
     );
     insta::assert_snapshot!("compare_error_unknown_policy", e);
@@ -583,6 +563,7 @@ fn compare_errors() {
             "--target-tokens",
             "50",
         ],
+        None,
         1,
     );
     assert!(
