@@ -101,6 +101,7 @@
 mod config;
 mod construct;
 pub mod gate;
+mod grouped;
 mod names;
 mod pipeline;
 mod policy;
