@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use cupel_core::{
-    ContextBudget, ContextItem, ContextKind, CupelError, ExclusionReason, OverflowStrategy,
-    Placer, Slicer,
+    ContextBudget, ContextItem, ContextKind, CupelError, ExclusionReason, OverflowStrategy, Placer,
+    Slicer,
 };
 use cupel_pipeline::Pipeline;
 use cupel_placers::{ChronologicalPlacer, UShapedPlacer};
