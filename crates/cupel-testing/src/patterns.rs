@@ -426,28 +426,6 @@ pub(crate) fn place_top_n_scored_at_edges(report: &SelectionReport, n: usize) ->
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn edge_positions_alternate_from_both_ends() {
-        // Spec example: n = 4, count = 6 -> 0, 5, 1, 4.
-        let e: Vec<usize> = (0..4).map(|k| edge_position(k, 6)).collect();
-        assert_eq!(e, [0, 5, 1, 4]);
-        // n = count = 5 visits every position once: 0, 4, 1, 3, 2.
-        let e: Vec<usize> = (0..5).map(|k| edge_position(k, 5)).collect();
-        assert_eq!(e, [0, 4, 1, 3, 2]);
-        assert_eq!(edge_position(0, 1), 0);
-    }
-
-    #[test]
-    fn join_separates_with_comma_space() {
-        assert_eq!(join(["a", "b", "c"]), "a, b, c");
-        assert_eq!(join(Vec::<&str>::new()), "");
-    }
-}
-
 /// Extension (atomic groups): every group is wholly included or wholly
 /// excluded, and its included members sit next to each other.
 pub(crate) fn have_no_partial_groups(report: &SelectionReport) -> Outcome {
@@ -490,4 +468,26 @@ pub(crate) fn have_no_partial_groups(report: &SelectionReport) -> Outcome {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edge_positions_alternate_from_both_ends() {
+        // Spec example: n = 4, count = 6 -> 0, 5, 1, 4.
+        let e: Vec<usize> = (0..4).map(|k| edge_position(k, 6)).collect();
+        assert_eq!(e, [0, 5, 1, 4]);
+        // n = count = 5 visits every position once: 0, 4, 1, 3, 2.
+        let e: Vec<usize> = (0..5).map(|k| edge_position(k, 5)).collect();
+        assert_eq!(e, [0, 4, 1, 3, 2]);
+        assert_eq!(edge_position(0, 1), 0);
+    }
+
+    #[test]
+    fn join_separates_with_comma_space() {
+        assert_eq!(join(["a", "b", "c"]), "a, b, c");
+        assert_eq!(join(Vec::<&str>::new()), "");
+    }
 }

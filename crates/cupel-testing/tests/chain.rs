@@ -214,20 +214,24 @@ fn have_no_partial_groups_catches_split_and_scattered_groups() {
         reason: InclusionReason::Scored,
     };
     // Whole and adjacent: passes.
-    let mut ok = SelectionReport::default();
-    ok.included = vec![inc(plain.clone()), inc(g("call")), inc(g("result"))];
+    let ok = SelectionReport {
+        included: vec![inc(plain.clone()), inc(g("call")), inc(g("result"))],
+        ..SelectionReport::default()
+    };
     ok.should().have_no_partial_groups();
     // One member excluded: partial.
-    let mut split = SelectionReport::default();
-    split.included = vec![inc(g("call"))];
-    split.excluded = vec![ExcludedItem {
-        item: g("result"),
-        score: 0.4,
-        reason: ExclusionReason::BudgetExceeded {
-            item_tokens: 1,
-            available_tokens: 0,
-        },
-    }];
+    let split = SelectionReport {
+        included: vec![inc(g("call"))],
+        excluded: vec![ExcludedItem {
+            item: g("result"),
+            score: 0.4,
+            reason: ExclusionReason::BudgetExceeded {
+                item_tokens: 1,
+                available_tokens: 0,
+            },
+        }],
+        ..SelectionReport::default()
+    };
     let err = split.check().have_no_partial_groups().unwrap_err();
     assert_eq!(err.assertion, Assertion::HaveNoPartialGroups);
     assert_eq!(
@@ -235,8 +239,10 @@ fn have_no_partial_groups_catches_split_and_scattered_groups() {
         "HaveNoPartialGroups failed: group \"g\" has 1 member(s) in Included and 1 in Excluded: [\"result\"]."
     );
     // Not adjacent.
-    let mut scattered = SelectionReport::default();
-    scattered.included = vec![inc(g("call")), inc(plain), inc(g("result"))];
+    let scattered = SelectionReport {
+        included: vec![inc(g("call")), inc(plain), inc(g("result"))],
+        ..SelectionReport::default()
+    };
     let err = scattered.check().have_no_partial_groups().unwrap_err();
     assert_eq!(
         err.message,
