@@ -1,13 +1,15 @@
 //! The standard pipeline case of BENCH-WORKLOAD.md: a 5-scorer composite,
 //! greedy slicing, chronological placement, deduplication on, overflow Proceed,
-//! at N = 100, 1k, 10k, 100k — `run`, `dry_run`, and the sort floor.
+//! at N = 100, 1k, 10k, 100k — `run`, `dry_run`, and the sort floor; and the
+//! same case on the grouped workload (a fifth of the items in atomic pairs),
+//! `run_grouped` and `dry_run_grouped`, reported beside the ungrouped rows.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
-use cupel_benches::{floor_pairs, floor_sort, items, quick, standard_pipeline};
+use cupel_benches::{floor_pairs, floor_sort, grouped_items, items, quick, standard_pipeline};
 
 fn bench_pipeline(c: &mut Criterion) {
     let mut group = c.benchmark_group("pipeline");
@@ -29,6 +31,17 @@ fn bench_pipeline(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("dry_run", n), &items, |b, items| {
             b.iter(|| black_box(pipeline.dry_run(black_box(items)).unwrap()));
         });
+        let grouped = grouped_items(n);
+        group.bench_with_input(BenchmarkId::new("run_grouped", n), &grouped, |b, items| {
+            b.iter(|| black_box(pipeline.run(black_box(items)).unwrap()));
+        });
+        group.bench_with_input(
+            BenchmarkId::new("dry_run_grouped", n),
+            &grouped,
+            |b, items| {
+                b.iter(|| black_box(pipeline.dry_run(black_box(items)).unwrap()));
+            },
+        );
         let pairs = floor_pairs(n);
         group.bench_with_input(BenchmarkId::new("floor", n), &pairs, |b, pairs| {
             b.iter_batched_ref(

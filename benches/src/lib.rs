@@ -111,6 +111,26 @@ pub fn items(n: usize) -> Vec<ContextItem> {
     out
 }
 
+/// The grouped variant of the workload (atomic groups, an extension): the
+/// same `n` items, with items `10k` and `10k + 1` (k = 0, 1, ...) in group
+/// `pair-{k}` — a fifth of the items, in pairs, like a tool call and its
+/// result. Nothing else changes (no extra random draws), so the grouped and
+/// the standard case differ only by the groups; same budget, same pipeline.
+pub fn grouped_items(n: usize) -> Vec<ContextItem> {
+    let mut out = Vec::with_capacity(n);
+    for (i, item) in items(n).into_iter().enumerate() {
+        if i % 10 < 2 {
+            match item.to_builder().group(format!("pair-{}", i / 10)).build() {
+                Ok(grouped) => out.push(grouped),
+                Err(e) => unreachable_content(&e),
+            }
+        } else {
+            out.push(item);
+        }
+    }
+    out
+}
+
 #[cold]
 fn unreachable_content(e: &cupel_core::CupelError) {
     // Generated content is never empty; report loudly if that ever changes.
@@ -214,6 +234,19 @@ mod tests {
         assert_eq!(&a[..50], &b[..]);
         assert!(a.iter().all(|i| (10..=2000).contains(&i.tokens())));
         assert!(a.iter().all(|i| (1..=3).contains(&i.tags().len())));
+    }
+
+    #[test]
+    fn grouped_workload_pairs_a_fifth_of_the_items() {
+        let plain = items(100);
+        let grouped = grouped_items(100);
+        assert_eq!(grouped.iter().filter(|i| i.group().is_some()).count(), 20);
+        assert_eq!(grouped[10].group(), Some("pair-1"));
+        assert_eq!(grouped[11].group(), Some("pair-1"));
+        assert_eq!(grouped[12].group(), None);
+        for (a, b) in plain.iter().zip(&grouped) {
+            assert_eq!((a.content(), a.tokens()), (b.content(), b.tokens()));
+        }
     }
 
     #[test]

@@ -335,6 +335,12 @@ fn unknown_input_key(path: &[Seg]) -> CliError {
             CliError::input(format!("unknown key `{}`", render_path(path)))
                 .hint(format!("budget keys are: {BUDGET_KEYS}"))
         }
+        [Seg::Key(i), Seg::Index(_), Seg::Key(k)]
+            if i == "items" && k.to_ascii_lowercase().contains("group") =>
+        {
+            CliError::input(format!("unknown item key `{}`", render_path(path)))
+                .hint("an item's atomic group is set with `group = \"<id>\"` (a string)")
+        }
         [Seg::Key(i), Seg::Index(_), _] if i == "items" => {
             CliError::input(format!("unknown item key `{}`", render_path(path)))
                 .hint(format!("item keys are: {ITEM_KEYS}"))
@@ -400,6 +406,10 @@ struct InputItem {
     pinned: bool,
     #[serde(default, alias = "originalTokens")]
     original_tokens: Option<i64>,
+    /// Atomic group id (extension): items sharing it are kept, dropped and
+    /// placed together.
+    #[serde(default)]
+    group: Option<String>,
 }
 
 /// The command-line settings that shape a run.
@@ -637,6 +647,7 @@ fn build_items(
             .future_relevance_hint_opt(it.future_relevance_hint)
             .pinned(it.pinned)
             .original_tokens_opt(it.original_tokens)
+            .group_opt(it.group)
             .build()
             .map_err(|e| CliError::input(format!("{}: items[{i}]: {e}", src.name)))?;
         items.push(item);

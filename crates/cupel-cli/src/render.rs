@@ -353,7 +353,7 @@ pub(crate) fn window(p: &Prepared, report: &SelectionReport) -> String {
             clip(&row[1], w[1]),
             row[2],
             row[3],
-            clip(inc.item.content(), cw),
+            clip(&content_text(&inc.item), cw),
             w0 = w[0],
             w1 = w[1],
             w2 = w[2],
@@ -361,6 +361,15 @@ pub(crate) fn window(p: &Prepared, report: &SelectionReport) -> String {
         );
     }
     out
+}
+
+/// An item's content as listed: prefixed with `[group] ` when the item
+/// belongs to an atomic group (ungrouped items print as before).
+pub(crate) fn content_text(item: &ContextItem) -> std::borrow::Cow<'_, str> {
+    match item.group() {
+        Some(g) => format!("[{g}] {}", item.content()).into(),
+        None => item.content().into(),
+    }
 }
 
 /// Column widths: at least the header, at most `max` (or the header, if longer).
@@ -422,6 +431,22 @@ pub(crate) fn exclusion_text(
         ExclusionReason::CountCapExceeded { kind, cap, count } => {
             format!("CountCapExceeded: {kind} has {count}, cap {cap}")
         }
+        ExclusionReason::GroupExcluded {
+            group,
+            group_tokens,
+            available_tokens,
+        } if group_tokens > available_tokens => format!(
+            "GroupExcluded {}: {group_tokens} > {available_tokens}",
+            clip(group, 16)
+        ),
+        ExclusionReason::GroupExcluded {
+            group,
+            group_tokens,
+            available_tokens,
+        } => format!(
+            "GroupExcluded {}: {group_tokens} tokens, {available_tokens} left",
+            clip(group, 16)
+        ),
         ExclusionReason::ScoredTooLow { score, threshold } => {
             format!(
                 "ScoredTooLow: {} < {}",
@@ -539,7 +564,7 @@ pub(crate) fn explain_table(p: &Prepared, report: &SelectionReport) -> String {
             out,
             "{:indent$}{}",
             "",
-            clip(r.item.content(), WIDTH.saturating_sub(indent))
+            clip(&content_text(r.item), WIDTH.saturating_sub(indent))
         );
     }
     if rows.is_empty() {

@@ -633,3 +633,38 @@ futureRelevanceHint = 0.7
         "{text}"
     );
 }
+
+#[test]
+fn select_and_explain_show_atomic_groups() {
+    const GROUPS: &str = "tests/fixtures/groups.toml";
+    let out = ok(&["select", GROUPS]);
+    assert_fits_80(&out);
+    assert!(out.contains("[weather] call get_weather(Lisbon)"), "{out}");
+    assert!(out.contains("[weather] result: 24C, sunny"), "{out}");
+    assert!(!out.contains("flights found"), "{out}");
+    let out = ok(&["explain", GROUPS]);
+    assert_fits_80(&out);
+    assert!(out.contains("GroupExcluded flights: 220 > 70"), "{out}");
+    assert!(out.contains("[flights] result: 14 flights found"), "{out}");
+    let json = ok(&["select", GROUPS, "--format", "json", "--zero-durations"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let excluded = v["excluded"].as_array().unwrap();
+    assert_eq!(excluded.len(), 2);
+    for e in excluded {
+        assert_eq!(e["item"]["group"], "flights");
+        assert_eq!(e["reason"]["reason"], "GroupExcluded");
+        assert_eq!(e["reason"]["group"], "flights");
+        assert_eq!(e["reason"]["group_tokens"], 220);
+        assert_eq!(e["reason"]["available_tokens"], 70);
+    }
+}
+
+#[test]
+fn an_empty_group_id_is_an_input_error() {
+    let input = "[budget]\nmax_tokens = 10\ntarget_tokens = 10\n[[items]]\ncontent = \"x\"\ntokens = 1\ngroup = \"\"\n";
+    let err = fails(&["select", "-", "--input-format", "toml"], Some(input), 2);
+    assert!(err.contains("group id must not be empty"), "{err}");
+    let input = "[budget]\nmax_tokens = 10\ntarget_tokens = 10\n[[items]]\ncontent = \"x\"\ntokens = 1\ngroup_id = \"g\"\n";
+    let err = fails(&["select", "-", "--input-format", "toml"], Some(input), 2);
+    assert!(err.contains("`group = \"<id>\"`"), "{err}");
+}

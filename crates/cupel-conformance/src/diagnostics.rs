@@ -170,6 +170,15 @@ fn reason_fields(r: &ExclusionReason) -> Vec<(&'static str, Field)> {
             ("actual", Field::Int(*count)),
             ("count", Field::Int(*count)),
         ],
+        ExclusionReason::GroupExcluded {
+            group,
+            group_tokens,
+            available_tokens,
+        } => vec![
+            ("group", Field::Str(group.clone())),
+            ("group_tokens", Field::Int(*group_tokens)),
+            ("available_tokens", Field::Int(*available_tokens)),
+        ],
         _ => Vec::new(),
     }
 }

@@ -46,6 +46,7 @@ struct ItemData {
     future_relevance_hint: Option<f64>,
     pinned: bool,
     original_tokens: Option<i64>,
+    group: Option<Arc<str>>,
 }
 
 impl ContextItem {
@@ -126,6 +127,14 @@ impl ContextItem {
         self.inner.original_tokens
     }
 
+    /// The atomic group the item belongs to, if any (an extension to the
+    /// specification: see `spec/18-atomic-groups.md`). Items sharing a group
+    /// id are kept, dropped and placed together: the window holds all of
+    /// them or none, adjacent and in input order. Ids compare byte for byte.
+    pub fn group(&self) -> Option<&str> {
+        self.inner.group.as_deref()
+    }
+
     /// Whether `self` and `other` are the very same allocation (cheap identity check).
     pub fn ptr_eq(&self, other: &ContextItem) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
@@ -160,6 +169,9 @@ impl fmt::Debug for ContextItem {
         }
         if let Some(o) = d.original_tokens {
             s.field("original_tokens", &o);
+        }
+        if let Some(g) = &d.group {
+            s.field("group", g);
         }
         s.finish()
     }
@@ -196,6 +208,7 @@ impl ContextItemBuilder {
                 future_relevance_hint: None,
                 pinned: false,
                 original_tokens: None,
+                group: None,
             },
         }
     }
@@ -307,15 +320,40 @@ impl ContextItemBuilder {
         self
     }
 
+    /// Puts the item in an atomic group (see [`ContextItem::group`]).
+    ///
+    /// ```
+    /// use cupel_core::ContextItem;
+    /// let call = ContextItem::builder("call: get_weather(Paris)", 12).group("call-1").build()?;
+    /// assert_eq!(call.group(), Some("call-1"));
+    /// # Ok::<(), cupel_core::CupelError>(())
+    /// ```
+    pub fn group(mut self, group: impl Into<String>) -> Self {
+        self.data.group = Some(Arc::from(group.into()));
+        self
+    }
+
+    /// Sets or clears the group.
+    pub fn group_opt(mut self, group: Option<String>) -> Self {
+        self.data.group = group.map(Arc::from);
+        self
+    }
+
     /// Validates and builds the item.
     ///
     /// # Errors
-    /// [`CupelError::EmptyContent`] when the content is empty. (Negative token
+    /// [`CupelError::EmptyContent`] when the content is empty;
+    /// [`CupelError::InvalidArgument`] when the group id is empty. (Negative token
     /// counts are accepted here: the pipeline reports them as
     /// `NegativeTokens` exclusions, as the specification requires.)
     pub fn build(self) -> Result<ContextItem, CupelError> {
         if self.data.content.is_empty() {
             return Err(CupelError::EmptyContent);
+        }
+        if self.data.group.as_deref() == Some("") {
+            return Err(CupelError::InvalidArgument(
+                "an item's group id must not be empty (omit it for no group)".into(),
+            ));
         }
         Ok(ContextItem {
             inner: Arc::new(self.data),
@@ -351,6 +389,8 @@ mod serde_impl {
         pinned: bool,
         #[serde(skip_serializing_if = "Option::is_none")]
         original_tokens: Option<i64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        group: Option<&'a str>,
     }
 
     impl Serialize for ContextItem {
@@ -368,6 +408,7 @@ mod serde_impl {
                 future_relevance_hint: d.future_relevance_hint,
                 pinned: d.pinned,
                 original_tokens: d.original_tokens,
+                group: d.group.as_deref(),
             }
             .serialize(s)
         }
@@ -397,6 +438,8 @@ mod serde_impl {
         pinned: bool,
         #[serde(default, alias = "originalTokens")]
         original_tokens: Option<i64>,
+        #[serde(default)]
+        group: Option<String>,
     }
 
     impl<'de> Deserialize<'de> for ContextItem {
@@ -412,6 +455,7 @@ mod serde_impl {
                 .future_relevance_hint_opt(o.future_relevance_hint)
                 .pinned(o.pinned)
                 .original_tokens_opt(o.original_tokens)
+                .group_opt(o.group)
                 .build()
                 .map_err(serde::de::Error::custom)
         }
@@ -443,6 +487,21 @@ mod tests {
         assert_eq!(item.future_relevance_hint(), None);
         assert!(!item.pinned());
         assert_eq!(item.original_tokens(), None);
+        assert_eq!(item.group(), None);
+    }
+
+    #[test]
+    fn group_is_kept_and_an_empty_id_is_rejected() {
+        let a = ContextItem::builder("call", 3).group("g1").build().unwrap();
+        assert_eq!(a.group(), Some("g1"));
+        assert_eq!(
+            a.to_builder().group_opt(None).build().unwrap().group(),
+            None
+        );
+        assert!(matches!(
+            ContextItem::builder("call", 3).group("").build(),
+            Err(CupelError::InvalidArgument(_))
+        ));
     }
 
     #[test]

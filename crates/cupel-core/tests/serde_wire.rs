@@ -315,3 +315,44 @@ fn items_read_native_toml_datetimes_including_toml_1_1_forms() {
     .unwrap();
     assert!(err.to_string().contains("offset is required"), "{err}");
 }
+
+#[test]
+fn group_excluded_wire_shape_round_trips() {
+    let r = ExclusionReason::GroupExcluded {
+        group: "call-1".into(),
+        group_tokens: 210,
+        available_tokens: 100,
+    };
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({"reason": "GroupExcluded", "group": "call-1", "group_tokens": 210, "available_tokens": 100})
+    );
+    assert_eq!(serde_json::from_value::<ExclusionReason>(json).unwrap(), r);
+    // A missing field is an error, like every known reason.
+    assert!(
+        serde_json::from_value::<ExclusionReason>(
+            serde_json::json!({"reason": "GroupExcluded", "group": "g"})
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn item_group_is_optional_on_the_wire_and_must_not_be_empty() {
+    let plain = ContextItem::new("x", 1).unwrap();
+    assert!(serde_json::to_value(&plain).unwrap().get("group").is_none());
+    let grouped = ContextItem::builder("x", 1).group("g").build().unwrap();
+    let json = serde_json::to_value(&grouped).unwrap();
+    assert_eq!(json["group"], "g");
+    assert_eq!(
+        serde_json::from_value::<ContextItem>(json).unwrap(),
+        grouped
+    );
+    assert!(
+        serde_json::from_value::<ContextItem>(
+            serde_json::json!({"content": "x", "tokens": 1, "group": ""})
+        )
+        .is_err()
+    );
+}

@@ -80,7 +80,8 @@ use crate::names::{self, TRACER_NAME, exclusion_reason_name, stage_span_name};
 /// | `cupel.candidate_count` | root span | items given to the run |
 /// | `cupel.included_count` | root span | items in the returned window (set at the end) |
 /// | `cupel.excluded_count` | root span | items excluded, every stage together (set at the end) |
-/// | `cupel.exclusion.variant` | `cupel.exclusion` events (StageAndExclusions and up) | the core's variant name when `cupel.exclusion.reason` reads `"Unknown"` for a reason this implementation names (`CountCapExceeded`) |
+/// | `cupel.exclusion.variant` | `cupel.exclusion` events (StageAndExclusions and up) | the core's variant name when `cupel.exclusion.reason` reads `"Unknown"` for a reason this implementation names (`CountCapExceeded`, `GroupExcluded`) |
+/// | `cupel.exclusion.group` | `cupel.exclusion` events (StageAndExclusions and up) | the excluded item's atomic group id, for an item that has one (the atomic-group extension) |
 /// | `cupel.overflow` event | `cupel.stage.place` | the selection overflowed the target under `OverflowStrategy::Proceed`: `cupel.overflow.tokens_over_budget`, `cupel.overflow.item_count` |
 /// | `cupel.shortfall` events | `cupel.stage.slice` | one per count requirement a count-quota slicer could not meet: `cupel.shortfall.kind`, `cupel.shortfall.required_count`, `cupel.shortfall.satisfied_count` |
 ///
@@ -454,6 +455,9 @@ where
             let variant = record.reason.variant_name();
             if extras && variant != reason {
                 attributes.push(KeyValue::new(names::EXCLUSION_VARIANT, variant));
+            }
+            if extras && let Some(group) = record.item.group() {
+                attributes.push(KeyValue::new(names::EXCLUSION_GROUP, group.to_owned()));
             }
             buffer.events.push(Event::new(
                 names::EXCLUSION_EVENT,

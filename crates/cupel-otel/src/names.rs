@@ -31,6 +31,7 @@ pub(crate) const EXCLUSION_REASON: &str = "cupel.exclusion.reason";
 pub(crate) const EXCLUSION_ITEM_KIND: &str = "cupel.exclusion.item_kind";
 pub(crate) const EXCLUSION_ITEM_TOKENS: &str = "cupel.exclusion.item_tokens";
 pub(crate) const EXCLUSION_VARIANT: &str = "cupel.exclusion.variant";
+pub(crate) const EXCLUSION_GROUP: &str = "cupel.exclusion.group";
 pub(crate) const INCLUDED_EVENT: &str = "cupel.item.included";
 pub(crate) const ITEM_KIND: &str = "cupel.item.kind";
 pub(crate) const ITEM_TOKENS: &str = "cupel.item.tokens";
@@ -73,7 +74,8 @@ const SPEC_REASONS: [&str; 8] = [
 /// `"Deduplicated"`, `"PinnedOverride"`, ...), otherwise `"Unknown"`.
 ///
 /// `"Unknown"` covers a reason this implementation adds (`CountCapExceeded`,
-/// the count-quota slicers' cap exclusion), any variant added to `cupel-core`
+/// the count-quota slicers' cap exclusion; `GroupExcluded`, the atomic-group
+/// extension's), any variant added to `cupel-core`
 /// later, and [`ExclusionReason::Unknown`] — a reason read from another
 /// implementation's data, whose free-text wire name this version cannot vouch
 /// for. So the attribute always stays within the specification's set plus
@@ -91,6 +93,8 @@ const SPEC_REASONS: [&str; 8] = [
 /// assert_eq!(exclusion_reason_name(&budget), "BudgetExceeded");
 /// let cap = ExclusionReason::CountCapExceeded { kind: "ToolOutput".into(), cap: 2, count: 2 };
 /// assert_eq!(exclusion_reason_name(&cap), "Unknown");
+/// let group = ExclusionReason::GroupExcluded { group: "call-1".into(), group_tokens: 80, available_tokens: 10 };
+/// assert_eq!(exclusion_reason_name(&group), "Unknown");
 /// let foreign = ExclusionReason::Unknown { reason: "Embargoed".into() };
 /// assert_eq!(exclusion_reason_name(&foreign), "Unknown");
 /// ```

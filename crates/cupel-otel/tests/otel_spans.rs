@@ -968,3 +968,60 @@ fn shortfall_events_appear_only_with_extras() {
         assert_eq!(attr(a, "cupel.shortfall.satisfied_count").cloned(), int(1));
     }
 }
+
+#[test]
+fn group_exclusions_are_unknown_by_default_and_name_the_group_with_extras() {
+    // GroupExcluded (the atomic-group extension) is outside the spec's eight:
+    // "Unknown" by default. With extras the event also carries the variant
+    // and the item's group id.
+    for extras in [false, true] {
+        let (provider, exporter) = sdk();
+        let mut c = CupelOtelTraceCollector::with_tracer_provider(
+            &provider,
+            CupelVerbosity::StageAndExclusions,
+        )
+        .with_extras(extras);
+        let item = ContextItem::builder("result", 4)
+            .kind(ContextKind::TOOL_OUTPUT)
+            .group("call-1")
+            .build()
+            .unwrap();
+        c.on_run_started(
+            std::slice::from_ref(&item),
+            &ContextBudget::new(10, 10).unwrap(),
+        );
+        c.on_item_excluded(ExclusionRecord {
+            stage: PipelineStage::Slice,
+            index: 0,
+            item: &item,
+            score: 0.5,
+            reason: ExclusionReason::GroupExcluded {
+                group: "call-1".into(),
+                group_tokens: 9,
+                available_tokens: 2,
+            },
+        });
+        finish_slice_run(&mut c);
+        let spans = exporter.get_finished_spans().unwrap();
+        let slice = span(&spans, "cupel.stage.slice");
+        assert_eq!(
+            exclusions(slice),
+            vec![(
+                Value::from("Unknown"),
+                Value::from("ToolOutput"),
+                Value::I64(4)
+            )]
+        );
+        let events = events_named(slice, "cupel.exclusion");
+        let got = (
+            attr(&events[0].attributes, "cupel.exclusion.variant").cloned(),
+            attr(&events[0].attributes, "cupel.exclusion.group").cloned(),
+        );
+        let want = if extras {
+            (string("GroupExcluded"), string("call-1"))
+        } else {
+            (None, None)
+        };
+        assert_eq!(got, want, "extras = {extras}");
+    }
+}

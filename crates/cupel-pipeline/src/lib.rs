@@ -83,6 +83,21 @@
 //! never cause a panic. `spec/07-diagnostics.md` and
 //! `spec/13-clarifications.md` give the full rules with worked examples.
 //!
+//! # Atomic groups
+//!
+//! Items that share a [`ContextItem::group`](cupel_core::ContextItem::group)
+//! id (an extension, `spec/18-atomic-groups.md`) are kept, dropped and placed
+//! together. When any input item has a group, the run collapses each group
+//! into one unit after Deduplicate (total tokens, the maximum of its members'
+//! scores, its first member's kind, its earliest timestamp), hands the units
+//! to the unchanged slicer and placer, and expands each placed unit into its
+//! members, adjacent and in input order. A pinned member pins its group, a
+//! negative-token member excludes it, grouped items are exempt from
+//! deduplication, and Truncate drops whole groups; members of a group left
+//! out are `GroupExcluded { group, group_tokens, available_tokens }` (a count
+//! cap's removal stays `CountCapExceeded`). A run without groups takes the
+//! specification's path unchanged.
+//!
 //! # The context gate
 //!
 //! [`ContextGate`] (module [`gate`]) admits retrieved texts into an existing
@@ -101,6 +116,7 @@
 mod config;
 mod construct;
 pub mod gate;
+mod grouped;
 mod names;
 mod pipeline;
 mod policy;

@@ -16,13 +16,13 @@ use crate::Policy;
 use crate::pipeline::OverflowObserver;
 
 /// Wall-clock and monotonic start of a stage; only taken when tracing.
-struct Timer {
+pub(crate) struct Timer {
     started_at: SystemTime,
     started: Instant,
 }
 
 impl Timer {
-    fn start(traced: bool) -> Option<Timer> {
+    pub(crate) fn start(traced: bool) -> Option<Timer> {
         traced.then(|| Timer {
             started_at: SystemTime::now(),
             started: Instant::now(),
@@ -30,7 +30,7 @@ impl Timer {
     }
 }
 
-fn finish<C: TraceCollector + ?Sized>(
+pub(crate) fn finish<C: TraceCollector + ?Sized>(
     collector: &mut C,
     timer: Option<Timer>,
     stage: PipelineStage,
@@ -60,7 +60,13 @@ pub(crate) fn execute<C: TraceCollector + ?Sized>(
     if traced {
         collector.on_run_started(items, budget);
     }
-    let result = stages(policy, budget, items, collector, traced, observer);
+    // Atomic groups (an extension) take their own path, so that a run without
+    // any grouped item goes through exactly the specification's stages.
+    let result = if items.iter().any(|i| i.group().is_some()) {
+        crate::grouped::stages(policy, budget, items, collector, traced, observer)
+    } else {
+        stages(policy, budget, items, collector, traced, observer)
+    };
     if traced {
         match &result {
             Ok(_) => collector.on_run_completed(),
@@ -216,43 +222,7 @@ fn stages<C: TraceCollector + ?Sized>(
     let effective = budget.effective(pinned_tokens);
     let outcome = policy.slicer.slice(&sorted_scored, effective)?;
     let n_sorted = sorted_scored.len();
-    let mut selected = vec![false; n_sorted];
-    for &s in &outcome.selected {
-        match selected.get_mut(s) {
-            Some(flag) if !*flag => *flag = true,
-            Some(_) => {
-                return Err(CupelError::PipelineConfig(format!(
-                    "slicer selected index {s} more than once"
-                )));
-            }
-            None => {
-                return Err(CupelError::PipelineConfig(format!(
-                    "slicer selected index {s}, but only {n_sorted} items were given"
-                )));
-            }
-        }
-    }
-    // Checked on every path (not only when tracing) so `run` and `dry_run` agree.
-    if let Some(m) = outcome
-        .rooms
-        .iter()
-        .flat_map(|r| r.members.iter())
-        .find(|&&m| m >= n_sorted)
-    {
-        return Err(CupelError::PipelineConfig(format!(
-            "slicer reported a room for index {m}, but only {n_sorted} items were given"
-        )));
-    }
-    if let Some(cap) = outcome
-        .cap_exclusions
-        .iter()
-        .find(|c| selected.get(c.index).is_none_or(|&sel| sel))
-    {
-        return Err(CupelError::PipelineConfig(format!(
-            "slicer reported a cap exclusion for index {} which is selected or out of range ({n_sorted} items)",
-            cap.index
-        )));
-    }
+    let selected = checked_selection(&outcome, n_sorted)?;
     // The merged list of the Place stage, as (input index, score): pinned items
     // first with score 1.0, then the sliced items in Sort-stage order (score
     // descending, clarification D-4), not in the slicer's output order.
@@ -419,7 +389,7 @@ fn report_slice_exclusions<C: TraceCollector + ?Sized>(
 /// Decides which exclusions the pinned items are to blame for (clarification
 /// D-9), keeping count of the tokens blamed on each pinned item so that no
 /// pinned item is ever said to have displaced more tokens than it holds.
-struct PinnedBlame {
+pub(crate) struct PinnedBlame {
     /// Content of each pinned item, in input order.
     names: Vec<String>,
     /// Tokens of the pinned items `0..=k` together.
@@ -433,7 +403,7 @@ struct PinnedBlame {
 }
 
 impl PinnedBlame {
-    fn new(budget: &ContextBudget, items: &[ContextItem], pinned: &[usize]) -> Self {
+    pub(crate) fn new(budget: &ContextBudget, items: &[ContextItem], pinned: &[usize]) -> Self {
         let mut b = PinnedBlame {
             names: Vec::with_capacity(pinned.len()),
             cumulative: Vec::with_capacity(pinned.len()),
@@ -458,7 +428,7 @@ impl PinnedBlame {
     /// with the pinned tokens yet fits the one computed without them. Names
     /// the first pinned item (input order) whose tokens, added to those before
     /// it, make the item too large.
-    fn at_slice(&mut self, tokens: i64) -> Option<ExclusionReason> {
+    pub(crate) fn at_slice(&mut self, tokens: i64) -> Option<ExclusionReason> {
         let with_all = *self.targets.last()?;
         if tokens <= with_all || tokens > self.target_without {
             return None;
@@ -471,7 +441,7 @@ impl PinnedBlame {
     /// kept before it, would have been kept had the pinned tokens not counted.
     /// Names the first pinned item at which the pinned tokens so far push it
     /// over `target`.
-    fn at_truncate(
+    pub(crate) fn at_truncate(
         &mut self,
         tokens: i64,
         kept_unpinned: i64,
@@ -547,7 +517,54 @@ fn truncate<C: TraceCollector + ?Sized>(
     kept
 }
 
-fn check_permutation(order: &[usize], n: usize) -> Result<(), CupelError> {
+/// The slicer's selection as flags over its input, after checking that every
+/// index it returned (selected, rooms, cap exclusions) is in range and that
+/// nothing is selected twice or both selected and cap-excluded.
+pub(crate) fn checked_selection(
+    outcome: &SliceOutcome,
+    n_sorted: usize,
+) -> Result<Vec<bool>, CupelError> {
+    let mut selected = vec![false; n_sorted];
+    for &s in &outcome.selected {
+        match selected.get_mut(s) {
+            Some(flag) if !*flag => *flag = true,
+            Some(_) => {
+                return Err(CupelError::PipelineConfig(format!(
+                    "slicer selected index {s} more than once"
+                )));
+            }
+            None => {
+                return Err(CupelError::PipelineConfig(format!(
+                    "slicer selected index {s}, but only {n_sorted} items were given"
+                )));
+            }
+        }
+    }
+    // Checked on every path (not only when tracing) so `run` and `dry_run` agree.
+    if let Some(m) = outcome
+        .rooms
+        .iter()
+        .flat_map(|r| r.members.iter())
+        .find(|&&m| m >= n_sorted)
+    {
+        return Err(CupelError::PipelineConfig(format!(
+            "slicer reported a room for index {m}, but only {n_sorted} items were given"
+        )));
+    }
+    if let Some(cap) = outcome
+        .cap_exclusions
+        .iter()
+        .find(|c| selected.get(c.index).is_none_or(|&sel| sel))
+    {
+        return Err(CupelError::PipelineConfig(format!(
+            "slicer reported a cap exclusion for index {} which is selected or out of range ({n_sorted} items)",
+            cap.index
+        )));
+    }
+    Ok(selected)
+}
+
+pub(crate) fn check_permutation(order: &[usize], n: usize) -> Result<(), CupelError> {
     if order.len() != n {
         return Err(CupelError::PipelineConfig(format!(
             "placer returned {} positions for {n} items",

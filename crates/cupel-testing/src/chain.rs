@@ -354,6 +354,39 @@ impl<'a> SelectionReportAssertionChain<'a> {
         self.or_raise(patterns::have_kind_coverage_count(self.report, n))
     }
 
+    /// Extension (atomic groups, not one of the thirteen patterns): no group is
+    /// partial — each group id seen in the report has all its members in
+    /// `Included` or none — and the included members of each group are
+    /// adjacent. Passes trivially when no item has a group.
+    ///
+    /// # Panics
+    /// `HaveNoPartialGroups failed: group {g:?} has {i} member(s) in Included
+    /// and {e} in Excluded: [{contents}].` or `HaveNoPartialGroups failed: the
+    /// members of group {g:?} are not adjacent in Included: positions [{p}].`
+    /// (the first group, by id, that fails).
+    ///
+    /// ```
+    /// use cupel_core::{ContextBudget, ContextItem};
+    /// use cupel_pipeline::{Pipeline, preset};
+    /// use cupel_testing::SelectionReportAssertions;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let items = vec![
+    ///     ContextItem::builder("call: search(\"refund\")", 20).group("t1").build()?,
+    ///     ContextItem::builder("result: 3 refunds found", 300).group("t1").build()?,
+    ///     ContextItem::builder("User: where is my refund?", 15).build()?,
+    /// ];
+    /// // The 320-token group does not fit a 150-token target: both members go.
+    /// let pipeline = Pipeline::new(preset("chat")?.config.build()?, ContextBudget::new(200, 150)?);
+    /// let report = pipeline.dry_run(&items)?;
+    /// report.should().have_no_partial_groups();
+    /// assert_eq!(report.included.len(), 1);
+    /// # Ok(()) }
+    /// ```
+    #[track_caller]
+    pub fn have_no_partial_groups(self) -> Self {
+        self.or_raise(patterns::have_no_partial_groups(self.report))
+    }
+
     /// Pattern 12: the first or the last included item satisfies `predicate`.
     ///
     /// Only positions `0` and `count - 1` are edges (one position when a single
@@ -604,6 +637,14 @@ impl<'a> SelectionReportCheck<'a> {
     /// The failure described there.
     pub fn have_kind_coverage_count(self, n: usize) -> Result<Self, SelectionReportAssertionError> {
         self.then(patterns::have_kind_coverage_count(self.report, n))
+    }
+
+    /// See [`SelectionReportAssertionChain::have_no_partial_groups`].
+    ///
+    /// # Errors
+    /// The failure described there.
+    pub fn have_no_partial_groups(self) -> Result<Self, SelectionReportAssertionError> {
+        self.then(patterns::have_no_partial_groups(self.report))
     }
 
     /// See [`SelectionReportAssertionChain::place_item_at_edge`].

@@ -42,11 +42,15 @@ pub enum Assertion {
     PlaceItemAtEdge,
     /// [`place_top_n_scored_at_edges`](crate::SelectionReportAssertionChain::place_top_n_scored_at_edges).
     PlaceTopNScoredAtEdges,
+    /// [`have_no_partial_groups`](crate::SelectionReportAssertionChain::have_no_partial_groups)
+    /// (the atomic-group extension; not one of the specification's thirteen).
+    HaveNoPartialGroups,
 }
 
 impl Assertion {
-    /// Every assertion, in the vocabulary's order (patterns 1 to 13).
-    pub const ALL: [Assertion; 13] = [
+    /// Every assertion, in the vocabulary's order (patterns 1 to 13), then
+    /// this crate's extension (`HaveNoPartialGroups`).
+    pub const ALL: [Assertion; 14] = [
         Assertion::IncludeItemWithKind,
         Assertion::IncludeItemMatching,
         Assertion::IncludeExactlyNItemsWithKind,
@@ -60,6 +64,7 @@ impl Assertion {
         Assertion::HaveKindCoverageCount,
         Assertion::PlaceItemAtEdge,
         Assertion::PlaceTopNScoredAtEdges,
+        Assertion::HaveNoPartialGroups,
     ];
 
     /// The vocabulary's name for the assertion (PascalCase), which is also the
@@ -81,6 +86,7 @@ impl Assertion {
             Assertion::HaveKindCoverageCount => "HaveKindCoverageCount",
             Assertion::PlaceItemAtEdge => "PlaceItemAtEdge",
             Assertion::PlaceTopNScoredAtEdges => "PlaceTopNScoredAtEdges",
+            Assertion::HaveNoPartialGroups => "HaveNoPartialGroups",
         }
     }
 
@@ -102,6 +108,7 @@ impl Assertion {
             Assertion::HaveKindCoverageCount => "have_kind_coverage_count",
             Assertion::PlaceItemAtEdge => "place_item_at_edge",
             Assertion::PlaceTopNScoredAtEdges => "place_top_n_scored_at_edges",
+            Assertion::HaveNoPartialGroups => "have_no_partial_groups",
         }
     }
 }

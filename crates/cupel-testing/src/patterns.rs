@@ -426,6 +426,50 @@ pub(crate) fn place_top_n_scored_at_edges(report: &SelectionReport, n: usize) ->
     )
 }
 
+/// Extension (atomic groups): every group is wholly included or wholly
+/// excluded, and its included members sit next to each other.
+pub(crate) fn have_no_partial_groups(report: &SelectionReport) -> Outcome {
+    // group id -> positions in Included; BTreeMap keeps messages deterministic.
+    let mut included: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
+    for (pos, inc) in report.included.iter().enumerate() {
+        if let Some(g) = inc.item.group() {
+            included.entry(g).or_default().push(pos);
+        }
+    }
+    for (g, positions) in &included {
+        let left_out: Vec<&str> = report
+            .excluded
+            .iter()
+            .filter(|e| e.item.group() == Some(*g))
+            .map(|e| e.item.content())
+            .collect();
+        if !left_out.is_empty() {
+            return fail(
+                Assertion::HaveNoPartialGroups,
+                format!(
+                    "HaveNoPartialGroups failed: group {g:?} has {inc} member(s) in Included \
+                     and {exc} in Excluded: [{names}].",
+                    inc = positions.len(),
+                    exc = left_out.len(),
+                    names = join(left_out.iter().map(|c| format!("{c:?}"))),
+                ),
+            );
+        }
+        let (first, last) = (positions[0], positions[positions.len() - 1]);
+        if last - first + 1 != positions.len() {
+            return fail(
+                Assertion::HaveNoPartialGroups,
+                format!(
+                    "HaveNoPartialGroups failed: the members of group {g:?} are not adjacent \
+                     in Included: positions [{}].",
+                    join(positions)
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

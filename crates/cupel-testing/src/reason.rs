@@ -47,11 +47,13 @@ pub enum ReasonKind {
     Filtered,
     /// [`ExclusionReason::CountCapExceeded`].
     CountCapExceeded,
+    /// [`ExclusionReason::GroupExcluded`] (atomic-group extension).
+    GroupExcluded,
 }
 
 impl ReasonKind {
     /// Every variant, in declaration order.
-    pub const ALL: [ReasonKind; 9] = [
+    pub const ALL: [ReasonKind; 10] = [
         ReasonKind::BudgetExceeded,
         ReasonKind::ScoredTooLow,
         ReasonKind::Deduplicated,
@@ -61,6 +63,7 @@ impl ReasonKind {
         ReasonKind::PinnedOverride,
         ReasonKind::Filtered,
         ReasonKind::CountCapExceeded,
+        ReasonKind::GroupExcluded,
     ];
 
     /// The variant name, identical to [`ExclusionReason::name`] (it is
@@ -116,6 +119,11 @@ impl From<ReasonKind> for ExclusionReason {
                 cap: 0,
                 count: 0,
             },
+            ReasonKind::GroupExcluded => ExclusionReason::GroupExcluded {
+                group: String::new(),
+                group_tokens: 0,
+                available_tokens: 0,
+            },
         }
     }
 }
@@ -127,7 +135,7 @@ mod tests {
     #[test]
     fn names_are_the_spec_variant_names() {
         // The specification's eight variants, then this implementation's
-        // count-cap reason (clarification D-10).
+        // count-cap reason (clarification D-10) and the atomic-group one.
         let names: Vec<&str> = ReasonKind::ALL.iter().map(|k| k.name()).collect();
         assert_eq!(
             names,
@@ -141,6 +149,7 @@ mod tests {
                 "PinnedOverride",
                 "Filtered",
                 "CountCapExceeded",
+                "GroupExcluded",
             ]
         );
     }

@@ -202,3 +202,50 @@ fn reason_kind_and_full_values_are_interchangeable() {
     passes!(r, c => c.exclude_item_with_reason(ExclusionReason::from(ReasonKind::BudgetExceeded)));
     passes!(r, c => c.exclude_item_matching_with_reason(|i| i.content() == "dup", dedup("x")));
 }
+
+#[test]
+fn have_no_partial_groups_catches_split_and_scattered_groups() {
+    use cupel_core::{ContextItem, ExcludedItem, IncludedItem};
+    let g = |c: &str| ContextItem::builder(c, 1).group("g").build().unwrap();
+    let plain = ContextItem::new("plain", 1).unwrap();
+    let inc = |item: ContextItem| IncludedItem {
+        item,
+        score: 0.5,
+        reason: InclusionReason::Scored,
+    };
+    // Whole and adjacent: passes.
+    let ok = SelectionReport {
+        included: vec![inc(plain.clone()), inc(g("call")), inc(g("result"))],
+        ..SelectionReport::default()
+    };
+    ok.should().have_no_partial_groups();
+    // One member excluded: partial.
+    let split = SelectionReport {
+        included: vec![inc(g("call"))],
+        excluded: vec![ExcludedItem {
+            item: g("result"),
+            score: 0.4,
+            reason: ExclusionReason::BudgetExceeded {
+                item_tokens: 1,
+                available_tokens: 0,
+            },
+        }],
+        ..SelectionReport::default()
+    };
+    let err = split.check().have_no_partial_groups().unwrap_err();
+    assert_eq!(err.assertion, Assertion::HaveNoPartialGroups);
+    assert_eq!(
+        err.message,
+        "HaveNoPartialGroups failed: group \"g\" has 1 member(s) in Included and 1 in Excluded: [\"result\"]."
+    );
+    // Not adjacent.
+    let scattered = SelectionReport {
+        included: vec![inc(g("call")), inc(plain), inc(g("result"))],
+        ..SelectionReport::default()
+    };
+    let err = scattered.check().have_no_partial_groups().unwrap_err();
+    assert_eq!(
+        err.message,
+        "HaveNoPartialGroups failed: the members of group \"g\" are not adjacent in Included: positions [0, 2]."
+    );
+}

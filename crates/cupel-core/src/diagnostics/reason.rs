@@ -83,6 +83,26 @@ pub enum ExclusionReason {
         /// How many items of the kind were already selected.
         count: i64,
     },
+    /// The item belongs to an atomic group (an extension: see
+    /// `spec/18-atomic-groups.md`) that was left out as a whole, so every
+    /// member of the group carries this reason and the group's id. Not in the
+    /// specification's list of eight; readers that predate it read it as an
+    /// unknown reason.
+    ///
+    /// Emitted at Slice (the slicer left the group out), at Place under
+    /// `Truncate` (the group did not fit what was left), and at Classify for
+    /// the other members of a group one of whose members has negative tokens
+    /// (that member itself is reported as `NegativeTokens`; the others get
+    /// `available_tokens = 0`).
+    GroupExcluded {
+        /// The group id.
+        group: String,
+        /// The group's total tokens (its non-negative members).
+        group_tokens: i64,
+        /// The room the group had, at least 0 (same rule as
+        /// [`BudgetExceeded`](ExclusionReason::BudgetExceeded)).
+        available_tokens: i64,
+    },
     /// A reason this version does not know, read from another implementation's data.
     Unknown {
         /// The reason name as found on the wire.
@@ -114,6 +134,7 @@ impl ExclusionReason {
             ExclusionReason::PinnedOverride { .. } => "PinnedOverride",
             ExclusionReason::Filtered { .. } => "Filtered",
             ExclusionReason::CountCapExceeded { .. } => "CountCapExceeded",
+            ExclusionReason::GroupExcluded { .. } => "GroupExcluded",
             ExclusionReason::Unknown { .. } => "Unknown",
         }
     }
@@ -170,6 +191,14 @@ impl fmt::Display for ExclusionReason {
                     "CountCapExceeded: kind {kind} already has {count} items, cap {cap}"
                 )
             }
+            ExclusionReason::GroupExcluded {
+                group,
+                group_tokens,
+                available_tokens,
+            } => write!(
+                f,
+                "GroupExcluded: group {group:?} ({group_tokens} tokens) left out whole, {available_tokens} available"
+            ),
             ExclusionReason::Unknown { reason } => f.write_str(reason),
         }
     }
@@ -258,6 +287,15 @@ mod serde_impl {
                     m.serialize_entry("cap", cap)?;
                     m.serialize_entry("count", count)?;
                 }
+                ExclusionReason::GroupExcluded {
+                    group,
+                    group_tokens,
+                    available_tokens,
+                } => {
+                    m.serialize_entry("group", group)?;
+                    m.serialize_entry("group_tokens", group_tokens)?;
+                    m.serialize_entry("available_tokens", available_tokens)?;
+                }
                 ExclusionReason::Unknown { .. } => {}
             }
             m.end()
@@ -281,6 +319,8 @@ mod serde_impl {
         tokens: Option<i64>,
         displaced_by: Option<String>,
         filter_name: Option<String>,
+        group: Option<String>,
+        group_tokens: Option<i64>,
     }
 
     fn need<T, E: serde::de::Error>(v: Option<T>, reason: &str, field: &str) -> Result<T, E> {
@@ -324,6 +364,11 @@ mod serde_impl {
                     kind: need(r.kind, n, "kind")?,
                     cap: need(r.cap, n, "cap")?,
                     count: need(r.count, n, "count")?,
+                },
+                "GroupExcluded" => ExclusionReason::GroupExcluded {
+                    group: need(r.group, n, "group")?,
+                    group_tokens: need(r.group_tokens, n, "group_tokens")?,
+                    available_tokens: need(r.available_tokens, n, "available_tokens")?,
                 },
                 "" => return Err(D::Error::custom("exclusion reason name must not be empty")),
                 _ => ExclusionReason::Unknown { reason: r.reason },
