@@ -472,6 +472,12 @@ fn package_and_check(dir: &Path, target_dir: Option<&Path>) -> Result<(), String
         }
     }
     let target = target_dir.map_or_else(|| dir.join("target"), Path::to_path_buf);
+    // Packages of an unchanged version from an earlier run would otherwise
+    // stand in for today's sources when the packages are verified together.
+    let stale = target.join("package");
+    if stale.exists() {
+        fs::remove_dir_all(&stale).map_err(|e| format!("{}: {e}", stale.display()))?;
+    }
     package.env("CARGO_TARGET_DIR", &target);
     run_step(
         &format!(
