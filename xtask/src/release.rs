@@ -479,6 +479,7 @@ fn package_and_check(dir: &Path, target_dir: Option<&Path>) -> Result<(), String
         fs::remove_dir_all(&stale).map_err(|e| format!("{}: {e}", stale.display()))?;
     }
     package.env("CARGO_TARGET_DIR", &target);
+    forget_extracted_packages(&packages)?;
     run_step(
         &format!(
             "cargo package --workspace ({} crates, each built from its packaged sources)",
@@ -515,6 +516,38 @@ fn package_and_check(dir: &Path, target_dir: Option<&Path>) -> Result<(), String
             problems.join("\n  ")
         ))
     }
+}
+
+/// Cargo verifies packages that depend on each other through a local
+/// registry overlay and unpacks each `.crate` under
+/// `$CARGO_HOME/registry/src/-<hash>/NAME-VERSION`. It never unpacks the
+/// same name and version twice, so a package re-made with new sources but
+/// an unchanged version would be verified against last run's copy. Those
+/// unpacked copies of our own packages (only those, only in the overlays'
+/// `-<hash>` directories) are removed first.
+fn forget_extracted_packages(packages: &[(String, String, PathBuf)]) -> Result<(), String> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    let Some(src) = home.map(|h| h.join("registry").join("src")) else {
+        return Ok(());
+    };
+    let Ok(entries) = fs::read_dir(&src) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with('-') {
+            continue;
+        }
+        for (name, version, _) in packages {
+            let unpacked = entry.path().join(format!("{name}-{version}"));
+            if unpacked.is_dir() {
+                fs::remove_dir_all(&unpacked)
+                    .map_err(|e| format!("{}: {e}", unpacked.display()))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn package_files(dir: &Path, name: &str, target: &Path) -> Result<Vec<String>, String> {
