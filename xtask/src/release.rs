@@ -480,6 +480,7 @@ fn package_and_check(dir: &Path, target_dir: Option<&Path>) -> Result<(), String
     }
     package.env("CARGO_TARGET_DIR", &target);
     forget_extracted_packages(&packages)?;
+    forget_built_packages(&target, &packages)?;
     run_step(
         &format!(
             "cargo package --workspace ({} crates, each built from its packaged sources)",
@@ -545,6 +546,34 @@ fn forget_extracted_packages(packages: &[(String, String, PathBuf)]) -> Result<(
                 fs::remove_dir_all(&unpacked)
                     .map_err(|e| format!("{}: {e}", unpacked.display()))?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// Cargo treats registry packages as immutable, so the verification builds
+/// of our packages from an earlier run (same name and version, through the
+/// overlay) would count as fresh. Their fingerprints are removed so that
+/// they are built again; third-party dependencies stay built.
+fn forget_built_packages(
+    target: &Path,
+    packages: &[(String, String, PathBuf)],
+) -> Result<(), String> {
+    let fingerprints = target.join("debug").join(".fingerprint");
+    let Ok(entries) = fs::read_dir(&fingerprints) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let file = file.to_string_lossy();
+        let ours = packages.iter().any(|(name, _, _)| {
+            file.strip_prefix(name.as_str())
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|hash| !hash.contains('-'))
+        });
+        if ours {
+            fs::remove_dir_all(entry.path())
+                .map_err(|e| format!("{}: {e}", entry.path().display()))?;
         }
     }
     Ok(())
