@@ -7,7 +7,7 @@
 //! Lines of the `otel` group (same process, same items):
 //!
 //! * `run` — the untraced hot path;
-//! * `run_traced/noop` — `CupelOtelTraceCollector::new` with no tracer provider
+//! * `run_traced/noop` — `OtelCollector::new` with no tracer provider
 //!   installed (the collector reports itself disabled);
 //! * `run_traced/enabled_ignoring` — a collector that is enabled but ignores
 //!   every hook: the pipeline's own traced path, no telemetry;
@@ -25,7 +25,7 @@ use std::time::Duration;
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use cupel_benches::{floor_pairs, floor_sort, items, quick, standard_pipeline};
 use cupel_core::TraceCollector;
-use cupel_otel::{CupelOtelTraceCollector, CupelVerbosity};
+use cupel_otel::{CupelVerbosity, OtelCollector};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
 
@@ -83,7 +83,7 @@ fn bench_otel(c: &mut Criterion) {
     });
 
     // No provider installed in this process: the global one is the no-op provider.
-    let mut noop = CupelOtelTraceCollector::new(CupelVerbosity::StageOnly);
+    let mut noop = OtelCollector::new(CupelVerbosity::StageOnly);
     assert!(!noop.is_enabled());
     group.bench_with_input(
         BenchmarkId::new("run_traced/noop", N),
@@ -117,7 +117,7 @@ fn bench_otel(c: &mut Criterion) {
         ),
         ("run_traced/full", CupelVerbosity::Full),
     ] {
-        let mut collector = CupelOtelTraceCollector::with_tracer_provider(&provider, verbosity);
+        let mut collector = OtelCollector::with_tracer_provider(&provider, verbosity);
         assert!(collector.is_enabled());
         group.bench_with_input(BenchmarkId::new(label, N), &items, |b, items| {
             b.iter(|| {

@@ -9,9 +9,10 @@
 //!   [`ContextSource`], [`ContextBudget`] and the effective [`SliceBudget`],
 //!   [`ScoredItem`], [`OverflowStrategy`];
 //! * the three narrow stage traits: [`Scorer`], [`Slicer`], [`Placer`];
-//! * diagnostics: [`TraceCollector`] (with [`NullTraceCollector`] and
-//!   [`DiagnosticTraceCollector`]), [`SelectionReport`], [`ExclusionReason`],
-//!   [`InclusionReason`], [`TraceEvent`], [`OverflowEvent`];
+//! * diagnostics: [`TraceCollector`] (with [`NullTraceCollector`],
+//!   [`DiagnosticTraceCollector`], and [`FanOut`] to feed two at once),
+//!   [`SelectionReport`], [`ExclusionReason`], [`InclusionReason`],
+//!   [`TraceEvent`], [`OverflowEvent`];
 //! * the run budget shared by an agent and its subagents: [`RunBudget`]
 //!   ([`Deadline`], [`TokenLimit`]), the shared [`BudgetTracker`]
 //!   ([`TokenUsage`], [`BudgetRequest`], [`Reservation`], [`UsageMeter`])
@@ -69,7 +70,7 @@ pub use budget::{ContextBudget, ContextBudgetBuilder, SliceBudget};
 pub use code::{CodeLanguage, Compactor, LanguageClassifier};
 pub use diagnostics::{
     CapExclusion, CountRequirementShortfall, DiagnosticTraceCollector, ExcludedItem,
-    ExclusionReason, ExclusionRecord, IncludedItem, InclusionReason, InclusionRecord,
+    ExclusionReason, ExclusionRecord, FanOut, IncludedItem, InclusionReason, InclusionRecord,
     NullTraceCollector, OverflowEvent, PipelineStage, SelectionReport, StageTrace, TraceCollector,
     TraceDetailLevel, TraceEvent,
 };

@@ -15,7 +15,7 @@
 use std::error::Error;
 
 use cupel_core::ContextItem;
-use cupel_otel::{CupelOtelTraceCollector, CupelVerbosity};
+use cupel_otel::{CupelVerbosity, OtelCollector};
 use cupel_pipeline::{Pipeline, samples};
 use opentelemetry::trace::{TraceContextExt, Tracer, TracerProvider};
 use opentelemetry_sdk::trace::SdkTracerProvider;
@@ -48,7 +48,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let cx = opentelemetry::Context::current_with_span(call);
     let window = {
         let _guard = cx.clone().attach();
-        let mut collector = CupelOtelTraceCollector::with_tracer_provider(&provider, verbosity);
+        let mut collector = OtelCollector::with_tracer_provider(&provider, verbosity);
         pipeline.run_traced(&items, &mut collector)?
     };
     cx.span().end();

@@ -1,4 +1,4 @@
-//! [`CupelOtelTraceCollector`]: a [`TraceCollector`] that turns a run into spans.
+//! [`OtelCollector`]: a [`TraceCollector`] that turns a run into spans.
 
 use std::fmt;
 use std::time::SystemTime;
@@ -99,7 +99,7 @@ use crate::names::{self, TRACER_NAME, exclusion_reason_name, stage_span_name};
 /// none of its tracing work — the run costs what `Pipeline::run` costs. With a
 /// real provider, a run whose root span the sampler drops records nothing
 /// beyond that root span. Note that
-/// [`new`](CupelOtelTraceCollector::new) takes the global provider installed
+/// [`new`](OtelCollector::new) takes the global provider installed
 /// *at construction*; build the collector after installing it.
 ///
 /// SDK span limits apply: the OpenTelemetry SDK keeps 128 events per span by
@@ -108,12 +108,12 @@ use crate::names::{self, TRACER_NAME, exclusion_reason_name, stage_span_name};
 ///
 /// # Example
 /// ```
-/// use cupel_otel::{CupelOtelTraceCollector, CupelVerbosity};
+/// use cupel_otel::{OtelCollector, CupelVerbosity};
 /// use cupel_core::TraceCollector;
 /// use opentelemetry::trace::noop::NoopTracerProvider;
 ///
 /// // No real provider: the collector turns itself off.
-/// let collector = CupelOtelTraceCollector::with_tracer_provider(
+/// let collector = OtelCollector::with_tracer_provider(
 ///     &NoopTracerProvider::new(),
 ///     CupelVerbosity::StageOnly,
 /// );
@@ -121,7 +121,7 @@ use crate::names::{self, TRACER_NAME, exclusion_reason_name, stage_span_name};
 /// ```
 ///
 /// [`on_run_started`]: TraceCollector::on_run_started
-pub struct CupelOtelTraceCollector<T = BoxedTracer> {
+pub struct OtelCollector<T = BoxedTracer> {
     tracer: T,
     verbosity: CupelVerbosity,
     extras: bool,
@@ -129,6 +129,10 @@ pub struct CupelOtelTraceCollector<T = BoxedTracer> {
     parent: Option<Context>,
     run: Option<Run>,
 }
+
+/// The old name of [`OtelCollector`].
+#[deprecated(note = "renamed to `OtelCollector` (the crate name already says Cupel)")]
+pub type CupelOtelTraceCollector<T = BoxedTracer> = OtelCollector<T>;
 
 /// Facts of one stage gathered before its span is built.
 #[derive(Default)]
@@ -190,9 +194,9 @@ impl Drop for Run {
     }
 }
 
-impl<T: fmt::Debug> fmt::Debug for CupelOtelTraceCollector<T> {
+impl<T: fmt::Debug> fmt::Debug for OtelCollector<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CupelOtelTraceCollector")
+        f.debug_struct("OtelCollector")
             .field("tracer", &self.tracer)
             .field("verbosity", &self.verbosity)
             .field("extras", &self.extras)
@@ -209,7 +213,7 @@ fn scope() -> InstrumentationScope {
         .build()
 }
 
-impl CupelOtelTraceCollector<BoxedTracer> {
+impl OtelCollector<BoxedTracer> {
     /// A collector using the global tracer provider (as installed by
     /// [`opentelemetry::global::set_tracer_provider`]) at `verbosity`.
     ///
@@ -220,7 +224,7 @@ impl CupelOtelTraceCollector<BoxedTracer> {
     }
 }
 
-impl<T> CupelOtelTraceCollector<T>
+impl<T> OtelCollector<T>
 where
     T: Tracer,
     T::Span: Send + Sync + 'static,
@@ -228,14 +232,14 @@ where
     /// A collector with a tracer named `"cupel"` from `provider`, at `verbosity`.
     ///
     /// ```
-    /// use cupel_otel::{CupelOtelTraceCollector, CupelVerbosity};
+    /// use cupel_otel::{OtelCollector, CupelVerbosity};
     /// use cupel_core::TraceCollector;
     /// use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
     ///
     /// let provider = SdkTracerProvider::builder()
     ///     .with_simple_exporter(InMemorySpanExporter::default())
     ///     .build();
-    /// let collector = CupelOtelTraceCollector::with_tracer_provider(&provider, CupelVerbosity::Full);
+    /// let collector = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::Full);
     /// assert!(collector.is_enabled());
     /// ```
     pub fn with_tracer_provider<P>(provider: &P, verbosity: CupelVerbosity) -> Self
@@ -266,9 +270,9 @@ where
     /// tier's output is exactly the specification's.
     ///
     /// ```
-    /// use cupel_otel::{CupelOtelTraceCollector, CupelVerbosity};
+    /// use cupel_otel::{OtelCollector, CupelVerbosity};
     /// use opentelemetry::trace::noop::NoopTracerProvider;
-    /// let c = CupelOtelTraceCollector::with_tracer_provider(
+    /// let c = OtelCollector::with_tracer_provider(
     ///     &NoopTracerProvider::new(),
     ///     CupelVerbosity::StageOnly,
     /// );
@@ -361,7 +365,7 @@ where
     }
 }
 
-impl<T> TraceCollector for CupelOtelTraceCollector<T>
+impl<T> TraceCollector for OtelCollector<T>
 where
     T: Tracer,
     T::Span: Send + Sync + 'static,
@@ -388,7 +392,7 @@ where
             ));
             attributes.push(KeyValue::new(names::CANDIDATE_COUNT, to_i64(items.len())));
         }
-        let builder = SpanBuilder::from_name(names::ROOT_SPAN)
+        let builder = SpanBuilder::from_name(names::PIPELINE_SPAN)
             .with_start_time(started_at)
             .with_attributes(attributes);
         let parent = self.parent.clone().unwrap_or_else(Context::current);
@@ -625,10 +629,8 @@ mod tests {
     #[test]
     fn noop_tracers_are_detected() {
         assert!(is_noop(&NoopTracer::new()));
-        let c = CupelOtelTraceCollector::with_tracer_provider(
-            &NoopTracerProvider::new(),
-            CupelVerbosity::Full,
-        );
+        let c =
+            OtelCollector::with_tracer_provider(&NoopTracerProvider::new(), CupelVerbosity::Full);
         assert!(!c.is_enabled());
         let boxed = BoxedTracer::new(Box::new(NoopTracer::new()));
         assert!(is_noop(&boxed));
@@ -637,8 +639,8 @@ mod tests {
     #[test]
     fn collectors_can_move_between_threads() {
         fn assert_send<T: Send>() {}
-        assert_send::<CupelOtelTraceCollector>();
-        assert_send::<CupelOtelTraceCollector<NoopTracer>>();
+        assert_send::<OtelCollector>();
+        assert_send::<OtelCollector<NoopTracer>>();
     }
 
     #[test]
@@ -658,7 +660,7 @@ mod tests {
 
     #[test]
     fn disabled_collector_ignores_every_hook() {
-        let mut c = CupelOtelTraceCollector::with_tracer(NoopTracer::new(), CupelVerbosity::Full);
+        let mut c = OtelCollector::with_tracer(NoopTracer::new(), CupelVerbosity::Full);
         let item = ContextItem::new("a", 1).unwrap();
         let budget = ContextBudget::new(10, 10).unwrap();
         c.on_run_started(std::slice::from_ref(&item), &budget);

@@ -1,6 +1,6 @@
 //! OpenTelemetry spans (and, optionally, `tracing` events) for every Cupel pipeline run.
 //!
-//! [`CupelOtelTraceCollector`] is a [`TraceCollector`](cupel_core::TraceCollector):
+//! [`OtelCollector`] is a [`TraceCollector`](cupel_core::TraceCollector):
 //! pass it to `Pipeline::run_traced` and each run becomes one span tree in the
 //! trace of whatever span is current — typically the model call the context
 //! window is built for:
@@ -18,17 +18,25 @@
 //! production), plus one event per excluded item on the stage span that
 //! excluded it, or plus one event per included item on the Place span. By
 //! default each tier records exactly the specification's attribute table;
-//! [`CupelOtelTraceCollector::with_extras`] opts in to more (the budget's
+//! [`OtelCollector::with_extras`] opts in to more (the budget's
 //! target, item counts, overflow and shortfall events). The collector's
-//! rustdoc lists every span, attribute and event name;
+//! rustdoc lists every span, attribute and event name, and the [`names`]
+//! module has each as a public constant;
 //! [`exclusion_reason_name`] is how reasons are named. The tracer is named
 //! [`TRACER_NAME`] (`"cupel"`). Without an installed tracer provider the
 //! collector reports itself disabled and a traced run costs what an untraced
 //! one does.
 //!
 //! With the `tracing` feature, `TracingCollector` reports runs to
-//! `tracing` subscribers instead (DEBUG per stage, TRACE per item, target
-//! `cupel`), for applications that do not run OpenTelemetry.
+//! `tracing` subscribers instead (the same span tree: a run span with one
+//! DEBUG span per stage, TRACE events per item, target `cupel`), for
+//! applications that do not run OpenTelemetry or export `tracing` spans
+//! through `tracing-opentelemetry`.
+//!
+//! To export spans *and* get the run's [`SelectionReport`](cupel_core::SelectionReport),
+//! use `Pipeline::run_traced_with_report`, or feed the collector and a
+//! [`DiagnosticTraceCollector`](cupel_core::DiagnosticTraceCollector) from
+//! one run with [`FanOut`](cupel_core::FanOut).
 //!
 //! A run budget shows on your own spans too: [`record_budget`] sets a
 //! [`BudgetTracker`](cupel_core::BudgetTracker)'s remaining time and tokens
@@ -48,7 +56,7 @@
 //!
 //! ```
 //! use cupel_core::{ContextBudget, ContextItem, OverflowStrategy};
-//! use cupel_otel::{CupelOtelTraceCollector, CupelVerbosity};
+//! use cupel_otel::{OtelCollector, CupelVerbosity};
 //! use cupel_pipeline::Pipeline;
 //! use cupel_placers::ChronologicalPlacer;
 //! use cupel_scorers::PriorityScorer;
@@ -74,7 +82,7 @@
 //! ];
 //!
 //! let mut collector =
-//!     CupelOtelTraceCollector::with_tracer_provider(&provider, CupelVerbosity::StageAndExclusions);
+//!     OtelCollector::with_tracer_provider(&provider, CupelVerbosity::StageAndExclusions);
 //! let window = pipeline.run_traced(&items, &mut collector)?;
 //! assert_eq!(window.len(), 1);
 //!
@@ -92,13 +100,15 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 mod collector;
 mod gate;
-mod names;
+pub mod names;
 mod run_budget;
 #[cfg(feature = "tracing")]
 mod tracing_collector;
 mod verbosity;
 
+#[allow(deprecated)]
 pub use collector::CupelOtelTraceCollector;
+pub use collector::OtelCollector;
 pub use gate::{GATE_EVENT_NAME, gate_report_attributes, record_gate_error, record_gate_report};
 pub use names::{TRACER_NAME, exclusion_reason_name};
 pub use run_budget::{

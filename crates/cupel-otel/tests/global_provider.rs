@@ -1,19 +1,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! `CupelOtelTraceCollector::new` and the global tracer provider. One test in
+//! `OtelCollector::new` and the global tracer provider. One test in
 //! its own binary, because it installs a process-wide provider.
 
 mod common;
 
 use common::{pipeline, scenario};
 use cupel_core::TraceCollector;
-use cupel_otel::{CupelOtelTraceCollector, CupelVerbosity};
+use cupel_otel::{CupelVerbosity, OtelCollector};
 use opentelemetry::global;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 
 #[test]
 fn new_follows_the_global_provider_installed_at_construction() {
     // Nothing installed yet: the global provider is the no-op one.
-    let mut before = CupelOtelTraceCollector::new(CupelVerbosity::Full);
+    let mut before = OtelCollector::new(CupelVerbosity::Full);
     assert!(!before.is_enabled());
     let plain = pipeline().run(&scenario()).unwrap();
     assert_eq!(
@@ -33,7 +33,7 @@ fn new_follows_the_global_provider_installed_at_construction() {
     assert!(exporter.get_finished_spans().unwrap().is_empty());
 
     // One built after it records: root + 5 stages.
-    let mut after = CupelOtelTraceCollector::new(CupelVerbosity::StageOnly);
+    let mut after = OtelCollector::new(CupelVerbosity::StageOnly);
     assert!(after.is_enabled());
     pipeline().run_traced(&scenario(), &mut after).unwrap();
     let spans = exporter.get_finished_spans().unwrap();

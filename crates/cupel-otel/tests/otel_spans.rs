@@ -25,7 +25,7 @@ use cupel_core::{
     ContextBudget, ContextItem, ContextKind, CupelError, ExclusionReason, ExclusionRecord,
     OverflowStrategy, PipelineStage, Scorer, StageTrace, TraceCollector,
 };
-use cupel_otel::{CupelOtelTraceCollector, CupelVerbosity, TRACER_NAME};
+use cupel_otel::{CupelVerbosity, OtelCollector, TRACER_NAME};
 use cupel_pipeline::Pipeline;
 use cupel_slicers::GreedySlice;
 use opentelemetry::trace::{SpanId, Status, TraceContextExt, Tracer, TracerProvider};
@@ -57,7 +57,7 @@ fn run_scenario(verbosity: CupelVerbosity) -> Vec<SpanData> {
 fn run_scenario_with(verbosity: CupelVerbosity, extras: bool) -> Vec<SpanData> {
     let (provider, exporter) = sdk();
     let mut collector =
-        CupelOtelTraceCollector::with_tracer_provider(&provider, verbosity).with_extras(extras);
+        OtelCollector::with_tracer_provider(&provider, verbosity).with_extras(extras);
     assert!(collector.is_enabled());
     let window = pipeline().run_traced(&scenario(), &mut collector).unwrap();
     assert_eq!(window.len(), 4);
@@ -202,7 +202,7 @@ fn each_tier_records_exactly_the_spec_names_by_default() {
     // specification's attribute reference for the tier.
     for verbosity in CupelVerbosity::ALL {
         let (provider, exporter) = sdk();
-        let mut c = CupelOtelTraceCollector::with_tracer_provider(&provider, verbosity);
+        let mut c = OtelCollector::with_tracer_provider(&provider, verbosity);
         take_all_pipeline(OverflowStrategy::Proceed)
             .run_traced(&scenario(), &mut c)
             .unwrap();
@@ -439,8 +439,7 @@ fn stage_spans_carry_the_time_the_stage_really_took() {
         .budget(budget())
         .build()
         .unwrap();
-    let mut collector =
-        CupelOtelTraceCollector::with_tracer_provider(&provider, CupelVerbosity::StageOnly);
+    let mut collector = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::StageOnly);
     pipeline.run_traced(&scenario(), &mut collector).unwrap();
     let spans = exporter.get_finished_spans().unwrap();
     let score = span(&spans, "cupel.stage.score");
@@ -461,7 +460,7 @@ fn stage_span_times_are_exactly_the_stage_trace_times() {
     // Driven by hand, so the times are known: a stage that started 5 ms after
     // the run and lasted 7 ms must be exported as [start, start + 7 ms].
     let (provider, exporter) = sdk();
-    let mut c = CupelOtelTraceCollector::with_tracer_provider(&provider, CupelVerbosity::StageOnly);
+    let mut c = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::StageOnly);
     let items = [ContextItem::new("a", 1).unwrap()];
     c.on_run_started(&items, &ContextBudget::new(10, 10).unwrap());
     let started_at = SystemTime::now() + Duration::from_millis(5);
@@ -490,10 +489,7 @@ fn truncate_exclusions_land_on_the_place_span() {
     // Without pinned tokens it would still not fit (70 + 50 = 120 > 100), so the
     // reason is BudgetExceeded.
     let (provider, exporter) = sdk();
-    let mut c = CupelOtelTraceCollector::with_tracer_provider(
-        &provider,
-        CupelVerbosity::StageAndExclusions,
-    );
+    let mut c = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::StageAndExclusions);
     let window = take_all_pipeline(OverflowStrategy::Truncate)
         .run_traced(&scenario(), &mut c)
         .unwrap();
@@ -530,8 +526,7 @@ fn proceed_overflow_is_an_extra_event_on_the_place_span_at_every_tier() {
     // Merged = 10 + 30 + 40 + 0 + 50 = 130 tokens, target 100: 30 over, 5 items.
     for verbosity in CupelVerbosity::ALL {
         let (provider, exporter) = sdk();
-        let mut c =
-            CupelOtelTraceCollector::with_tracer_provider(&provider, verbosity).with_extras(true);
+        let mut c = OtelCollector::with_tracer_provider(&provider, verbosity).with_extras(true);
         let window = take_all_pipeline(OverflowStrategy::Proceed)
             .run_traced(&scenario(), &mut c)
             .unwrap();
@@ -567,11 +562,8 @@ fn a_failure_in_classify_marks_that_stage_and_the_root_as_errors() {
         .pinned(true)
         .build()
         .unwrap();
-    let mut c = CupelOtelTraceCollector::with_tracer_provider(
-        &provider,
-        CupelVerbosity::StageAndExclusions,
-    )
-    .with_extras(true);
+    let mut c = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::StageAndExclusions)
+        .with_extras(true);
     let err = pipeline().run_traced(&items, &mut c).unwrap_err();
     assert!(matches!(err, CupelError::PinnedBudgetExceeded { .. }));
     let spans = exporter.get_finished_spans().unwrap();
@@ -604,7 +596,7 @@ fn a_failure_in_classify_marks_that_stage_and_the_root_as_errors() {
 fn a_failure_in_place_keeps_the_four_finished_stages() {
     // TakeAll under Throw: 130 > 100 at Place → BudgetOverflow.
     let (provider, exporter) = sdk();
-    let mut c = CupelOtelTraceCollector::with_tracer_provider(&provider, CupelVerbosity::StageOnly);
+    let mut c = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::StageOnly);
     let err = take_all_pipeline(OverflowStrategy::Throw)
         .run_traced(&scenario(), &mut c)
         .unwrap_err();
@@ -634,7 +626,7 @@ fn a_failure_in_place_keeps_the_four_finished_stages() {
 fn the_root_nests_under_the_callers_span() {
     let (provider, exporter) = sdk();
     let tracer = provider.tracer("app");
-    let mut c = CupelOtelTraceCollector::with_tracer_provider(&provider, CupelVerbosity::StageOnly);
+    let mut c = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::StageOnly);
     let outer = tracer.start("llm.call");
     let outer_cx = Context::current_with_span(outer);
     {
@@ -661,7 +653,7 @@ fn an_explicit_parent_context_wins_over_the_current_one() {
     let tracer = provider.tracer("app");
     let parent = tracer.start("request");
     let parent_cx = Context::new().with_span(parent);
-    let mut c = CupelOtelTraceCollector::with_tracer_provider(&provider, CupelVerbosity::StageOnly)
+    let mut c = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::StageOnly)
         .with_parent_context(parent_cx.clone());
     pipeline().run_traced(&scenario(), &mut c).unwrap();
     parent_cx.span().end();
@@ -674,7 +666,7 @@ fn an_explicit_parent_context_wins_over_the_current_one() {
 #[test]
 fn a_collector_is_reusable_and_each_run_is_its_own_trace() {
     let (provider, exporter) = sdk();
-    let mut c = CupelOtelTraceCollector::with_tracer_provider(&provider, CupelVerbosity::StageOnly);
+    let mut c = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::StageOnly);
     pipeline().run_traced(&scenario(), &mut c).unwrap();
     pipeline().run_traced(&scenario(), &mut c).unwrap();
     let spans = exporter.get_finished_spans().unwrap();
@@ -704,7 +696,7 @@ fn sampled_out_runs_export_nothing() {
         .with_simple_exporter(exporter.clone())
         .with_sampler(Sampler::AlwaysOff)
         .build();
-    let mut c = CupelOtelTraceCollector::with_tracer_provider(&provider, CupelVerbosity::Full);
+    let mut c = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::Full);
     // A real SDK tracer: enabled (a later run could be sampled in).
     assert!(c.is_enabled());
     let window = pipeline().run_traced(&scenario(), &mut c).unwrap();
@@ -715,11 +707,8 @@ fn sampled_out_runs_export_nothing() {
 #[test]
 fn an_abandoned_run_is_closed_with_an_error_by_the_next_one() {
     let (provider, exporter) = sdk();
-    let mut c = CupelOtelTraceCollector::with_tracer_provider(
-        &provider,
-        CupelVerbosity::StageAndExclusions,
-    )
-    .with_extras(true);
+    let mut c = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::StageAndExclusions)
+        .with_extras(true);
     let items = [ContextItem::new("a", 1).unwrap()];
     let budget = ContextBudget::new(10, 10).unwrap();
     c.on_run_started(&items, &budget);
@@ -762,10 +751,7 @@ fn finish_slice_run<C: TraceCollector>(c: &mut C) {
 #[test]
 fn foreign_reasons_are_recorded_as_unknown() {
     let (provider, exporter) = sdk();
-    let mut c = CupelOtelTraceCollector::with_tracer_provider(
-        &provider,
-        CupelVerbosity::StageAndExclusions,
-    );
+    let mut c = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::StageAndExclusions);
     let item = ContextItem::builder("x", 3)
         .kind(ContextKind::new("Custom").unwrap())
         .build()
@@ -798,11 +784,9 @@ fn reasons_outside_the_spec_set_are_unknown_with_the_variant_as_an_extra() {
     // a spec reason never gets that extra attribute.
     for extras in [false, true] {
         let (provider, exporter) = sdk();
-        let mut c = CupelOtelTraceCollector::with_tracer_provider(
-            &provider,
-            CupelVerbosity::StageAndExclusions,
-        )
-        .with_extras(extras);
+        let mut c =
+            OtelCollector::with_tracer_provider(&provider, CupelVerbosity::StageAndExclusions)
+                .with_extras(extras);
         let item = ContextItem::builder("t", 4)
             .kind(ContextKind::TOOL_OUTPUT)
             .build()
@@ -905,7 +889,7 @@ fn full_reports_the_zero_token_items_computed_score_like_the_report() {
 #[test]
 fn a_noop_provider_disables_the_collector_and_the_run_is_unchanged() {
     let noop = opentelemetry::trace::noop::NoopTracerProvider::new();
-    let mut c = CupelOtelTraceCollector::with_tracer_provider(&noop, CupelVerbosity::Full);
+    let mut c = OtelCollector::with_tracer_provider(&noop, CupelVerbosity::Full);
     assert!(!c.is_enabled());
     let traced = pipeline().run_traced(&scenario(), &mut c).unwrap();
     let plain = pipeline().run(&scenario()).unwrap();
@@ -915,7 +899,7 @@ fn a_noop_provider_disables_the_collector_and_the_run_is_unchanged() {
 #[test]
 fn a_shut_down_provider_records_nothing() {
     let (provider, exporter) = sdk();
-    let mut c = CupelOtelTraceCollector::with_tracer_provider(&provider, CupelVerbosity::StageOnly);
+    let mut c = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::StageOnly);
     provider.shutdown().unwrap();
     pipeline().run_traced(&scenario(), &mut c).unwrap();
     assert!(exporter.get_finished_spans().unwrap_or_default().is_empty());
@@ -943,7 +927,7 @@ fn shortfall_events_appear_only_with_extras() {
         .unwrap();
     for extras in [false, true] {
         let (provider, exporter) = sdk();
-        let mut c = CupelOtelTraceCollector::with_tracer_provider(&provider, CupelVerbosity::Full)
+        let mut c = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::Full)
             .with_extras(extras);
         p.run_traced(&scenario(), &mut c).unwrap();
         let spans = exporter.get_finished_spans().unwrap();
@@ -976,11 +960,9 @@ fn group_exclusions_are_unknown_by_default_and_name_the_group_with_extras() {
     // and the item's group id.
     for extras in [false, true] {
         let (provider, exporter) = sdk();
-        let mut c = CupelOtelTraceCollector::with_tracer_provider(
-            &provider,
-            CupelVerbosity::StageAndExclusions,
-        )
-        .with_extras(extras);
+        let mut c =
+            OtelCollector::with_tracer_provider(&provider, CupelVerbosity::StageAndExclusions)
+                .with_extras(extras);
         let item = ContextItem::builder("result", 4)
             .kind(ContextKind::TOOL_OUTPUT)
             .group("call-1")

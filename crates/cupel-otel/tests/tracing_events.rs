@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use common::{pipeline, scenario, take_all_pipeline};
 use cupel_core::{OverflowStrategy, TraceCollector};
-use cupel_otel::TracingCollector;
+use cupel_otel::{TracingCollector, names};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Subscriber};
@@ -116,11 +116,14 @@ fn debug_shows_one_span_per_run_and_one_event_per_stage() {
     assert_eq!(window.len(), 4);
     let events = cap.events.lock().unwrap().clone();
     assert!(events.iter().all(|e| e.target == "cupel"));
-    assert!(
-        events
-            .iter()
-            .all(|e| e.parent.as_deref() == Some("cupel.pipeline"))
-    );
+    // Each stage event sits in its stage's span; the completion in the run's.
+    for e in &events {
+        let expected = match e.field("message") {
+            "stage completed" => format!("cupel.stage.{}", e.field("stage")),
+            _ => "cupel.pipeline".to_owned(),
+        };
+        assert_eq!(e.parent.as_deref(), Some(expected.as_str()));
+    }
     // DEBUG: five stage events and the completion, no per-item events.
     let stages: Vec<(String, String, String)> = events
         .iter()
@@ -153,7 +156,28 @@ fn debug_shows_one_span_per_run_and_one_event_per_stage() {
     assert!(events.iter().all(|e| e.level == Level::DEBUG));
 
     let spans = cap.spans.lock().unwrap().clone();
-    assert_eq!(spans.len(), 1);
+    // The run span, then one span per stage under it, in stage order.
+    let tree: Vec<(&str, Option<&str>)> = spans
+        .iter()
+        .map(|(name, parent, _)| (name.as_str(), parent.as_deref()))
+        .collect();
+    assert_eq!(
+        tree,
+        [
+            (names::PIPELINE_SPAN, None),
+            (names::STAGE_CLASSIFY_SPAN, Some(names::PIPELINE_SPAN)),
+            (names::STAGE_SCORE_SPAN, Some(names::PIPELINE_SPAN)),
+            (names::STAGE_DEDUPLICATE_SPAN, Some(names::PIPELINE_SPAN)),
+            (names::STAGE_SLICE_SPAN, Some(names::PIPELINE_SPAN)),
+            (names::STAGE_PLACE_SPAN, Some(names::PIPELINE_SPAN)),
+        ]
+    );
+    // Stage spans carry the measured counts.
+    let slice = &spans[4].2;
+    assert_eq!(slice.get("stage").map(String::as_str), Some("slice"));
+    assert_eq!(slice.get("item_count_in").map(String::as_str), Some("4"));
+    assert_eq!(slice.get("item_count_out").map(String::as_str), Some("3"));
+    assert!(slice["duration_ms"].parse::<f64>().unwrap() >= 0.0);
     let (name, parent, fields) = &spans[0];
     assert_eq!(name, "cupel.pipeline");
     assert_eq!(parent, &None);
@@ -191,6 +215,17 @@ fn trace_adds_one_event_per_excluded_and_included_item() {
     ]
     .map(|(a, b, c, d)| (a.to_owned(), b.to_owned(), c.to_owned(), d.to_owned()));
     assert_eq!(excluded, expected);
+    // Each item event sits in the span of the stage that decided it.
+    for e in &events {
+        match e.field("message") {
+            "item excluded" => assert_eq!(
+                e.parent.as_deref(),
+                Some(format!("cupel.stage.{}", e.field("stage")).as_str())
+            ),
+            "item included" => assert_eq!(e.parent.as_deref(), Some(names::STAGE_PLACE_SPAN)),
+            _ => {}
+        }
+    }
     let included = events
         .iter()
         .filter(|e| e.field("message") == "item included")
@@ -217,6 +252,7 @@ fn overflow_is_a_debug_event() {
     assert_eq!(overflow.len(), 1);
     assert_eq!(overflow[0].field("tokens_over_budget"), "30");
     assert_eq!(overflow[0].field("item_count"), "5");
+    assert_eq!(overflow[0].parent.as_deref(), Some(names::STAGE_PLACE_SPAN));
 }
 
 #[test]
@@ -231,12 +267,22 @@ fn a_failed_run_says_so() {
     let last = events.last().unwrap();
     assert_eq!(last.field("message"), "run failed");
     assert_eq!(last.field("error"), err.to_string());
+    assert_eq!(last.parent.as_deref(), Some(names::PIPELINE_SPAN));
     // Four stages completed before Place failed.
     let stages = events
         .iter()
         .filter(|e| e.field("message") == "stage completed")
         .count();
     assert_eq!(stages, 4);
+    // Place still gets a span, carrying the error and no counts.
+    let spans = cap.spans.lock().unwrap().clone();
+    let names_only: Vec<&str> = spans.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(names_only.len(), 6);
+    let place = spans.last().unwrap();
+    assert_eq!(place.0, names::STAGE_PLACE_SPAN);
+    assert_eq!(place.1.as_deref(), Some(names::PIPELINE_SPAN));
+    assert_eq!(place.2.get("error"), Some(&err.to_string()));
+    assert_eq!(place.2.get("item_count_in"), None);
 }
 
 #[test]

@@ -16,7 +16,9 @@
 //!
 //! The main types: [`Policy`] (how to select), [`Pipeline`] (a policy plus a
 //! budget; [`run`](Pipeline::run), [`run_traced`](Pipeline::run_traced),
-//! [`dry_run`](Pipeline::dry_run); [`run_within`](Pipeline::run_within)
+//! [`dry_run`](Pipeline::dry_run); [`run_with_budget`](Pipeline::run_with_budget)
+//! for a per-request budget; [`run_traced_with_report`](Pipeline::run_traced_with_report)
+//! for a traced run that also returns its report; [`run_within`](Pipeline::run_within)
 //! selects under a shared run budget and returns a [`BudgetedWindow`]).
 //!
 //! ```

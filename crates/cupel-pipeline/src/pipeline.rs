@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use cupel_core::{
-    ContextBudget, ContextItem, CupelError, DiagnosticTraceCollector, NullTraceCollector,
+    ContextBudget, ContextItem, CupelError, DiagnosticTraceCollector, FanOut, NullTraceCollector,
     OverflowEvent, OverflowStrategy, Placer, Scorer, SelectionReport, Slicer, TraceCollector,
     TraceDetailLevel,
 };
@@ -25,6 +25,9 @@ pub type OverflowObserver = Arc<dyn Fn(&OverflowEvent) + Send + Sync>;
 /// | --- | --- | --- |
 /// | [`run`](Self::run) | the window | no (the hot path) |
 /// | [`run_traced`](Self::run_traced) | the window | whatever the collector records |
+/// | [`run_traced_with_report`](Self::run_traced_with_report) | the window and a [`SelectionReport`] | yes, and feeds the collector too |
+/// | [`run_with_budget`](Self::run_with_budget) | the window under another budget | no |
+/// | [`run_traced_with_budget`](Self::run_traced_with_budget) | the window under another budget | whatever the collector records |
 /// | [`dry_run`](Self::dry_run) | a [`SelectionReport`] | yes |
 /// | [`dry_run_with_budget`](Self::dry_run_with_budget) | a report under another budget | yes |
 /// | [`dry_run_with_policy`](Self::dry_run_with_policy) | a report under another policy and budget | yes |
@@ -32,6 +35,45 @@ pub type OverflowObserver = Arc<dyn Fn(&OverflowEvent) + Send + Sync>;
 ///
 /// The returned window holds clones of the input items; since
 /// [`ContextItem`] is reference-counted, a clone costs one atomic increment.
+///
+/// # Per-request budgets
+///
+/// The budget given at build time is a default. An application serving models
+/// with different context lengths keeps one pipeline and passes each
+/// request's budget to [`run_with_budget`](Self::run_with_budget) (or
+/// [`run_traced_with_budget`](Self::run_traced_with_budget),
+/// [`dry_run_with_budget`](Self::dry_run_with_budget)): the policy is used in
+/// place, nothing is cloned or rebuilt. [`with_budget`](Self::with_budget)
+/// makes a pipeline with another default budget that shares this one's
+/// components (`Arc` clones).
+///
+/// ```
+/// use cupel_core::{ContextBudget, ContextItem};
+/// use cupel_pipeline::Pipeline;
+/// use cupel_placers::ChronologicalPlacer;
+/// use cupel_scorers::PriorityScorer;
+/// use cupel_slicers::GreedySlice;
+///
+/// let pipeline = Pipeline::builder()
+///     .scorer(PriorityScorer)
+///     .slicer(GreedySlice::new())
+///     .placer(ChronologicalPlacer)
+///     .budget(ContextBudget::new(8_000, 6_000)?)
+///     .build()?;
+/// let items = vec![
+///     ContextItem::builder("most important", 50).priority(9).build()?,
+///     ContextItem::builder("useful", 40).priority(5).build()?,
+///     ContextItem::builder("nice to have", 30).priority(1).build()?,
+/// ];
+/// // Scores 1.0, 0.5, 0.0; densities 0.02, 0.0125, 0.0. A small model with
+/// // target 100 takes 50 (50 left) and 40 (10 left); the 30 no longer fits.
+/// let small = ContextBudget::new(128, 100)?;
+/// let window = pipeline.run_with_budget(&items, &small)?;
+/// assert_eq!(window.len(), 2);
+/// // The pipeline's own (large) budget takes everything.
+/// assert_eq!(pipeline.run(&items)?.len(), 3);
+/// # Ok::<(), cupel_core::CupelError>(())
+/// ```
 #[derive(Clone)]
 pub struct Pipeline {
     pub(crate) policy: Policy,
@@ -110,6 +152,114 @@ impl Pipeline {
             collector,
             self.overflow_observer.as_ref(),
         )
+    }
+
+    /// Like [`run_traced`](Self::run_traced), and also builds the run's
+    /// [`SelectionReport`]: one run feeds `collector` (an OpenTelemetry
+    /// bridge, say) and explains itself.
+    ///
+    /// The report equals what [`dry_run`](Self::dry_run) returns for the same
+    /// items (durations in `events` aside); it is built by a
+    /// [`DiagnosticTraceCollector`] at stage level running beside `collector`
+    /// in a [`FanOut`] — use those two directly for another detail level or
+    /// more collectors. Unlike a dry run this is a real run: an overflow
+    /// observer set with [`PipelineBuilder::on_overflow`] is called.
+    ///
+    /// ```
+    /// use cupel_core::{ContextBudget, ContextItem, NullTraceCollector};
+    /// use cupel_pipeline::Pipeline;
+    /// use cupel_placers::ChronologicalPlacer;
+    /// use cupel_scorers::PriorityScorer;
+    /// use cupel_slicers::GreedySlice;
+    ///
+    /// let pipeline = Pipeline::builder()
+    ///     .scorer(PriorityScorer)
+    ///     .slicer(GreedySlice::new())
+    ///     .placer(ChronologicalPlacer)
+    ///     .budget(ContextBudget::new(100, 60)?)
+    ///     .build()?;
+    /// let items = vec![
+    ///     ContextItem::builder("kept", 50).priority(9).build()?,
+    ///     ContextItem::builder("dropped", 40).priority(1).build()?,
+    /// ];
+    /// let (window, report) = pipeline.run_traced_with_report(&items, &mut NullTraceCollector)?;
+    /// assert_eq!(window.len(), 1);
+    /// assert_eq!(report.excluded[0].item.content(), "dropped");
+    /// # Ok::<(), cupel_core::CupelError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`run`](Self::run); `collector` still sees the failure.
+    pub fn run_traced_with_report<C: TraceCollector + ?Sized>(
+        &self,
+        items: &[ContextItem],
+        collector: &mut C,
+    ) -> Result<(Vec<ContextItem>, SelectionReport), CupelError> {
+        let mut both = FanOut::new(
+            DiagnosticTraceCollector::new(TraceDetailLevel::Stage),
+            collector,
+        );
+        let window = execute(
+            &self.policy,
+            &self.budget,
+            items,
+            &mut both,
+            self.overflow_observer.as_ref(),
+        )?;
+        let (diagnostics, _) = both.into_inner();
+        Ok((window, diagnostics.into_report()))
+    }
+
+    /// [`run`](Self::run) under another budget: the per-request form.
+    ///
+    /// The pipeline's policy is used in place (no component is cloned or
+    /// rebuilt) and its own budget is ignored; the overflow observer still
+    /// applies. The result is exactly what a pipeline built with `budget`
+    /// would return. See [Per-request budgets](Self#per-request-budgets).
+    ///
+    /// # Errors
+    /// As [`run`](Self::run), against `budget`.
+    pub fn run_with_budget(
+        &self,
+        items: &[ContextItem],
+        budget: &ContextBudget,
+    ) -> Result<Vec<ContextItem>, CupelError> {
+        execute(
+            &self.policy,
+            budget,
+            items,
+            &mut NullTraceCollector,
+            self.overflow_observer.as_ref(),
+        )
+    }
+
+    /// [`run_traced`](Self::run_traced) under another budget.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run), against `budget`.
+    pub fn run_traced_with_budget<C: TraceCollector + ?Sized>(
+        &self,
+        items: &[ContextItem],
+        budget: &ContextBudget,
+        collector: &mut C,
+    ) -> Result<Vec<ContextItem>, CupelError> {
+        execute(
+            &self.policy,
+            budget,
+            items,
+            collector,
+            self.overflow_observer.as_ref(),
+        )
+    }
+
+    /// A pipeline with the same policy (its components shared, not cloned)
+    /// and overflow observer, and `budget` as its default budget.
+    pub fn with_budget(&self, budget: ContextBudget) -> Pipeline {
+        Pipeline {
+            policy: self.policy.clone(),
+            budget,
+            overflow_observer: self.overflow_observer.clone(),
+        }
     }
 
     /// Runs without side effects and explains every decision.

@@ -66,7 +66,8 @@ fn raise(err: SelectionReportAssertionError) -> ! {
 /// Returned by [`SelectionReportAssertions::should`]. Each method checks one
 /// pattern of the vocabulary and returns the chain (it is `Copy`: just a
 /// reference) so checks can be chained; on failure it panics with the message
-/// documented on that method. Passing checks have no effect.
+/// documented on that method followed by ` [assertion: <method name>]`.
+/// Passing checks have no effect.
 ///
 /// Every method has a non-panicking twin of the same name on
 /// [`SelectionReportCheck`].
@@ -242,7 +243,7 @@ impl<'a> SelectionReportAssertionChain<'a> {
     ///
     /// `ExcludeItemWithBudgetDetails failed: expected BudgetExceeded with
     /// item_tokens={eIT}, available_tokens={eAT}, but found item_tokens={aIT},
-    /// available_tokens={aAT}.`
+    /// available_tokens={aAT}. Matched item: "{content}" (kind={kind}).`
     ///
     /// When no predicate-matching item has reason `BudgetExceeded`:
     ///
@@ -251,8 +252,13 @@ impl<'a> SelectionReportAssertionChain<'a> {
     /// reason BudgetExceeded. Predicate matched {m} excluded item(s) with
     /// reasons: [{reasons}].`
     ///
-    /// (the last sentence is this crate's extension: `{m}` predicate matches
-    /// and their distinct reason names, in order of first appearance).
+    /// `Matched items ({shown} of {m}): [("{content}" kind={kind},
+    /// reason={reason}), ...].`
+    ///
+    /// (the sentences after the vocabulary's are this crate's extension: `{m}`
+    /// predicate matches and their distinct reason names, in order of first
+    /// appearance, then the matched items themselves — up to five, contents
+    /// cut to 40 characters — so the failure names what matched).
     #[track_caller]
     pub fn exclude_item_with_budget_details(
         self,

@@ -121,10 +121,13 @@ impl fmt::Display for Assertion {
 
 /// A failed assertion: which one, and the full diagnostic message.
 ///
-/// `Display` prints [`message`](Self::message) and nothing else, so the text a
-/// failing test shows is exactly the vocabulary's message for that assertion.
-/// The panicking chain ([`should`](crate::SelectionReportAssertions::should))
-/// panics with this text; the checking chain
+/// [`message`](Self::message) is the vocabulary's message for that assertion
+/// (floats rounded, see the crate docs). `Display` prints it followed by the
+/// snake_case name of the method that failed —
+/// `"<message> [assertion: have_at_least_n_exclusions]"` — so a failing test
+/// names the call to look at. The panicking chain
+/// ([`should`](crate::SelectionReportAssertions::should)) panics with that
+/// text; the checking chain
 /// ([`check`](crate::SelectionReportAssertions::check)) returns the error.
 ///
 /// ```
@@ -135,12 +138,17 @@ impl fmt::Display for Assertion {
 /// let err = report.check().have_at_least_n_exclusions(1).unwrap_err();
 /// assert_eq!(err.assertion, Assertion::HaveAtLeastNExclusions);
 /// assert_eq!(
-///     err.to_string(),
+///     err.message,
 ///     "HaveAtLeastNExclusions(1) failed: expected at least 1 excluded items, but Excluded had 0."
+/// );
+/// assert_eq!(
+///     err.to_string(),
+///     "HaveAtLeastNExclusions(1) failed: expected at least 1 excluded items, but Excluded had 0. \
+///      [assertion: have_at_least_n_exclusions]"
 /// );
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
+#[error("{message} [assertion: {}]", assertion.method_name())]
 #[non_exhaustive]
 pub struct SelectionReportAssertionError {
     /// The assertion that failed.
@@ -179,8 +187,8 @@ mod tests {
     }
 
     #[test]
-    fn display_is_the_bare_message() {
+    fn display_is_the_message_and_the_method() {
         let e = SelectionReportAssertionError::new(Assertion::PlaceItemAtEdge, "boom".into());
-        assert_eq!(e.to_string(), "boom");
+        assert_eq!(e.to_string(), "boom [assertion: place_item_at_edge]");
     }
 }

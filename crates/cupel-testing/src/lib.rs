@@ -165,10 +165,12 @@
 //!     .have_budget_utilization_above(0.9, &budget)
 //!     .unwrap_err();
 //! assert_eq!(
-//!     err.to_string(),
+//!     err.message,
 //!     "HaveBudgetUtilizationAbove(0.9) failed: computed utilization was 0.800000 \
 //!      (includedTokens=800, budget.MaxTokens=1000)."
 //! );
+//! // What a failing test shows also names the method that failed.
+//! assert!(err.to_string().ends_with("[assertion: have_budget_utilization_above]"));
 //! # Ok(())
 //! # }
 //! ```
@@ -178,8 +180,19 @@
 //! * Counts (`n`) are `usize`, so negative counts cannot be expressed.
 //! * Kinds print with their display spelling; lists of distinct kinds or
 //!   reason names are in order of first appearance, joined with `", "`.
-//! * Scores print with Rust's default `f64` formatting (`0.5`, `1`, `NaN`);
-//!   utilisation prints with six decimals.
+//! * Scores (computed values) print rounded to 6 significant digits, in the
+//!   shortest form that reads back as the rounded value: `0.5`, `1`, `NaN`,
+//!   and `0.68` for the `0.6799999999999999` that `0.1 + 0.58` gives.
+//!   Values you pass in (a utilisation threshold) print as given;
+//!   utilisation prints with the vocabulary's six decimals.
+//! * A failure's [`message`](SelectionReportAssertionError::message) is the
+//!   vocabulary's text; its `Display` — and so the panic of the
+//!   [`should()`](SelectionReportAssertions::should) chain — appends the
+//!   snake_case method that failed: `... [assertion: have_at_least_n_exclusions]`.
+//! * `exclude_item_with_budget_details` failures name the matched item(s)
+//!   after the vocabulary's text: the one whose numbers differ (`Matched
+//!   item: "tool-a" (kind=ToolOutput).`), or up to five matched items with
+//!   their reasons; contents are cut to 40 characters.
 //! * Score order (patterns 9 and 13) is the pipeline's own:
 //!   [`cupel_core::score_cmp_desc`] (NaN lowest, `-0.0 == 0.0`).
 //! * `max_tokens == 0` gives utilisation `0.0`.

@@ -37,6 +37,43 @@ fn join<T: Display>(values: impl IntoIterator<Item = T>) -> String {
     out
 }
 
+/// A float as failure messages print it: rounded to 6 significant digits,
+/// then written in the shortest form that reads back as that rounded value
+/// (so `0.6799999999999999` prints `0.68`, `1.0` prints `1`, `0.25` stays
+/// `0.25`, `1234567.0` prints `1234570`). `NaN` and the infinities print as
+/// Rust writes them (`NaN`, `inf`, `-inf`). Used for computed values
+/// (scores); a value the caller passed (a threshold) prints as given, and the
+/// utilization keeps the specification's six decimals.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rounded(pub(crate) f64);
+
+impl Display for Rounded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let x = self.0;
+        if !x.is_finite() {
+            return write!(f, "{x}");
+        }
+        // `{:.5e}` keeps 6 significant digits; reading it back gives the
+        // nearest double, whose `Display` is the shortest round-trip form.
+        let rounded: f64 = format!("{x:.5e}").parse().unwrap_or(x);
+        write!(f, "{rounded}")
+    }
+}
+
+/// How many matched items a budget-details failure names.
+const MATCHED_SHOWN: usize = 5;
+/// Longest content shown for a matched item, in characters.
+const CONTENT_SHOWN: usize = 40;
+
+/// An item's content, quoted, cut to [`CONTENT_SHOWN`] characters with `…`.
+fn quoted_content(item: &ContextItem) -> String {
+    let content = item.content();
+    match content.char_indices().nth(CONTENT_SHOWN) {
+        Some((cut, _)) => format!("{:?}", format!("{}…", &content[..cut])),
+        None => format!("{content:?}"),
+    }
+}
+
 /// Distinct kinds in order of first appearance. Kinds compare case-insensitively
 /// (as [`ContextKind`] does); the first spelling seen is the one shown.
 fn distinct_kinds<'r>(kinds: impl Iterator<Item = &'r ContextKind>) -> Vec<&'r ContextKind> {
@@ -99,7 +136,7 @@ pub(crate) fn include_item_matching(
             format!(
                 "(kind={}, score={}, reason={})",
                 i.item.kind(),
-                i.score,
+                Rounded(i.score),
                 i.reason.name()
             )
         });
@@ -184,12 +221,14 @@ pub(crate) fn exclude_item_with_budget_details(
     expected_item_tokens: i64,
     expected_available_tokens: i64,
 ) -> Outcome {
-    let mut first_budget: Option<(i64, i64)> = None;
+    let mut first_budget: Option<(&ContextItem, i64, i64)> = None;
+    let mut matched: Vec<&ContextItem> = Vec::new();
     let mut matched_reasons = Vec::new();
     for e in &report.excluded {
         if !predicate(&e.item) {
             continue;
         }
+        matched.push(&e.item);
         matched_reasons.push(&e.reason);
         if let ExclusionReason::BudgetExceeded {
             item_tokens,
@@ -200,7 +239,7 @@ pub(crate) fn exclude_item_with_budget_details(
             {
                 return Ok(());
             }
-            first_budget.get_or_insert((item_tokens, available_tokens));
+            first_budget.get_or_insert((&e.item, item_tokens, available_tokens));
         }
     }
     let head = format!(
@@ -208,15 +247,43 @@ pub(crate) fn exclude_item_with_budget_details(
          item_tokens={expected_item_tokens}, available_tokens={expected_available_tokens}, "
     );
     let message = match first_budget {
-        Some((item_tokens, available_tokens)) => format!(
-            "{head}but found item_tokens={item_tokens}, available_tokens={available_tokens}."
+        Some((item, item_tokens, available_tokens)) => format!(
+            "{head}but found item_tokens={item_tokens}, available_tokens={available_tokens}. \
+             Matched item: {content} (kind={kind}).",
+            content = quoted_content(item),
+            kind = item.kind(),
         ),
-        None => format!(
-            "{head}but no matching item had reason BudgetExceeded. \
-             Predicate matched {count} excluded item(s) with reasons: [{names}].",
-            count = matched_reasons.len(),
-            names = join(distinct_reason_names(matched_reasons.iter().copied())),
-        ),
+        None => {
+            let mut message = format!(
+                "{head}but no matching item had reason BudgetExceeded. \
+                 Predicate matched {count} excluded item(s) with reasons: [{names}].",
+                count = matched_reasons.len(),
+                names = join(distinct_reason_names(matched_reasons.iter().copied())),
+            );
+            if !matched.is_empty() {
+                let shown = matched.len().min(MATCHED_SHOWN);
+                let items =
+                    matched
+                        .iter()
+                        .zip(&matched_reasons)
+                        .take(shown)
+                        .map(|(item, reason)| {
+                            format!(
+                                "({} kind={}, reason={})",
+                                quoted_content(item),
+                                item.kind(),
+                                reason.name()
+                            )
+                        });
+                let _ = write!(
+                    message,
+                    " Matched items ({shown} of {count}): [{items}].",
+                    count = matched.len(),
+                    items = join(items),
+                );
+            }
+            message
+        }
     };
     fail(Assertion::ExcludeItemWithBudgetDetails, message)
 }
@@ -232,7 +299,7 @@ pub(crate) fn have_no_exclusions_for_kind(report: &SelectionReport, kind: &Conte
         format!(
             "HaveNoExclusionsForKind({kind}) failed: found {count} excluded item(s) with \
              Kind={kind}. First: score={score}, reason={reason}.",
-            score = first.score,
+            score = Rounded(first.score),
             reason = first.reason.name(),
         ),
     )
@@ -274,6 +341,8 @@ pub(crate) fn excluded_items_are_sorted_by_score_descending(report: &SelectionRe
              (score={si1}) is higher than item at index {i} (score={si}). \
              Expected non-increasing scores.",
             next = i + 1,
+            si = Rounded(si),
+            si1 = Rounded(si1),
         ),
     )
 }
@@ -410,9 +479,13 @@ pub(crate) fn place_top_n_scored_at_edges(report: &SelectionReport, n: usize) ->
         return Ok(());
     }
     let top_items = chosen.iter().filter_map(|&i| {
-        included
-            .get(i)
-            .map(|it| format!("(kind={}, score={}, idx={i})", it.item.kind(), it.score))
+        included.get(i).map(|it| {
+            format!(
+                "(kind={}, score={}, idx={i})",
+                it.item.kind(),
+                Rounded(it.score)
+            )
+        })
     });
     fail(
         Assertion::PlaceTopNScoredAtEdges,

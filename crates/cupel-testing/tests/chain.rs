@@ -111,7 +111,8 @@ fn should_panics_at_the_first_failure_in_a_chain() {
     assert_eq!(
         msg,
         "HaveKindCoverageCount(5) failed: expected at least 5 distinct ContextKind values in \
-         Included, but found 3: [SystemPrompt, Message, Document]."
+         Included, but found 3: [SystemPrompt, Message, Document]. \
+         [assertion: have_kind_coverage_count]"
     );
 }
 
@@ -142,7 +143,8 @@ fn the_error_is_a_std_error_that_displays_its_message() {
     assert_eq!(
         as_std.to_string(),
         "IncludeItemWithKind(Memory) failed: Included contained 0 items with Kind=Memory. \
-         Included had 4 items with kinds: [SystemPrompt, Message, Document]."
+         Included had 4 items with kinds: [SystemPrompt, Message, Document]. \
+         [assertion: include_item_with_kind]"
     );
     assert!(as_std.source().is_none());
     assert_eq!(err.clone(), err);

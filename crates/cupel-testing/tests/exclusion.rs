@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use cupel_core::{ContextKind, ExclusionReason, SelectionReport};
+use cupel_core::{ContextItem, ContextKind, ExcludedItem, ExclusionReason, SelectionReport};
 use cupel_testing::{Assertion, ReasonKind, SelectionReportAssertions};
 
 /// Excluded, score descending:
@@ -250,7 +250,8 @@ fn exclude_item_with_budget_details_reports_the_first_budget_item_when_numbers_d
         c => c.exclude_item_with_budget_details(|i| *i.kind() == ContextKind::TOOL_OUTPUT, 450, 60),
         Assertion::ExcludeItemWithBudgetDetails,
         "ExcludeItemWithBudgetDetails failed: expected BudgetExceeded with item_tokens=450, \
-         available_tokens=60, but found item_tokens=450, available_tokens=50."
+         available_tokens=60, but found item_tokens=450, available_tokens=50. \
+         Matched item: \"tool-a\" (kind=ToolOutput)."
     );
     // Item tokens differ only.
     fails!(
@@ -258,7 +259,8 @@ fn exclude_item_with_budget_details_reports_the_first_budget_item_when_numbers_d
         c => c.exclude_item_with_budget_details(|i| i.content() == "tool-b", 299, 50),
         Assertion::ExcludeItemWithBudgetDetails,
         "ExcludeItemWithBudgetDetails failed: expected BudgetExceeded with item_tokens=299, \
-         available_tokens=50, but found item_tokens=300, available_tokens=50."
+         available_tokens=50, but found item_tokens=300, available_tokens=50. \
+         Matched item: \"tool-b\" (kind=ToolOutput)."
     );
 }
 
@@ -271,7 +273,10 @@ fn exclude_item_with_budget_details_fails_when_matches_have_other_reasons() {
         Assertion::ExcludeItemWithBudgetDetails,
         "ExcludeItemWithBudgetDetails failed: expected BudgetExceeded with item_tokens=80, \
          available_tokens=0, but no matching item had reason BudgetExceeded. Predicate matched 3 \
-         excluded item(s) with reasons: [Deduplicated, PinnedOverride, NegativeTokens]."
+         excluded item(s) with reasons: [Deduplicated, PinnedOverride, NegativeTokens]. \
+         Matched items (3 of 3): [(\"chat-1\" kind=Message, reason=Deduplicated), \
+         (\"chat-2\" kind=Message, reason=PinnedOverride), \
+         (\"chat-3\" kind=Message, reason=NegativeTokens)]."
     );
 }
 
@@ -354,5 +359,54 @@ fn have_no_exclusions_for_kind_single_item_with_zero_score() {
         Assertion::HaveNoExclusionsForKind,
         "HaveNoExclusionsForKind(Memory) failed: found 1 excluded item(s) with Kind=Memory. \
          First: score=0, reason=NegativeTokens."
+    );
+}
+
+#[test]
+fn budget_details_cut_long_contents_and_show_at_most_five_matches() {
+    let long = "x".repeat(100);
+    let excluded: Vec<ExcludedItem> = (0..7)
+        .map(|i| ExcludedItem {
+            item: ContextItem::new(format!("{long}{i}"), 10).unwrap(),
+            score: 0.1,
+            reason: ExclusionReason::NegativeTokens { tokens: -1 },
+        })
+        .collect();
+    let r = report(vec![], excluded);
+    let err = r
+        .check()
+        .exclude_item_with_budget_details(|_| true, 10, 0)
+        .unwrap_err();
+    let cut = format!("\"{}…\"", "x".repeat(40));
+    assert!(err.message.contains(&cut), "{}", err.message);
+    assert!(
+        err.message.contains("Matched items (5 of 7)"),
+        "{}",
+        err.message
+    );
+    assert_eq!(err.message.matches("reason=NegativeTokens").count(), 5);
+}
+
+#[test]
+fn scores_print_rounded_to_six_significant_digits() {
+    // 0.1 + 0.58 is 0.6799999999999999 in f64: printed 0.68.
+    let score = 0.1 + 0.58;
+    assert_ne!(score.to_string(), "0.68");
+    let excluded = vec![ExcludedItem {
+        item: ContextItem::builder("m", 5)
+            .kind(ContextKind::MEMORY)
+            .build()
+            .unwrap(),
+        score,
+        reason: ExclusionReason::Deduplicated {
+            deduplicated_against: "m".into(),
+        },
+    }];
+    fails!(
+        report(vec![], excluded),
+        c => c.have_no_exclusions_for_kind(ContextKind::MEMORY),
+        Assertion::HaveNoExclusionsForKind,
+        "HaveNoExclusionsForKind(Memory) failed: found 1 excluded item(s) with Kind=Memory. \
+         First: score=0.68, reason=Deduplicated."
     );
 }

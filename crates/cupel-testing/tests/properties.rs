@@ -141,7 +141,7 @@ proptest! {
         ];
         for (check, run) in checks.iter().zip(runs) {
             match check {
-                Some(err) => prop_assert_eq!(&panic_message(run), &err.message),
+                Some(err) => prop_assert_eq!(panic_message(run), err.to_string()),
                 None => run(),
             }
         }

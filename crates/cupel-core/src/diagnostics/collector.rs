@@ -165,6 +165,191 @@ macro_rules! forward_collector {
 }
 forward_collector!(&mut T, Box<T>);
 
+/// Two collectors fed by one run: every hook goes to both, in order (`first`,
+/// then `second`).
+///
+/// Nest to feed more: `FanOut::new(a, FanOut::new(b, c))`. Typical use is one
+/// run that both exports telemetry and builds a [`SelectionReport`] with a
+/// [`DiagnosticTraceCollector`]:
+///
+/// ```
+/// use cupel_core::{DiagnosticTraceCollector, FanOut, NullTraceCollector, TraceCollector};
+///
+/// let mut both = FanOut::new(DiagnosticTraceCollector::default(), NullTraceCollector);
+/// // Enabled when either side is.
+/// assert!(both.is_enabled());
+/// // ... `pipeline.run_traced(&items, &mut both)?` ...
+/// let (diagnostics, _other) = both.into_inner();
+/// let report = diagnostics.into_report();
+/// assert_eq!(report.total_candidates, 0);
+/// ```
+///
+/// Semantics, so that each side sees exactly what it would see alone:
+///
+/// * [`is_enabled`](TraceCollector::is_enabled) is true when either side is;
+///   every hook except `on_overflow` is forwarded only to the sides that are
+///   enabled (a disabled collector is never called, as in a run of its own);
+///   `on_overflow`, which the pipeline delivers even to disabled collectors,
+///   goes to both;
+/// * [`detail_level`](TraceCollector::detail_level) is the finer of the
+///   enabled sides' levels; each side's own hooks still apply its own level,
+///   and `record_item_event` reaches only a side whose level is `Item`;
+/// * item records are cloned once for the first side (an `Arc` bump and the
+///   reason's strings) and moved into the second.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FanOut<A, B> {
+    first: A,
+    second: B,
+}
+
+impl<A, B> FanOut<A, B> {
+    /// Feeds `first` and then `second`.
+    pub fn new(first: A, second: B) -> Self {
+        Self { first, second }
+    }
+
+    /// The first collector.
+    pub fn first(&self) -> &A {
+        &self.first
+    }
+
+    /// The second collector.
+    pub fn second(&self) -> &B {
+        &self.second
+    }
+
+    /// The first collector, mutably.
+    pub fn first_mut(&mut self) -> &mut A {
+        &mut self.first
+    }
+
+    /// The second collector, mutably.
+    pub fn second_mut(&mut self) -> &mut B {
+        &mut self.second
+    }
+
+    /// Both collectors, `(first, second)`.
+    pub fn into_inner(self) -> (A, B) {
+        (self.first, self.second)
+    }
+}
+
+impl<A: TraceCollector, B: TraceCollector> TraceCollector for FanOut<A, B> {
+    fn is_enabled(&self) -> bool {
+        self.first.is_enabled() || self.second.is_enabled()
+    }
+
+    fn detail_level(&self) -> TraceDetailLevel {
+        match (self.first.is_enabled(), self.second.is_enabled()) {
+            (true, true) => self.first.detail_level().max(self.second.detail_level()),
+            (true, false) => self.first.detail_level(),
+            (false, true) => self.second.detail_level(),
+            (false, false) => TraceDetailLevel::Stage,
+        }
+    }
+
+    fn record_stage_event(&mut self, event: TraceEvent) {
+        match (self.first.is_enabled(), self.second.is_enabled()) {
+            (true, true) => {
+                self.first.record_stage_event(event.clone());
+                self.second.record_stage_event(event);
+            }
+            (true, false) => self.first.record_stage_event(event),
+            (false, true) => self.second.record_stage_event(event),
+            (false, false) => {}
+        }
+    }
+
+    fn record_item_event(&mut self, event: TraceEvent) {
+        let first = self.first.is_enabled() && self.first.detail_level() >= TraceDetailLevel::Item;
+        let second =
+            self.second.is_enabled() && self.second.detail_level() >= TraceDetailLevel::Item;
+        match (first, second) {
+            (true, true) => {
+                self.first.record_item_event(event.clone());
+                self.second.record_item_event(event);
+            }
+            (true, false) => self.first.record_item_event(event),
+            (false, true) => self.second.record_item_event(event),
+            (false, false) => {}
+        }
+    }
+
+    fn on_run_started(&mut self, items: &[ContextItem], budget: &ContextBudget) {
+        if self.first.is_enabled() {
+            self.first.on_run_started(items, budget);
+        }
+        if self.second.is_enabled() {
+            self.second.on_run_started(items, budget);
+        }
+    }
+
+    fn on_stage_completed(&mut self, trace: &StageTrace) {
+        if self.first.is_enabled() {
+            self.first.on_stage_completed(trace);
+        }
+        if self.second.is_enabled() {
+            self.second.on_stage_completed(trace);
+        }
+    }
+
+    fn on_item_excluded(&mut self, record: ExclusionRecord<'_>) {
+        match (self.first.is_enabled(), self.second.is_enabled()) {
+            (true, true) => {
+                self.first.on_item_excluded(record.clone());
+                self.second.on_item_excluded(record);
+            }
+            (true, false) => self.first.on_item_excluded(record),
+            (false, true) => self.second.on_item_excluded(record),
+            (false, false) => {}
+        }
+    }
+
+    fn on_item_included(&mut self, record: InclusionRecord<'_>) {
+        match (self.first.is_enabled(), self.second.is_enabled()) {
+            (true, true) => {
+                self.first.on_item_included(record.clone());
+                self.second.on_item_included(record);
+            }
+            (true, false) => self.first.on_item_included(record),
+            (false, true) => self.second.on_item_included(record),
+            (false, false) => {}
+        }
+    }
+
+    fn on_shortfalls(&mut self, shortfalls: &[CountRequirementShortfall]) {
+        if self.first.is_enabled() {
+            self.first.on_shortfalls(shortfalls);
+        }
+        if self.second.is_enabled() {
+            self.second.on_shortfalls(shortfalls);
+        }
+    }
+
+    fn on_overflow(&mut self, event: &OverflowEvent) {
+        self.first.on_overflow(event);
+        self.second.on_overflow(event);
+    }
+
+    fn on_run_completed(&mut self) {
+        if self.first.is_enabled() {
+            self.first.on_run_completed();
+        }
+        if self.second.is_enabled() {
+            self.second.on_run_completed();
+        }
+    }
+
+    fn on_run_failed(&mut self, error: &CupelError) {
+        if self.first.is_enabled() {
+            self.first.on_run_failed(error);
+        }
+        if self.second.is_enabled() {
+            self.second.on_run_failed(error);
+        }
+    }
+}
+
 /// The disabled collector: records nothing and costs nothing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NullTraceCollector;
@@ -508,5 +693,179 @@ mod tests {
         let report = c.into_report();
         let order: Vec<&str> = report.excluded.iter().map(|e| e.item.content()).collect();
         assert_eq!(order, ["b", "d", "a", "c"]);
+    }
+
+    /// Logs every hook it receives, by method name.
+    struct Log {
+        enabled: bool,
+        level: TraceDetailLevel,
+        calls: Vec<&'static str>,
+    }
+
+    impl Log {
+        fn new(enabled: bool, level: TraceDetailLevel) -> Self {
+            Self {
+                enabled,
+                level,
+                calls: Vec::new(),
+            }
+        }
+    }
+
+    impl TraceCollector for Log {
+        fn is_enabled(&self) -> bool {
+            self.enabled
+        }
+        fn detail_level(&self) -> TraceDetailLevel {
+            self.level
+        }
+        fn record_stage_event(&mut self, _: TraceEvent) {
+            self.calls.push("record_stage_event");
+        }
+        fn record_item_event(&mut self, _: TraceEvent) {
+            self.calls.push("record_item_event");
+        }
+        fn on_run_started(&mut self, _: &[ContextItem], _: &ContextBudget) {
+            self.calls.push("on_run_started");
+        }
+        fn on_stage_completed(&mut self, _: &StageTrace) {
+            self.calls.push("on_stage_completed");
+        }
+        fn on_item_excluded(&mut self, _: ExclusionRecord<'_>) {
+            self.calls.push("on_item_excluded");
+        }
+        fn on_item_included(&mut self, _: InclusionRecord<'_>) {
+            self.calls.push("on_item_included");
+        }
+        fn on_shortfalls(&mut self, _: &[CountRequirementShortfall]) {
+            self.calls.push("on_shortfalls");
+        }
+        fn on_overflow(&mut self, _: &OverflowEvent) {
+            self.calls.push("on_overflow");
+        }
+        fn on_run_completed(&mut self) {
+            self.calls.push("on_run_completed");
+        }
+        fn on_run_failed(&mut self, _: &CupelError) {
+            self.calls.push("on_run_failed");
+        }
+    }
+
+    /// Calls every method of the trait once (the two accessors aside).
+    fn call_every_hook(c: &mut dyn TraceCollector) {
+        let item = ContextItem::new("a", 4).unwrap();
+        let budget = ContextBudget::new(10, 8).unwrap();
+        c.record_stage_event(stage(PipelineStage::Score, 1).to_event());
+        c.record_item_event(item_event(PipelineStage::Slice, "x".into()));
+        c.on_run_started(std::slice::from_ref(&item), &budget);
+        c.on_stage_completed(&stage(PipelineStage::Classify, 1));
+        c.on_item_excluded(ExclusionRecord {
+            stage: PipelineStage::Slice,
+            index: 0,
+            item: &item,
+            score: 0.5,
+            reason: ExclusionReason::NegativeTokens { tokens: -1 },
+        });
+        c.on_item_included(InclusionRecord {
+            index: 0,
+            item: &item,
+            score: 0.5,
+            reason: InclusionReason::Scored,
+        });
+        c.on_shortfalls(&[CountRequirementShortfall {
+            kind: crate::ContextKind::MESSAGE,
+            required_count: 2,
+            satisfied_count: 1,
+        }]);
+        c.on_overflow(&OverflowEvent {
+            tokens_over_budget: 1,
+            overflowing_items: vec![item.clone()],
+            budget: budget.clone(),
+        });
+        c.on_run_completed();
+        c.on_run_failed(&CupelError::PipelineConfig("x".into()));
+    }
+
+    const EVERY_HOOK: [&str; 10] = [
+        "record_stage_event",
+        "record_item_event",
+        "on_run_started",
+        "on_stage_completed",
+        "on_item_excluded",
+        "on_item_included",
+        "on_shortfalls",
+        "on_overflow",
+        "on_run_completed",
+        "on_run_failed",
+    ];
+
+    #[test]
+    fn fan_out_forwards_every_hook_to_both_sides() {
+        let mut both = FanOut::new(
+            Log::new(true, TraceDetailLevel::Item),
+            Log::new(true, TraceDetailLevel::Item),
+        );
+        call_every_hook(&mut both);
+        let (a, b) = both.into_inner();
+        assert_eq!(a.calls, EVERY_HOOK);
+        assert_eq!(b.calls, EVERY_HOOK);
+    }
+
+    #[test]
+    fn fan_out_is_enabled_when_either_side_is_and_spares_a_disabled_side() {
+        let off = || Log::new(false, TraceDetailLevel::Item);
+        let on = |level| Log::new(true, level);
+        assert!(!FanOut::new(off(), off()).is_enabled());
+        assert!(FanOut::new(off(), on(TraceDetailLevel::Stage)).is_enabled());
+        assert!(FanOut::new(on(TraceDetailLevel::Stage), off()).is_enabled());
+        // The finer level among the enabled sides; a disabled side's level is ignored.
+        assert_eq!(
+            FanOut::new(off(), on(TraceDetailLevel::Stage)).detail_level(),
+            TraceDetailLevel::Stage
+        );
+        assert_eq!(
+            FanOut::new(on(TraceDetailLevel::Stage), on(TraceDetailLevel::Item)).detail_level(),
+            TraceDetailLevel::Item
+        );
+
+        let mut mixed = FanOut::new(off(), on(TraceDetailLevel::Stage));
+        call_every_hook(&mut mixed);
+        let (disabled, stage_level) = mixed.into_inner();
+        // Like a run of its own: a disabled collector only hears of an overflow.
+        assert_eq!(disabled.calls, ["on_overflow"]);
+        // A Stage-level side is not sent plain item events.
+        let expected: Vec<&str> = EVERY_HOOK
+            .into_iter()
+            .filter(|&m| m != "record_item_event")
+            .collect();
+        assert_eq!(stage_level.calls, expected);
+    }
+
+    #[test]
+    fn fan_out_of_two_diagnostic_collectors_builds_two_equal_reports() {
+        let items: Vec<ContextItem> = ["a", "b"]
+            .iter()
+            .map(|s| ContextItem::new(*s, 3).unwrap())
+            .collect();
+        let mut both = FanOut::new(
+            DiagnosticTraceCollector::new(TraceDetailLevel::Item),
+            DiagnosticTraceCollector::new(TraceDetailLevel::Stage),
+        );
+        call_every_hook(&mut both);
+        both.on_run_started(&items, &ContextBudget::new(10, 10).unwrap());
+        both.on_item_included(InclusionRecord {
+            index: 1,
+            item: &items[1],
+            score: 0.5,
+            reason: InclusionReason::Scored,
+        });
+        both.on_stage_completed(&stage(PipelineStage::Place, 1));
+        let (item_level, stage_level) = both.into_inner();
+        assert_eq!(item_level.events().len(), 2);
+        assert_eq!(stage_level.events().len(), 1);
+        let (a, b) = (item_level.into_report(), stage_level.into_report());
+        assert_eq!(a.included, b.included);
+        assert_eq!(a.total_candidates, 2);
+        assert_eq!(b.total_tokens_considered, 6);
     }
 }

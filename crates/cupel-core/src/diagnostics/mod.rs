@@ -6,8 +6,8 @@ mod reason;
 mod report;
 
 pub use collector::{
-    DiagnosticTraceCollector, EventObserver, ExclusionRecord, InclusionRecord, NullTraceCollector,
-    TraceCollector,
+    DiagnosticTraceCollector, EventObserver, ExclusionRecord, FanOut, InclusionRecord,
+    NullTraceCollector, TraceCollector,
 };
 pub use event::{
     CapExclusion, CountRequirementShortfall, OverflowEvent, PipelineStage, StageTrace,

@@ -148,8 +148,8 @@ macro_rules! passes {
 /// Asserts that an assertion fails in both forms with exactly `expected`.
 ///
 /// The check form must return `Err` whose `assertion` is `$assertion` and
-/// whose message and `Display` equal `expected`; the panicking form must panic
-/// with exactly `expected`.
+/// whose message equals `expected`; its `Display` and the panicking form's
+/// panic must be `expected` followed by ` [assertion: <method name>]`.
 macro_rules! fails {
     ($report:expr, $c:ident => $call:expr, $assertion:expr, $expected:expr) => {{
         let report: &cupel_core::SelectionReport = &$report;
@@ -163,11 +163,13 @@ macro_rules! fails {
         };
         assert_eq!(err.assertion, $assertion);
         assert_eq!(err.message, expected);
-        assert_eq!(err.to_string(), expected);
+        // Display and the panic add the snake_case method name.
+        let shown = format!("{expected} [assertion: {}]", $assertion.method_name());
+        assert_eq!(err.to_string(), shown);
         let panicked = common::panic_message(|| {
             let $c = cupel_testing::SelectionReportAssertions::should(report);
             let _ = $call;
         });
-        assert_eq!(panicked, expected);
+        assert_eq!(panicked, shown);
     }};
 }
