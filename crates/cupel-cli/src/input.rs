@@ -223,7 +223,7 @@ const BUDGET_KEYS: &str = "max_tokens, target_tokens, output_reserve, reserved_s
 const ITEM_KEYS: &str = "content, tokens, kind, source, priority, tags, metadata, timestamp, \
                          future_relevance_hint, pinned, original_tokens";
 const POLICY_KEYS: &str = "scorers, slicer, placer, deduplication, overflow_strategy, \
-                           bucket_size, max_table_cells, inner_slicer, quotas, entries, \
+                           bucket_size, max_table_cells, max_table_bytes, inner_slicer, quotas, entries, \
                            scarcity_behavior";
 
 const SCORER_KEYS: &str = "type, weight, and per type: weights, use_default_weights (kind); \
