@@ -23,7 +23,9 @@
 //!   policies: who is in under which, the differences and a summary.
 //!
 //! INPUT is a TOML or JSON file with `[budget]`, an optional `[policy]` and
-//! `[[items]]` (the item schema of the conformance vectors). Errors print one
+//! `[[items]]` (the item schema of the conformance vectors), or a JSON Lines
+//! file (`.jsonl`) of items, one per line, with the budget and policy from
+//! flags or `--header FILE`. Errors print one
 //! `error:` line (and sometimes a `hint:` line) on stderr; exit code 2 means a
 //! usage or input error, 1 a selection that could not be made.
 // Doc comments on the clap types are the tool's --help text, written for a
@@ -37,11 +39,13 @@ mod demo;
 mod error;
 mod gate;
 mod input;
+mod json_check;
 mod marginal;
 mod min_budget;
 mod render;
 mod sweep;
 mod tokens;
+mod toml_split;
 mod trace;
 mod whatif;
 
@@ -64,7 +68,9 @@ Exit codes:
      under scarcity_behavior = \"throw\"
   2  usage or input error: bad flags, unreadable or malformed file, invalid
      budget, unknown preset, policy key or encoding, missing token counts,
-     token counts whose sum overflows a 64-bit integer";
+     token counts whose sum overflows a 64-bit integer; or the output could
+     not be written (a closed pipe, as in `cupel explain x.toml | head`, is
+     not an error)";
 
 const FORMAT_SHORT: &str = "text (default) or json (the SelectionReport)";
 
@@ -151,6 +157,9 @@ pub(crate) struct InputArgs {
     /// TOML or JSON file with [budget], [policy] and [[items]]; `-` is stdin
     ///
     /// [policy] is optional. Reading stdin needs --input-format.
+    /// A JSON Lines file (.jsonl, or --input-format jsonl) holds
+    /// items only, one JSON object per line; give the budget with
+    /// --max-tokens/--target-tokens or --header FILE.
     #[arg(value_name = "INPUT", verbatim_doc_comment)]
     pub(crate) input: String,
 
@@ -193,10 +202,12 @@ pub(crate) struct SourceArgs {
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub(crate) output_reserve: Option<i64>,
 
-    /// toml or json (default: by extension)
+    /// toml, json or jsonl (default: by extension)
     ///
-    /// Syntax of INPUT: `toml` or `json`. Required for stdin;
-    /// otherwise taken from the file extension.
+    /// Syntax of INPUT: `toml`, `json` or `jsonl` (JSON Lines: one
+    /// item per line, read as a stream). Required for stdin;
+    /// otherwise taken from the file extension (.toml, .json,
+    /// .jsonl or .ndjson).
     #[arg(
         long,
         value_enum,
@@ -213,6 +224,14 @@ pub(crate) struct SourceArgs {
     /// gpt-4o. Items that have `tokens` keep their count.
     #[arg(long, value_name = "ENCODING", verbatim_doc_comment)]
     pub(crate) count_tokens: Option<String>,
+
+    /// With JSON Lines input: [budget] and [policy] from FILE
+    ///
+    /// A small TOML or JSON file (`.json` is JSON, anything else
+    /// TOML) with the tables a TOML INPUT would have, and no items.
+    /// Flags still override its budget; --policy and --preset its policy.
+    #[arg(long, value_name = "FILE", verbatim_doc_comment)]
+    pub(crate) header: Option<String>,
 }
 
 impl InputArgs {
@@ -237,18 +256,32 @@ impl SourceArgs {
             .as_deref()
             .map(tokens::counter)
             .transpose()?;
-        let src = Source::read(input, self.input_format, "input")?;
         let settings = RunSettings {
             policy_file,
             preset,
             max_tokens: self.max_tokens,
             target_tokens: self.target_tokens,
             output_reserve: self.output_reserve,
+            header: self.header.clone(),
         };
         let counter_ref = counter.as_ref().map(|c| {
             let name = c.encoding();
             (c as &dyn TokenCounter, name)
         });
+        let jsonl = self.input_format == Some(Format::Jsonl)
+            || (self.input_format.is_none()
+                && input::format_from_extension(input) == Some(Format::Jsonl));
+        if jsonl {
+            return if input == "-" {
+                input::prepare_jsonl("<stdin>", std::io::stdin().lock(), &settings, counter_ref)
+            } else {
+                let file = std::fs::File::open(input)
+                    .map_err(|e| CliError::input(format!("cannot read input `{input}`: {e}")))?;
+                let reader = std::io::BufReader::with_capacity(1 << 16, file);
+                input::prepare_jsonl(input, reader, &settings, counter_ref)
+            };
+        }
+        let src = Source::read(input, self.input_format, "input")?;
         input::prepare(&src, &settings, counter_ref)
     }
 }
@@ -299,7 +332,13 @@ enum OutputFormat {
     Json,
 }
 
-fn main() -> ExitCode {
+/// The `cupel` binary: parses the command line, runs the command, writes its
+/// output to stdout and errors to stderr, and returns the exit code.
+///
+/// Output write errors are errors (exit 2, one `error:` line), except a
+/// closed pipe (`cupel explain x.toml | head`), which ends the output quietly
+/// with exit 0.
+pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(a) => demo::run(a.print_input, a.output.json()),
@@ -314,16 +353,79 @@ fn main() -> ExitCode {
         Command::Compare(a) => compare::run(&a),
     };
     match result {
-        Ok(text) => {
-            let mut out = std::io::stdout().lock();
-            // A closed pipe (`cupel demo | head`) is not an error worth reporting.
-            let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
-            ExitCode::SUCCESS
-        }
+        Ok(text) => match write_output(&mut std::io::stdout().lock(), text.as_bytes()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                let _ = writeln!(std::io::stderr().lock(), "{e}");
+                ExitCode::from(e.code)
+            }
+        },
         Err(e) => {
             let _ = writeln!(std::io::stderr().lock(), "{e}");
             ExitCode::from(e.code)
         }
+    }
+}
+
+/// Writes `bytes` and flushes. A closed pipe (EPIPE: `cupel demo | head`)
+/// ends the output quietly; every other write error (a full disk,
+/// `> /dev/full`, an I/O error) is an error exit, so no output is lost
+/// without a trace (issue 18).
+fn write_output(out: &mut impl Write, bytes: &[u8]) -> Result<(), CliError> {
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(CliError::input(format!("cannot write the output: {e}"))),
+    }
+}
+
+/// The CLI's input path as a function, for the fuzz targets (not a stable
+/// API): parse `bytes` as an INPUT document of `format` (TOML, JSON or JSON
+/// Lines, budget flags as given), select, and render what `cupel select`
+/// and `cupel explain` print. `Err` is the message `cupel` would print.
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::input::Format;
+
+    /// `cupel select` then `cupel explain` on `bytes`; both texts joined.
+    ///
+    /// # Errors
+    /// The error line `cupel` would print for this input.
+    pub fn select_and_explain(
+        bytes: &[u8],
+        format: Format,
+        max_tokens: Option<i64>,
+        target_tokens: Option<i64>,
+    ) -> Result<String, String> {
+        let settings = crate::input::RunSettings {
+            max_tokens,
+            target_tokens,
+            ..Default::default()
+        };
+        let prepared = match format {
+            Format::Jsonl => crate::input::prepare_jsonl("fuzz.jsonl", bytes, &settings, None),
+            Format::Toml | Format::Json => {
+                let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
+                let mut text = text.to_string();
+                if text.starts_with('\u{feff}') {
+                    text.drain(..3);
+                }
+                let src = crate::input::Source {
+                    name: "fuzz".into(),
+                    text,
+                    format,
+                };
+                crate::input::prepare(&src, &settings, None)
+            }
+        }
+        .map_err(|e| e.to_string())?;
+        let report = crate::dry_run(&prepared).map_err(|e| e.to_string())?;
+        let mut out = crate::render::window(&prepared, &report);
+        out.push_str(&crate::render::explain_table(&prepared, &report));
+        out.push_str(&crate::render::totals(&prepared, &report));
+        let json = crate::json(report, crate::Durations::Zeroed).map_err(|e| e.to_string())?;
+        out.push_str(&json);
+        Ok(out)
     }
 }
 
@@ -381,5 +483,38 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// A writer that fails every write with `kind`.
+    struct Failing(std::io::ErrorKind);
+    impl Write for Failing {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::from(self.0))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn only_a_closed_pipe_ends_output_quietly() {
+        use std::io::ErrorKind;
+        assert!(write_output(&mut Failing(ErrorKind::BrokenPipe), b"x").is_ok());
+        for kind in [
+            ErrorKind::StorageFull,
+            ErrorKind::Other,
+            ErrorKind::PermissionDenied,
+        ] {
+            let e = write_output(&mut Failing(kind), b"x").unwrap_err();
+            assert!(
+                e.message.starts_with("cannot write the output"),
+                "{}",
+                e.message
+            );
+            assert_eq!(e.code, 2);
+        }
+        let mut ok = Vec::new();
+        assert!(write_output(&mut ok, b"abc").is_ok());
+        assert_eq!(ok, b"abc");
     }
 }
