@@ -1,0 +1,20 @@
+//! (a) INPUT files through the CLI's own reading and `select` / `explain`
+//! path: the same bytes as TOML, JSON and JSON Lines. Asserts no panic and
+//! identical output for identical input.
+#![no_main]
+
+use cupel_cli::fuzzing::{Format, select_and_explain};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    for format in [Format::Toml, Format::Json, Format::Jsonl] {
+        // JSON Lines has no [budget]: give it one by flags.
+        let (max, target) = match format {
+            Format::Jsonl => (Some(1000), Some(800)),
+            _ => (None, None),
+        };
+        let first = select_and_explain(data, format, max, target);
+        let again = select_and_explain(data, format, max, target);
+        assert_eq!(first, again, "same input, different output ({format:?})");
+    }
+});
