@@ -592,9 +592,9 @@ impl PolicyConfig {
     /// Builds the [`Policy`](crate::Policy).
     ///
     /// # Errors
-    /// [`CupelError::PipelineConfig`] (no scorers) or the component's own
-    /// construction error (e.g. `ScorerConfig`, `SlicerConfig`), prefixed with
-    /// where it sits.
+    /// [`CupelError::PipelineConfig`] (no scorers, or scorers nested deeper
+    /// than [`MAX_SCORER_DEPTH`]) or the component's own construction error
+    /// (e.g. `ScorerConfig`, `SlicerConfig`), prefixed with where it sits.
     pub fn build(&self) -> Result<crate::Policy, CupelError> {
         check_depth(&self.scorers)?;
         let scorer: Arc<dyn cupel_core::Scorer> = match self.scorers.as_slice() {
