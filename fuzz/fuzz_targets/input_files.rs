@@ -3,7 +3,7 @@
 //! identical output for identical input.
 #![no_main]
 
-use cupel_cli::fuzzing::{Format, select_and_explain};
+use cupel_cli::harness::{Format, select_and_explain};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -379,12 +379,13 @@ fn write_output(out: &mut impl Write, bytes: &[u8]) -> Result<(), CliError> {
     }
 }
 
-/// The CLI's input path as a function, for the fuzz targets (not a stable
-/// API): parse `bytes` as an INPUT document of `format` (TOML, JSON or JSON
-/// Lines, budget flags as given), select, and render what `cupel select`
-/// and `cupel explain` print. `Err` is the message `cupel` would print.
+/// The CLI's input path as a function, for the fuzz targets and benchmarks
+/// (not a stable API): parse `bytes` as an INPUT document of `format` (TOML,
+/// JSON or JSON Lines, budget flags as given), select, and render what
+/// `cupel select`, `cupel explain` and `--format json` print. `Err` is the
+/// message `cupel` would print.
 #[doc(hidden)]
-pub mod fuzzing {
+pub mod harness {
     pub use crate::input::Format;
 
     /// `cupel select` then `cupel explain` on `bytes`; both texts joined.
