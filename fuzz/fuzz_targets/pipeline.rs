@@ -17,7 +17,13 @@ use cupel_pipeline::{
 };
 use libfuzzer_sys::fuzz_target;
 
-const KINDS: [&str; 5] = ["Message", "Document", "ToolOutput", "Memory", "SystemPrompt"];
+const KINDS: [&str; 5] = [
+    "Message",
+    "Document",
+    "ToolOutput",
+    "Memory",
+    "SystemPrompt",
+];
 const CONTENTS: [&str; 6] = ["a", "b", "c", "same", "ok", "x y z"];
 const TAGS: [&str; 4] = ["t1", "t2", "urgent", "Urgent"];
 
@@ -87,7 +93,9 @@ struct Input {
 }
 
 fn reference() -> chrono::DateTime<Utc> {
-    Utc.timestamp_opt(1_700_000_000, 0).single().unwrap_or_default()
+    Utc.timestamp_opt(1_700_000_000, 0)
+        .single()
+        .unwrap_or_default()
 }
 
 fn scorer(s: &Scorer, depth: usize) -> ScorerConfig {
@@ -116,14 +124,24 @@ fn scorer(s: &Scorer, depth: usize) -> ScorerConfig {
         }
         "tag" => {
             c.tag_weights = Some(vec![
-                TagWeightConfig { tag: "urgent".into(), weight: 2.0 },
-                TagWeightConfig { tag: "t1".into(), weight: 1.0 },
+                TagWeightConfig {
+                    tag: "urgent".into(),
+                    weight: 2.0,
+                },
+                TagWeightConfig {
+                    tag: "t1".into(),
+                    weight: 1.0,
+                },
             ]);
             c.case_insensitive_tags = Some(s.weight % 2 == 0);
         }
         "composite" => {
             let mut children: Vec<ScorerConfig> = if depth < 3 {
-                s.children.iter().take(3).map(|k| scorer(k, depth + 1)).collect()
+                s.children
+                    .iter()
+                    .take(3)
+                    .map(|k| scorer(k, depth + 1))
+                    .collect()
             } else {
                 Vec::new()
             };
@@ -142,8 +160,12 @@ fn scorer(s: &Scorer, depth: usize) -> ScorerConfig {
         "decay" => {
             c.reference_time = Some(reference());
             c.curve = Some(match s.weight % 3 {
-                0 => CurveConfig::Exponential { half_life_secs: 600.0 },
-                1 => CurveConfig::Window { max_age_secs: 3000.0 },
+                0 => CurveConfig::Exponential {
+                    half_life_secs: 600.0,
+                },
+                1 => CurveConfig::Window {
+                    max_age_secs: 3000.0,
+                },
                 _ => CurveConfig::Step {
                     windows: vec![cupel_pipeline::StepWindowConfig {
                         max_age_secs: 1000.0,
@@ -167,7 +189,13 @@ fn policy(p: &Policy) -> PolicyConfig {
     if scorers.is_empty() {
         scorers.push(ScorerConfig::new(ScorerType::Priority));
     }
-    let slicers = ["greedy", "knapsack", "quota", "count_quota", "count_constrained_knapsack"];
+    let slicers = [
+        "greedy",
+        "knapsack",
+        "quota",
+        "count_quota",
+        "count_constrained_knapsack",
+    ];
     let name = slicers[usize::from(p.slicer) % slicers.len()];
     let mut slicer = SlicerConfig::new(SlicerType::from_name(name).unwrap_or(SlicerType::Greedy));
     let kind = KINDS[usize::from(p.quota_kind) % KINDS.len()].to_string();
@@ -209,7 +237,11 @@ fn policy(p: &Policy) -> PolicyConfig {
         .unwrap_or_else(|_| unreachable!());
     cfg.scorers = scorers;
     cfg.slicer = slicer;
-    cfg.placer = if p.placer { PlacerType::Chronological } else { PlacerType::UShaped };
+    cfg.placer = if p.placer {
+        PlacerType::Chronological
+    } else {
+        PlacerType::UShaped
+    };
     cfg.deduplication = p.dedup;
     cfg.overflow_strategy = match p.overflow % 3 {
         0 => OverflowName::Throw,
@@ -230,11 +262,22 @@ fn item(it: &Item) -> Option<ContextItem> {
             it.age_secs
                 .map(|a| reference() - chrono::TimeDelta::seconds(i64::from(a))),
         )
-        .tags(it.tags.iter().take(3).map(|t| TAGS[usize::from(*t) % TAGS.len()].to_string()));
+        .tags(
+            it.tags
+                .iter()
+                .take(3)
+                .map(|t| TAGS[usize::from(*t) % TAGS.len()].to_string()),
+        );
     let mut meta = std::collections::BTreeMap::new();
     if let Some(t) = it.trust {
-        meta.insert("cupel:trust".to_string(), format!("{}", f64::from(t) / 200.0));
-        meta.insert("src".to_string(), if t % 2 == 0 { "a" } else { "b" }.to_string());
+        meta.insert(
+            "cupel:trust".to_string(),
+            format!("{}", f64::from(t) / 200.0),
+        );
+        meta.insert(
+            "src".to_string(),
+            if t % 2 == 0 { "a" } else { "b" }.to_string(),
+        );
     }
     b = b.metadata_map(meta);
     b.build().ok()
@@ -267,15 +310,19 @@ fuzz_target!(|input: Input| {
     // Identical input, identical output (a second pipeline from the same config).
     let again = Pipeline::new(cfg.build().unwrap_or(built), budget.clone()).run(&items);
     assert_eq!(
-        run.as_ref().map(|w| window_ids(w)).map_err(ToString::to_string),
-        again.as_ref().map(|w| window_ids(w)).map_err(ToString::to_string),
+        run.as_ref()
+            .map(|w| window_ids(w))
+            .map_err(ToString::to_string),
+        again
+            .as_ref()
+            .map(|w| window_ids(w))
+            .map_err(ToString::to_string),
         "identical input, different output"
     );
     match (&run, &dry) {
         (Ok(window), Ok(report)) => {
             // run and dry_run agree on the window.
-            let from_report: Vec<usize> =
-                report.included.iter().map(|i| i.item.ptr_id()).collect();
+            let from_report: Vec<usize> = report.included.iter().map(|i| i.item.ptr_id()).collect();
             assert_eq!(window_ids(window), from_report, "run and dry_run differ");
             // Every input item in the report exactly once.
             let mut seen: HashMap<usize, usize> = HashMap::new();
@@ -307,6 +354,10 @@ fuzz_target!(|input: Input| {
             }
         }
         (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
-        (a, b) => panic!("run and dry_run disagree: {:?} vs {:?}", a.is_ok(), b.is_ok()),
+        (a, b) => panic!(
+            "run and dry_run disagree: {:?} vs {:?}",
+            a.is_ok(),
+            b.is_ok()
+        ),
     }
 });

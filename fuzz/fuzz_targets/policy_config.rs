@@ -9,7 +9,10 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    for parsed in [PolicyConfig::from_toml_str(text), PolicyConfig::from_json_str(text)] {
+    for parsed in [
+        PolicyConfig::from_toml_str(text),
+        PolicyConfig::from_json_str(text),
+    ] {
         if let Ok(cfg) = parsed {
             let _ = cfg.check_keys();
             let _ = cfg.build();
