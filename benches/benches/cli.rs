@@ -35,7 +35,9 @@ fn identical(n: usize, dedup: bool) -> String {
 
 fn cli(c: &mut Criterion) {
     let mut group = c.benchmark_group("cli");
-    group.sample_size(10).measurement_time(Duration::from_secs(if quick() { 2 } else { 8 }));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(if quick() { 2 } else { 8 }));
     for n in SIZES {
         for dedup in [true, false] {
             let text = identical(n, dedup);
