@@ -510,14 +510,25 @@ pub(crate) fn prepare(
     settings: &RunSettings,
     counter: Option<(&dyn TokenCounter, &str)>,
 ) -> Result<Prepared, CliError> {
+    prepare_with(src, settings, counter, true)
+}
+
+/// [`prepare`], with TOML parsed one `[[items]]` table at a time (`split`)
+/// or as one document (what the fuzz target compares it with).
+pub(crate) fn prepare_with(
+    src: &Source,
+    settings: &RunSettings,
+    counter: Option<(&dyn TokenCounter, &str)>,
+    split: bool,
+) -> Result<Prepared, CliError> {
     if settings.header.is_some() {
         return Err(CliError::input("--header is for JSON Lines input only")
             .hint("a TOML or JSON INPUT has its own [budget] and [policy]"));
     }
     let mut items = ItemSink::new(&src.name, counter);
     let header = match src.format {
-        Format::Toml => match crate::toml_split::split(&src.text) {
-            Some(split) => parse_toml_split(src, &split, &mut items)?,
+        Format::Toml => match crate::toml_split::split(&src.text).filter(|_| split) {
+            Some(parts) => parse_toml_split(src, &parts, &mut items)?,
             None => parse_whole(src, &mut items)?,
         },
         Format::Json | Format::Jsonl => parse_whole(src, &mut items)?,

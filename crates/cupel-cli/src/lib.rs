@@ -428,6 +428,35 @@ pub mod harness {
         out.push_str(&json);
         Ok(out)
     }
+
+    /// Reads `text` as a TOML INPUT twice — one `[[items]]` table at a time
+    /// (what `cupel` does) and as one document — and says how the two
+    /// differ, if they do: both must fail, or both give the same items,
+    /// budget and policy.
+    ///
+    /// # Errors
+    /// A description of the difference.
+    pub fn toml_split_agrees(text: &str) -> Result<(), String> {
+        let src = crate::input::Source {
+            name: "fuzz.toml".into(),
+            text: text.to_string(),
+            format: Format::Toml,
+        };
+        let settings = crate::input::RunSettings::default();
+        let split = crate::input::prepare_with(&src, &settings, None, true);
+        let whole = crate::input::prepare_with(&src, &settings, None, false);
+        let show =
+            |p: &crate::input::Prepared| format!("{:?}\n{:?}\n{:?}", p.items, p.budget, p.config);
+        match (&split, &whole) {
+            (Ok(a), Ok(b)) if show(a) == show(b) => Ok(()),
+            (Err(_), Err(_)) => Ok(()),
+            (a, b) => Err(format!(
+                "split: {:?}\nwhole: {:?}",
+                a.as_ref().map(show).map_err(ToString::to_string),
+                b.as_ref().map(show).map_err(ToString::to_string)
+            )),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -330,3 +330,32 @@ fn a_huge_knapsack_table_says_what_to_change() {
         "{err}"
     );
 }
+
+#[test]
+fn split_and_whole_toml_parsing_agree_on_every_fixture() {
+    // The fuzz target `input_files` checks this on arbitrary text; here on
+    // every TOML fixture and example, plus tricky layouts.
+    let mut texts: Vec<String> = Vec::new();
+    for dir in ["tests/fixtures", "tests/fixtures/whatif", "examples"] {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(dir);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.path().extension().is_some_and(|x| x == "toml") {
+                texts.push(std::fs::read_to_string(e.path()).unwrap());
+            }
+        }
+    }
+    assert!(texts.len() > 10);
+    texts.push(identical_items_toml(50, false));
+    texts.push(
+        "items = [{ content = \"a\", tokens = 1 }]\n[budget]\nmax_tokens = 9\ntarget_tokens = 9\n"
+            .into(),
+    );
+    texts.push("[[items]]\ncontent = \"a\"\ntokens = 1\n[[items]]\ncontent = '''\n[[items]]\n'''\ntokens = 2\n[budget]\nmax_tokens = 9\ntarget_tokens = 9\n[items.x]\n".into());
+    texts.push("[budget]\nmax_tokens = 9\ntarget_tokens = 9\n[budget]\n[[items]]\ncontent = \"a\"\ntokens = 1\n".into());
+    for t in &texts {
+        cupel_cli::harness::toml_split_agrees(t).unwrap_or_else(|d| panic!("{d}\n---\n{t}"));
+    }
+}
