@@ -560,6 +560,8 @@ impl PolicyConfig {
     /// # Errors
     /// [`CupelError::PipelineConfig`] with the TOML error (line and column) or the offending key.
     pub fn from_toml_str(s: &str) -> Result<Self, CupelError> {
+        // A UTF-8 byte-order mark is skipped, in TOML and JSON alike (spec H-4).
+        let s = s.strip_prefix('\u{feff}').unwrap_or(s);
         let de = toml::de::Deserializer::parse(s)
             .map_err(|e| CupelError::PipelineConfig(format!("invalid TOML: {e}")))?;
         strict(de, |e| format!("invalid policy: {e}"))
@@ -570,6 +572,14 @@ impl PolicyConfig {
     /// # Errors
     /// [`CupelError::PipelineConfig`] with the JSON error or the offending key.
     pub fn from_json_str(s: &str) -> Result<Self, CupelError> {
+        // A byte-order mark is skipped (spec H-4); the document must be an
+        // object, not an array read field by field (spec H-5).
+        let s = s.strip_prefix('\u{feff}').unwrap_or(s);
+        if s.trim_start().chars().next().is_some_and(|c| c != '{') {
+            return Err(CupelError::PipelineConfig(
+                "invalid policy JSON: expected a policy table (a JSON object), not an array or a bare value".into(),
+            ));
+        }
         let mut de = serde_json::Deserializer::from_str(s);
         let cfg = strict(&mut de, |e| format!("invalid policy JSON: {e}"))?;
         de.end()

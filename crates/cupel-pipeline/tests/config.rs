@@ -454,3 +454,14 @@ fn non_finite_scores_fail_the_run_naming_scorer_and_item() {
         }
     }
 }
+
+#[test]
+fn a_bom_is_skipped_and_json_policies_are_objects() {
+    // Issue 18 (5): one rule for TOML and JSON.
+    let toml = PolicyConfig::from_toml_str("\u{feff}scorers = [{ type = \"priority\" }]").unwrap();
+    let json =
+        PolicyConfig::from_json_str("\u{feff}{\"scorers\": [{\"type\": \"priority\"}]}").unwrap();
+    assert_eq!(toml, json);
+    let err = PolicyConfig::from_json_str("[[{\"type\": \"priority\"}]]").unwrap_err();
+    assert!(err.to_string().contains("a JSON object"), "{err}");
+}
