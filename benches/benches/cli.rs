@@ -3,14 +3,16 @@
 //! `--format json`, all three per iteration) on N identical items —
 //! `content = "ok"`, `tokens = 1`, distinct timestamps, budget 1000/800, the
 //! repro of issue 18, whose explanation was quadratic — at N = 1k, 10k,
-//! 100k, with deduplication on (the chat preset) and off. Time per item
-//! should stay flat as N grows.
+//! 100k, with deduplication on (the chat preset) and off, next to the floor
+//! (stable sort of N `(f64, u32)` pairs). Time per item should stay flat as
+//! N grows (the ratio to the floor roughly constant).
 
 use std::fmt::Write as _;
+use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use cupel_benches::quick;
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use cupel_benches::{floor_pairs, floor_sort, quick};
 use cupel_cli::harness::{Format, select_and_explain};
 
 const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
@@ -39,12 +41,27 @@ fn cli(c: &mut Criterion) {
         .sample_size(10)
         .measurement_time(Duration::from_secs(if quick() { 2 } else { 8 }));
     for n in SIZES {
+        let pairs = floor_pairs(n);
+        group.throughput(Throughput::Elements(n as u64));
+        group.bench_with_input(BenchmarkId::new("floor", n), &pairs, |b, pairs| {
+            b.iter_batched(
+                || pairs.clone(),
+                |mut v| {
+                    floor_sort(&mut v);
+                    v
+                },
+                BatchSize::LargeInput,
+            )
+        });
         for dedup in [true, false] {
             let text = identical(n, dedup);
-            group.throughput(Throughput::Elements(n as u64));
-            let id = format!("n{n}-dedup-{}", if dedup { "on" } else { "off" });
-            group.bench_function(BenchmarkId::new("explain-select-json", &id), |b| {
-                b.iter(|| select_and_explain(text.as_bytes(), Format::Toml, None, None).unwrap());
+            let name = if dedup { "dedup-on" } else { "dedup-off" };
+            group.bench_with_input(BenchmarkId::new(name, n), &text, |b, text| {
+                b.iter(|| {
+                    black_box(
+                        select_and_explain(text.as_bytes(), Format::Toml, None, None).unwrap(),
+                    )
+                });
             });
         }
     }
