@@ -110,7 +110,7 @@ fn knapsack(c: &mut Criterion) {
             Err(e) => {
                 eprintln!("knapsack {id} with the default guard: {e}");
                 // Measure it anyway with the guard raised to fit the table.
-                let raised = slicer.with_max_table_cells(t.cells);
+                let raised = slicer.with_max_table_bytes(t.keep_bytes);
                 group.bench_function(BenchmarkId::new("knapsack-raised-guard", &id), |b| {
                     b.iter(|| raised.slice(black_box(&s), budget).unwrap())
                 });

@@ -34,6 +34,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 
     crate::conformance::run(&[])?;
 
+    // Build-check only (fast); skipped with a message without cargo-fuzz.
+    crate::fuzz::run(&["--check".to_string()])?;
+
     eprintln!("==> cargo xtask spec");
     crate::spec::run(&[])?;
 

@@ -6,6 +6,9 @@
 //! * `conformance` — runs the conformance vectors (`--dir`, `--filter`).
 //! * `spec` — checks the links and anchors of `spec/*.md` and renders it to
 //!   `target/spec/` as HTML.
+//! * `fuzz` — runs the cargo-fuzz targets in `fuzz/` (`--time SECS` each),
+//!   or only type-checks them (`--check`, part of `ci`; skipped with a
+//!   message where nightly or cargo-fuzz is missing).
 //! * `bench` — runs criterion benchmarks and prints `NAME median_ms floor_ms ratio`.
 //! * `release VERSION [--dry-run]` — bumps, packages, checks and tags a
 //!   release (see the `release` module); `ci` runs its dry run.
@@ -17,6 +20,7 @@ use std::process::{Command, ExitCode};
 mod bench;
 mod ci;
 mod conformance;
+mod fuzz;
 mod release;
 mod spec;
 
@@ -33,6 +37,7 @@ fn main() -> ExitCode {
         "ci" => ci::run(rest),
         "bench" => bench::run(rest),
         "conformance" => conformance::run(rest),
+        "fuzz" => fuzz::run(rest),
         "spec" => spec::run(rest),
         "release" => release::run(rest),
         "-h" | "--help" | "help" => {
@@ -58,6 +63,10 @@ commands:
                 run the conformance vectors (default: conformance/required + conformance/optional)
   bench [--quick] [--summary-only] [BENCH...]
                 run criterion benchmarks (default: pipeline) and print NAME median_ms floor_ms ratio
+  fuzz [--time SECS] [--target NAME]... [--check]
+                run the cargo-fuzz targets in fuzz/ (nightly + cargo-fuzz) for SECS each
+                (default 60), seeded from conformance/ and the CLI fixtures; print the
+                execution counts. --check only builds them (ci; skipped if cargo-fuzz is missing)
   spec          check spec/*.md links and anchors, render it to target/spec/ (HTML)
   release VERSION [--dry-run]
                 refuse a dirty tree; bump every crate; move CHANGELOG's Unreleased under

@@ -73,6 +73,10 @@ impl Scorer for MemoScorer {
         self.inner.score(index, items)
     }
 
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
     fn score_all(&self, items: &[&ContextItem]) -> Vec<f64> {
         if let Some(memo) = self.memo.get() {
             if Self::same_list(memo, items) {
@@ -252,7 +256,8 @@ mod tests {
             candidates: 1,
             capacity: 2,
             cells: 2,
-            limit: 1
+            keep_bytes: 8,
+            limit: cupel_core::TableLimit::Cells(1)
         }));
     }
 

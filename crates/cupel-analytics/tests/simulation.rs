@@ -513,11 +513,17 @@ fn other_probe_errors_are_returned() {
     let p = pipeline(knapsack, roomy());
     assert!(matches!(
         find_min_budget_for(&p, &items, 0, 100),
-        Err(CupelError::TableTooLarge { limit: 10, .. })
+        Err(CupelError::TableTooLarge {
+            limit: cupel_core::TableLimit::Cells(10),
+            ..
+        })
     ));
     assert!(matches!(
         find_min_budget_for_exact(&p, &items, 0, 100),
-        Err(CupelError::TableTooLarge { limit: 10, .. })
+        Err(CupelError::TableTooLarge {
+            limit: cupel_core::TableLimit::Cells(10),
+            ..
+        })
     ));
 }
 

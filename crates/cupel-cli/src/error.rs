@@ -70,8 +70,8 @@ impl CliError {
                  pin less, or set overflow_strategy = \"truncate\" or \"proceed\" in the policy",
             ),
             CupelError::TableTooLarge { .. } => e.hint(
-                "raise the knapsack `bucket_size` (or `max_table_cells`) in the policy, \
-                 or use the greedy slicer",
+                "raise the knapsack `bucket_size` (or `max_table_bytes`) in the policy, \
+                 lower --target-tokens, or use the greedy slicer",
             ),
             CupelError::CountRequirementNotMet { .. } => e.hint(
                 "add candidates of that kind, lower `require_count`, \

@@ -2,11 +2,18 @@
 //!
 //! Parsing is strict: every key the CLI does not know is an error naming the
 //! key (`items[3].pined`, `policy.scorers[0].wieght`), because a silently
-//! ignored typo would change the selection without a trace. Syntax and type
-//! errors carry `file:line:column`.
+//! ignored typo would change the selection without a trace. So is a key
+//! given twice (`budget.reserved_slots.message` as `Message` and `message`;
+//! any repeated key of a JSON object), and a JSON document that is not an
+//! object. A UTF-8 byte-order mark at the start of a file is skipped, in TOML,
+//! JSON and JSON Lines alike. Syntax and type errors carry `file:line:column`.
+//!
+//! Big inputs: TOML is parsed one `[[items]]` table at a time (see
+//! `toml_split`), and JSON Lines (`.jsonl`) is read as a stream, one item per
+//! line, so memory stays within a small multiple of the items' size.
 
 use std::collections::BTreeMap;
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
@@ -19,14 +26,20 @@ use serde::de::DeserializeOwned;
 
 use crate::error::CliError;
 
-/// The two input syntaxes.
+/// The input syntaxes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Format {
+pub enum Format {
     /// TOML 1.1 (native datetimes allowed for `timestamp`).
     Toml,
     /// JSON.
     Json,
+    /// JSON Lines: one item object per line (items only; the budget and
+    /// policy come from flags or `--header FILE`).
+    Jsonl,
 }
+
+/// The UTF-8 byte-order mark, skipped at the start of every input.
+const BOM: char = '\u{feff}';
 
 /// A file's text, the name to show in messages, and its syntax.
 #[derive(Debug, Clone)]
@@ -54,6 +67,7 @@ impl Source {
             std::io::stdin()
                 .read_to_string(&mut text)
                 .map_err(|e| CliError::input(format!("cannot read the {what} from stdin: {e}")))?;
+            strip_bom(&mut text);
             return Ok(Self {
                 name: "<stdin>".into(),
                 text,
@@ -69,8 +83,9 @@ impl Source {
                 .hint("name the file .toml or .json, or pass --input-format toml|json")
             })?,
         };
-        let text = std::fs::read_to_string(path)
+        let mut text = std::fs::read_to_string(path)
             .map_err(|e| CliError::input(format!("cannot read {what} `{path}`: {e}")))?;
+        strip_bom(&mut text);
         Ok(Self {
             name: path.to_string(),
             text,
@@ -85,7 +100,7 @@ impl Source {
         &self,
         unknown: impl Fn(&[Seg]) -> CliError,
     ) -> Result<T, CliError> {
-        self.parse(unknown, false)
+        self.parse_part(&self.text, 0, unknown, false)
     }
 
     /// As [`parse_strict`](Self::parse_strict), and a type error also names
@@ -96,26 +111,39 @@ impl Source {
         &self,
         unknown: impl Fn(&[Seg]) -> CliError,
     ) -> Result<T, CliError> {
-        self.parse(unknown, true)
+        self.parse_part(&self.text, 0, unknown, true)
     }
 
-    fn parse<T: DeserializeOwned>(
+    /// Parses `text` (all of this source, or the part of it that starts at
+    /// byte `offset`, for positions in messages) as `T`, rejecting unknown
+    /// and repeated keys; with `paths`, type errors name their key path.
+    fn parse_part<T: DeserializeOwned>(
         &self,
+        text: &str,
+        offset: usize,
         unknown: impl Fn(&[Seg]) -> CliError,
         paths: bool,
     ) -> Result<T, CliError> {
         let mut ignored: Vec<Vec<Seg>> = Vec::new();
         let mut track = serde_path_to_error::Track::new();
+        let to_file = |at: usize| offset + at;
         let result = match self.format {
             Format::Toml => {
-                let de = toml::de::Deserializer::parse(&self.text)
-                    .map_err(|e| self.toml_error(&e, true, None))?;
+                let de = toml::de::Deserializer::parse(text)
+                    .map_err(|e| self.toml_error_at(&e, true, to_file, None))?;
                 let de = serde_path_to_error::Deserializer::new(de, &mut track);
                 serde_ignored::deserialize(de, |p| ignored.push(segments(&p)))
                     .map_err(DataError::Toml)
             }
+            Format::Jsonl => {
+                return Err(CliError::input(format!(
+                    "{}: JSON Lines holds items only; this file needs TOML or JSON",
+                    self.name
+                )));
+            }
             Format::Json => {
-                let mut de = serde_json::Deserializer::from_str(&self.text);
+                crate::json_check::check(text).map_err(|e| self.json_error(&e, None))?;
+                let mut de = serde_json::Deserializer::from_str(text);
                 let tracked = serde_path_to_error::Deserializer::new(&mut de, &mut track);
                 let v = serde_ignored::deserialize(tracked, |p| ignored.push(segments(&p)))
                     .map_err(DataError::Json);
@@ -143,7 +171,7 @@ impl Source {
                 }
                 let path = path.as_deref().map(render_path);
                 return Err(match e {
-                    DataError::Toml(e) => self.toml_error(&e, false, path.as_deref()),
+                    DataError::Toml(e) => self.toml_error_at(&e, false, to_file, path.as_deref()),
                     DataError::Json(e) => self.json_error(&e, path.as_deref()),
                 });
             }
@@ -158,13 +186,21 @@ impl Source {
         }
     }
 
-    fn toml_error(&self, e: &toml::de::Error, syntax: bool, path: Option<&str>) -> CliError {
+    /// A TOML error; `to_file` maps an offset in the parsed text to one in
+    /// the file; `path` is the key path of a type error, when known.
+    fn toml_error_at(
+        &self,
+        e: &toml::de::Error,
+        syntax: bool,
+        to_file: impl Fn(usize) -> usize,
+        path: Option<&str>,
+    ) -> CliError {
         let msg = one_line(e.message());
         let what = if syntax { "invalid TOML: " } else { "" };
         let at = e
             .span()
             .map(|s| {
-                let (line, col) = line_col(&self.text, s.start);
+                let (line, col) = line_col(&self.text, to_file(s.start));
                 format!(":{line}:{col}")
             })
             .unwrap_or_default();
@@ -212,12 +248,21 @@ fn json_message(e: &serde_json::Error) -> String {
     full.strip_suffix(&suffix).unwrap_or(&full).to_string()
 }
 
-fn format_from_extension(path: &str) -> Option<Format> {
+pub(crate) fn format_from_extension(path: &str) -> Option<Format> {
     let ext = Path::new(path).extension()?.to_str()?.to_ascii_lowercase();
     match ext.as_str() {
         "toml" => Some(Format::Toml),
         "json" => Some(Format::Json),
+        "jsonl" | "ndjson" => Some(Format::Jsonl),
         _ => None,
+    }
+}
+
+/// Drops a leading UTF-8 byte-order mark (the one rule for TOML, JSON and
+/// JSON Lines: skipped, never an error).
+fn strip_bom(text: &mut String) {
+    if text.starts_with(BOM) {
+        text.drain(..BOM.len_utf8());
     }
 }
 
@@ -306,7 +351,7 @@ const BUDGET_KEYS: &str = "max_tokens, target_tokens, output_reserve, reserved_s
 const ITEM_KEYS: &str = "content, tokens, kind, source, priority, tags, metadata, timestamp, \
                          future_relevance_hint, pinned, original_tokens";
 const POLICY_KEYS: &str = "scorers, slicer, placer, deduplication, overflow_strategy, \
-                           bucket_size, max_table_cells, inner_slicer, quotas, entries, \
+                           bucket_size, max_table_cells, max_table_bytes, inner_slicer, quotas, entries, \
                            scarcity_behavior";
 
 const SCORER_KEYS: &str = "type, weight, and per type: weights, use_default_weights (kind); \
@@ -360,7 +405,23 @@ struct InputFile {
     #[serde(default)]
     policy: Option<PolicyConfig>,
     #[serde(default)]
+    items: Option<Vec<InputItem>>,
+}
+
+/// One `[[items]]` chunk of a TOML file, parsed on its own.
+#[derive(Debug, Deserialize)]
+struct ItemChunk {
     items: Vec<InputItem>,
+}
+
+/// A `--header` file (or the part of a TOML file that is not items).
+#[derive(Debug, Default, Deserialize)]
+#[serde(expecting = "a table with [budget] and [policy]")]
+struct HeaderFile {
+    #[serde(default)]
+    budget: Option<BudgetInput>,
+    #[serde(default)]
+    policy: Option<PolicyConfig>,
 }
 
 /// `[budget]`: the fields of [`ContextBudget`], each optional so flags can
@@ -374,10 +435,46 @@ struct BudgetInput {
     target_tokens: Option<i64>,
     #[serde(default, alias = "outputReserve")]
     output_reserve: Option<i64>,
-    #[serde(default, alias = "reservedSlots")]
+    #[serde(default, alias = "reservedSlots", deserialize_with = "unique_kinds")]
     reserved_slots: BTreeMap<ContextKind, i64>,
     #[serde(default, alias = "estimationSafetyMarginPercent")]
     estimation_safety_margin_percent: Option<f64>,
+}
+
+/// `[budget.reserved_slots]`, rejecting a kind given twice in any ASCII case
+/// (`Message = 40` and `message = 0`: one kind; the last would silently win).
+fn unique_kinds<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<ContextKind, i64>, D::Error> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = BTreeMap<ContextKind, i64>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a table of kind = tokens")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            use serde::de::Error as _;
+            let mut out: BTreeMap<ContextKind, i64> = BTreeMap::new();
+            let mut spelled: BTreeMap<ContextKind, String> = BTreeMap::new();
+            while let Some(key) = map.next_key::<String>()? {
+                let value: i64 = map.next_value()?;
+                let kind = ContextKind::new(key.clone()).map_err(A::Error::custom)?;
+                if let Some(first) = spelled.get(&kind) {
+                    return Err(A::Error::custom(format!(
+                        "duplicate key `budget.reserved_slots.{key}`: kind `{kind}` is given \
+                         twice (as `{first}` and `{key}`; kinds ignore ASCII case)"
+                    )));
+                }
+                spelled.insert(kind.clone(), key);
+                out.insert(kind, value);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_map(V)
 }
 
 /// One `[[items]]` entry: [`ContextItem`]'s wire schema with `tokens` optional
@@ -425,6 +522,8 @@ pub(crate) struct RunSettings {
     pub(crate) target_tokens: Option<i64>,
     /// `--output-reserve`.
     pub(crate) output_reserve: Option<i64>,
+    /// `--header FILE` (JSON Lines input only): `[budget]` and `[policy]`.
+    pub(crate) header: Option<String>,
 }
 
 /// Where the policy of a run came from.
@@ -499,30 +598,222 @@ pub(crate) fn prepare(
     settings: &RunSettings,
     counter: Option<(&dyn TokenCounter, &str)>,
 ) -> Result<Prepared, CliError> {
-    let file: InputFile = src.parse_strict(unknown_input_key)?;
+    prepare_with(src, settings, counter, true)
+}
 
+/// [`prepare`], with TOML parsed one `[[items]]` table at a time (`split`)
+/// or as one document (what the fuzz target compares it with).
+pub(crate) fn prepare_with(
+    src: &Source,
+    settings: &RunSettings,
+    counter: Option<(&dyn TokenCounter, &str)>,
+    split: bool,
+) -> Result<Prepared, CliError> {
+    if settings.header.is_some() {
+        return Err(CliError::input("--header is for JSON Lines input only")
+            .hint("a TOML or JSON INPUT has its own [budget] and [policy]"));
+    }
+    let mut items = ItemSink::new(&src.name, counter);
+    let header = match src.format {
+        Format::Toml => match crate::toml_split::split(&src.text).filter(|_| split) {
+            Some(parts) => parse_toml_split(src, &parts, &mut items)?,
+            None => parse_whole(src, &mut items)?,
+        },
+        Format::Json | Format::Jsonl => parse_whole(src, &mut items)?,
+    };
+    let origin_table = PolicyOrigin::Table(src.name.clone());
+    finish(&src.name, header, origin_table, settings, items)
+}
+
+/// Parses a whole document, feeding its items to `sink`.
+fn parse_whole(src: &Source, sink: &mut ItemSink<'_>) -> Result<HeaderFile, CliError> {
+    let file: InputFile = src.parse_strict(unknown_input_key)?;
+    for it in file.items.unwrap_or_default() {
+        sink.push(it)?;
+    }
+    Ok(HeaderFile {
+        budget: file.budget,
+        policy: file.policy,
+    })
+}
+
+/// Parses a TOML file split at its `[[items]]` headers: the rest as one
+/// document, each item chunk on its own (memory near the file size).
+fn parse_toml_split(
+    src: &Source,
+    split: &crate::toml_split::Split,
+    sink: &mut ItemSink<'_>,
+) -> Result<HeaderFile, CliError> {
+    let (rest_text, map) = crate::toml_split::RestMap::build(&src.text, &split.rest);
+    let mut ignored: Vec<Vec<Seg>> = Vec::new();
+    let rest: InputFile = {
+        let de = toml::de::Deserializer::parse(&rest_text)
+            .map_err(|e| src.toml_error_at(&e, true, |at| map.to_file(at), None))?;
+        serde_ignored::deserialize(de, |p| ignored.push(segments(&p)))
+            .map_err(|e| src.toml_error_at(&e, false, |at| map.to_file(at), None))?
+    };
+    if let Some(path) = ignored.first() {
+        let mut e = unknown_input_key(path);
+        e.message = format!("{}: {}", src.name, e.message);
+        return Err(e);
+    }
+    drop(rest_text);
+    if rest.items.is_some() && !split.items.is_empty() {
+        return Err(CliError::input(format!(
+            "{}: `items` is given both as a key and as [[items]] tables",
+            src.name
+        )));
+    }
+    for it in rest.items.unwrap_or_default() {
+        sink.push(it)?;
+    }
+    for range in &split.items {
+        let index = sink.next_index();
+        let text = src.text.get(range.clone()).unwrap_or_default();
+        let chunk: ItemChunk = src.parse_part(
+            text,
+            range.start,
+            |path| {
+                // The chunk holds one item: `items[0]` is `items[index]`.
+                let mut path = path.to_vec();
+                if let Some(Seg::Index(i)) = path.get_mut(1) {
+                    *i = index;
+                }
+                unknown_input_key(&path)
+            },
+            false,
+        )?;
+        for it in chunk.items {
+            sink.push(it)?;
+        }
+    }
+    Ok(HeaderFile {
+        budget: rest.budget,
+        policy: rest.policy,
+    })
+}
+
+/// Reads JSON Lines items from `reader` (one JSON object per line; blank
+/// lines skipped; a byte-order mark at the start skipped), with the budget
+/// and policy from `--header FILE` and the flags.
+pub(crate) fn prepare_jsonl(
+    name: &str,
+    reader: impl BufRead,
+    settings: &RunSettings,
+    counter: Option<(&dyn TokenCounter, &str)>,
+) -> Result<Prepared, CliError> {
+    let (header, origin_table) = match &settings.header {
+        Some(path) => {
+            let format = match format_from_extension(path) {
+                Some(Format::Json) => Format::Json,
+                _ => Format::Toml,
+            };
+            let src = Source::read(path, Some(format), "header file")?;
+            let h: HeaderFile = src.parse_strict(unknown_input_key)?;
+            (h, PolicyOrigin::Table(path.clone()))
+        }
+        None => (HeaderFile::default(), PolicyOrigin::Table(name.to_string())),
+    };
+    let mut sink = ItemSink::new(name, counter);
+    let line_src = Source {
+        name: name.to_string(),
+        text: String::new(),
+        format: Format::Json,
+    };
+    let mut line = String::new();
+    let mut reader = reader;
+    let mut number = 0usize;
+    loop {
+        line.clear();
+        let n = reader
+            .read_line(&mut line)
+            .map_err(|e| CliError::input(format!("cannot read {name}: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        number += 1;
+        let mut text = line.as_str();
+        if number == 1 {
+            text = text.strip_prefix(BOM).unwrap_or(text);
+        }
+        if text.trim().is_empty() {
+            continue;
+        }
+        let index = sink.next_index();
+        let item: InputItem = parse_jsonl_line(&line_src, text, number, index)?;
+        sink.push(item)?;
+    }
+    finish(name, header, origin_table, settings, sink)
+}
+
+/// One JSON Lines line as an item; errors say `name:LINE:COL`.
+fn parse_jsonl_line(
+    src: &Source,
+    text: &str,
+    number: usize,
+    index: usize,
+) -> Result<InputItem, CliError> {
+    let relocate = |e: &serde_json::Error| {
+        use serde_json::error::Category;
+        let full = e.to_string();
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        let msg = one_line(full.strip_suffix(&suffix).unwrap_or(&full));
+        let what = match e.classify() {
+            Category::Syntax | Category::Eof => "invalid JSON: ",
+            Category::Data | Category::Io => "",
+        };
+        CliError::input(format!(
+            "{}:{number}:{}: items[{index}]: {what}{msg}",
+            src.name,
+            e.column()
+        ))
+    };
+    crate::json_check::check(text).map_err(|e| relocate(&e))?;
+    let mut ignored: Vec<Vec<Seg>> = Vec::new();
+    let mut de = serde_json::Deserializer::from_str(text);
+    let item: InputItem = serde_ignored::deserialize(&mut de, |p| ignored.push(segments(&p)))
+        .map_err(|e| relocate(&e))?;
+    de.end().map_err(|e| relocate(&e))?;
+    if let Some(path) = ignored.first() {
+        let mut full = vec![Seg::Key("items".into()), Seg::Index(index)];
+        full.extend(path.iter().cloned());
+        let mut e = unknown_input_key(&full);
+        e.message = format!("{}:{number}: {}", src.name, e.message);
+        return Err(e);
+    }
+    Ok(item)
+}
+
+/// The policy and budget of a run, with its items.
+fn finish(
+    name: &str,
+    header: HeaderFile,
+    origin_table: PolicyOrigin,
+    settings: &RunSettings,
+    sink: ItemSink<'_>,
+) -> Result<Prepared, CliError> {
     // Policy: --policy > --preset > [policy] > the chat preset.
     let (config, origin) = if let Some(path) = &settings.policy_file {
         (read_policy_file(path)?, PolicyOrigin::File(path.clone()))
-    } else if let Some(name) = &settings.preset {
-        let p = lookup_preset(name)?;
+    } else if let Some(preset) = &settings.preset {
+        let p = lookup_preset(preset)?;
         (p.config, PolicyOrigin::Preset(p.name.to_string()))
-    } else if let Some(cfg) = file.policy {
+    } else if let Some(cfg) = header.policy {
+        let at = match &origin_table {
+            PolicyOrigin::Table(f) => f.clone(),
+            _ => name.to_string(),
+        };
         cfg.check_keys().map_err(|e| {
-            CliError::input(format!(
-                "{}: invalid [policy]: {}",
-                src.name,
-                config_message(&e)
-            ))
+            CliError::input(format!("{at}: invalid [policy]: {}", config_message(&e)))
         })?;
-        (cfg, PolicyOrigin::Table(src.name.clone()))
+        (cfg, origin_table)
     } else {
         (lookup_preset("chat")?.config, PolicyOrigin::DefaultPreset)
     };
     let policy = build_policy(&config, &origin)?;
 
-    let budget = build_budget(file.budget.unwrap_or_default(), settings)?;
-    let (items, counted) = build_items(src, file.items, counter)?;
+    let budget = build_budget(header.budget.unwrap_or_default(), settings)?;
+    let (items, counted) = sink.finish()?;
     Ok(Prepared {
         items,
         budget,
@@ -604,39 +895,54 @@ fn build_budget(b: BudgetInput, s: &RunSettings) -> Result<ContextBudget, CliErr
     })
 }
 
-fn build_items(
-    src: &Source,
-    raw: Vec<InputItem>,
-    counter: Option<(&dyn TokenCounter, &str)>,
-) -> Result<(Vec<ContextItem>, Counted), CliError> {
-    let missing: Vec<usize> = raw
-        .iter()
-        .enumerate()
-        .filter(|(_, it)| it.tokens.is_none())
-        .map(|(i, _)| i)
-        .collect();
-    if counter.is_none()
-        && let Some(&first) = missing.first()
-    {
-        let more = match missing.len() - 1 {
-            0 => String::new(),
-            1 => " (and 1 more item)".to_string(),
-            n => format!(" (and {n} more items)"),
-        };
-        return Err(CliError::input(format!(
-            "{}: items[{first}] has no `tokens`{more}",
-            src.name
-        ))
-        .hint("give every item a `tokens` count, or pass --count-tokens cl100k_base (or another encoding) to count them"));
+/// Turns parsed items into [`ContextItem`]s as they arrive, so no second
+/// copy of all items is held.
+struct ItemSink<'c> {
+    name: String,
+    counter: Option<(&'c dyn TokenCounter, &'c str)>,
+    items: Vec<ContextItem>,
+    /// Items seen so far (built or not).
+    seen: usize,
+    /// First item without `tokens`, and how many there are.
+    missing: Option<(usize, usize)>,
+}
+
+impl<'c> ItemSink<'c> {
+    fn new(name: &str, counter: Option<(&'c dyn TokenCounter, &'c str)>) -> Self {
+        Self {
+            name: name.to_string(),
+            counter,
+            items: Vec::new(),
+            seen: 0,
+            missing: None,
+        }
     }
-    let mut items = Vec::with_capacity(raw.len());
-    for (i, it) in raw.into_iter().enumerate() {
-        let tokens = match (it.tokens, counter) {
+
+    /// The index the next item will have.
+    fn next_index(&self) -> usize {
+        self.seen
+    }
+
+    fn push(&mut self, it: InputItem) -> Result<(), CliError> {
+        let i = self.seen;
+        self.seen += 1;
+        let tokens = match (it.tokens, self.counter) {
             (Some(t), _) => t,
-            (None, Some((c, _))) => c.count_tokens(&it.content),
-            // Unreachable: checked above; kept total rather than panicking.
-            (None, None) => 0,
+            (None, Some((c, _))) => {
+                let (first, n) = self.missing.unwrap_or((i, 0));
+                self.missing = Some((first, n + 1));
+                c.count_tokens(&it.content)
+            }
+            (None, None) => {
+                let (first, n) = self.missing.unwrap_or((i, 0));
+                self.missing = Some((first, n + 1));
+                return Ok(());
+            }
         };
+        if self.counter.is_none() && self.missing.is_some() {
+            // Already failing (reported in `finish`): only count the rest.
+            return Ok(());
+        }
         let item = ContextItem::builder(it.content, tokens)
             .kind(it.kind.unwrap_or_default())
             .source(it.source.unwrap_or_default())
@@ -649,13 +955,29 @@ fn build_items(
             .original_tokens_opt(it.original_tokens)
             .group_opt(it.group)
             .build()
-            .map_err(|e| CliError::input(format!("{}: items[{i}]: {e}", src.name)))?;
-        items.push(item);
+            .map_err(|e| CliError::input(format!("{}: items[{i}]: {e}", self.name)))?;
+        self.items.push(item);
+        Ok(())
     }
-    let counted = counter
-        .filter(|_| !missing.is_empty())
-        .map(|(_, name)| (name.to_string(), missing.len()));
-    Ok((items, counted))
+
+    fn finish(self) -> Result<(Vec<ContextItem>, Counted), CliError> {
+        match (self.missing, self.counter) {
+            (Some((first, n)), None) => {
+                let more = match n - 1 {
+                    0 => String::new(),
+                    1 => " (and 1 more item)".to_string(),
+                    n => format!(" (and {n} more items)"),
+                };
+                Err(CliError::input(format!(
+                    "{}: items[{first}] has no `tokens`{more}",
+                    self.name
+                ))
+                .hint("give every item a `tokens` count, or pass --count-tokens cl100k_base (or another encoding) to count them"))
+            }
+            (Some((_, n)), Some((_, enc))) => Ok((self.items, Some((enc.to_string(), n)))),
+            (None, _) => Ok((self.items, None)),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -348,6 +348,7 @@ mod tests {
                     output_reserve: None,
                     input_format: None,
                     count_tokens: None,
+                    header: None,
                 },
             },
             item,

@@ -3,7 +3,7 @@
 //! Everything is laid out for an 80-column terminal: long contents are cut
 //! with `…`, long lists wrap. Widths count characters (not display cells).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use cupel_core::{ContextItem, ExclusionReason, SelectionReport};
@@ -269,29 +269,36 @@ pub(crate) fn budget_line(p: &Prepared) -> String {
 /// entry: report items are clones of the input items, and a [`ContextItem`]
 /// clone shares its allocation ([`ContextItem::ptr_eq`]), so equal contents at
 /// two positions stay apart.
+///
+/// Built once in O(N); every lookup is one hash probe (issue 18: the old
+/// per-lookup scan of equal contents made N identical items quadratic).
 struct Indexer<'a> {
     items: &'a [ContextItem],
+    /// [`ContextItem::ptr_id`] -> first input position with that allocation.
+    by_ptr: HashMap<usize, usize>,
     by_content: HashMap<&'a str, Vec<usize>>,
 }
 
 impl<'a> Indexer<'a> {
     fn new(items: &'a [ContextItem]) -> Self {
         let mut by_content: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut by_ptr: HashMap<usize, usize> = HashMap::with_capacity(items.len());
         for (i, it) in items.iter().enumerate() {
             by_content.entry(it.content()).or_default().push(i);
+            by_ptr.entry(it.ptr_id()).or_insert(i);
         }
-        Self { items, by_content }
+        Self {
+            items,
+            by_ptr,
+            by_content,
+        }
     }
 
     fn index_of(&self, item: &ContextItem) -> Option<usize> {
-        self.with_content(item.content())
-            .iter()
+        self.by_ptr
+            .get(&item.ptr_id())
             .copied()
-            .find(|&i| self.items.get(i).is_some_and(|x| x.ptr_eq(item)))
-    }
-
-    fn with_content(&self, content: &str) -> &[usize] {
-        self.by_content.get(content).map_or(&[], Vec::as_slice)
+            .filter(|&i| self.items.get(i).is_some_and(|x| x.ptr_eq(item)))
     }
 }
 
@@ -466,12 +473,32 @@ pub(crate) const EXPLAIN_CAPTION: &str =
 /// status, score, tokens, kind, reason and content.
 pub(crate) fn explain_table(p: &Prepared, report: &SelectionReport) -> String {
     let ix = Indexer::new(&p.items);
-    let dedup_losers: Vec<usize> = report
+    let dedup_losers: HashSet<usize> = report
         .excluded
         .iter()
         .filter(|e| matches!(e.reason, ExclusionReason::Deduplicated { .. }))
         .filter_map(|e| ix.index_of(&e.item))
         .collect();
+    // Per content, built once: the first two positions that did not lose to
+    // deduplication (a duplicate names the first one that is not itself),
+    // and the first pinned position.
+    let mut kept_by_content: HashMap<&str, (usize, Option<usize>)> = HashMap::new();
+    let mut pinned_by_content: HashMap<&str, usize> = HashMap::new();
+    for (content, positions) in &ix.by_content {
+        let mut keepers = positions
+            .iter()
+            .copied()
+            .filter(|k| !dedup_losers.contains(k));
+        if let Some(first) = keepers.next() {
+            kept_by_content.insert(content, (first, keepers.next()));
+        }
+        if let Some(&k) = positions
+            .iter()
+            .find(|&&k| ix.items.get(k).is_some_and(ContextItem::pinned))
+        {
+            pinned_by_content.insert(content, k);
+        }
+    }
     struct Row<'r> {
         cells: [String; 5],
         reason: String,
@@ -504,18 +531,12 @@ pub(crate) fn explain_table(p: &Prepared, report: &SelectionReport) -> String {
             ],
             reason: exclusion_text(
                 &exc.reason,
-                |c| {
-                    ix.with_content(c)
-                        .iter()
-                        .copied()
-                        .find(|k| Some(*k) != i && !dedup_losers.contains(k))
+                |c| match kept_by_content.get(c) {
+                    Some(&(first, second)) if Some(first) == i => second,
+                    Some(&(first, _)) => Some(first),
+                    None => None,
                 },
-                |c| {
-                    ix.with_content(c)
-                        .iter()
-                        .copied()
-                        .find(|&k| ix.items.get(k).is_some_and(ContextItem::pinned))
-                },
+                |c| pinned_by_content.get(c).copied(),
             ),
             item: &exc.item,
         });
@@ -658,7 +679,7 @@ pub(crate) fn totals(p: &Prepared, report: &SelectionReport) -> String {
 /// A letter per kind: its initial if free, else the lowercase initial, else
 /// another letter of its name, else a digit.
 pub(crate) fn assign_letters(kinds: &[String]) -> Vec<char> {
-    let mut used: Vec<char> = vec!['.', '~'];
+    let mut used: HashSet<char> = HashSet::from(['.', '~']);
     let mut out = Vec::with_capacity(kinds.len());
     for k in kinds {
         let alnum: Vec<char> = k.chars().filter(char::is_ascii_alphanumeric).collect();
@@ -676,7 +697,7 @@ pub(crate) fn assign_letters(kinds: &[String]) -> Vec<char> {
             .into_iter()
             .find(|c| !used.contains(c))
             .unwrap_or('?');
-        used.push(c);
+        used.insert(c);
         out.push(c);
     }
     out
@@ -726,12 +747,14 @@ fn bar(p: &Prepared, report: &SelectionReport) -> String {
     // Kinds in order of first appearance in the window.
     let mut kinds: Vec<String> = Vec::new();
     let mut tokens: Vec<i128> = Vec::new();
+    let mut seen: HashMap<&cupel_core::ContextKind, usize> = HashMap::new();
     for inc in &report.included {
         let k = inc.item.kind();
         let t = i128::from(inc.item.tokens()).max(0);
-        match kinds.iter().position(|x| k.eq_str(x)) {
-            Some(i) => tokens[i] += t,
+        match seen.get(k) {
+            Some(&i) => tokens[i] += t,
             None => {
+                seen.insert(k, kinds.len());
                 kinds.push(k.to_string());
                 tokens.push(t);
             }
@@ -968,7 +991,7 @@ mod tests {
         assert_eq!(ix.index_of(&items[0].clone()), Some(0));
         // ...an equal item that is not one of the inputs is not guessed.
         assert_eq!(ix.index_of(&ContextItem::new("same", 1).unwrap()), None);
-        assert_eq!(ix.with_content("same"), [0, 2]);
+        assert_eq!(ix.by_content["same"], [0, 2]);
     }
 
     #[test]

@@ -122,7 +122,8 @@ mod tests {
             candidates: 1,
             capacity: 2,
             cells: 2,
-            limit: 1,
+            keep_bytes: 8,
+            limit: cupel_core::TableLimit::Cells(1),
         };
         assert_eq!(error_matches("table_too_large", &table), Some(true));
         let tokens = CupelError::TokenOverflow {

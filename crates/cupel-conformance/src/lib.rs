@@ -67,4 +67,4 @@ mod run;
 mod stages;
 mod toml_util;
 
-pub use run::{Outcome, Summary, VectorResult, default_dirs, run, run_file};
+pub use run::{Outcome, Summary, VectorResult, default_dirs, run, run_file, run_text_unguarded};

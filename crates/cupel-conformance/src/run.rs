@@ -211,6 +211,24 @@ pub fn run_file(path: &Path) -> VectorResult {
     })
 }
 
+/// Parses and runs a vector from its text **without** catching panics (the
+/// fuzz target's entry point; not a stable API). `Ok(None)`: not a vector
+/// (no `[test]` table); `Ok(Some(()))`: it passed; `Err`: why it failed or
+/// could not be read.
+///
+/// # Errors
+/// The vector's failure message, or why the text is not a readable vector.
+#[doc(hidden)]
+pub fn run_text_unguarded(text: &str) -> Result<Option<()>, String> {
+    let v: Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| format!("invalid TOML: {}", one_line(&e.to_string())))?;
+    if !v.contains_key("test") {
+        return Ok(None);
+    }
+    dispatch(&v).map(Some)
+}
+
 /// Reads and parses a file; `Ok(None)` when it has no `[test]` table.
 fn load(path: &Path) -> Result<Option<Table>, String> {
     let text = fs::read_to_string(path).map_err(|e| format!("cannot read the file: {e}"))?;

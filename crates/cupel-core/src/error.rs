@@ -134,20 +134,40 @@ pub enum CupelError {
         target_tokens: i64,
     },
 
-    /// The knapsack DP table would exceed the configured cell limit.
-    #[error(
-        "knapsack table too large: {candidates} candidates x {capacity} capacity buckets = {cells} cells, \
-         limit is {limit} cells (raise the bucket size or the limit, or lower the budget)"
-    )]
+    /// The knapsack keep table would exceed its guard: by default
+    /// [`DEFAULT_MAX_TABLE_BYTES`](crate::DEFAULT_MAX_TABLE_BYTES) bytes of
+    /// keep table, optionally also a cell count (see [`TableLimit`]).
+    ///
+    /// The numbers are exact (`u128`): nothing saturates, so the message never
+    /// compares a clamped value with itself.
+    #[error("{}", table_too_large(*.candidates, *.capacity, *.cells, *.keep_bytes, *.limit))]
     TableTooLarge {
         /// Number of non-zero-token candidates.
         candidates: usize,
         /// Discretised capacity plus one (the DP row length).
         capacity: u64,
         /// `candidates * capacity`.
-        cells: u64,
-        /// The configured guard.
-        limit: u64,
+        cells: u128,
+        /// Bytes the keep table would take: `candidates * ceil(capacity / 64) * 8`.
+        keep_bytes: u128,
+        /// The guard that was exceeded.
+        limit: TableLimit,
+    },
+
+    /// A score was NaN or infinite (the one rule for non-finite scores: they
+    /// are errors). The pipeline checks the scorer's output before any later
+    /// stage sees it; slicers check the scores they are given.
+    #[error(
+        "{scorer} gave a non-finite score ({score}) to item {index}: scores must be finite numbers"
+    )]
+    NonFiniteScore {
+        /// Who produced the score (`Scorer::name`, or the slicer that was given it).
+        scorer: String,
+        /// The item's index: into the pipeline's input items, or into the
+        /// slice the slicer was given.
+        index: usize,
+        /// The offending value (NaN, `inf` or `-inf`).
+        score: f64,
     },
 
     /// A count quota could not be met and the slicer was told to fail
@@ -283,6 +303,41 @@ fn millis(d: &TimeDelta) -> String {
     } else {
         format!("{sign}{whole}.{nanos:06} ms")
     }
+}
+
+/// Default knapsack keep-table guard: 64 MiB of keep table (one bit per cell,
+/// rows padded to whole 64-bit words), i.e. about 536 million cells.
+pub const DEFAULT_MAX_TABLE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The guard a [`CupelError::TableTooLarge`] exceeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableLimit {
+    /// The keep table would take more than this many bytes (`max_table_bytes`).
+    Bytes(u64),
+    /// The keep table would have more than this many cells (`max_table_cells`).
+    Cells(u64),
+}
+
+fn table_too_large(
+    candidates: usize,
+    capacity: u64,
+    cells: u128,
+    keep_bytes: u128,
+    limit: TableLimit,
+) -> String {
+    let over = match limit {
+        TableLimit::Bytes(b) => format!("more than the max_table_bytes guard of {b} bytes"),
+        TableLimit::Cells(c) => format!("more than the max_table_cells guard of {c} cells"),
+    };
+    let raise = match limit {
+        TableLimit::Bytes(_) => "max_table_bytes",
+        TableLimit::Cells(_) => "max_table_cells",
+    };
+    format!(
+        "knapsack table too large: {candidates} candidates x {capacity} capacity buckets = \
+         {cells} cells, a keep table of {keep_bytes} bytes, {over}; raise the knapsack \
+         `bucket_size` (fewer buckets), lower `target_tokens`, or raise `{raise}`"
+    )
 }
 
 /// Which side of the `i64` range a [`CupelError::TokenOverflow`] fell off.

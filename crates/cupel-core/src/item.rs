@@ -139,6 +139,23 @@ impl ContextItem {
     pub fn ptr_eq(&self, other: &ContextItem) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
+
+    /// The address of the shared allocation, as a hashable identity: equal
+    /// for clones ([`ptr_eq`](Self::ptr_eq)), different for items alive at
+    /// the same time. Lets a caller map report entries back to input
+    /// positions with one hash lookup each.
+    ///
+    /// ```
+    /// use cupel_core::ContextItem;
+    /// let a = ContextItem::new("same", 1)?;
+    /// let b = ContextItem::new("same", 1)?;
+    /// assert_eq!(a.ptr_id(), a.clone().ptr_id());
+    /// assert_ne!(a.ptr_id(), b.ptr_id());
+    /// # Ok::<(), cupel_core::CupelError>(())
+    /// ```
+    pub fn ptr_id(&self) -> usize {
+        Arc::as_ptr(&self.inner).cast::<()>() as usize
+    }
 }
 
 impl fmt::Debug for ContextItem {

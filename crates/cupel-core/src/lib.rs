@@ -74,7 +74,7 @@ pub use diagnostics::{
     NullTraceCollector, OverflowEvent, PipelineStage, SelectionReport, StageTrace, TraceCollector,
     TraceDetailLevel, TraceEvent,
 };
-pub use error::{CupelError, TokenSign};
+pub use error::{CupelError, DEFAULT_MAX_TABLE_BYTES, TableLimit, TokenSign};
 pub use gate_report::{CompactionPolicyKind, GATE_EVENT, GateDecision, GateReport, NodeReport};
 pub use item::{ContextItem, ContextItemBuilder};
 pub use kind::{ContextKind, ContextSource};
@@ -85,7 +85,7 @@ pub use run_budget::{
 };
 pub use stage::{
     OverflowStrategy, Placer, ScoredItem, Scorer, SliceOutcome, SliceRoom, Slicer, SlicerKind,
-    score_cmp_desc,
+    check_finite_scores, score_cmp_desc,
 };
 pub use time::{FixedTimeProvider, ManualTimeProvider, SystemTimeProvider, TimeProvider};
 pub use timestamp::parse_timestamp;

@@ -93,6 +93,45 @@ pub trait Scorer: Send + Sync {
     fn score_all(&self, items: &[&ContextItem]) -> Vec<f64> {
         (0..items.len()).map(|i| self.score(i, items)).collect()
     }
+
+    /// A short name for messages (the default: the implementing type's
+    /// name without its module path, e.g. `ScaledScorer`).
+    ///
+    /// [`CupelError::NonFiniteScore`](crate::CupelError::NonFiniteScore)
+    /// names the scorer with it.
+    fn name(&self) -> &'static str {
+        short_type_name(std::any::type_name::<Self>())
+    }
+}
+
+/// `a::b::Foo<c::Bar>` -> `Foo`.
+fn short_type_name(full: &'static str) -> &'static str {
+    let base = full.split('<').next().unwrap_or(full);
+    base.rsplit("::").next().unwrap_or(base)
+}
+
+/// Checks that every score is finite (the rule of
+/// [`CupelError::NonFiniteScore`]): a NaN or infinite score fails with that
+/// error, naming `scorer` and the position in `scores`.
+///
+/// ```
+/// use cupel_core::{check_finite_scores, CupelError};
+/// assert!(check_finite_scores(&[0.0, 1.0], "MyScorer").is_ok());
+/// let e = check_finite_scores(&[0.5, f64::INFINITY], "MyScorer").unwrap_err();
+/// assert!(matches!(e, CupelError::NonFiniteScore { index: 1, .. }));
+/// ```
+///
+/// # Errors
+/// [`CupelError::NonFiniteScore`] for the first non-finite score.
+pub fn check_finite_scores(scores: &[f64], scorer: &str) -> Result<(), crate::CupelError> {
+    match scores.iter().position(|s| !s.is_finite()) {
+        Some(index) => Err(crate::CupelError::NonFiniteScore {
+            scorer: scorer.to_string(),
+            index,
+            score: scores[index],
+        }),
+        None => Ok(()),
+    }
 }
 
 macro_rules! forward_scorer {
@@ -103,6 +142,9 @@ macro_rules! forward_scorer {
             }
             fn score_all(&self, items: &[&ContextItem]) -> Vec<f64> {
                 (**self).score_all(items)
+            }
+            fn name(&self) -> &'static str {
+                (**self).name()
             }
         }
     )*};

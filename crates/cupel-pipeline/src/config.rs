@@ -90,6 +90,8 @@ struct RawPolicy {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     max_table_cells: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_table_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     inner_slicer: Option<SlicerType>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     quotas: Vec<QuotaConfig>,
@@ -113,6 +115,7 @@ impl From<RawPolicy> for PolicyConfig {
                 slicer: r.slicer,
                 bucket_size: r.bucket_size,
                 max_table_cells: r.max_table_cells,
+                max_table_bytes: r.max_table_bytes,
                 inner_slicer: r.inner_slicer,
                 quotas: r.quotas,
                 entries: r.entries,
@@ -132,6 +135,7 @@ impl From<PolicyConfig> for RawPolicy {
             slicer: c.slicer.slicer,
             bucket_size: c.slicer.bucket_size,
             max_table_cells: c.slicer.max_table_cells,
+            max_table_bytes: c.slicer.max_table_bytes,
             inner_slicer: c.slicer.inner_slicer,
             quotas: c.slicer.quotas,
             entries: c.slicer.entries,
@@ -225,9 +229,13 @@ pub struct SlicerConfig {
     /// Knapsack bucket size (`knapsack`, `count_constrained_knapsack`; default 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bucket_size: Option<i64>,
-    /// Knapsack table-size guard in cells (default 50,000,000).
+    /// Optional second knapsack guard, in keep-table cells (default: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_table_cells: Option<u64>,
+    /// Knapsack guard in bytes of keep table (default 64 MiB,
+    /// [`DEFAULT_MAX_TABLE_BYTES`](cupel_core::DEFAULT_MAX_TABLE_BYTES)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_table_bytes: Option<u64>,
     /// The slicer a decorator delegates to (`quota`, `count_quota`; default `greedy`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inner_slicer: Option<SlicerType>,
@@ -253,6 +261,7 @@ impl SlicerConfig {
             slicer,
             bucket_size: None,
             max_table_cells: None,
+            max_table_bytes: None,
             inner_slicer: None,
             quotas: Vec::new(),
             entries: Vec::new(),
@@ -325,7 +334,12 @@ pub struct ScorerConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub case_insensitive_tags: Option<bool>,
     /// `composite`: the children (also accepted as `scorers`).
-    #[serde(default, alias = "scorers", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "scorers",
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "nested_children"
+    )]
     pub children: Option<Vec<ScorerConfig>>,
     /// `scaled`: the inner scorer, by name or as a full scorer table.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -418,6 +432,7 @@ pub enum InnerScorer {
 // keys of an inline table from the strict parser.
 impl<'de> Deserialize<'de> for InnerScorer {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let _level = NestingGuard::enter()?;
         struct V;
         impl<'de> serde::de::Visitor<'de> for V {
             type Value = InnerScorer;
@@ -437,6 +452,76 @@ impl<'de> Deserialize<'de> for InnerScorer {
         }
         d.deserialize_any(V)
     }
+}
+
+/// How deep scorers may nest: a top-level scorer is level 1, each
+/// `children` / `inner_scorer` hop adds one. Deeper configurations are
+/// rejected while they are read (serde) and by [`PolicyConfig::check_keys`]
+/// and the `build` methods, with [`CupelError::PipelineConfig`]; the check
+/// costs time linear in the number of scorers, and nothing recurses deeper
+/// than this limit (spec H-2).
+pub const MAX_SCORER_DEPTH: usize = 64;
+
+std::thread_local! {
+    /// `children` / `inner_scorer` hops entered by the deserializer on this thread.
+    static NESTING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// One `children` / `inner_scorer` hop being deserialized; refuses to go
+/// deeper than [`MAX_SCORER_DEPTH`] before serde recurses any further.
+struct NestingGuard;
+
+impl NestingGuard {
+    fn enter<E: serde::de::Error>() -> Result<Self, E> {
+        let hops = NESTING.with(|n| {
+            let hops = n.get() + 1;
+            n.set(hops);
+            hops
+        });
+        let guard = NestingGuard; // undoes the increment on every path
+        if hops >= MAX_SCORER_DEPTH {
+            return Err(E::custom(too_deep()));
+        }
+        Ok(guard)
+    }
+}
+
+impl Drop for NestingGuard {
+    fn drop(&mut self) {
+        NESTING.with(|n| n.set(n.get().saturating_sub(1)));
+    }
+}
+
+fn too_deep() -> String {
+    format!(
+        "scorers nest more than {MAX_SCORER_DEPTH} levels deep (`children` / `inner_scorer`); \
+         the limit is {MAX_SCORER_DEPTH}"
+    )
+}
+
+fn nested_children<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<ScorerConfig>>, D::Error> {
+    let _level = NestingGuard::enter()?;
+    Option::<Vec<ScorerConfig>>::deserialize(d)
+}
+
+/// Checks [`MAX_SCORER_DEPTH`] without recursion: each scorer is visited at
+/// most once, and the walk stops at the first one too deep.
+fn check_depth<'a>(roots: impl IntoIterator<Item = &'a ScorerConfig>) -> Result<(), CupelError> {
+    let mut stack: Vec<(&ScorerConfig, usize)> = roots.into_iter().map(|s| (s, 1)).collect();
+    while let Some((s, depth)) = stack.pop() {
+        if depth > MAX_SCORER_DEPTH {
+            return Err(CupelError::PipelineConfig(too_deep()));
+        }
+        if let Some(children) = &s.children {
+            stack.extend(children.iter().map(|c| (c, depth + 1)));
+        }
+        if let Some(InnerScorer::Config(inner)) = &s.inner_scorer {
+            stack.push((inner, depth + 1));
+        }
+    }
+    Ok(())
 }
 
 /// A decay curve.
@@ -475,6 +560,8 @@ impl PolicyConfig {
     /// # Errors
     /// [`CupelError::PipelineConfig`] with the TOML error (line and column) or the offending key.
     pub fn from_toml_str(s: &str) -> Result<Self, CupelError> {
+        // A UTF-8 byte-order mark is skipped, in TOML and JSON alike (spec H-4).
+        let s = s.strip_prefix('\u{feff}').unwrap_or(s);
         let de = toml::de::Deserializer::parse(s)
             .map_err(|e| CupelError::PipelineConfig(format!("invalid TOML: {e}")))?;
         strict(de, |e| format!("invalid policy: {e}"))
@@ -485,6 +572,14 @@ impl PolicyConfig {
     /// # Errors
     /// [`CupelError::PipelineConfig`] with the JSON error or the offending key.
     pub fn from_json_str(s: &str) -> Result<Self, CupelError> {
+        // A byte-order mark is skipped (spec H-4); the document must be an
+        // object, not an array read field by field (spec H-5).
+        let s = s.strip_prefix('\u{feff}').unwrap_or(s);
+        if s.trim_start().chars().next().is_some_and(|c| c != '{') {
+            return Err(CupelError::PipelineConfig(
+                "invalid policy JSON: expected a policy table (a JSON object), not an array or a bare value".into(),
+            ));
+        }
         let mut de = serde_json::Deserializer::from_str(s);
         let cfg = strict(&mut de, |e| format!("invalid policy JSON: {e}"))?;
         de.end()
@@ -497,6 +592,7 @@ impl PolicyConfig {
     /// # Errors
     /// [`CupelError::PipelineConfig`] naming the first misplaced key.
     pub fn check_keys(&self) -> Result<(), CupelError> {
+        check_depth(&self.scorers)?;
         for (i, s) in self.scorers.iter().enumerate() {
             s.check_keys(&format!("scorers[{i}]"))?;
         }
@@ -506,10 +602,11 @@ impl PolicyConfig {
     /// Builds the [`Policy`](crate::Policy).
     ///
     /// # Errors
-    /// [`CupelError::PipelineConfig`] (no scorers) or the component's own
-    /// construction error (e.g. `ScorerConfig`, `SlicerConfig`), prefixed with
-    /// where it sits.
+    /// [`CupelError::PipelineConfig`] (no scorers, or scorers nested deeper
+    /// than [`MAX_SCORER_DEPTH`]) or the component's own construction error
+    /// (e.g. `ScorerConfig`, `SlicerConfig`), prefixed with where it sits.
     pub fn build(&self) -> Result<crate::Policy, CupelError> {
+        check_depth(&self.scorers)?;
         let scorer: Arc<dyn cupel_core::Scorer> = match self.scorers.as_slice() {
             [] => {
                 return Err(CupelError::PipelineConfig(
@@ -555,6 +652,7 @@ impl ScorerConfig {
     /// The scorer's construction error, or [`CupelError::PipelineConfig`] for
     /// a missing required key.
     pub fn build(&self) -> Result<Arc<dyn cupel_core::Scorer>, CupelError> {
+        check_depth([self])?;
         self.build_at(self.kind.as_str())
     }
 
@@ -626,7 +724,7 @@ impl SlicerConfig {
 
     fn check_keys(&self) -> Result<(), CupelError> {
         use SlicerType as T;
-        let present: [(&str, bool, &[SlicerType]); 6] = [
+        let present: [(&str, bool, &[SlicerType]); 7] = [
             (
                 "bucket_size",
                 self.bucket_size.is_some(),
@@ -640,6 +738,16 @@ impl SlicerConfig {
             (
                 "max_table_cells",
                 self.max_table_cells.is_some(),
+                &[
+                    T::Knapsack,
+                    T::CountConstrainedKnapsack,
+                    T::Quota,
+                    T::CountQuota,
+                ],
+            ),
+            (
+                "max_table_bytes",
+                self.max_table_bytes.is_some(),
                 &[
                     T::Knapsack,
                     T::CountConstrainedKnapsack,

@@ -188,6 +188,9 @@ fn knapsack(cfg: &SlicerConfig) -> Result<KnapsackSlice, CupelError> {
     if let Some(cells) = cfg.max_table_cells {
         k = k.with_max_table_cells(cells);
     }
+    if let Some(bytes) = cfg.max_table_bytes {
+        k = k.with_max_table_bytes(bytes);
+    }
     Ok(k)
 }
 
@@ -219,6 +222,7 @@ fn inner(cfg: &SlicerConfig) -> Result<Arc<dyn Slicer>, CupelError> {
     // A knapsack inner slicer inherits the decorator's knapsack keys.
     inner_cfg.bucket_size = cfg.bucket_size;
     inner_cfg.max_table_cells = cfg.max_table_cells;
+    inner_cfg.max_table_bytes = cfg.max_table_bytes;
     slicer(&inner_cfg).map_err(|e| at(e, "inner_slicer"))
 }
 

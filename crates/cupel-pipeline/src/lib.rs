@@ -130,8 +130,9 @@ pub mod samples;
 mod tiktoken;
 
 pub use config::{
-    CountQuotaConfig, CurveConfig, InnerScorer, KindWeightConfig, OverflowName, PolicyConfig,
-    QuotaConfig, ScarcityName, ScorerConfig, SlicerConfig, StepWindowConfig, TagWeightConfig,
+    CountQuotaConfig, CurveConfig, InnerScorer, KindWeightConfig, MAX_SCORER_DEPTH, OverflowName,
+    PolicyConfig, QuotaConfig, ScarcityName, ScorerConfig, SlicerConfig, StepWindowConfig,
+    TagWeightConfig,
 };
 pub use gate::{
     Admitted, BuiltinClassifier, BuiltinCompactor, CompactCodeSpec, CompactionPolicy,

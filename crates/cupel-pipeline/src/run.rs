@@ -141,6 +141,15 @@ fn stages<C: TraceCollector + ?Sized>(
             refs.len()
         )));
     }
+    // The one rule for non-finite scores (spec H-1): an error naming the
+    // scorer and the item, before any later stage sees the score.
+    if let Some(p) = scores.iter().position(|s| !s.is_finite()) {
+        return Err(CupelError::NonFiniteScore {
+            scorer: policy.scorer.name().to_string(),
+            index: scoreable[p],
+            score: scores[p],
+        });
+    }
     finish(
         collector,
         timer,

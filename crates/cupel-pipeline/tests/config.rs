@@ -337,3 +337,131 @@ fn use_default_weights_wins_over_an_empty_weight_list() {
     assert_eq!(score("[[scorers]]\ntype = \"kind\"\nweights = []\n"), 0.0);
     assert_eq!(score("[[scorers]]\ntype = \"kind\"\n"), 0.8);
 }
+
+/// `depth` scaled scorers, each wrapping the next, around a priority scorer.
+fn nested_scaled(depth: usize) -> cupel_pipeline::ScorerConfig {
+    use cupel_pipeline::{InnerScorer, ScorerConfig};
+    let mut s = ScorerConfig::new(ScorerType::Priority);
+    for _ in 1..depth {
+        let mut outer = ScorerConfig::new(ScorerType::Scaled);
+        outer.inner_scorer = Some(InnerScorer::Config(Box::new(s)));
+        s = outer;
+    }
+    s
+}
+
+#[test]
+fn scorer_nesting_has_a_documented_depth_limit() {
+    // Issue 18 (4): ~6,000 levels overflowed the stack in build(), with
+    // memory quadratic in the depth. Now: MAX_SCORER_DEPTH levels build,
+    // one more is a clear error, and a very deep config fails fast.
+    use cupel_pipeline::MAX_SCORER_DEPTH;
+    let mut cfg = PolicyConfig::from_toml_str("scorers = [{ type = \"priority\" }]").unwrap();
+    cfg.scorers = vec![nested_scaled(MAX_SCORER_DEPTH)];
+    assert!(cfg.build().is_ok());
+    cfg.scorers = vec![nested_scaled(MAX_SCORER_DEPTH + 1)];
+    let err = cfg.build().unwrap_err();
+    assert!(
+        matches!(&err, CupelError::PipelineConfig(m) if m.contains("more than 64 levels")),
+        "{err}"
+    );
+    assert!(cfg.check_keys().is_err());
+    // 20,000 levels: rejected without recursing (a stack overflow would abort).
+    let deep = nested_scaled(20_000);
+    assert!(deep.build().is_err());
+    cfg.scorers = vec![deep];
+    assert!(cfg.build().is_err());
+    // Drop without recursion: let the nested boxes go level by level.
+    let mut s = cfg.scorers.pop();
+    while let Some(mut c) = s {
+        s = match c.inner_scorer.take() {
+            Some(cupel_pipeline::InnerScorer::Config(b)) => Some(*b),
+            _ => None,
+        };
+    }
+}
+
+#[test]
+fn deeply_nested_text_is_rejected_while_it_is_read() {
+    // 66 levels of TOML (the TOML parser has its own recursion limit a
+    // little above that).
+    let mut key = String::from("scorers = [{ type = \"scaled\", ");
+    for _ in 0..65 {
+        key.push_str("inner_scorer.");
+    }
+    key.push_str("type = \"priority\" }]");
+    let err = PolicyConfig::from_toml_str(&key).unwrap_err();
+    assert!(err.to_string().contains("more than 64 levels"), "{err}");
+    // JSON, 62 scaled levels around a composite of 4 levels (children count too).
+    let mut json = String::from(r#"{"scorers": ["#);
+    for _ in 0..62 {
+        json.push_str(r#"{"type": "scaled", "inner_scorer": "#);
+    }
+    for _ in 0..3 {
+        json.push_str(r#"{"type": "composite", "children": ["#);
+    }
+    json.push_str(r#"{"type": "priority"}"#);
+    json.push_str(&"]}".repeat(3));
+    json.push_str(&"}".repeat(62));
+    json.push_str("]}");
+    let err = PolicyConfig::from_json_str(&json).unwrap_err();
+    assert!(err.to_string().contains("more than 64 levels"), "{err}");
+}
+
+#[test]
+fn non_finite_scores_fail_the_run_naming_scorer_and_item() {
+    // Issue 18 (7): one rule for NaN and ±inf from a custom scorer.
+    struct Bad(f64);
+    impl Scorer for Bad {
+        fn score(&self, index: usize, _: &[&ContextItem]) -> f64 {
+            if index == 1 { self.0 } else { 0.5 }
+        }
+    }
+    let items = vec![
+        ContextItem::new("a", 10).unwrap(),
+        ContextItem::new("b", 10).unwrap(),
+        ContextItem::new("c", 10).unwrap(),
+    ];
+    let budget = ContextBudget::new(1000, 500).unwrap();
+    for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        for wrap in [false, true] {
+            let mut b = cupel_pipeline::Policy::builder();
+            b = if wrap {
+                b.scorer(cupel_scorers::ScaledScorer::wrap(Bad(bad)))
+            } else {
+                b.scorer(Bad(bad))
+            };
+            for slicer in ["greedy", "knapsack"] {
+                let b = if slicer == "knapsack" {
+                    b.clone().slicer(cupel_slicers::KnapsackSlice::default())
+                } else {
+                    b.clone().slicer(cupel_slicers::GreedySlice::new())
+                };
+                let policy = b
+                    .placer(cupel_placers::ChronologicalPlacer)
+                    .build()
+                    .unwrap();
+                let p = Pipeline::new(policy, budget.clone());
+                let err = p.run(&items).unwrap_err();
+                let name = if wrap { "ScaledScorer" } else { "Bad" };
+                assert!(
+                    matches!(&err, CupelError::NonFiniteScore { scorer, index: 1, .. } if scorer == name),
+                    "{err}"
+                );
+                assert!(err.to_string().contains("item 1"), "{err}");
+                assert!(p.dry_run(&items).is_err());
+            }
+        }
+    }
+}
+
+#[test]
+fn a_bom_is_skipped_and_json_policies_are_objects() {
+    // Issue 18 (5): one rule for TOML and JSON.
+    let toml = PolicyConfig::from_toml_str("\u{feff}scorers = [{ type = \"priority\" }]").unwrap();
+    let json =
+        PolicyConfig::from_json_str("\u{feff}{\"scorers\": [{\"type\": \"priority\"}]}").unwrap();
+    assert_eq!(toml, json);
+    let err = PolicyConfig::from_json_str("[[{\"type\": \"priority\"}]]").unwrap_err();
+    assert!(err.to_string().contains("a JSON object"), "{err}");
+}

@@ -13,9 +13,13 @@ use cupel_core::{ContextItem, Scorer};
 /// or there are no items, the score is exactly 0.5 — "no information".
 ///
 /// Like the specification's reference algorithm, `min` and `max` are found with
-/// `<` and `>` comparisons starting from `+inf` and `-inf`, so NaN inner scores
-/// are skipped when finding the range (and an item whose own inner score is
-/// NaN scores NaN).
+/// `<` and `>` comparisons starting from `+inf` and `-inf`, but over the
+/// **finite** inner scores only: a non-finite inner score (NaN, `+inf`,
+/// `-inf`) keeps its value on its own item and never enters the range, so one
+/// `+inf` from a custom scorer cannot turn every other item's score into 0 or
+/// NaN. The pipeline then rejects the non-finite score with
+/// [`CupelError::NonFiniteScore`](cupel_core::CupelError::NonFiniteScore)
+/// naming the item (spec H-1).
 ///
 /// # Performance
 /// [`score`](Scorer::score) is the reference algorithm: it runs the inner
@@ -75,7 +79,7 @@ impl fmt::Debug for ScaledScorer {
 fn min_max(scores: impl IntoIterator<Item = f64>) -> (f64, f64) {
     let mut min = f64::INFINITY;
     let mut max = f64::NEG_INFINITY;
-    for s in scores {
+    for s in scores.into_iter().filter(|s| s.is_finite()) {
         if s < min {
             min = s;
         }
@@ -117,6 +121,9 @@ impl Scorer for ScaledScorer {
             }
             s
         }));
+        if !raw.is_finite() {
+            return raw;
+        }
         if max == min {
             return Self::DEGENERATE_SCORE;
         }
@@ -126,11 +133,18 @@ impl Scorer for ScaledScorer {
     fn score_all(&self, items: &[&ContextItem]) -> Vec<f64> {
         let raw = checked_score_all(&*self.inner, items);
         let (min, max) = min_max(raw.iter().copied());
-        if max == min {
-            return vec![Self::DEGENERATE_SCORE; raw.len()];
-        }
         let range = max - min;
-        raw.into_iter().map(|s| (s - min) / range).collect()
+        raw.into_iter()
+            .map(|s| {
+                if !s.is_finite() {
+                    s
+                } else if max == min {
+                    Self::DEGENERATE_SCORE
+                } else {
+                    (s - min) / range
+                }
+            })
+            .collect()
     }
 }
 
@@ -269,6 +283,23 @@ mod tests {
         assert_eq!(s[0], 0.0);
         assert!(s[1].is_nan());
         assert_eq!(s[2], 1.0);
+    }
+
+    #[test]
+    fn one_infinite_inner_score_stays_on_its_item() {
+        // Issue 18 (7): +inf used to become the max, sending every finite
+        // item to 0 and itself to NaN. Now the range is 0.2..0.6 and +inf
+        // stays +inf on item 1 only (the pipeline then rejects it by name).
+        for bad in [f64::INFINITY, f64::NEG_INFINITY] {
+            let s = both(&table(&[0.2, bad, 0.6]), &items(3));
+            assert_eq!(s[0], 0.0);
+            assert_eq!(s[1], bad);
+            assert_eq!(s[2], 1.0);
+        }
+        // One finite score and one +inf: the finite one is degenerate 0.5.
+        let s = both(&table(&[0.3, f64::INFINITY]), &items(2));
+        assert_eq!(s[0], 0.5);
+        assert_eq!(s[1], f64::INFINITY);
     }
 
     #[test]

@@ -129,7 +129,9 @@ impl Slicer for CountConstrainedKnapsackSlice {
 mod tests {
     use super::*;
     use crate::test_util::{item_kind, scored};
-    use cupel_core::{CapExclusion, ContextItem, ContextKind, CountRequirementShortfall};
+    use cupel_core::{
+        CapExclusion, ContextItem, ContextKind, CountRequirementShortfall, TableLimit,
+    };
 
     fn kind(s: &str) -> ContextKind {
         ContextKind::new(s).unwrap()
@@ -422,7 +424,8 @@ mod tests {
                 candidates: 2,
                 capacity: 1001,
                 cells: 2002,
-                limit: 100
+                keep_bytes: 2 * 16 * 8,
+                limit: TableLimit::Cells(100)
             }
         );
     }

@@ -168,6 +168,7 @@ impl CountPolicy {
         items: &[ScoredItem<'_>],
         budget: SliceBudget,
     ) -> Result<SliceOutcome, CupelError> {
+        crate::inner::check_scores(slicer, items)?;
         if items.is_empty() || budget.target_tokens <= 0 {
             return Ok(SliceOutcome::default());
         }
@@ -762,8 +763,8 @@ mod tests {
 
     #[test]
     fn phase_one_sorts_each_kind_by_score_with_index_ties() {
-        // tool candidates in input order: t0 0.5, t1 0.9, t2 0.5, t3 NaN.
-        // Sorted: t1 (0.9), t0 (0.5, idx 0), t2 (0.5, idx 2), t3 (NaN last).
+        // tool candidates in input order: t0 0.5, t1 0.9, t2 0.5, t3 0.0.
+        // Sorted: t1 (0.9), t0 (0.5, idx 0), t2 (0.5, idx 2), t3 (0.0 last).
         // require 3 -> commits 1, 0, 2.
         let s = cq(vec![entry("tool", 3, 3)], ScarcityBehavior::Degrade);
         let items = [
@@ -774,11 +775,11 @@ mod tests {
         ];
         let out = s
             .slice(
-                &scored(&items, &[0.5, 0.9, 0.5, f64::NAN]),
+                &scored(&items, &[0.5, 0.9, 0.5, 0.0]),
                 SliceBudget::new(100, 100),
             )
             .unwrap();
-        // Greedy gets [t3] (NaN density, fits 70) -> capped (3 >= 3).
+        // Greedy gets [t3] (fits 70) -> capped (3 >= 3).
         assert_eq!(out.selected, vec![1, 0, 2]);
         assert_eq!(
             out.cap_exclusions,

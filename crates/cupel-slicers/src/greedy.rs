@@ -30,8 +30,9 @@ use cupel_core::{CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer, Slic
 /// * **Negative token counts** never reach a slicer in the pipeline (Classify
 ///   excludes them). Given one directly, `GreedySlice` leaves it out: taking it
 ///   would *raise* the remaining budget.
-/// * **NaN scores** give NaN densities, which sort after every real density;
-///   such an item is still taken if it fits when its turn comes.
+/// * **Non-finite scores** (NaN, `±inf`) are errors
+///   ([`CupelError::NonFiniteScore`]), as in every slicer and in the pipeline
+///   (spec H-1).
 /// * Only `target_tokens` is consulted; `max_tokens` plays no part (as written
 ///   in the specification).
 ///
@@ -100,6 +101,7 @@ impl Slicer for GreedySlice {
         items: &[ScoredItem<'_>],
         budget: SliceBudget,
     ) -> Result<SliceOutcome, CupelError> {
+        crate::inner::check_scores("GreedySlice", items)?;
         if items.is_empty() || budget.target_tokens <= 0 {
             return Ok(SliceOutcome::default());
         }
@@ -251,12 +253,16 @@ mod tests {
     }
 
     #[test]
-    fn nan_density_sorts_last_but_is_taken_if_it_fits() {
-        // nan item first in input; a = 0.5/10 = 0.05 goes first; nan then fits.
+    fn non_finite_scores_are_rejected() {
+        // Issue 18 (7): NaN used to sort last and still be taken if it fit.
         let items = [item("nan", 10), item("a", 10)];
-        assert_eq!(run(&items, &[f64::NAN, 0.5], 20), vec![1, 0]);
-        // Target 10: a takes all, nan skipped.
-        assert_eq!(run(&items, &[f64::NAN, 0.5], 10), vec![1]);
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            let s = scored(&items, &[bad, 0.5]);
+            assert!(matches!(
+                GreedySlice.slice(&s, budget(20)),
+                Err(CupelError::NonFiniteScore { index: 0, .. })
+            ));
+        }
     }
 
     #[test]

@@ -3,17 +3,21 @@
 use std::collections::TryReserveError;
 use std::ops::Add;
 
-use cupel_core::{CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer, SlicerKind};
+use cupel_core::{
+    CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer, SlicerKind, TableLimit,
+};
 
 /// Default token bucket size of [`KnapsackSlice`].
 pub const DEFAULT_BUCKET_SIZE: i64 = 100;
 
-/// Default keep-table guard of [`KnapsackSlice`]: 50,000,000 cells.
+/// Default cell guard of [`KnapsackSlice`]: none (`u64::MAX`).
 ///
-/// The keep table holds one **bit** per cell, so this default is about
-/// 6.25 MB of table (plus at most 63 bits of padding per row), next to two DP
-/// rows of `capacity + 1` values each.
-pub const DEFAULT_MAX_TABLE_CELLS: u64 = 50_000_000;
+/// The table is guarded in bytes ([`DEFAULT_MAX_TABLE_BYTES`], 64 MiB); a cell
+/// limit is an optional second guard
+/// ([`with_max_table_cells`](KnapsackSlice::with_max_table_cells)).
+pub const DEFAULT_MAX_TABLE_CELLS: u64 = u64::MAX;
+
+pub use cupel_core::DEFAULT_MAX_TABLE_BYTES;
 
 /// Scores are scaled by this factor and floored to integer DP values.
 pub const SCORE_SCALE: f64 = 10_000.0;
@@ -58,16 +62,18 @@ pub const SCORE_SCALE: f64 = 10_000.0;
 /// | 1,000 | 2,501 (target 250,000, bucket 100) | 2.5 M | 320 KB | 20 KB | ~1.8 ms |
 /// | 1,000 | 25,001 (target 250,000, bucket 10) | 25 M | 3.1 MB | 200 KB | ~19 ms |
 /// | 10,000 | 25,001 (target 2,500,000, bucket 100) | 250 M | 31 MB | 200 KB | over the default guard; ~180 ms with it raised |
-/// | — | — | 50 M (default guard) | 6.25 MB | — | ~37 ms (extrapolated at 0.73 ns/cell) |
+/// | — | — | ~537 M (default guard: 64 MiB) | 64 MiB | — | ~0.4 s (extrapolated at 0.73 ns/cell) |
 ///
-/// A run whose table would exceed [`max_table_cells`](Self::max_table_cells)
-/// fails with [`CupelError::TableTooLarge`] before allocating anything;
-/// raise the bucket size or the limit (see
-/// [`with_max_table_cells`](Self::with_max_table_cells)) or lower the budget.
-/// The guard counts every candidate, including ones too heavy to fit. Note
-/// that the DP rows grow with the capacity alone: at the default guard a
-/// single candidate may bring a 50,000,000-bucket capacity, i.e. 400 MB of
-/// rows. A table within the guard that cannot be allocated (only plausible
+/// A run whose keep table would take more than
+/// [`max_table_bytes`](Self::max_table_bytes) bytes (default
+/// [`DEFAULT_MAX_TABLE_BYTES`], 64 MiB), or — when a cell guard is set with
+/// [`with_max_table_cells`](Self::with_max_table_cells) — more than that many
+/// cells, fails with [`CupelError::TableTooLarge`] before allocating anything;
+/// its message names the numbers and what to change (raise the bucket size,
+/// lower the target, or raise the guard). The guard counts every candidate,
+/// including ones too heavy to fit. Note that the DP rows grow with the
+/// capacity alone: a single candidate may bring a capacity of half a billion
+/// buckets within the default guard, i.e. about 4 GB of rows. A table within the guard that cannot be allocated (only plausible
 /// with a raised guard) fails with [`CupelError::SlicerConfig`], never an
 /// abort.
 ///
@@ -96,14 +102,17 @@ pub const SCORE_SCALE: f64 = 10_000.0;
 pub struct KnapsackSlice {
     bucket_size: i64,
     max_table_cells: u64,
+    max_table_bytes: u64,
 }
 
 impl Default for KnapsackSlice {
-    /// Bucket size [`DEFAULT_BUCKET_SIZE`] (100), guard [`DEFAULT_MAX_TABLE_CELLS`].
+    /// Bucket size [`DEFAULT_BUCKET_SIZE`] (100), guard
+    /// [`DEFAULT_MAX_TABLE_BYTES`] (64 MiB), no cell guard.
     fn default() -> Self {
         Self {
             bucket_size: DEFAULT_BUCKET_SIZE,
             max_table_cells: DEFAULT_MAX_TABLE_CELLS,
+            max_table_bytes: DEFAULT_MAX_TABLE_BYTES,
         }
     }
 }
@@ -137,15 +146,29 @@ impl KnapsackSlice {
         }
         Ok(Self {
             bucket_size,
-            max_table_cells: DEFAULT_MAX_TABLE_CELLS,
+            ..Self::default()
         })
     }
 
-    /// Replaces the table guard: runs whose keep table would have more than
-    /// `cells` cells fail with [`CupelError::TableTooLarge`].
+    /// Adds a cell guard: runs whose keep table would have more than `cells`
+    /// cells fail with [`CupelError::TableTooLarge`]. The byte guard
+    /// ([`with_max_table_bytes`](Self::with_max_table_bytes)) still applies.
     pub fn with_max_table_cells(mut self, cells: u64) -> Self {
         self.max_table_cells = cells;
         self
+    }
+
+    /// Replaces the byte guard (default [`DEFAULT_MAX_TABLE_BYTES`], 64 MiB):
+    /// runs whose keep table would take more than `bytes` bytes fail with
+    /// [`CupelError::TableTooLarge`]. `u64::MAX` lifts it.
+    pub fn with_max_table_bytes(mut self, bytes: u64) -> Self {
+        self.max_table_bytes = bytes;
+        self
+    }
+
+    /// The byte guard of the keep table.
+    pub fn max_table_bytes(&self) -> u64 {
+        self.max_table_bytes
     }
 
     /// The token bucket size (always `> 0`).
@@ -153,7 +176,7 @@ impl KnapsackSlice {
         self.bucket_size
     }
 
-    /// The table guard, in cells.
+    /// The cell guard (`u64::MAX`: none).
     pub fn max_table_cells(&self) -> u64 {
         self.max_table_cells
     }
@@ -297,6 +320,7 @@ impl Slicer for KnapsackSlice {
         items: &[ScoredItem<'_>],
         budget: SliceBudget,
     ) -> Result<SliceOutcome, CupelError> {
+        crate::inner::check_scores("KnapsackSlice", items)?;
         if items.is_empty() || budget.target_tokens <= 0 {
             return Ok(SliceOutcome::default());
         }
@@ -321,12 +345,22 @@ impl Slicer for KnapsackSlice {
         // ----- table guard (before any allocation) -----
         let row_len = u128::from(capacity.unsigned_abs()) + 1;
         let cells = (n as u128) * row_len;
-        if cells > u128::from(self.max_table_cells) {
+        let keep_bytes = (n as u128) * row_len.div_ceil(64) * 8;
+        let limit = if keep_bytes > u128::from(self.max_table_bytes) {
+            Some(TableLimit::Bytes(self.max_table_bytes))
+        } else if cells > u128::from(self.max_table_cells) {
+            Some(TableLimit::Cells(self.max_table_cells))
+        } else {
+            None
+        };
+        if let Some(limit) = limit {
             return Err(CupelError::TableTooLarge {
                 candidates: n,
+                // row_len <= 2^63: capacity is a non-negative i64.
                 capacity: u64::try_from(row_len).unwrap_or(u64::MAX),
-                cells: u64::try_from(cells).unwrap_or(u64::MAX),
-                limit: self.max_table_cells,
+                cells,
+                keep_bytes,
+                limit,
             });
         }
         let too_big = || {
@@ -413,7 +447,8 @@ mod tests {
             );
         }
         assert_eq!(KnapsackSlice::default().bucket_size(), 100);
-        assert_eq!(KnapsackSlice::default().max_table_cells(), 50_000_000);
+        assert_eq!(KnapsackSlice::default().max_table_cells(), u64::MAX);
+        assert_eq!(KnapsackSlice::default().max_table_bytes(), 64 << 20);
     }
 
     // ----- edge-case table of the specification -----
@@ -541,10 +576,10 @@ mod tests {
 
     #[test]
     fn huge_values_use_the_wide_path() {
-        // Infinite scores saturate to u64::MAX; two of them sum past u64::MAX.
+        // Huge scores saturate to u64::MAX; two of them sum past u64::MAX.
         // Room for both (bucket 1, 1 + 1 <= 2): both selected, no wraparound.
         let items = [item("a", 1), item("b", 1), item("c", 1)];
-        let out = run(&k(1), &items, &[f64::INFINITY, f64::INFINITY, 0.5], 2);
+        let out = run(&k(1), &items, &[1e300, 1e300, 0.5], 2);
         assert_eq!(out, vec![1, 0]);
     }
 
@@ -564,7 +599,8 @@ mod tests {
                 candidates: 3,
                 capacity: 101,
                 cells: 303,
-                limit: 300
+                keep_bytes: 3 * 2 * 8,
+                limit: TableLimit::Cells(300)
             }
         );
         let msg = err.to_string();
@@ -584,7 +620,7 @@ mod tests {
         assert!(matches!(
             err,
             CupelError::TableTooLarge { candidates: 1, capacity, cells, .. }
-                if capacity == 1u64 << 63 && cells == 1u64 << 63
+                if capacity == 1u64 << 63 && cells == 1u128 << 63
         ));
     }
 
@@ -598,12 +634,66 @@ mod tests {
         let items = [item("a", 10)];
         let err = k(1)
             .with_max_table_cells(u64::MAX)
+            .with_max_table_bytes(u64::MAX)
             .slice(&scored(&items, &[0.5]), budget(i64::MAX))
             .unwrap_err();
         assert!(
             matches!(&err, CupelError::SlicerConfig(m) if m.contains("cannot be addressed or allocated")),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_guard_is_bytes_of_keep_table_and_says_what_to_change() {
+        // Issue 18 (8): `max_table_cells = u64::MAX` with an i64::MAX budget
+        // used to say "... 18446744073709551615 cells, limit is
+        // 18446744073709551615". The byte guard (64 MiB) now trips, with
+        // exact (unsaturated) numbers.
+        let items = [item("a", 10), item("b", 10)];
+        let err = k(1)
+            .with_max_table_cells(u64::MAX)
+            .slice(&scored(&items, &[0.5, 0.5]), budget(i64::MAX))
+            .unwrap_err();
+        let CupelError::TableTooLarge {
+            cells,
+            keep_bytes,
+            limit,
+            ..
+        } = &err
+        else {
+            panic!("{err}");
+        };
+        assert_eq!(*cells, 2 * (1u128 << 63));
+        assert_eq!(*keep_bytes, 2 * (1u128 << 57) * 8);
+        assert_eq!(*limit, TableLimit::Bytes(DEFAULT_MAX_TABLE_BYTES));
+        let msg = err.to_string();
+        assert!(msg.contains("18446744073709551616 cells"), "{msg}");
+        assert!(
+            msg.contains("max_table_bytes guard of 67108864 bytes"),
+            "{msg}"
+        );
+        assert!(msg.contains("raise the knapsack `bucket_size`"), "{msg}");
+        assert!(!msg.contains("limit is"), "{msg}");
+        // A table just within 64 MiB passes: one row of 64 Mi x 8 bits.
+        let cap = 64 * 1024 * 1024 * 8 - 1;
+        let t = k(1).table_size(1, cap);
+        assert_eq!(t.keep_bytes, DEFAULT_MAX_TABLE_BYTES);
+    }
+
+    #[test]
+    fn non_finite_scores_are_rejected() {
+        // Issue 18 (7): one rule everywhere; a slicer given NaN or ±inf fails
+        // naming itself and the position.
+        let items = [item("a", 10), item("b", 10)];
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            let err = k(1)
+                .slice(&scored(&items, &[0.5, bad]), budget(100))
+                .unwrap_err();
+            assert!(
+                matches!(&err, CupelError::NonFiniteScore { index: 1, scorer, .. } if scorer.contains("KnapsackSlice")),
+                "{err}"
+            );
+        }
     }
 
     #[test]

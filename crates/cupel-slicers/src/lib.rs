@@ -68,7 +68,8 @@ pub use count_knapsack::CountConstrainedKnapsackSlice;
 pub use count_quota::{CountQuotaEntry, CountQuotaSlice, ScarcityBehavior};
 pub use greedy::GreedySlice;
 pub use knapsack::{
-    DEFAULT_BUCKET_SIZE, DEFAULT_MAX_TABLE_CELLS, KnapsackSlice, KnapsackTableSize, SCORE_SCALE,
+    DEFAULT_BUCKET_SIZE, DEFAULT_MAX_TABLE_BYTES, DEFAULT_MAX_TABLE_CELLS, KnapsackSlice,
+    KnapsackTableSize, SCORE_SCALE,
 };
 pub use quota::{QuotaEntry, QuotaSet, QuotaSetBuilder, QuotaSlice};
 pub use stream::{StreamSelection, StreamSlice};

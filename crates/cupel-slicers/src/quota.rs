@@ -455,6 +455,7 @@ impl Slicer for QuotaSlice {
         items: &[ScoredItem<'_>],
         budget: SliceBudget,
     ) -> Result<SliceOutcome, CupelError> {
+        crate::inner::check_scores("QuotaSlice", items)?;
         let target = budget.target_tokens;
         if items.is_empty() || target <= 0 {
             return Ok(SliceOutcome::default());

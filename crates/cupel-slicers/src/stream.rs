@@ -170,6 +170,7 @@ impl Slicer for StreamSlice {
         items: &[ScoredItem<'_>],
         budget: SliceBudget,
     ) -> Result<SliceOutcome, CupelError> {
+        crate::inner::check_scores("StreamSlice", items)?;
         Ok(SliceOutcome::selected(
             self.select(items.iter().copied(), budget),
         ))
@@ -233,9 +234,14 @@ mod tests {
     fn min_score_filters_before_the_budget() {
         let s = StreamSlice::new().with_min_score(0.5).unwrap();
         // a 0.4 < 0.5 skipped (budget untouched); b 0.5 >= 0.5 taken; z (0 tokens)
-        // scores NaN -> skipped; c 0.9 taken (10 + 10 <= 20).
+        // scores 0.1 -> skipped; c 0.9 taken (10 + 10 <= 20).
         let items = [item("a", 10), item("b", 10), item("z", 0), item("c", 10)];
-        assert_eq!(run(s, &items, &[0.4, 0.5, f64::NAN, 0.9], 20), vec![1, 3]);
+        assert_eq!(run(s, &items, &[0.4, 0.5, 0.1, 0.9], 20), vec![1, 3]);
+        // A non-finite score is an error through the Slicer trait (spec H-1).
+        assert!(matches!(
+            s.slice(&scored(&items, &[0.4, f64::NAN, 0.1, 0.9]), budget(20)),
+            Err(CupelError::NonFiniteScore { index: 1, .. })
+        ));
         assert!(StreamSlice::new().with_min_score(f64::NAN).is_err());
         assert_eq!(s.min_score(), Some(0.5));
     }

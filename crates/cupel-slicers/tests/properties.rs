@@ -16,7 +16,8 @@ const KINDS: [&str; 5] = ["Message", "message", "Document", "ToolOutput", "TOOLO
 
 fn arb_items(max: usize) -> impl Strategy<Value = Vec<(i64, f64, usize)>> {
     let tokens = prop_oneof![1 => Just(0i64), 8 => 1i64..=300];
-    let score = prop_oneof![20 => 0.0f64..=1.0, 1 => Just(f64::NAN), 1 => Just(0.0)];
+    // Non-finite scores are rejected (spec H-1); see the unit tests.
+    let score = prop_oneof![20 => 0.0f64..=1.0, 1 => Just(1.0), 1 => Just(0.0)];
     prop::collection::vec((tokens, score, 0..KINDS.len()), 0..=max)
 }
 
