@@ -440,7 +440,12 @@ impl<'de> Deserialize<'de> for InnerScorer {
 }
 
 /// A decay curve.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// On the wire a table with a `type` key (`exponential`, `window`, `step`)
+/// and that type's keys. A key of another curve type (`half_life_secs` on a
+/// `window` curve) is an error; an unknown key is reported by the strict
+/// parsers ([`PolicyConfig::from_toml_str`]) and ignored by plain serde.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum CurveConfig {
     /// `2^(-age / half_life)`.
@@ -458,6 +463,69 @@ pub enum CurveConfig {
         /// Windows from youngest to oldest.
         windows: Vec<StepWindowConfig>,
     },
+}
+
+/// The flat wire shape of [`CurveConfig`].
+///
+/// Not `#[serde(tag = "type")]` on input: an internally tagged enum buffers
+/// its table, so the strict parser (serde_ignored) never saw the unknown keys
+/// inside it, nor inside a step window.
+#[derive(Deserialize)]
+#[serde(expecting = "a curve table with `type` (exponential, window, step)")]
+struct RawCurve {
+    #[serde(rename = "type")]
+    curve_type: String,
+    #[serde(default)]
+    half_life_secs: Option<f64>,
+    #[serde(default)]
+    max_age_secs: Option<f64>,
+    #[serde(default)]
+    windows: Option<Vec<StepWindowConfig>>,
+}
+
+impl<'de> Deserialize<'de> for CurveConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let raw = RawCurve::deserialize(d)?;
+        let t = raw.curve_type.to_ascii_lowercase();
+        let (needed, curve): (&str, Option<CurveConfig>) = match t.as_str() {
+            "exponential" => (
+                "half_life_secs",
+                raw.half_life_secs
+                    .map(|half_life_secs| CurveConfig::Exponential { half_life_secs }),
+            ),
+            "window" => (
+                "max_age_secs",
+                raw.max_age_secs
+                    .map(|max_age_secs| CurveConfig::Window { max_age_secs }),
+            ),
+            "step" => (
+                "windows",
+                raw.windows
+                    .clone()
+                    .map(|windows| CurveConfig::Step { windows }),
+            ),
+            _ => {
+                return Err(D::Error::custom(format!(
+                    "unknown curve type `{}` (expected one of: exponential, window, step)",
+                    raw.curve_type
+                )));
+            }
+        };
+        let present = [
+            ("half_life_secs", raw.half_life_secs.is_some()),
+            ("max_age_secs", raw.max_age_secs.is_some()),
+            ("windows", raw.windows.is_some()),
+        ];
+        for (key, is_set) in present {
+            if is_set && key != needed {
+                return Err(D::Error::custom(format!(
+                    "key `{key}` does not apply to curve type `{t}` (expected key: {needed})"
+                )));
+            }
+        }
+        curve.ok_or_else(|| D::Error::custom(format!("curve type `{t}` needs key `{needed}`")))
+    }
 }
 
 /// One window of a step curve.

@@ -337,3 +337,90 @@ fn use_default_weights_wins_over_an_empty_weight_list() {
     assert_eq!(score("[[scorers]]\ntype = \"kind\"\nweights = []\n"), 0.0);
     assert_eq!(score("[[scorers]]\ntype = \"kind\"\n"), 0.8);
 }
+
+fn decay_with_curve(curve: &str) -> String {
+    format!(
+        "[[scorers]]\ntype = \"decay\"\nreference_time = \"2025-01-01T00:00:00Z\"\ncurve = {curve}\n"
+    )
+}
+
+#[test]
+fn unknown_keys_inside_a_curve_are_named() {
+    let e = PolicyConfig::from_toml_str(&decay_with_curve(
+        "{ type = \"exponential\", half_life_secs = 1, extra = 2 }",
+    ))
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "pipeline configuration: unknown policy key `scorers.0.curve.extra`"
+    );
+    // JSON takes the same path.
+    let e = PolicyConfig::from_json_str(
+        r#"{"scorers": [{"type": "decay", "curve": {"type": "window", "max_age_secs": 5, "extra": 1}}]}"#,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("`scorers.0.curve.extra`"), "{e}");
+}
+
+#[test]
+fn a_key_of_another_curve_type_is_rejected() {
+    let e = PolicyConfig::from_toml_str(&decay_with_curve(
+        "{ type = \"window\", max_age_secs = 60, half_life_secs = 1 }",
+    ))
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("key `half_life_secs` does not apply to curve type `window`"),
+        "{e}"
+    );
+    let e = PolicyConfig::from_toml_str(&decay_with_curve(
+        "{ type = \"exponential\", half_life_secs = 1, windows = [] }",
+    ))
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("key `windows` does not apply to curve type `exponential`"),
+        "{e}"
+    );
+    let e = PolicyConfig::from_toml_str(&decay_with_curve("{ type = \"step\" }")).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("curve type `step` needs key `windows`"),
+        "{e}"
+    );
+    let e = PolicyConfig::from_toml_str(&decay_with_curve("{ type = \"linear\" }")).unwrap_err();
+    assert!(e.to_string().contains("unknown curve type `linear`"), "{e}");
+}
+
+#[test]
+fn unknown_keys_inside_a_step_window_are_named() {
+    let e = PolicyConfig::from_toml_str(&decay_with_curve(
+        "{ type = \"step\", windows = [{ max_age_secs = 60, score = 1.0 }, { max_age_sec = 600, score = 0.5 }] }",
+    ))
+    .unwrap_err();
+    // The typo is unknown and the real key is then missing: either is named.
+    let msg = e.to_string();
+    assert!(msg.contains("max_age_sec"), "{msg}");
+    let e = PolicyConfig::from_toml_str(&decay_with_curve(
+        "{ type = \"step\", windows = [{ max_age_secs = 60, score = 1.0, extra = true }] }",
+    ))
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "pipeline configuration: unknown policy key `scorers.0.curve.windows.0.extra`"
+    );
+}
+
+#[test]
+fn every_curve_type_still_parses_and_round_trips() {
+    for curve in [
+        "{ type = \"exponential\", half_life_secs = 3600 }",
+        "{ type = \"window\", max_age_secs = 60.5 }",
+        "{ type = \"step\", windows = [{ max_age_secs = 60, score = 1.0 }] }",
+    ] {
+        let cfg = PolicyConfig::from_toml_str(&decay_with_curve(curve)).unwrap();
+        cfg.build().unwrap();
+        let json = serde_json::to_string(&cfg).unwrap();
+        assert_eq!(PolicyConfig::from_json_str(&json).unwrap(), cfg, "{curve}");
+    }
+}
