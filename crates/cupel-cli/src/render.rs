@@ -105,7 +105,7 @@ fn weight(w: f64) -> String {
 
 /// `(name, detail)`: `("decay", Some("half-life 900s"))`.
 fn scorer_parts(s: &ScorerConfig) -> (&'static str, Option<String>) {
-    let detail = match s.kind {
+    let detail = match s.scorer_type {
         ScorerType::Decay => s.curve.as_ref().map(|c| match c {
             CurveConfig::Exponential { half_life_secs } => {
                 format!("half-life {half_life_secs}s")
@@ -129,7 +129,7 @@ fn scorer_parts(s: &ScorerConfig) -> (&'static str, Option<String>) {
         ScorerType::Composite => s.children.as_ref().map(|c| scorers_text(c)),
         _ => None,
     };
-    (s.kind.as_str(), detail)
+    (s.scorer_type.as_str(), detail)
 }
 
 fn scorer_label(s: &ScorerConfig) -> String {
@@ -184,7 +184,7 @@ pub(crate) fn slicer_text(cfg: &PolicyConfig) -> String {
 }
 
 fn overflow_text(cfg: &PolicyConfig) -> String {
-    cfg.overflow_strategy.to_string()
+    cupel_pipeline::overflow_strategy_name(cfg.overflow_strategy).to_owned()
 }
 
 /// Placeholder for a space that must not become a line break.

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use cupel_core::{CupelError, OverflowStrategy};
+use cupel_slicers::ScarcityBehavior;
 
 use crate::names::{PlacerType, ScorerType, SlicerType};
 
@@ -21,8 +22,8 @@ fn is_true(b: &bool) -> bool {
     *b
 }
 
-fn is_default_overflow(o: &OverflowName) -> bool {
-    *o == OverflowName::Throw
+fn is_default_overflow(o: &OverflowStrategy) -> bool {
+    *o == OverflowStrategy::Throw
 }
 
 /// A whole policy: scorers, slicer (with its keys), placer, overflow and deduplication.
@@ -74,8 +75,8 @@ pub struct PolicyConfig {
     pub placer: PlacerType,
     /// Whether byte-identical contents are deduplicated (default `true`).
     pub deduplication: bool,
-    /// `throw` (default), `truncate` or `proceed`.
-    pub overflow_strategy: OverflowName,
+    /// `throw` (default), `truncate` or `proceed` on the wire.
+    pub overflow_strategy: OverflowStrategy,
 }
 
 /// The flat wire shape of [`PolicyConfig`] (serde's `flatten` would hide unknown keys).
@@ -95,14 +96,22 @@ struct RawPolicy {
     quotas: Vec<QuotaConfig>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     entries: Vec<CountQuotaConfig>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    scarcity_behavior: Option<ScarcityName>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "scarcity_wire"
+    )]
+    scarcity_behavior: Option<ScarcityBehavior>,
     #[serde(default = "default_placer")]
     placer: PlacerType,
     #[serde(default = "default_true", skip_serializing_if = "is_true")]
     deduplication: bool,
-    #[serde(default, skip_serializing_if = "is_default_overflow")]
-    overflow_strategy: OverflowName,
+    #[serde(
+        default,
+        skip_serializing_if = "is_default_overflow",
+        with = "overflow_wire"
+    )]
+    overflow_strategy: OverflowStrategy,
 }
 
 impl From<RawPolicy> for PolicyConfig {
@@ -147,70 +156,79 @@ fn default_placer() -> PlacerType {
     PlacerType::Chronological
 }
 
-/// The overflow strategy as written in configuration (`throw`, `truncate`, `proceed`; any case).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum OverflowName {
-    /// [`OverflowStrategy::Throw`].
-    #[default]
-    Throw,
-    /// [`OverflowStrategy::Truncate`].
-    Truncate,
-    /// [`OverflowStrategy::Proceed`].
-    Proceed,
-}
+/// Former name of the configuration's overflow strategy; the core enum is used now.
+#[deprecated(since = "0.2.0", note = "use `cupel_core::OverflowStrategy`")]
+pub type OverflowName = OverflowStrategy;
 
-impl From<OverflowName> for OverflowStrategy {
-    fn from(o: OverflowName) -> Self {
-        match o {
-            OverflowName::Throw => OverflowStrategy::Throw,
-            OverflowName::Truncate => OverflowStrategy::Truncate,
-            OverflowName::Proceed => OverflowStrategy::Proceed,
-        }
+/// Former name of the configuration's scarcity behaviour; the slicers' enum is used now.
+#[deprecated(since = "0.2.0", note = "use `cupel_slicers::ScarcityBehavior`")]
+pub type ScarcityName = ScarcityBehavior;
+
+/// The configuration spelling of an overflow strategy: `throw`, `truncate` or `proceed`.
+pub fn overflow_strategy_name(o: OverflowStrategy) -> &'static str {
+    match o {
+        OverflowStrategy::Throw => "throw",
+        OverflowStrategy::Truncate => "truncate",
+        OverflowStrategy::Proceed => "proceed",
     }
 }
 
-impl From<OverflowStrategy> for OverflowName {
-    fn from(o: OverflowStrategy) -> Self {
-        match o {
-            OverflowStrategy::Throw => OverflowName::Throw,
-            OverflowStrategy::Truncate => OverflowName::Truncate,
-            OverflowStrategy::Proceed => OverflowName::Proceed,
-        }
+/// The configuration spelling of a scarcity behaviour: `degrade` or `throw`.
+pub fn scarcity_behavior_name(b: ScarcityBehavior) -> &'static str {
+    match b {
+        ScarcityBehavior::Degrade => "degrade",
+        ScarcityBehavior::Throw => "throw",
     }
 }
 
-impl OverflowName {
-    /// The configuration spelling: `throw`, `truncate` or `proceed`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OverflowName::Throw => "throw",
-            OverflowName::Truncate => "truncate",
-            OverflowName::Proceed => "proceed",
-        }
-    }
-}
+/// `overflow_strategy` on the wire: lowercase out, any ASCII case in.
+mod overflow_wire {
+    use cupel_core::OverflowStrategy;
+    use serde::{Deserialize, Deserializer, Serializer};
 
-impl std::fmt::Display for OverflowName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+    pub(super) fn serialize<S: Serializer>(o: &OverflowStrategy, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(super::overflow_strategy_name(*o))
     }
-}
 
-impl Serialize for OverflowName {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for OverflowName {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<OverflowStrategy, D::Error> {
         let s = String::deserialize(d)?;
         match s.to_ascii_lowercase().as_str() {
-            "throw" => Ok(OverflowName::Throw),
-            "truncate" => Ok(OverflowName::Truncate),
-            "proceed" => Ok(OverflowName::Proceed),
+            "throw" => Ok(OverflowStrategy::Throw),
+            "truncate" => Ok(OverflowStrategy::Truncate),
+            "proceed" => Ok(OverflowStrategy::Proceed),
             _ => Err(serde::de::Error::custom(format!(
                 "unknown overflow_strategy `{s}` (expected one of: throw, truncate, proceed)"
+            ))),
+        }
+    }
+}
+
+/// `scarcity_behavior` on the wire (an `Option`): lowercase out, any ASCII case in.
+mod scarcity_wire {
+    use cupel_slicers::ScarcityBehavior;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        b: &Option<ScarcityBehavior>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match b {
+            Some(b) => s.serialize_str(super::scarcity_behavior_name(*b)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<ScarcityBehavior>, D::Error> {
+        let s = String::deserialize(d)?;
+        match s.to_ascii_lowercase().as_str() {
+            "degrade" => Ok(Some(ScarcityBehavior::Degrade)),
+            "throw" => Ok(Some(ScarcityBehavior::Throw)),
+            _ => Err(serde::de::Error::custom(format!(
+                "unknown scarcity_behavior `{s}` (expected one of: degrade, throw)"
             ))),
         }
     }
@@ -237,9 +255,13 @@ pub struct SlicerConfig {
     /// Count quotas (`count_quota`, `count_constrained_knapsack`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub entries: Vec<CountQuotaConfig>,
-    /// `degrade` (default) or `throw` (`count_quota`, `count_constrained_knapsack`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scarcity_behavior: Option<ScarcityName>,
+    /// `degrade` (default) or `throw` on the wire (`count_quota`, `count_constrained_knapsack`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "scarcity_wire"
+    )]
+    pub scarcity_behavior: Option<ScarcityBehavior>,
 }
 
 fn default_slicer() -> SlicerType {
@@ -290,25 +312,12 @@ pub struct CountQuotaConfig {
     pub cap_count: i64,
 }
 
-/// What a count-quota slicer does when a requirement cannot be met.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ScarcityName {
-    /// Keep going and record a shortfall (default).
-    #[default]
-    #[serde(alias = "Degrade")]
-    Degrade,
-    /// Fail the run.
-    #[serde(alias = "Throw")]
-    Throw,
-}
-
 /// A scorer and its keys.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScorerConfig {
-    /// The scorer type.
+    /// The scorer type (the `type` key on the wire).
     #[serde(rename = "type")]
-    pub kind: ScorerType,
+    pub scorer_type: ScorerType,
     /// Relative weight inside a composite (default 1.0).
     #[serde(default = "default_weight")]
     pub weight: f64,
@@ -358,10 +367,10 @@ pub struct ScorerConfig {
 }
 
 impl ScorerConfig {
-    /// A scorer of type `kind`, weight 1.0, every key at its default.
-    pub fn new(kind: ScorerType) -> Self {
+    /// A scorer of type `scorer_type`, weight 1.0, every key at its default.
+    pub fn new(scorer_type: ScorerType) -> Self {
         Self {
-            kind,
+            scorer_type,
             weight: 1.0,
             use_default_weights: None,
             weights: None,
@@ -591,7 +600,7 @@ impl PolicyConfig {
             .scorer_arc(scorer)
             .slicer_arc(self.slicer.build()?)
             .placer_arc(self.placer.build())
-            .overflow_strategy(self.overflow_strategy.into())
+            .overflow_strategy(self.overflow_strategy)
             .deduplication(self.deduplication)
             .build()
     }
@@ -623,7 +632,7 @@ impl ScorerConfig {
     /// The scorer's construction error, or [`CupelError::PipelineConfig`] for
     /// a missing required key.
     pub fn build(&self) -> Result<Arc<dyn cupel_core::Scorer>, CupelError> {
-        self.build_at(self.kind.as_str())
+        self.build_at(self.scorer_type.as_str())
     }
 
     pub(crate) fn build_at(&self, at: &str) -> Result<Arc<dyn cupel_core::Scorer>, CupelError> {
@@ -664,10 +673,10 @@ impl ScorerConfig {
             ("boost", self.boost.is_some(), &[T::MetadataKey]),
         ];
         for (key, is_set, types) in present {
-            if is_set && !types.contains(&self.kind) {
+            if is_set && !types.contains(&self.scorer_type) {
                 return Err(CupelError::PipelineConfig(format!(
                     "{at}: key `{key}` does not apply to scorer type `{}`",
-                    self.kind
+                    self.scorer_type
                 )));
             }
         }

@@ -17,9 +17,7 @@ use cupel_slicers::{
     QuotaSet, QuotaSlice, ScarcityBehavior,
 };
 
-use crate::config::{
-    CurveConfig, InnerScorer, ScarcityName, ScorerConfig, SlicerConfig, kind_weights,
-};
+use crate::config::{CurveConfig, InnerScorer, ScorerConfig, SlicerConfig, kind_weights};
 use crate::names::{PlacerType, ScorerType, SlicerType};
 
 /// Prefixes a construction error with where it came from, keeping its variant.
@@ -37,7 +35,7 @@ fn missing(path: &str, key: &str, kind: &str) -> CupelError {
 }
 
 pub(crate) fn scorer(cfg: &ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, CupelError> {
-    let built: Arc<dyn Scorer> = match cfg.kind {
+    let built: Arc<dyn Scorer> = match cfg.scorer_type {
         ScorerType::Recency => Arc::new(RecencyScorer::new()),
         ScorerType::Priority => Arc::new(PriorityScorer::new()),
         ScorerType::Frequency => Arc::new(FrequencyScorer::new()),
@@ -208,10 +206,7 @@ fn entries(cfg: &SlicerConfig) -> Result<Vec<CountQuotaEntry>, CupelError> {
 }
 
 fn scarcity(cfg: &SlicerConfig) -> ScarcityBehavior {
-    match cfg.scarcity_behavior.unwrap_or_default() {
-        ScarcityName::Degrade => ScarcityBehavior::Degrade,
-        ScarcityName::Throw => ScarcityBehavior::Throw,
-    }
+    cfg.scarcity_behavior.unwrap_or_default()
 }
 
 fn inner(cfg: &SlicerConfig) -> Result<Arc<dyn Slicer>, CupelError> {

@@ -128,9 +128,12 @@ pub mod samples;
 mod tiktoken;
 
 pub use config::{
-    CountQuotaConfig, CurveConfig, InnerScorer, KindWeightConfig, OverflowName, PolicyConfig,
-    QuotaConfig, ScarcityName, ScorerConfig, SlicerConfig, StepWindowConfig, TagWeightConfig,
+    CountQuotaConfig, CurveConfig, InnerScorer, KindWeightConfig, PolicyConfig, QuotaConfig,
+    ScorerConfig, SlicerConfig, StepWindowConfig, TagWeightConfig, overflow_strategy_name,
+    scarcity_behavior_name,
 };
+#[allow(deprecated)]
+pub use config::{OverflowName, ScarcityName};
 pub use gate::{
     Admitted, BuiltinClassifier, BuiltinCompactor, CompactCodeSpec, CompactionPolicy,
     CompactionPolicyKind, CompactionRule, ContextGate, ContextGateBuilder, GATE_EVENT, GateConfig,

@@ -57,7 +57,7 @@ fn every_component_can_be_expressed_and_built() {
     let cfg = PolicyConfig::from_toml_str(FULL).unwrap();
     assert_eq!(cfg.slicer.slicer, SlicerType::CountQuota);
     assert_eq!(cfg.scorers.len(), 6);
-    assert_eq!(cfg.scorers[1].kind, ScorerType::Composite);
+    assert_eq!(cfg.scorers[1].scorer_type, ScorerType::Composite);
     let policy = cfg.build().unwrap();
     assert_eq!(policy.slicer().slicer_kind(), SlicerKind::CountQuota);
     assert!(!policy.deduplication());
@@ -423,4 +423,62 @@ fn every_curve_type_still_parses_and_round_trips() {
         let json = serde_json::to_string(&cfg).unwrap();
         assert_eq!(PolicyConfig::from_json_str(&json).unwrap(), cfg, "{curve}");
     }
+}
+
+#[test]
+fn overflow_and_scarcity_use_the_core_enums_with_the_same_wire_names() {
+    use cupel_core::OverflowStrategy;
+    use cupel_slicers::ScarcityBehavior;
+    let cfg = PolicyConfig::from_toml_str(
+        "overflow_strategy = \"Truncate\"\nslicer = \"count_quota\"\nscarcity_behavior = \"THROW\"\nentries = [{ kind = \"Message\", cap_count = 2 }]\n[[scorers]]\ntype = \"recency\"\n",
+    )
+    .unwrap();
+    assert_eq!(cfg.overflow_strategy, OverflowStrategy::Truncate);
+    assert_eq!(cfg.slicer.scarcity_behavior, Some(ScarcityBehavior::Throw));
+    let json = serde_json::to_value(&cfg).unwrap();
+    assert_eq!(json["overflow_strategy"], "truncate");
+    assert_eq!(json["scarcity_behavior"], "throw");
+    assert_eq!(json["scorers"][0]["type"], "recency");
+    let e = PolicyConfig::from_toml_str(
+        "overflow_strategy = \"explode\"\n[[scorers]]\ntype = \"recency\"\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains(
+            "unknown overflow_strategy `explode` (expected one of: throw, truncate, proceed)"
+        ),
+        "{e}"
+    );
+    assert_eq!(
+        cupel_pipeline::overflow_strategy_name(OverflowStrategy::Proceed),
+        "proceed"
+    );
+}
+
+#[test]
+fn pipeline_builder_takes_the_components_of_a_built_policy_as_arcs() {
+    let policy =
+        PolicyConfig::from_toml_str("placer = \"u-shaped\"\n[[scorers]]\ntype = \"reflexive\"\n")
+            .unwrap()
+            .build()
+            .unwrap();
+    let pipeline = Pipeline::builder()
+        .scorer_arc(std::sync::Arc::clone(policy.scorer()))
+        .slicer_arc(std::sync::Arc::clone(policy.slicer()))
+        .placer_arc(std::sync::Arc::clone(policy.placer()))
+        .budget(ContextBudget::new(100, 100).unwrap())
+        .build()
+        .unwrap();
+    assert!(std::sync::Arc::ptr_eq(
+        pipeline.policy().scorer(),
+        policy.scorer()
+    ));
+    assert!(std::sync::Arc::ptr_eq(
+        pipeline.policy().slicer(),
+        policy.slicer()
+    ));
+    assert!(std::sync::Arc::ptr_eq(
+        pipeline.policy().placer(),
+        policy.placer()
+    ));
 }
