@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use cupel_core::{CupelError, OverflowStrategy};
 use cupel_slicers::ScarcityBehavior;
 
-use crate::names::{PlacerType, ScorerType, SlicerType};
+use crate::names::{ComponentType, PlacerType, ScorerType, SlicerType};
+use crate::registry::ComponentRegistry;
 
 fn default_weight() -> f64 {
     1.0
@@ -48,6 +49,12 @@ fn is_default_overflow(o: &OverflowStrategy) -> bool {
 /// weight = 1.0
 /// ```
 ///
+/// A type name that is not built in (`type = "keyword"`, `slicer = "mine"`,
+/// `placer = "mine"`) names a custom component: [`build_with`](Self::build_with)
+/// resolves it through a [`ComponentRegistry`], handing the constructor the
+/// component's own table (`params`, `slicer_params`, `placer_params`);
+/// [`build`](Self::build) knows only the built-ins.
+///
 /// Read files with [`PolicyConfig::from_toml_str`] / [`PolicyConfig::from_json_str`]:
 /// they reject unknown keys and keys that do not apply to the component they
 /// sit on, naming the key. Plain `serde` deserialisation ignores unknown keys
@@ -71,8 +78,11 @@ pub struct PolicyConfig {
     pub scorers: Vec<ScorerConfig>,
     /// The slicer type and its keys.
     pub slicer: SlicerConfig,
-    /// The placer (default `chronological`).
-    pub placer: PlacerType,
+    /// The placer (default `chronological`): built in, or registered in a
+    /// [`ComponentRegistry`].
+    pub placer: ComponentType<PlacerType>,
+    /// A custom placer's own table (`placer_params`), handed to its constructor.
+    pub placer_params: Option<serde_json::Value>,
     /// Whether byte-identical contents are deduplicated (default `true`).
     pub deduplication: bool,
     /// `throw` (default), `truncate` or `proceed` on the wire.
@@ -85,7 +95,9 @@ pub struct PolicyConfig {
 struct RawPolicy {
     scorers: Vec<ScorerConfig>,
     #[serde(default = "default_slicer")]
-    slicer: SlicerType,
+    slicer: ComponentType<SlicerType>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    slicer_params: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     bucket_size: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -103,7 +115,9 @@ struct RawPolicy {
     )]
     scarcity_behavior: Option<ScarcityBehavior>,
     #[serde(default = "default_placer")]
-    placer: PlacerType,
+    placer: ComponentType<PlacerType>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    placer_params: Option<serde_json::Value>,
     #[serde(default = "default_true", skip_serializing_if = "is_true")]
     deduplication: bool,
     #[serde(
@@ -120,6 +134,7 @@ impl From<RawPolicy> for PolicyConfig {
             scorers: r.scorers,
             slicer: SlicerConfig {
                 slicer: r.slicer,
+                slicer_params: r.slicer_params,
                 bucket_size: r.bucket_size,
                 max_table_cells: r.max_table_cells,
                 inner_slicer: r.inner_slicer,
@@ -128,6 +143,7 @@ impl From<RawPolicy> for PolicyConfig {
                 scarcity_behavior: r.scarcity_behavior,
             },
             placer: r.placer,
+            placer_params: r.placer_params,
             deduplication: r.deduplication,
             overflow_strategy: r.overflow_strategy,
         }
@@ -139,6 +155,7 @@ impl From<PolicyConfig> for RawPolicy {
         RawPolicy {
             scorers: c.scorers,
             slicer: c.slicer.slicer,
+            slicer_params: c.slicer.slicer_params,
             bucket_size: c.slicer.bucket_size,
             max_table_cells: c.slicer.max_table_cells,
             inner_slicer: c.slicer.inner_slicer,
@@ -146,14 +163,15 @@ impl From<PolicyConfig> for RawPolicy {
             entries: c.slicer.entries,
             scarcity_behavior: c.slicer.scarcity_behavior,
             placer: c.placer,
+            placer_params: c.placer_params,
             deduplication: c.deduplication,
             overflow_strategy: c.overflow_strategy,
         }
     }
 }
 
-fn default_placer() -> PlacerType {
-    PlacerType::Chronological
+fn default_placer() -> ComponentType<PlacerType> {
+    ComponentType::Builtin(PlacerType::Chronological)
 }
 
 /// Former name of the configuration's overflow strategy; the core enum is used now.
@@ -237,9 +255,13 @@ mod scarcity_wire {
 /// A slicer and its keys.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SlicerConfig {
-    /// The slicer type (default `greedy`).
+    /// The slicer type (default `greedy`): built in, or registered in a
+    /// [`ComponentRegistry`].
     #[serde(default = "default_slicer")]
-    pub slicer: SlicerType,
+    pub slicer: ComponentType<SlicerType>,
+    /// A custom slicer's own table (`slicer_params`), handed to its constructor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slicer_params: Option<serde_json::Value>,
     /// Knapsack bucket size (`knapsack`, `count_constrained_knapsack`; default 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bucket_size: Option<i64>,
@@ -264,15 +286,16 @@ pub struct SlicerConfig {
     pub scarcity_behavior: Option<ScarcityBehavior>,
 }
 
-fn default_slicer() -> SlicerType {
-    SlicerType::Greedy
+fn default_slicer() -> ComponentType<SlicerType> {
+    ComponentType::Builtin(SlicerType::Greedy)
 }
 
 impl SlicerConfig {
     /// A slicer of `slicer` type with every key at its default.
-    pub fn new(slicer: SlicerType) -> Self {
+    pub fn new(slicer: impl Into<ComponentType<SlicerType>>) -> Self {
         Self {
-            slicer,
+            slicer: slicer.into(),
+            slicer_params: None,
             bucket_size: None,
             max_table_cells: None,
             inner_slicer: None,
@@ -315,9 +338,10 @@ pub struct CountQuotaConfig {
 /// A scorer and its keys.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScorerConfig {
-    /// The scorer type (the `type` key on the wire).
+    /// The scorer type (the `type` key on the wire): built in, or registered
+    /// in a [`ComponentRegistry`].
     #[serde(rename = "type")]
-    pub scorer_type: ScorerType,
+    pub scorer_type: ComponentType<ScorerType>,
     /// Relative weight inside a composite (default 1.0).
     #[serde(default = "default_weight")]
     pub weight: f64,
@@ -364,13 +388,16 @@ pub struct ScorerConfig {
     /// `metadata_key`: the multiplier for matching items.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boost: Option<f64>,
+    /// A custom scorer's own table (`params`), handed to its constructor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<serde_json::Value>,
 }
 
 impl ScorerConfig {
     /// A scorer of type `scorer_type`, weight 1.0, every key at its default.
-    pub fn new(scorer_type: ScorerType) -> Self {
+    pub fn new(scorer_type: impl Into<ComponentType<ScorerType>>) -> Self {
         Self {
-            scorer_type,
+            scorer_type: scorer_type.into(),
             weight: 1.0,
             use_default_weights: None,
             weights: None,
@@ -385,6 +412,7 @@ impl ScorerConfig {
             key: None,
             value: None,
             boost: None,
+            params: None,
         }
     }
 
@@ -577,29 +605,52 @@ impl PolicyConfig {
         for (i, s) in self.scorers.iter().enumerate() {
             s.check_keys(&format!("scorers[{i}]"))?;
         }
+        if self.placer_params.is_some() && self.placer.builtin().is_some() {
+            return Err(CupelError::PipelineConfig(format!(
+                "key `placer_params` does not apply to placer `{}`",
+                self.placer
+            )));
+        }
         self.slicer.check_keys()
     }
 
-    /// Builds the [`Policy`](crate::Policy).
+    /// Builds the [`Policy`](crate::Policy) from the built-in components only.
     ///
     /// # Errors
-    /// [`CupelError::PipelineConfig`] (no scorers) or the component's own
-    /// construction error (e.g. `ScorerConfig`, `SlicerConfig`), prefixed with
-    /// where it sits.
+    /// [`CupelError::PipelineConfig`] (no scorers, a type that is not built
+    /// in) or the component's own construction error (e.g. `ScorerConfig`,
+    /// `SlicerConfig`), prefixed with where it sits.
     pub fn build(&self) -> Result<crate::Policy, CupelError> {
+        self.build_with(&ComponentRegistry::new())
+    }
+
+    /// Builds the [`Policy`](crate::Policy), resolving type names that are
+    /// not built in through `registry` (see [`ComponentRegistry`]).
+    ///
+    /// # Errors
+    /// As [`build`](Self::build); an unknown type's error lists the built-in
+    /// and the registered names; a custom constructor's error is prefixed
+    /// with where the component sits.
+    pub fn build_with(&self, registry: &ComponentRegistry) -> Result<crate::Policy, CupelError> {
         let scorer: Arc<dyn cupel_core::Scorer> = match self.scorers.as_slice() {
             [] => {
                 return Err(CupelError::PipelineConfig(
                     "policy key `scorers`: at least one scorer is required".into(),
                 ));
             }
-            [only] => only.build_at("scorers[0]")?,
-            many => crate::construct::composite(many, "scorers")?,
+            [only] => crate::construct::scorer(only, "scorers[0]", registry)?,
+            many => crate::construct::composite(many, "scorers", registry)?,
+        };
+        let placer = match &self.placer {
+            ComponentType::Builtin(t) => t.build(),
+            ComponentType::Custom(name) => registry
+                .placer(name, self.placer_params.as_ref())
+                .map_err(|e| crate::construct::at(e, "placer"))?,
         };
         crate::Policy::builder()
             .scorer_arc(scorer)
-            .slicer_arc(self.slicer.build()?)
-            .placer_arc(self.placer.build())
+            .slicer_arc(self.slicer.build_with(registry)?)
+            .placer_arc(placer)
             .overflow_strategy(self.overflow_strategy)
             .deduplication(self.deduplication)
             .build()
@@ -632,16 +683,26 @@ impl ScorerConfig {
     /// The scorer's construction error, or [`CupelError::PipelineConfig`] for
     /// a missing required key.
     pub fn build(&self) -> Result<Arc<dyn cupel_core::Scorer>, CupelError> {
-        self.build_at(self.scorer_type.as_str())
+        self.build_with(&ComponentRegistry::new())
     }
 
-    pub(crate) fn build_at(&self, at: &str) -> Result<Arc<dyn cupel_core::Scorer>, CupelError> {
-        crate::construct::scorer(self, at)
+    /// Builds the scorer, resolving a custom type through `registry`.
+    ///
+    /// # Errors
+    /// As [`build`](Self::build); an unknown type's error lists the built-in
+    /// and registered names.
+    pub fn build_with(
+        &self,
+        registry: &ComponentRegistry,
+    ) -> Result<Arc<dyn cupel_core::Scorer>, CupelError> {
+        crate::construct::scorer(self, self.scorer_type.as_str(), registry)
     }
 
     fn check_keys(&self, at: &str) -> Result<(), CupelError> {
         use ScorerType as T;
-        let present: [(&str, bool, &[ScorerType]); 13] = [
+        let present: [(&str, bool, &[ScorerType]); 14] = [
+            // Every built-in type rejects `params`: only a custom scorer has its own table.
+            ("params", self.params.is_some(), &[]),
             (
                 "use_default_weights",
                 self.use_default_weights.is_some(),
@@ -673,7 +734,11 @@ impl ScorerConfig {
             ("boost", self.boost.is_some(), &[T::MetadataKey]),
         ];
         for (key, is_set, types) in present {
-            if is_set && !types.contains(&self.scorer_type) {
+            let applies = match self.scorer_type.builtin() {
+                Some(t) => types.contains(&t),
+                None => key == "params",
+            };
+            if is_set && !applies {
                 return Err(CupelError::PipelineConfig(format!(
                     "{at}: key `{key}` does not apply to scorer type `{}`",
                     self.scorer_type
@@ -698,12 +763,26 @@ impl SlicerConfig {
     /// # Errors
     /// The slicer's construction error (prefixed with the key it came from).
     pub fn build(&self) -> Result<Arc<dyn cupel_core::Slicer>, CupelError> {
-        crate::construct::slicer(self)
+        self.build_with(&ComponentRegistry::new())
+    }
+
+    /// Builds the slicer, resolving a custom type through `registry`.
+    ///
+    /// # Errors
+    /// As [`build`](Self::build); an unknown type's error lists the built-in
+    /// and registered names.
+    pub fn build_with(
+        &self,
+        registry: &ComponentRegistry,
+    ) -> Result<Arc<dyn cupel_core::Slicer>, CupelError> {
+        crate::construct::slicer(self, registry)
     }
 
     fn check_keys(&self) -> Result<(), CupelError> {
         use SlicerType as T;
-        let present: [(&str, bool, &[SlicerType]); 6] = [
+        let present: [(&str, bool, &[SlicerType]); 7] = [
+            // Only a custom slicer has its own table.
+            ("slicer_params", self.slicer_params.is_some(), &[]),
             (
                 "bucket_size",
                 self.bucket_size.is_some(),
@@ -742,7 +821,11 @@ impl SlicerConfig {
             ),
         ];
         for (key, is_set, types) in present {
-            if is_set && !types.contains(&self.slicer) {
+            let applies = match self.slicer.builtin() {
+                Some(t) => types.contains(&t),
+                None => key == "slicer_params",
+            };
+            if is_set && !applies {
                 return Err(CupelError::PipelineConfig(format!(
                     "key `{key}` does not apply to slicer `{}`",
                     self.slicer

@@ -121,6 +121,7 @@ mod names;
 mod pipeline;
 mod policy;
 mod presets;
+mod registry;
 mod run;
 mod run_budget;
 pub mod samples;
@@ -141,10 +142,11 @@ pub use gate::{
     GateState, InboxMessage, NODE_HEADER, NodeReport, Over, RetrievalNode, RuleSpec,
     compact_csharp, compact_sql, format_node, header_value,
 };
-pub use names::{PlacerType, ScorerType, SlicerType};
+pub use names::{ComponentType, PlacerType, ScorerType, SlicerType};
 pub use pipeline::{OverflowObserver, Pipeline, PipelineBuilder};
 pub use policy::{Policy, PolicyBuilder};
 pub use presets::{Preset, preset, presets};
+pub use registry::{ComponentRegistry, PlacerConstructor, ScorerConstructor, SlicerConstructor};
 pub use run_budget::BudgetedWindow;
 
 #[cfg(feature = "tiktoken")]
