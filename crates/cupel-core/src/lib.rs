@@ -73,7 +73,7 @@ pub use diagnostics::{
     NullTraceCollector, OverflowEvent, PipelineStage, SelectionReport, StageTrace, TraceCollector,
     TraceDetailLevel, TraceEvent,
 };
-pub use error::{CupelError, TokenSign};
+pub use error::{ConfigError, CupelError, TokenSign};
 pub use gate_report::{CompactionPolicyKind, GATE_EVENT, GateDecision, GateReport, NodeReport};
 pub use item::{ContextItem, ContextItemBuilder};
 pub use kind::{ContextKind, ContextSource};

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use cupel_core::{CupelError, OverflowStrategy};
+use cupel_core::{ConfigError, CupelError, OverflowStrategy};
 use cupel_slicers::ScarcityBehavior;
 
 use crate::names::{ComponentType, PlacerType, ScorerType, SlicerType};
@@ -462,7 +462,14 @@ impl<'de> Deserialize<'de> for InnerScorer {
                 f.write_str("a scorer type name or a scorer table")
             }
             fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<InnerScorer, E> {
-                s.parse().map(InnerScorer::Name).map_err(E::custom)
+                ScorerType::from_name(s)
+                    .map(InnerScorer::Name)
+                    .ok_or_else(|| {
+                        E::custom(format!(
+                            "unknown scorer `{s}` (expected one of: {})",
+                            ScorerType::expected()
+                        ))
+                    })
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
@@ -578,38 +585,52 @@ impl PolicyConfig {
     /// Parses a TOML policy, rejecting unknown or misplaced keys.
     ///
     /// # Errors
-    /// [`CupelError::PipelineConfig`] with the TOML error (line and column) or the offending key.
+    /// [`CupelError::Config`]: a syntax or type error with its key path,
+    /// line and column and the TOML error as its source; an unknown key
+    /// with its path and the keys expected there; a misplaced key (see
+    /// [`check_keys`](Self::check_keys)).
     pub fn from_toml_str(s: &str) -> Result<Self, CupelError> {
-        let de = toml::de::Deserializer::parse(s)
-            .map_err(|e| CupelError::PipelineConfig(format!("invalid TOML: {e}")))?;
-        strict(de, |e| format!("invalid policy: {e}"))
+        let de = toml::de::Deserializer::parse(s).map_err(|e| {
+            let mut err = ConfigError::new(format!("invalid TOML: {}", one_line(e.message())));
+            if let Some(span) = e.span() {
+                let (line, column) = line_col(s, span.start);
+                err = err.with_position(line, column);
+            }
+            err.with_source(e)
+        })?;
+        strict(de, |e: toml::de::Error| {
+            let at = e.span().map(|span| line_col(s, span.start));
+            (one_line(e.message()), at, e)
+        })
     }
 
     /// Parses a JSON policy, rejecting unknown or misplaced keys.
     ///
     /// # Errors
-    /// [`CupelError::PipelineConfig`] with the JSON error or the offending key.
+    /// As [`from_toml_str`](Self::from_toml_str), with the JSON error.
     pub fn from_json_str(s: &str) -> Result<Self, CupelError> {
         let mut de = serde_json::Deserializer::from_str(s);
-        let cfg = strict(&mut de, |e| format!("invalid policy JSON: {e}"))?;
-        de.end()
-            .map_err(|e| CupelError::PipelineConfig(format!("invalid policy JSON: {e}")))?;
+        let cfg = strict(&mut de, json_parts)?;
+        de.end().map_err(|e| json_error(json_parts(e)))?;
         Ok(cfg)
     }
 
     /// Checks that every key present applies to the component it sits on.
     ///
     /// # Errors
-    /// [`CupelError::PipelineConfig`] naming the first misplaced key.
+    /// [`CupelError::Config`] naming the first misplaced key (its path, and
+    /// the keys that do apply).
     pub fn check_keys(&self) -> Result<(), CupelError> {
         for (i, s) in self.scorers.iter().enumerate() {
             s.check_keys(&format!("scorers[{i}]"))?;
         }
         if self.placer_params.is_some() && self.placer.builtin().is_some() {
-            return Err(CupelError::PipelineConfig(format!(
+            return Err(ConfigError::new(format!(
                 "key `placer_params` does not apply to placer `{}`",
                 self.placer
-            )));
+            ))
+            .with_key_path("placer_params")
+            .into());
         }
         self.slicer.check_keys()
     }
@@ -657,20 +678,136 @@ impl PolicyConfig {
     }
 }
 
-fn strict<'de, D, F>(de: D, wrap: F) -> Result<PolicyConfig, CupelError>
+/// A parser error as (message without position, line and column, the error).
+type Parts<E> = (String, Option<(usize, usize)>, E);
+
+fn json_parts(e: serde_json::Error) -> Parts<serde_json::Error> {
+    let full = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    let message = full.strip_suffix(&suffix).unwrap_or(&full).to_owned();
+    let at = (e.line() > 0).then(|| (e.line(), e.column()));
+    (message, at, e)
+}
+
+fn json_error((message, at, e): Parts<serde_json::Error>) -> ConfigError {
+    let mut err = ConfigError::new(format!("invalid JSON: {message}"));
+    if let Some((line, column)) = at {
+        err = err.with_position(line, column);
+    }
+    err.with_source(e)
+}
+
+/// Joins a possibly multi-line parser message into one line.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// 1-based line and column (in characters) of byte offset `at` in `text`.
+fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let before = text.get(..at).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// A serde path (`scorers[0].curve`, serde_ignored's `scorers.0.?.x`) as a
+/// dotted key path (`scorers.0.curve`), `?` steps dropped.
+pub(crate) fn dotted(raw: &str) -> String {
+    raw.replace('[', ".")
+        .replace(']', "")
+        .split('.')
+        .filter(|seg| !seg.is_empty() && *seg != "?")
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+const POLICY_KEYS: &[&str] = &[
+    "scorers",
+    "slicer",
+    "slicer_params",
+    "bucket_size",
+    "max_table_cells",
+    "inner_slicer",
+    "quotas",
+    "entries",
+    "scarcity_behavior",
+    "placer",
+    "placer_params",
+    "deduplication",
+    "overflow_strategy",
+];
+
+const SCORER_KEYS: &[&str] = &[
+    "type",
+    "weight",
+    "use_default_weights",
+    "weights",
+    "tag_weights",
+    "case_insensitive_tags",
+    "children",
+    "inner_scorer",
+    "reference_time",
+    "null_timestamp_score",
+    "curve",
+    "default_score",
+    "key",
+    "value",
+    "boost",
+    "params",
+];
+
+/// The keys a table at `path` (dotted, the unknown key last) accepts.
+fn keys_at(path: &str) -> &'static [&'static str] {
+    let parent = path
+        .rsplit('.')
+        .skip(1)
+        .find(|seg| seg.parse::<usize>().is_err());
+    match parent {
+        None => POLICY_KEYS,
+        Some("scorers" | "children" | "inner_scorer") => SCORER_KEYS,
+        Some("curve") => &["type", "half_life_secs", "max_age_secs", "windows"],
+        Some("windows") => &["max_age_secs", "score"],
+        Some("quotas") => &["kind", "require", "cap"],
+        Some("entries") => &["kind", "require_count", "cap_count"],
+        Some("weights") => &["kind", "weight"],
+        Some("tag_weights") => &["tag", "weight"],
+        Some(_) => &[],
+    }
+}
+
+fn strict<'de, D, F, E>(de: D, parts: F) -> Result<PolicyConfig, CupelError>
 where
-    D: serde::Deserializer<'de>,
-    F: Fn(String) -> String,
+    D: serde::Deserializer<'de, Error = E>,
+    F: Fn(E) -> Parts<E>,
+    E: std::error::Error + Send + Sync + 'static,
 {
+    let mut track = serde_path_to_error::Track::new();
     let mut unknown: Vec<String> = Vec::new();
-    let cfg: PolicyConfig = serde_ignored::deserialize(de, |path| unknown.push(path.to_string()))
-        .map_err(|e| CupelError::PipelineConfig(wrap(e.to_string())))?;
+    let tracked = serde_path_to_error::Deserializer::new(de, &mut track);
+    let res: Result<PolicyConfig, E> =
+        serde_ignored::deserialize(tracked, |path| unknown.push(path.to_string()));
+    let cfg = match res {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            let path = dotted(&track.path().to_string());
+            let (message, at, e) = parts(e);
+            let mut err = if path.is_empty() {
+                ConfigError::new(format!("invalid policy: {message}"))
+            } else {
+                ConfigError::new(format!("invalid policy: `{path}`: {message}")).with_key_path(path)
+            };
+            if let Some((line, column)) = at {
+                err = err.with_position(line, column);
+            }
+            return Err(err.with_source(e).into());
+        }
+    };
     if let Some(key) = unknown.first() {
-        // serde_ignored marks the hop into an inline table as `?`; it is noise to a reader.
-        let key = key.replace(".?", "");
-        return Err(CupelError::PipelineConfig(format!(
-            "unknown policy key `{key}`"
-        )));
+        let key = dotted(key);
+        return Err(ConfigError::new(format!("unknown policy key `{key}`"))
+            .with_expected(keys_at(&key).iter().copied())
+            .with_key_path(key)
+            .into());
     }
     cfg.check_keys()?;
     Ok(cfg)
@@ -739,10 +876,27 @@ impl ScorerConfig {
                 None => key == "params",
             };
             if is_set && !applies {
-                return Err(CupelError::PipelineConfig(format!(
+                let expected = ["type", "weight"].into_iter().chain(
+                    present
+                        .iter()
+                        .filter(|(_, _, types)| match self.scorer_type.builtin() {
+                            Some(t) => types.contains(&t),
+                            None => false,
+                        })
+                        .map(|(k, _, _)| *k),
+                );
+                let expected: Vec<&str> = if self.scorer_type.builtin().is_some() {
+                    expected.collect()
+                } else {
+                    ["type", "weight", "params"].to_vec()
+                };
+                return Err(ConfigError::new(format!(
                     "{at}: key `{key}` does not apply to scorer type `{}`",
                     self.scorer_type
-                )));
+                ))
+                .with_key_path(dotted(&format!("{at}.{key}")))
+                .with_expected(expected)
+                .into());
             }
         }
         if let Some(children) = &self.children {
@@ -826,10 +980,21 @@ impl SlicerConfig {
                 None => key == "slicer_params",
             };
             if is_set && !applies {
-                return Err(CupelError::PipelineConfig(format!(
+                let expected: Vec<&str> = match self.slicer.builtin() {
+                    Some(t) => present
+                        .iter()
+                        .filter(|(_, _, types)| types.contains(&t))
+                        .map(|(k, _, _)| *k)
+                        .collect(),
+                    None => vec!["slicer_params"],
+                };
+                return Err(ConfigError::new(format!(
                     "key `{key}` does not apply to slicer `{}`",
                     self.slicer
-                )));
+                ))
+                .with_key_path(key)
+                .with_expected(expected)
+                .into());
             }
         }
         Ok(())

@@ -27,6 +27,15 @@ pub(crate) fn at(err: CupelError, path: &str) -> CupelError {
         CupelError::ScorerConfig(m) => CupelError::ScorerConfig(format!("{path}: {m}")),
         CupelError::SlicerConfig(m) => CupelError::SlicerConfig(format!("{path}: {m}")),
         CupelError::PipelineConfig(m) => CupelError::PipelineConfig(format!("{path}: {m}")),
+        CupelError::Config(c) => {
+            let message = format!("{path}: {}", c.message());
+            let c = if c.key_path().is_none() {
+                c.with_key_path(crate::config::dotted(path))
+            } else {
+                c
+            };
+            CupelError::Config(c.with_message(message))
+        }
         other => other,
     }
 }

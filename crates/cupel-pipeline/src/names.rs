@@ -135,7 +135,12 @@ macro_rules! component_names {
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let s = String::deserialize(d)?;
-                s.parse().map_err(serde::de::Error::custom)
+                // The bare message: the caller adds its own prefix once.
+                Self::from_name(&s).ok_or_else(|| serde::de::Error::custom(format!(
+                    concat!("unknown ", $what, " `{}` (expected one of: {})"),
+                    s,
+                    Self::expected()
+                )))
             }
         }
 

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use cupel_core::{CupelError, Placer, Scorer, Slicer};
+use cupel_core::{ConfigError, CupelError, Placer, Scorer, Slicer};
 use serde_json::Value;
 
 use crate::names::{PlacerType, ScorerType, SlicerType};
@@ -112,8 +112,8 @@ fn key(name: &str, what: &str, is_builtin: bool) -> Result<String, CupelError> {
     Ok(trimmed.to_ascii_lowercase())
 }
 
-fn unknown(what: &str, name: &str, builtin: String, registered: Vec<&String>) -> CupelError {
-    let registered = if registered.is_empty() {
+fn unknown(what: &str, name: &str, builtin: &[&str], registered: Vec<&String>) -> CupelError {
+    let listed = if registered.is_empty() {
         "none".to_owned()
     } else {
         registered
@@ -122,9 +122,17 @@ fn unknown(what: &str, name: &str, builtin: String, registered: Vec<&String>) ->
             .collect::<Vec<_>>()
             .join(", ")
     };
-    CupelError::PipelineConfig(format!(
-        "unknown {what} `{name}` (built-in: {builtin}; registered: {registered})"
+    let expected: Vec<String> = builtin
+        .iter()
+        .map(|s| (*s).to_owned())
+        .chain(registered.into_iter().cloned())
+        .collect();
+    ConfigError::new(format!(
+        "unknown {what} `{name}` (built-in: {}; registered: {listed})",
+        builtin.join(", ")
     ))
+    .with_expected(expected)
+    .into()
 }
 
 impl ComponentRegistry {
@@ -197,7 +205,10 @@ impl ComponentRegistry {
             None => Err(unknown(
                 "scorer",
                 name,
-                ScorerType::expected(),
+                &ScorerType::ALL
+                    .iter()
+                    .map(|t| t.as_str())
+                    .collect::<Vec<_>>(),
                 self.scorers.keys().collect(),
             )),
         }
@@ -213,7 +224,10 @@ impl ComponentRegistry {
             None => Err(unknown(
                 "slicer",
                 name,
-                SlicerType::expected(),
+                &SlicerType::ALL
+                    .iter()
+                    .map(|t| t.as_str())
+                    .collect::<Vec<_>>(),
                 self.slicers.keys().collect(),
             )),
         }
@@ -229,7 +243,10 @@ impl ComponentRegistry {
             None => Err(unknown(
                 "placer",
                 name,
-                PlacerType::expected(),
+                &PlacerType::ALL
+                    .iter()
+                    .map(|t| t.as_str())
+                    .collect::<Vec<_>>(),
                 self.placers.keys().collect(),
             )),
         }

@@ -484,3 +484,72 @@ fn pipeline_builder_takes_the_components_of_a_built_policy_as_arcs() {
         policy.placer()
     ));
 }
+
+#[test]
+fn config_errors_carry_the_key_path_position_expected_keys_and_source() {
+    use std::error::Error as _;
+    // A type error: key path, line and column, the TOML error as source.
+    let e = PolicyConfig::from_toml_str("[[scorers]]\ntype = \"recency\"\nweight = \"heavy\"\n")
+        .unwrap_err();
+    let CupelError::Config(c) = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(c.key_path(), Some("scorers.0.weight"));
+    assert_eq!((c.line(), c.column()), (Some(3), Some(10)));
+    assert!(c.source().is_some());
+    // One prefix, one line.
+    let text = e.to_string();
+    assert!(
+        text.starts_with("pipeline configuration: invalid policy: `scorers.0.weight`: "),
+        "{text}"
+    );
+    assert_eq!(text.matches("pipeline configuration").count(), 1, "{text}");
+    assert!(!text.contains('\n'), "{text}");
+    assert!(text.ends_with("(line 3, column 10)"), "{text}");
+
+    // A syntax error.
+    let e = PolicyConfig::from_toml_str("slicer = \n").unwrap_err();
+    let CupelError::Config(c) = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(c.line(), Some(1));
+    assert!(c.message().starts_with("invalid TOML: "), "{c}");
+    assert!(c.source().is_some());
+
+    // An unknown key: its path and the keys expected there.
+    let e =
+        PolicyConfig::from_toml_str("[[scorers]]\ntype = \"recency\"\nwieght = 2.0\n").unwrap_err();
+    let CupelError::Config(c) = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(c.key_path(), Some("scorers.0.wieght"));
+    assert!(
+        c.expected().iter().any(|k| k == "weight"),
+        "{:?}",
+        c.expected()
+    );
+
+    // A misplaced key: the keys that do apply.
+    let e = PolicyConfig::from_toml_str("[[scorers]]\ntype = \"metadata_trust\"\nboost = 2.0\n")
+        .unwrap_err();
+    let CupelError::Config(c) = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(c.key_path(), Some("scorers.0.boost"));
+    assert_eq!(c.expected(), ["type", "weight", "default_score"]);
+
+    // JSON: position without the parser's suffix, no double prefix for a bad name.
+    let e = PolicyConfig::from_json_str(
+        "{\"scorers\": [{\"type\": \"scaled\", \"inner_scorer\": \"bogus\"}]}",
+    )
+    .unwrap_err();
+    let CupelError::Config(c) = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(c.key_path(), Some("scorers.0.inner_scorer"));
+    assert_eq!(c.line(), Some(1));
+    let text = e.to_string();
+    assert_eq!(text.matches("pipeline configuration").count(), 1, "{text}");
+    assert!(text.contains("unknown scorer `bogus`"), "{text}");
+    assert!(!text.contains(" at line "), "{text}");
+}

@@ -230,3 +230,17 @@ fn a_custom_scorer_works_inside_composite_and_scaled() {
         .unwrap();
     assert_eq!(contents(&window), ["go notes"]);
 }
+
+#[test]
+fn an_unknown_name_is_a_structured_config_error() {
+    let e = PolicyConfig::from_toml_str("[[scorers]]\ntype = \"keywrd\"\n")
+        .unwrap()
+        .build_with(&registry())
+        .unwrap_err();
+    let CupelError::Config(c) = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(c.key_path(), Some("scorers.0"));
+    assert!(c.expected().iter().any(|n| n == "recency"));
+    assert!(c.expected().iter().any(|n| n == "keyword"));
+}
