@@ -23,6 +23,23 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     ]);
     run_step("cargo clippy -D warnings", clippy)?;
 
+    // `cupel-rs-pipeline` without its default `config` feature: no toml,
+    // serde_json, serde_ignored, serde_path_to_error or `cupel-core/serde`.
+    let mut lean = cargo();
+    lean.args([
+        "clippy",
+        "-p",
+        "cupel-rs-pipeline",
+        "--no-default-features",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    run_step(
+        "cargo check -p cupel-rs-pipeline --no-default-features (clippy)",
+        lean,
+    )?;
+
     let mut test = cargo();
     test.args(["test", "--workspace", "--all-features"]);
     run_step("cargo test --workspace --all-features", test)?;

@@ -563,6 +563,7 @@ pub(crate) struct Prepared {
 fn config_message(e: &CupelError) -> String {
     match e {
         CupelError::PipelineConfig(m) => m.clone(),
+        CupelError::Config(c) => c.to_string(),
         other => other.to_string(),
     }
 }

@@ -104,32 +104,32 @@ fn weight(w: f64) -> String {
 }
 
 /// `(name, detail)`: `("decay", Some("half-life 900s"))`.
-fn scorer_parts(s: &ScorerConfig) -> (&'static str, Option<String>) {
-    let detail = match s.kind {
-        ScorerType::Decay => s.curve.as_ref().map(|c| match c {
+fn scorer_parts(s: &ScorerConfig) -> (&str, Option<String>) {
+    let detail = match s.scorer_type.builtin() {
+        Some(ScorerType::Decay) => s.curve.as_ref().map(|c| match c {
             CurveConfig::Exponential { half_life_secs } => {
                 format!("half-life {half_life_secs}s")
             }
             CurveConfig::Window { max_age_secs } => format!("window {max_age_secs}s"),
             CurveConfig::Step { windows } => format!("{} steps", windows.len()),
         }),
-        ScorerType::Kind => s
+        Some(ScorerType::Kind) => s
             .weights
             .as_ref()
             .map(|w| format!("{} custom weights", w.len())),
-        ScorerType::Tag => s.tag_weights.as_ref().map(|w| format!("{} tags", w.len())),
-        ScorerType::MetadataKey => match (&s.key, &s.value) {
+        Some(ScorerType::Tag) => s.tag_weights.as_ref().map(|w| format!("{} tags", w.len())),
+        Some(ScorerType::MetadataKey) => match (&s.key, &s.value) {
             (Some(k), Some(v)) => Some(format!("{k}={v}")),
             _ => None,
         },
-        ScorerType::Scaled => s.inner_scorer.as_ref().map(|i| match i {
+        Some(ScorerType::Scaled) => s.inner_scorer.as_ref().map(|i| match i {
             InnerScorer::Name(t) => t.as_str().to_string(),
             InnerScorer::Config(c) => scorer_label(c),
         }),
-        ScorerType::Composite => s.children.as_ref().map(|c| scorers_text(c)),
+        Some(ScorerType::Composite) => s.children.as_ref().map(|c| scorers_text(c)),
         _ => None,
     };
-    (s.kind.as_str(), detail)
+    (s.scorer_type.as_str(), detail)
 }
 
 fn scorer_label(s: &ScorerConfig) -> String {
@@ -162,8 +162,8 @@ pub(crate) fn slicer_text(cfg: &PolicyConfig) -> String {
     if let Some(b) = s.bucket_size {
         parts.push(format!("bucket {b}"));
     } else if matches!(
-        s.slicer,
-        SlicerType::Knapsack | SlicerType::CountConstrainedKnapsack
+        s.slicer.builtin(),
+        Some(SlicerType::Knapsack | SlicerType::CountConstrainedKnapsack)
     ) {
         parts.push("bucket 100".into());
     }
@@ -184,7 +184,7 @@ pub(crate) fn slicer_text(cfg: &PolicyConfig) -> String {
 }
 
 fn overflow_text(cfg: &PolicyConfig) -> String {
-    cfg.overflow_strategy.to_string()
+    cupel_pipeline::overflow_strategy_name(cfg.overflow_strategy).to_owned()
 }
 
 /// Placeholder for a space that must not become a line break.

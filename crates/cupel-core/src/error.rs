@@ -106,6 +106,12 @@ pub enum CupelError {
     #[error("pipeline configuration: {0}")]
     PipelineConfig(String),
 
+    /// A declarative configuration (a policy file or table) was invalid;
+    /// the [`ConfigError`] says where (key path, line and column) and what
+    /// was expected.
+    #[error("pipeline configuration: {0}")]
+    Config(ConfigError),
+
     /// A function argument broke its documented precondition.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -281,6 +287,145 @@ pub enum CupelError {
         /// The gate's global budget.
         max_context_tokens: i64,
     },
+}
+
+impl From<ConfigError> for CupelError {
+    fn from(err: ConfigError) -> Self {
+        CupelError::Config(err)
+    }
+}
+
+/// A configuration error with its location: the key path, the line and
+/// column where the parser knows them, the keys or names that were
+/// expected, the message, and the underlying parser error as
+/// [`source`](std::error::Error::source).
+///
+/// Displayed as the message followed by ` (line L, column C)` when the
+/// position is known; the message already names the key.
+///
+/// ```
+/// use cupel_core::{ConfigError, CupelError};
+/// let e = ConfigError::new("unknown policy key `dedupliction`")
+///     .with_key_path("dedupliction")
+///     .with_position(2, 1)
+///     .with_expected(["deduplication", "placer"]);
+/// assert_eq!(e.key_path(), Some("dedupliction"));
+/// assert_eq!(e.to_string(), "unknown policy key `dedupliction` (line 2, column 1)");
+/// let e = CupelError::from(e);
+/// assert!(e.to_string().starts_with("pipeline configuration: unknown policy key"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct ConfigError(Box<ConfigErrorInner>);
+
+/// Boxed so that [`CupelError`] stays small.
+#[derive(Debug, Clone)]
+struct ConfigErrorInner {
+    message: String,
+    key_path: Option<String>,
+    position: Option<(usize, usize)>,
+    expected: Vec<String>,
+    source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl ConfigError {
+    /// An error with `message` and no location.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self(Box::new(ConfigErrorInner {
+            message: message.into(),
+            key_path: None,
+            position: None,
+            expected: Vec::new(),
+            source: None,
+        }))
+    }
+
+    /// Replaces the message (e.g. to prefix where the error sits).
+    pub fn with_message(mut self, message: impl Into<String>) -> Self {
+        self.0.message = message.into();
+        self
+    }
+
+    /// Sets the dotted key path (`scorers.0.curve.extra`).
+    pub fn with_key_path(mut self, path: impl Into<String>) -> Self {
+        self.0.key_path = Some(path.into());
+        self
+    }
+
+    /// Sets the 1-based line and column.
+    pub fn with_position(mut self, line: usize, column: usize) -> Self {
+        self.0.position = Some((line, column));
+        self
+    }
+
+    /// Sets the keys or names that were expected there.
+    pub fn with_expected<I, S>(mut self, expected: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.0.expected = expected.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the underlying error (a TOML or JSON parser error).
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.0.source = Some(std::sync::Arc::new(source));
+        self
+    }
+
+    /// The message, without the position.
+    pub fn message(&self) -> &str {
+        &self.0.message
+    }
+
+    /// The dotted key path, when known.
+    pub fn key_path(&self) -> Option<&str> {
+        self.0.key_path.as_deref()
+    }
+
+    /// The 1-based line, when known.
+    pub fn line(&self) -> Option<usize> {
+        self.0.position.map(|(l, _)| l)
+    }
+
+    /// The 1-based column, when known.
+    pub fn column(&self) -> Option<usize> {
+        self.0.position.map(|(_, c)| c)
+    }
+
+    /// The keys or names that were expected (empty when not relevant).
+    pub fn expected(&self) -> &[String] {
+        &self.0.expected
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.message)?;
+        if let Some((line, column)) = self.0.position {
+            write!(f, " (line {line}, column {column})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0
+            .source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Equal when everything but the source is equal.
+impl PartialEq for ConfigError {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.message == other.0.message
+            && self.0.key_path == other.0.key_path
+            && self.0.position == other.0.position
+            && self.0.expected == other.0.expected
+    }
 }
 
 impl From<BudgetExceededError> for CupelError {

@@ -74,7 +74,7 @@ pub use diagnostics::{
     NullTraceCollector, OverflowEvent, PipelineStage, SelectionReport, StageTrace, TraceCollector,
     TraceDetailLevel, TraceEvent,
 };
-pub use error::{CupelError, DEFAULT_MAX_TABLE_BYTES, TableLimit, TokenSign};
+pub use error::{ConfigError, CupelError, DEFAULT_MAX_TABLE_BYTES, TableLimit, TokenSign};
 pub use gate_report::{CompactionPolicyKind, GATE_EVENT, GateDecision, GateReport, NodeReport};
 pub use item::{ContextItem, ContextItemBuilder};
 pub use kind::{ContextKind, ContextSource};

@@ -5,9 +5,11 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use cupel_core::{CupelError, OverflowStrategy};
+use cupel_core::{ConfigError, CupelError, OverflowStrategy};
+use cupel_slicers::ScarcityBehavior;
 
-use crate::names::{PlacerType, ScorerType, SlicerType};
+use crate::names::{ComponentType, PlacerType, ScorerType, SlicerType};
+use crate::registry::ComponentRegistry;
 
 fn default_weight() -> f64 {
     1.0
@@ -21,8 +23,8 @@ fn is_true(b: &bool) -> bool {
     *b
 }
 
-fn is_default_overflow(o: &OverflowName) -> bool {
-    *o == OverflowName::Throw
+fn is_default_overflow(o: &OverflowStrategy) -> bool {
+    *o == OverflowStrategy::Throw
 }
 
 /// A whole policy: scorers, slicer (with its keys), placer, overflow and deduplication.
@@ -47,6 +49,12 @@ fn is_default_overflow(o: &OverflowName) -> bool {
 /// weight = 1.0
 /// ```
 ///
+/// A type name that is not built in (`type = "keyword"`, `slicer = "mine"`,
+/// `placer = "mine"`) names a custom component: [`build_with`](Self::build_with)
+/// resolves it through a [`ComponentRegistry`], handing the constructor the
+/// component's own table (`params`, `slicer_params`, `placer_params`);
+/// [`build`](Self::build) knows only the built-ins.
+///
 /// Read files with [`PolicyConfig::from_toml_str`] / [`PolicyConfig::from_json_str`]:
 /// they reject unknown keys and keys that do not apply to the component they
 /// sit on, naming the key. Plain `serde` deserialisation ignores unknown keys
@@ -70,12 +78,15 @@ pub struct PolicyConfig {
     pub scorers: Vec<ScorerConfig>,
     /// The slicer type and its keys.
     pub slicer: SlicerConfig,
-    /// The placer (default `chronological`).
-    pub placer: PlacerType,
+    /// The placer (default `chronological`): built in, or registered in a
+    /// [`ComponentRegistry`].
+    pub placer: ComponentType<PlacerType>,
+    /// A custom placer's own table (`placer_params`), handed to its constructor.
+    pub placer_params: Option<serde_json::Value>,
     /// Whether byte-identical contents are deduplicated (default `true`).
     pub deduplication: bool,
-    /// `throw` (default), `truncate` or `proceed`.
-    pub overflow_strategy: OverflowName,
+    /// `throw` (default), `truncate` or `proceed` on the wire.
+    pub overflow_strategy: OverflowStrategy,
 }
 
 /// The flat wire shape of [`PolicyConfig`] (serde's `flatten` would hide unknown keys).
@@ -84,7 +95,9 @@ pub struct PolicyConfig {
 struct RawPolicy {
     scorers: Vec<ScorerConfig>,
     #[serde(default = "default_slicer")]
-    slicer: SlicerType,
+    slicer: ComponentType<SlicerType>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    slicer_params: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     bucket_size: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -97,14 +110,24 @@ struct RawPolicy {
     quotas: Vec<QuotaConfig>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     entries: Vec<CountQuotaConfig>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    scarcity_behavior: Option<ScarcityName>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "scarcity_wire"
+    )]
+    scarcity_behavior: Option<ScarcityBehavior>,
     #[serde(default = "default_placer")]
-    placer: PlacerType,
+    placer: ComponentType<PlacerType>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    placer_params: Option<serde_json::Value>,
     #[serde(default = "default_true", skip_serializing_if = "is_true")]
     deduplication: bool,
-    #[serde(default, skip_serializing_if = "is_default_overflow")]
-    overflow_strategy: OverflowName,
+    #[serde(
+        default,
+        skip_serializing_if = "is_default_overflow",
+        with = "overflow_wire"
+    )]
+    overflow_strategy: OverflowStrategy,
 }
 
 impl From<RawPolicy> for PolicyConfig {
@@ -113,6 +136,7 @@ impl From<RawPolicy> for PolicyConfig {
             scorers: r.scorers,
             slicer: SlicerConfig {
                 slicer: r.slicer,
+                slicer_params: r.slicer_params,
                 bucket_size: r.bucket_size,
                 max_table_cells: r.max_table_cells,
                 max_table_bytes: r.max_table_bytes,
@@ -122,6 +146,7 @@ impl From<RawPolicy> for PolicyConfig {
                 scarcity_behavior: r.scarcity_behavior,
             },
             placer: r.placer,
+            placer_params: r.placer_params,
             deduplication: r.deduplication,
             overflow_strategy: r.overflow_strategy,
         }
@@ -133,6 +158,7 @@ impl From<PolicyConfig> for RawPolicy {
         RawPolicy {
             scorers: c.scorers,
             slicer: c.slicer.slicer,
+            slicer_params: c.slicer.slicer_params,
             bucket_size: c.slicer.bucket_size,
             max_table_cells: c.slicer.max_table_cells,
             max_table_bytes: c.slicer.max_table_bytes,
@@ -141,80 +167,90 @@ impl From<PolicyConfig> for RawPolicy {
             entries: c.slicer.entries,
             scarcity_behavior: c.slicer.scarcity_behavior,
             placer: c.placer,
+            placer_params: c.placer_params,
             deduplication: c.deduplication,
             overflow_strategy: c.overflow_strategy,
         }
     }
 }
 
-fn default_placer() -> PlacerType {
-    PlacerType::Chronological
+fn default_placer() -> ComponentType<PlacerType> {
+    ComponentType::Builtin(PlacerType::Chronological)
 }
 
-/// The overflow strategy as written in configuration (`throw`, `truncate`, `proceed`; any case).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum OverflowName {
-    /// [`OverflowStrategy::Throw`].
-    #[default]
-    Throw,
-    /// [`OverflowStrategy::Truncate`].
-    Truncate,
-    /// [`OverflowStrategy::Proceed`].
-    Proceed,
-}
+/// Former name of the configuration's overflow strategy; the core enum is used now.
+#[deprecated(since = "0.2.0", note = "use `cupel_core::OverflowStrategy`")]
+pub type OverflowName = OverflowStrategy;
 
-impl From<OverflowName> for OverflowStrategy {
-    fn from(o: OverflowName) -> Self {
-        match o {
-            OverflowName::Throw => OverflowStrategy::Throw,
-            OverflowName::Truncate => OverflowStrategy::Truncate,
-            OverflowName::Proceed => OverflowStrategy::Proceed,
-        }
+/// Former name of the configuration's scarcity behaviour; the slicers' enum is used now.
+#[deprecated(since = "0.2.0", note = "use `cupel_slicers::ScarcityBehavior`")]
+pub type ScarcityName = ScarcityBehavior;
+
+/// The configuration spelling of an overflow strategy: `throw`, `truncate` or `proceed`.
+pub fn overflow_strategy_name(o: OverflowStrategy) -> &'static str {
+    match o {
+        OverflowStrategy::Throw => "throw",
+        OverflowStrategy::Truncate => "truncate",
+        OverflowStrategy::Proceed => "proceed",
     }
 }
 
-impl From<OverflowStrategy> for OverflowName {
-    fn from(o: OverflowStrategy) -> Self {
-        match o {
-            OverflowStrategy::Throw => OverflowName::Throw,
-            OverflowStrategy::Truncate => OverflowName::Truncate,
-            OverflowStrategy::Proceed => OverflowName::Proceed,
-        }
+/// The configuration spelling of a scarcity behaviour: `degrade` or `throw`.
+pub fn scarcity_behavior_name(b: ScarcityBehavior) -> &'static str {
+    match b {
+        ScarcityBehavior::Degrade => "degrade",
+        ScarcityBehavior::Throw => "throw",
     }
 }
 
-impl OverflowName {
-    /// The configuration spelling: `throw`, `truncate` or `proceed`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OverflowName::Throw => "throw",
-            OverflowName::Truncate => "truncate",
-            OverflowName::Proceed => "proceed",
-        }
-    }
-}
+/// `overflow_strategy` on the wire: lowercase out, any ASCII case in.
+mod overflow_wire {
+    use cupel_core::OverflowStrategy;
+    use serde::{Deserialize, Deserializer, Serializer};
 
-impl std::fmt::Display for OverflowName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+    pub(super) fn serialize<S: Serializer>(o: &OverflowStrategy, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(super::overflow_strategy_name(*o))
     }
-}
 
-impl Serialize for OverflowName {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for OverflowName {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<OverflowStrategy, D::Error> {
         let s = String::deserialize(d)?;
         match s.to_ascii_lowercase().as_str() {
-            "throw" => Ok(OverflowName::Throw),
-            "truncate" => Ok(OverflowName::Truncate),
-            "proceed" => Ok(OverflowName::Proceed),
+            "throw" => Ok(OverflowStrategy::Throw),
+            "truncate" => Ok(OverflowStrategy::Truncate),
+            "proceed" => Ok(OverflowStrategy::Proceed),
             _ => Err(serde::de::Error::custom(format!(
                 "unknown overflow_strategy `{s}` (expected one of: throw, truncate, proceed)"
+            ))),
+        }
+    }
+}
+
+/// `scarcity_behavior` on the wire (an `Option`): lowercase out, any ASCII case in.
+mod scarcity_wire {
+    use cupel_slicers::ScarcityBehavior;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        b: &Option<ScarcityBehavior>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match b {
+            Some(b) => s.serialize_str(super::scarcity_behavior_name(*b)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<ScarcityBehavior>, D::Error> {
+        let s = String::deserialize(d)?;
+        match s.to_ascii_lowercase().as_str() {
+            "degrade" => Ok(Some(ScarcityBehavior::Degrade)),
+            "throw" => Ok(Some(ScarcityBehavior::Throw)),
+            _ => Err(serde::de::Error::custom(format!(
+                "unknown scarcity_behavior `{s}` (expected one of: degrade, throw)"
             ))),
         }
     }
@@ -223,9 +259,13 @@ impl<'de> Deserialize<'de> for OverflowName {
 /// A slicer and its keys.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SlicerConfig {
-    /// The slicer type (default `greedy`).
+    /// The slicer type (default `greedy`): built in, or registered in a
+    /// [`ComponentRegistry`].
     #[serde(default = "default_slicer")]
-    pub slicer: SlicerType,
+    pub slicer: ComponentType<SlicerType>,
+    /// A custom slicer's own table (`slicer_params`), handed to its constructor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slicer_params: Option<serde_json::Value>,
     /// Knapsack bucket size (`knapsack`, `count_constrained_knapsack`; default 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bucket_size: Option<i64>,
@@ -245,20 +285,25 @@ pub struct SlicerConfig {
     /// Count quotas (`count_quota`, `count_constrained_knapsack`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub entries: Vec<CountQuotaConfig>,
-    /// `degrade` (default) or `throw` (`count_quota`, `count_constrained_knapsack`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scarcity_behavior: Option<ScarcityName>,
+    /// `degrade` (default) or `throw` on the wire (`count_quota`, `count_constrained_knapsack`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "scarcity_wire"
+    )]
+    pub scarcity_behavior: Option<ScarcityBehavior>,
 }
 
-fn default_slicer() -> SlicerType {
-    SlicerType::Greedy
+fn default_slicer() -> ComponentType<SlicerType> {
+    ComponentType::Builtin(SlicerType::Greedy)
 }
 
 impl SlicerConfig {
     /// A slicer of `slicer` type with every key at its default.
-    pub fn new(slicer: SlicerType) -> Self {
+    pub fn new(slicer: impl Into<ComponentType<SlicerType>>) -> Self {
         Self {
-            slicer,
+            slicer: slicer.into(),
+            slicer_params: None,
             bucket_size: None,
             max_table_cells: None,
             max_table_bytes: None,
@@ -299,25 +344,13 @@ pub struct CountQuotaConfig {
     pub cap_count: i64,
 }
 
-/// What a count-quota slicer does when a requirement cannot be met.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ScarcityName {
-    /// Keep going and record a shortfall (default).
-    #[default]
-    #[serde(alias = "Degrade")]
-    Degrade,
-    /// Fail the run.
-    #[serde(alias = "Throw")]
-    Throw,
-}
-
 /// A scorer and its keys.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScorerConfig {
-    /// The scorer type.
+    /// The scorer type (the `type` key on the wire): built in, or registered
+    /// in a [`ComponentRegistry`].
     #[serde(rename = "type")]
-    pub kind: ScorerType,
+    pub scorer_type: ComponentType<ScorerType>,
     /// Relative weight inside a composite (default 1.0).
     #[serde(default = "default_weight")]
     pub weight: f64,
@@ -369,13 +402,16 @@ pub struct ScorerConfig {
     /// `metadata_key`: the multiplier for matching items.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boost: Option<f64>,
+    /// A custom scorer's own table (`params`), handed to its constructor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<serde_json::Value>,
 }
 
 impl ScorerConfig {
-    /// A scorer of type `kind`, weight 1.0, every key at its default.
-    pub fn new(kind: ScorerType) -> Self {
+    /// A scorer of type `scorer_type`, weight 1.0, every key at its default.
+    pub fn new(scorer_type: impl Into<ComponentType<ScorerType>>) -> Self {
         Self {
-            kind,
+            scorer_type: scorer_type.into(),
             weight: 1.0,
             use_default_weights: None,
             weights: None,
@@ -390,6 +426,7 @@ impl ScorerConfig {
             key: None,
             value: None,
             boost: None,
+            params: None,
         }
     }
 
@@ -440,7 +477,14 @@ impl<'de> Deserialize<'de> for InnerScorer {
                 f.write_str("a scorer type name or a scorer table")
             }
             fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<InnerScorer, E> {
-                s.parse().map(InnerScorer::Name).map_err(E::custom)
+                ScorerType::from_name(s)
+                    .map(InnerScorer::Name)
+                    .ok_or_else(|| {
+                        E::custom(format!(
+                            "unknown scorer `{s}` (expected one of: {})",
+                            ScorerType::expected()
+                        ))
+                    })
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
@@ -525,7 +569,12 @@ fn check_depth<'a>(roots: impl IntoIterator<Item = &'a ScorerConfig>) -> Result<
 }
 
 /// A decay curve.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// On the wire a table with a `type` key (`exponential`, `window`, `step`)
+/// and that type's keys. A key of another curve type (`half_life_secs` on a
+/// `window` curve) is an error; an unknown key is reported by the strict
+/// parsers ([`PolicyConfig::from_toml_str`]) and ignored by plain serde.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum CurveConfig {
     /// `2^(-age / half_life)`.
@@ -545,6 +594,69 @@ pub enum CurveConfig {
     },
 }
 
+/// The flat wire shape of [`CurveConfig`].
+///
+/// Not `#[serde(tag = "type")]` on input: an internally tagged enum buffers
+/// its table, so the strict parser (serde_ignored) never saw the unknown keys
+/// inside it, nor inside a step window.
+#[derive(Deserialize)]
+#[serde(expecting = "a curve table with `type` (exponential, window, step)")]
+struct RawCurve {
+    #[serde(rename = "type")]
+    curve_type: String,
+    #[serde(default)]
+    half_life_secs: Option<f64>,
+    #[serde(default)]
+    max_age_secs: Option<f64>,
+    #[serde(default)]
+    windows: Option<Vec<StepWindowConfig>>,
+}
+
+impl<'de> Deserialize<'de> for CurveConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let raw = RawCurve::deserialize(d)?;
+        let t = raw.curve_type.to_ascii_lowercase();
+        let (needed, curve): (&str, Option<CurveConfig>) = match t.as_str() {
+            "exponential" => (
+                "half_life_secs",
+                raw.half_life_secs
+                    .map(|half_life_secs| CurveConfig::Exponential { half_life_secs }),
+            ),
+            "window" => (
+                "max_age_secs",
+                raw.max_age_secs
+                    .map(|max_age_secs| CurveConfig::Window { max_age_secs }),
+            ),
+            "step" => (
+                "windows",
+                raw.windows
+                    .clone()
+                    .map(|windows| CurveConfig::Step { windows }),
+            ),
+            _ => {
+                return Err(D::Error::custom(format!(
+                    "unknown curve type `{}` (expected one of: exponential, window, step)",
+                    raw.curve_type
+                )));
+            }
+        };
+        let present = [
+            ("half_life_secs", raw.half_life_secs.is_some()),
+            ("max_age_secs", raw.max_age_secs.is_some()),
+            ("windows", raw.windows.is_some()),
+        ];
+        for (key, is_set) in present {
+            if is_set && key != needed {
+                return Err(D::Error::custom(format!(
+                    "key `{key}` does not apply to curve type `{t}` (expected key: {needed})"
+                )));
+            }
+        }
+        curve.ok_or_else(|| D::Error::custom(format!("curve type `{t}` needs key `{needed}`")))
+    }
+}
+
 /// One window of a step curve.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepWindowConfig {
@@ -558,19 +670,31 @@ impl PolicyConfig {
     /// Parses a TOML policy, rejecting unknown or misplaced keys.
     ///
     /// # Errors
-    /// [`CupelError::PipelineConfig`] with the TOML error (line and column) or the offending key.
+    /// [`CupelError::Config`]: a syntax or type error with its key path,
+    /// line and column and the TOML error as its source; an unknown key
+    /// with its path and the keys expected there; a misplaced key (see
+    /// [`check_keys`](Self::check_keys)).
     pub fn from_toml_str(s: &str) -> Result<Self, CupelError> {
         // A UTF-8 byte-order mark is skipped, in TOML and JSON alike (spec H-4).
         let s = s.strip_prefix('\u{feff}').unwrap_or(s);
-        let de = toml::de::Deserializer::parse(s)
-            .map_err(|e| CupelError::PipelineConfig(format!("invalid TOML: {e}")))?;
-        strict(de, |e| format!("invalid policy: {e}"))
+        let de = toml::de::Deserializer::parse(s).map_err(|e| {
+            let mut err = ConfigError::new(format!("invalid TOML: {}", one_line(e.message())));
+            if let Some(span) = e.span() {
+                let (line, column) = line_col(s, span.start);
+                err = err.with_position(line, column);
+            }
+            err.with_source(e)
+        })?;
+        strict(de, |e: toml::de::Error| {
+            let at = e.span().map(|span| line_col(s, span.start));
+            (one_line(e.message()), at, e)
+        })
     }
 
     /// Parses a JSON policy, rejecting unknown or misplaced keys.
     ///
     /// # Errors
-    /// [`CupelError::PipelineConfig`] with the JSON error or the offending key.
+    /// As [`from_toml_str`](Self::from_toml_str), with the JSON error.
     pub fn from_json_str(s: &str) -> Result<Self, CupelError> {
         // A byte-order mark is skipped (spec H-4); the document must be an
         // object, not an array read field by field (spec H-5).
@@ -581,31 +705,51 @@ impl PolicyConfig {
             ));
         }
         let mut de = serde_json::Deserializer::from_str(s);
-        let cfg = strict(&mut de, |e| format!("invalid policy JSON: {e}"))?;
-        de.end()
-            .map_err(|e| CupelError::PipelineConfig(format!("invalid policy JSON: {e}")))?;
+        let cfg = strict(&mut de, json_parts)?;
+        de.end().map_err(|e| json_error(json_parts(e)))?;
         Ok(cfg)
     }
 
     /// Checks that every key present applies to the component it sits on.
     ///
     /// # Errors
-    /// [`CupelError::PipelineConfig`] naming the first misplaced key.
+    /// [`CupelError::Config`] naming the first misplaced key (its path, and
+    /// the keys that do apply).
     pub fn check_keys(&self) -> Result<(), CupelError> {
         check_depth(&self.scorers)?;
         for (i, s) in self.scorers.iter().enumerate() {
             s.check_keys(&format!("scorers[{i}]"))?;
         }
+        if self.placer_params.is_some() && self.placer.builtin().is_some() {
+            return Err(ConfigError::new(format!(
+                "key `placer_params` does not apply to placer `{}`",
+                self.placer
+            ))
+            .with_key_path("placer_params")
+            .into());
+        }
         self.slicer.check_keys()
     }
 
-    /// Builds the [`Policy`](crate::Policy).
+    /// Builds the [`Policy`](crate::Policy) from the built-in components only.
     ///
     /// # Errors
-    /// [`CupelError::PipelineConfig`] (no scorers, or scorers nested deeper
-    /// than [`MAX_SCORER_DEPTH`]) or the component's own construction error
-    /// (e.g. `ScorerConfig`, `SlicerConfig`), prefixed with where it sits.
+    /// [`CupelError::PipelineConfig`] (no scorers, scorers nested deeper than
+    /// [`MAX_SCORER_DEPTH`], a type that is not built in) or the component's
+    /// own construction error (e.g. `ScorerConfig`, `SlicerConfig`), prefixed
+    /// with where it sits.
     pub fn build(&self) -> Result<crate::Policy, CupelError> {
+        self.build_with(&ComponentRegistry::new())
+    }
+
+    /// Builds the [`Policy`](crate::Policy), resolving type names that are
+    /// not built in through `registry` (see [`ComponentRegistry`]).
+    ///
+    /// # Errors
+    /// As [`build`](Self::build); an unknown type's error lists the built-in
+    /// and the registered names; a custom constructor's error is prefixed
+    /// with where the component sits.
+    pub fn build_with(&self, registry: &ComponentRegistry) -> Result<crate::Policy, CupelError> {
         check_depth(&self.scorers)?;
         let scorer: Arc<dyn cupel_core::Scorer> = match self.scorers.as_slice() {
             [] => {
@@ -613,33 +757,156 @@ impl PolicyConfig {
                     "policy key `scorers`: at least one scorer is required".into(),
                 ));
             }
-            [only] => only.build_at("scorers[0]")?,
-            many => crate::construct::composite(many, "scorers")?,
+            [only] => crate::construct::scorer(only, "scorers[0]", registry)?,
+            many => crate::construct::composite(many, "scorers", registry)?,
+        };
+        let placer = match &self.placer {
+            ComponentType::Builtin(t) => t.build(),
+            ComponentType::Custom(name) => registry
+                .placer(name, self.placer_params.as_ref())
+                .map_err(|e| crate::construct::at(e, "placer"))?,
         };
         crate::Policy::builder()
             .scorer_arc(scorer)
-            .slicer_arc(self.slicer.build()?)
-            .placer_arc(self.placer.build())
-            .overflow_strategy(self.overflow_strategy.into())
+            .slicer_arc(self.slicer.build_with(registry)?)
+            .placer_arc(placer)
+            .overflow_strategy(self.overflow_strategy)
             .deduplication(self.deduplication)
             .build()
     }
 }
 
-fn strict<'de, D, F>(de: D, wrap: F) -> Result<PolicyConfig, CupelError>
+/// A parser error as (message without position, line and column, the error).
+type Parts<E> = (String, Option<(usize, usize)>, E);
+
+fn json_parts(e: serde_json::Error) -> Parts<serde_json::Error> {
+    let full = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    let message = full.strip_suffix(&suffix).unwrap_or(&full).to_owned();
+    let at = (e.line() > 0).then(|| (e.line(), e.column()));
+    (message, at, e)
+}
+
+fn json_error((message, at, e): Parts<serde_json::Error>) -> ConfigError {
+    let mut err = ConfigError::new(format!("invalid JSON: {message}"));
+    if let Some((line, column)) = at {
+        err = err.with_position(line, column);
+    }
+    err.with_source(e)
+}
+
+/// Joins a possibly multi-line parser message into one line.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// 1-based line and column (in characters) of byte offset `at` in `text`.
+fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let before = text.get(..at).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// A serde path (`scorers[0].curve`, serde_ignored's `scorers.0.?.x`) as a
+/// dotted key path (`scorers.0.curve`), `?` steps dropped.
+pub(crate) fn dotted(raw: &str) -> String {
+    raw.replace('[', ".")
+        .replace(']', "")
+        .split('.')
+        .filter(|seg| !seg.is_empty() && *seg != "?")
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+const POLICY_KEYS: &[&str] = &[
+    "scorers",
+    "slicer",
+    "slicer_params",
+    "bucket_size",
+    "max_table_cells",
+    "max_table_bytes",
+    "inner_slicer",
+    "quotas",
+    "entries",
+    "scarcity_behavior",
+    "placer",
+    "placer_params",
+    "deduplication",
+    "overflow_strategy",
+];
+
+const SCORER_KEYS: &[&str] = &[
+    "type",
+    "weight",
+    "use_default_weights",
+    "weights",
+    "tag_weights",
+    "case_insensitive_tags",
+    "children",
+    "inner_scorer",
+    "reference_time",
+    "null_timestamp_score",
+    "curve",
+    "default_score",
+    "key",
+    "value",
+    "boost",
+    "params",
+];
+
+/// The keys a table at `path` (dotted, the unknown key last) accepts.
+fn keys_at(path: &str) -> &'static [&'static str] {
+    let parent = path
+        .rsplit('.')
+        .skip(1)
+        .find(|seg| seg.parse::<usize>().is_err());
+    match parent {
+        None => POLICY_KEYS,
+        Some("scorers" | "children" | "inner_scorer") => SCORER_KEYS,
+        Some("curve") => &["type", "half_life_secs", "max_age_secs", "windows"],
+        Some("windows") => &["max_age_secs", "score"],
+        Some("quotas") => &["kind", "require", "cap"],
+        Some("entries") => &["kind", "require_count", "cap_count"],
+        Some("weights") => &["kind", "weight"],
+        Some("tag_weights") => &["tag", "weight"],
+        Some(_) => &[],
+    }
+}
+
+fn strict<'de, D, F, E>(de: D, parts: F) -> Result<PolicyConfig, CupelError>
 where
-    D: serde::Deserializer<'de>,
-    F: Fn(String) -> String,
+    D: serde::Deserializer<'de, Error = E>,
+    F: Fn(E) -> Parts<E>,
+    E: std::error::Error + Send + Sync + 'static,
 {
+    let mut track = serde_path_to_error::Track::new();
     let mut unknown: Vec<String> = Vec::new();
-    let cfg: PolicyConfig = serde_ignored::deserialize(de, |path| unknown.push(path.to_string()))
-        .map_err(|e| CupelError::PipelineConfig(wrap(e.to_string())))?;
+    let tracked = serde_path_to_error::Deserializer::new(de, &mut track);
+    let res: Result<PolicyConfig, E> =
+        serde_ignored::deserialize(tracked, |path| unknown.push(path.to_string()));
+    let cfg = match res {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            let path = dotted(&track.path().to_string());
+            let (message, at, e) = parts(e);
+            let mut err = if path.is_empty() {
+                ConfigError::new(format!("invalid policy: {message}"))
+            } else {
+                ConfigError::new(format!("invalid policy: `{path}`: {message}")).with_key_path(path)
+            };
+            if let Some((line, column)) = at {
+                err = err.with_position(line, column);
+            }
+            return Err(err.with_source(e).into());
+        }
+    };
     if let Some(key) = unknown.first() {
-        // serde_ignored marks the hop into an inline table as `?`; it is noise to a reader.
-        let key = key.replace(".?", "");
-        return Err(CupelError::PipelineConfig(format!(
-            "unknown policy key `{key}`"
-        )));
+        let key = dotted(key);
+        return Err(ConfigError::new(format!("unknown policy key `{key}`"))
+            .with_expected(keys_at(&key).iter().copied())
+            .with_key_path(key)
+            .into());
     }
     cfg.check_keys()?;
     Ok(cfg)
@@ -652,17 +919,27 @@ impl ScorerConfig {
     /// The scorer's construction error, or [`CupelError::PipelineConfig`] for
     /// a missing required key.
     pub fn build(&self) -> Result<Arc<dyn cupel_core::Scorer>, CupelError> {
-        check_depth([self])?;
-        self.build_at(self.kind.as_str())
+        self.build_with(&ComponentRegistry::new())
     }
 
-    pub(crate) fn build_at(&self, at: &str) -> Result<Arc<dyn cupel_core::Scorer>, CupelError> {
-        crate::construct::scorer(self, at)
+    /// Builds the scorer, resolving a custom type through `registry`.
+    ///
+    /// # Errors
+    /// As [`build`](Self::build); an unknown type's error lists the built-in
+    /// and registered names.
+    pub fn build_with(
+        &self,
+        registry: &ComponentRegistry,
+    ) -> Result<Arc<dyn cupel_core::Scorer>, CupelError> {
+        check_depth([self])?;
+        crate::construct::scorer(self, self.scorer_type.as_str(), registry)
     }
 
     fn check_keys(&self, at: &str) -> Result<(), CupelError> {
         use ScorerType as T;
-        let present: [(&str, bool, &[ScorerType]); 13] = [
+        let present: [(&str, bool, &[ScorerType]); 14] = [
+            // Every built-in type rejects `params`: only a custom scorer has its own table.
+            ("params", self.params.is_some(), &[]),
             (
                 "use_default_weights",
                 self.use_default_weights.is_some(),
@@ -694,11 +971,32 @@ impl ScorerConfig {
             ("boost", self.boost.is_some(), &[T::MetadataKey]),
         ];
         for (key, is_set, types) in present {
-            if is_set && !types.contains(&self.kind) {
-                return Err(CupelError::PipelineConfig(format!(
+            let applies = match self.scorer_type.builtin() {
+                Some(t) => types.contains(&t),
+                None => key == "params",
+            };
+            if is_set && !applies {
+                let expected = ["type", "weight"].into_iter().chain(
+                    present
+                        .iter()
+                        .filter(|(_, _, types)| match self.scorer_type.builtin() {
+                            Some(t) => types.contains(&t),
+                            None => false,
+                        })
+                        .map(|(k, _, _)| *k),
+                );
+                let expected: Vec<&str> = if self.scorer_type.builtin().is_some() {
+                    expected.collect()
+                } else {
+                    ["type", "weight", "params"].to_vec()
+                };
+                return Err(ConfigError::new(format!(
                     "{at}: key `{key}` does not apply to scorer type `{}`",
-                    self.kind
-                )));
+                    self.scorer_type
+                ))
+                .with_key_path(dotted(&format!("{at}.{key}")))
+                .with_expected(expected)
+                .into());
             }
         }
         if let Some(children) = &self.children {
@@ -719,12 +1017,26 @@ impl SlicerConfig {
     /// # Errors
     /// The slicer's construction error (prefixed with the key it came from).
     pub fn build(&self) -> Result<Arc<dyn cupel_core::Slicer>, CupelError> {
-        crate::construct::slicer(self)
+        self.build_with(&ComponentRegistry::new())
+    }
+
+    /// Builds the slicer, resolving a custom type through `registry`.
+    ///
+    /// # Errors
+    /// As [`build`](Self::build); an unknown type's error lists the built-in
+    /// and registered names.
+    pub fn build_with(
+        &self,
+        registry: &ComponentRegistry,
+    ) -> Result<Arc<dyn cupel_core::Slicer>, CupelError> {
+        crate::construct::slicer(self, registry)
     }
 
     fn check_keys(&self) -> Result<(), CupelError> {
         use SlicerType as T;
-        let present: [(&str, bool, &[SlicerType]); 7] = [
+        let present: [(&str, bool, &[SlicerType]); 8] = [
+            // Only a custom slicer has its own table.
+            ("slicer_params", self.slicer_params.is_some(), &[]),
             (
                 "bucket_size",
                 self.bucket_size.is_some(),
@@ -773,11 +1085,26 @@ impl SlicerConfig {
             ),
         ];
         for (key, is_set, types) in present {
-            if is_set && !types.contains(&self.slicer) {
-                return Err(CupelError::PipelineConfig(format!(
+            let applies = match self.slicer.builtin() {
+                Some(t) => types.contains(&t),
+                None => key == "slicer_params",
+            };
+            if is_set && !applies {
+                let expected: Vec<&str> = match self.slicer.builtin() {
+                    Some(t) => present
+                        .iter()
+                        .filter(|(_, _, types)| types.contains(&t))
+                        .map(|(k, _, _)| *k)
+                        .collect(),
+                    None => vec!["slicer_params"],
+                };
+                return Err(ConfigError::new(format!(
                     "key `{key}` does not apply to slicer `{}`",
                     self.slicer
-                )));
+                ))
+                .with_key_path(key)
+                .with_expected(expected)
+                .into());
             }
         }
         Ok(())

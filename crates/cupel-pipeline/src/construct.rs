@@ -17,17 +17,25 @@ use cupel_slicers::{
     QuotaSet, QuotaSlice, ScarcityBehavior,
 };
 
-use crate::config::{
-    CurveConfig, InnerScorer, ScarcityName, ScorerConfig, SlicerConfig, kind_weights,
-};
-use crate::names::{PlacerType, ScorerType, SlicerType};
+use crate::config::{CurveConfig, InnerScorer, ScorerConfig, SlicerConfig, kind_weights};
+use crate::names::{ComponentType, PlacerType, ScorerType, SlicerType};
+use crate::registry::ComponentRegistry;
 
 /// Prefixes a construction error with where it came from, keeping its variant.
-fn at(err: CupelError, path: &str) -> CupelError {
+pub(crate) fn at(err: CupelError, path: &str) -> CupelError {
     match err {
         CupelError::ScorerConfig(m) => CupelError::ScorerConfig(format!("{path}: {m}")),
         CupelError::SlicerConfig(m) => CupelError::SlicerConfig(format!("{path}: {m}")),
         CupelError::PipelineConfig(m) => CupelError::PipelineConfig(format!("{path}: {m}")),
+        CupelError::Config(c) => {
+            let message = format!("{path}: {}", c.message());
+            let c = if c.key_path().is_none() {
+                c.with_key_path(crate::config::dotted(path))
+            } else {
+                c
+            };
+            CupelError::Config(c.with_message(message))
+        }
         other => other,
     }
 }
@@ -36,8 +44,20 @@ fn missing(path: &str, key: &str, kind: &str) -> CupelError {
     CupelError::PipelineConfig(format!("{path}: scorer type `{kind}` needs key `{key}`"))
 }
 
-pub(crate) fn scorer(cfg: &ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, CupelError> {
-    let built: Arc<dyn Scorer> = match cfg.kind {
+pub(crate) fn scorer(
+    cfg: &ScorerConfig,
+    path: &str,
+    registry: &ComponentRegistry,
+) -> Result<Arc<dyn Scorer>, CupelError> {
+    let scorer_type = match &cfg.scorer_type {
+        ComponentType::Builtin(t) => *t,
+        ComponentType::Custom(name) => {
+            return registry
+                .scorer(name, cfg.params.as_ref())
+                .map_err(|e| at(e, path));
+        }
+    };
+    let built: Arc<dyn Scorer> = match scorer_type {
         ScorerType::Recency => Arc::new(RecencyScorer::new()),
         ScorerType::Priority => Arc::new(PriorityScorer::new()),
         ScorerType::Frequency => Arc::new(FrequencyScorer::new()),
@@ -75,7 +95,7 @@ pub(crate) fn scorer(cfg: &ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, 
                 .children
                 .as_ref()
                 .ok_or_else(|| missing(path, "children", "composite"))?;
-            composite(children, &format!("{path}.children"))?
+            composite(children, &format!("{path}.children"), registry)?
         }
         ScorerType::Scaled => {
             let inner = cfg
@@ -84,8 +104,8 @@ pub(crate) fn scorer(cfg: &ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, 
                 .ok_or_else(|| missing(path, "inner_scorer", "scaled"))?;
             let inner_path = format!("{path}.inner_scorer");
             let inner = match inner {
-                InnerScorer::Name(t) => scorer(&ScorerConfig::new(*t), &inner_path)?,
-                InnerScorer::Config(c) => scorer(c, &inner_path)?,
+                InnerScorer::Name(t) => scorer(&ScorerConfig::new(*t), &inner_path, registry)?,
+                InnerScorer::Config(c) => scorer(c, &inner_path, registry)?,
             };
             Arc::new(ScaledScorer::new(inner))
         }
@@ -143,10 +163,11 @@ pub(crate) fn scorer(cfg: &ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, 
 pub(crate) fn composite(
     entries: &[ScorerConfig],
     path: &str,
+    registry: &ComponentRegistry,
 ) -> Result<Arc<dyn Scorer>, CupelError> {
     let mut children = Vec::with_capacity(entries.len());
     for (i, e) in entries.iter().enumerate() {
-        children.push((scorer(e, &format!("{path}[{i}]"))?, e.weight));
+        children.push((scorer(e, &format!("{path}[{i}]"), registry)?, e.weight));
     }
     Ok(Arc::new(
         CompositeScorer::new(children).map_err(|e| at(e, path))?,
@@ -211,10 +232,7 @@ fn entries(cfg: &SlicerConfig) -> Result<Vec<CountQuotaEntry>, CupelError> {
 }
 
 fn scarcity(cfg: &SlicerConfig) -> ScarcityBehavior {
-    match cfg.scarcity_behavior.unwrap_or_default() {
-        ScarcityName::Degrade => ScarcityBehavior::Degrade,
-        ScarcityName::Throw => ScarcityBehavior::Throw,
-    }
+    cfg.scarcity_behavior.unwrap_or_default()
 }
 
 fn inner(cfg: &SlicerConfig) -> Result<Arc<dyn Slicer>, CupelError> {
@@ -223,11 +241,22 @@ fn inner(cfg: &SlicerConfig) -> Result<Arc<dyn Slicer>, CupelError> {
     inner_cfg.bucket_size = cfg.bucket_size;
     inner_cfg.max_table_cells = cfg.max_table_cells;
     inner_cfg.max_table_bytes = cfg.max_table_bytes;
-    slicer(&inner_cfg).map_err(|e| at(e, "inner_slicer"))
+    slicer(&inner_cfg, &ComponentRegistry::new()).map_err(|e| at(e, "inner_slicer"))
 }
 
-pub(crate) fn slicer(cfg: &SlicerConfig) -> Result<Arc<dyn Slicer>, CupelError> {
-    Ok(match cfg.slicer {
+pub(crate) fn slicer(
+    cfg: &SlicerConfig,
+    registry: &ComponentRegistry,
+) -> Result<Arc<dyn Slicer>, CupelError> {
+    let slicer_type = match &cfg.slicer {
+        ComponentType::Builtin(t) => *t,
+        ComponentType::Custom(name) => {
+            return registry
+                .slicer(name, cfg.slicer_params.as_ref())
+                .map_err(|e| at(e, "slicer"));
+        }
+    };
+    Ok(match slicer_type {
         SlicerType::Greedy => Arc::new(GreedySlice::new()),
         SlicerType::Knapsack => Arc::new(knapsack(cfg)?),
         SlicerType::Quota => {

@@ -108,6 +108,12 @@
 //! compacts its context first. See `spec/17-context-gate.md`.
 //!
 //! # Features
+//! * `config` (default) — declarative configuration: [`PolicyConfig`] read
+//!   from TOML or JSON, named presets, the [`ComponentRegistry`] for custom
+//!   components, the bundled samples, and `GateConfig::from_toml_str` /
+//!   `from_json_str`. It pulls toml, serde_json, serde_ignored and
+//!   serde_path_to_error and enables `cupel-core/serde`; build with
+//!   `default-features = false` for a pipeline assembled in code only.
 //! * `tiktoken` — `TiktokenCounter`, a
 //!   [`TokenCounter`](cupel_core::TokenCounter) backed by tiktoken's BPE
 //!   encodings (`cl100k_base`, `o200k_base`, ...).
@@ -115,25 +121,36 @@
 //! Depends on `cupel-core`, `cupel-scorers`, `cupel-slicers` and `cupel-placers`.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
+#[cfg(feature = "config")]
 mod config;
+#[cfg(feature = "config")]
 mod construct;
 pub mod gate;
 mod grouped;
+#[cfg(feature = "config")]
 mod names;
 mod pipeline;
 mod policy;
+#[cfg(feature = "config")]
 mod presets;
+#[cfg(feature = "config")]
+mod registry;
 mod run;
 mod run_budget;
+#[cfg(feature = "config")]
 pub mod samples;
 #[cfg(feature = "tiktoken")]
 mod tiktoken;
 
+#[cfg(feature = "config")]
 pub use config::{
-    CountQuotaConfig, CurveConfig, InnerScorer, KindWeightConfig, MAX_SCORER_DEPTH, OverflowName,
-    PolicyConfig, QuotaConfig, ScarcityName, ScorerConfig, SlicerConfig, StepWindowConfig,
-    TagWeightConfig,
+    CountQuotaConfig, CurveConfig, InnerScorer, KindWeightConfig, MAX_SCORER_DEPTH, PolicyConfig,
+    QuotaConfig, ScorerConfig, SlicerConfig, StepWindowConfig, TagWeightConfig,
+    overflow_strategy_name, scarcity_behavior_name,
 };
+#[cfg(feature = "config")]
+#[allow(deprecated)]
+pub use config::{OverflowName, ScarcityName};
 pub use gate::{
     Admitted, BuiltinClassifier, BuiltinCompactor, CompactCodeSpec, CompactionPolicy,
     CompactionPolicyKind, CompactionRule, ContextGate, ContextGateBuilder, GATE_EVENT, GateConfig,
@@ -141,10 +158,14 @@ pub use gate::{
     GateState, InboxMessage, NODE_HEADER, NodeReport, Over, RetrievalNode, RuleSpec,
     compact_csharp, compact_sql, format_node, header_value,
 };
-pub use names::{PlacerType, ScorerType, SlicerType};
+#[cfg(feature = "config")]
+pub use names::{ComponentType, PlacerType, ScorerType, SlicerType};
 pub use pipeline::{OverflowObserver, Pipeline, PipelineBuilder};
 pub use policy::{Policy, PolicyBuilder};
+#[cfg(feature = "config")]
 pub use presets::{Preset, preset, presets};
+#[cfg(feature = "config")]
+pub use registry::{ComponentRegistry, PlacerConstructor, ScorerConstructor, SlicerConstructor};
 pub use run_budget::BudgetedWindow;
 
 #[cfg(feature = "tiktoken")]

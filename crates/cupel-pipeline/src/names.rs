@@ -22,6 +22,52 @@ fn normalise(name: &str) -> String {
     s
 }
 
+/// A component type named in configuration: one of the built-in types, or a
+/// name to look up in a [`ComponentRegistry`](crate::ComponentRegistry).
+///
+/// Reading a policy accepts any name: a name that is not built in becomes
+/// [`Custom`](Self::Custom), and building the policy fails, listing the
+/// built-in and registered names, when the registry does not know it.
+///
+/// ```
+/// use cupel_pipeline::{ComponentType, ScorerType};
+/// let t: ComponentType<ScorerType> = serde_json::from_str("\"Recency\"")?;
+/// assert_eq!(t, ScorerType::Recency);
+/// let c: ComponentType<ScorerType> = serde_json::from_str("\"keyword\"")?;
+/// assert_eq!(c, ComponentType::Custom("keyword".into()));
+/// assert_eq!(c.builtin(), None);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ComponentType<T> {
+    /// A built-in component.
+    Builtin(T),
+    /// A custom component, by the name it was registered under.
+    Custom(String),
+}
+
+impl<T: Copy> ComponentType<T> {
+    /// The built-in type, or `None` for a custom name.
+    pub fn builtin(&self) -> Option<T> {
+        match self {
+            ComponentType::Builtin(t) => Some(*t),
+            ComponentType::Custom(_) => None,
+        }
+    }
+}
+
+impl<T> From<T> for ComponentType<T> {
+    fn from(t: T) -> Self {
+        ComponentType::Builtin(t)
+    }
+}
+
+impl<T: PartialEq> PartialEq<T> for ComponentType<T> {
+    fn eq(&self, other: &T) -> bool {
+        matches!(self, ComponentType::Builtin(t) if t == other)
+    }
+}
+
 macro_rules! component_names {
     (
         $(#[$meta:meta])* $name:ident, $what:literal,
@@ -89,7 +135,55 @@ macro_rules! component_names {
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let s = String::deserialize(d)?;
-                s.parse().map_err(serde::de::Error::custom)
+                // The bare message: the caller adds its own prefix once.
+                Self::from_name(&s).ok_or_else(|| serde::de::Error::custom(format!(
+                    concat!("unknown ", $what, " `{}` (expected one of: {})"),
+                    s,
+                    Self::expected()
+                )))
+            }
+        }
+
+        impl ComponentType<$name> {
+            /// The name as written: the canonical built-in name or the custom name.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    ComponentType::Builtin(t) => t.as_str(),
+                    ComponentType::Custom(n) => n,
+                }
+            }
+
+            /// A built-in type when `name` is one (any accepted spelling), else a custom name.
+            pub fn from_name(name: &str) -> Self {
+                match $name::from_name(name) {
+                    Some(t) => ComponentType::Builtin(t),
+                    None => ComponentType::Custom(name.to_owned()),
+                }
+            }
+        }
+
+        impl fmt::Display for ComponentType<$name> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl Serialize for ComponentType<$name> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for ComponentType<$name> {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                if s.trim().is_empty() {
+                    return Err(serde::de::Error::custom(format!(
+                        concat!("empty ", $what, " type (expected one of: {} or a registered name)"),
+                        $name::expected()
+                    )));
+                }
+                Ok(Self::from_name(&s))
             }
         }
     };

@@ -74,6 +74,38 @@ pub type OverflowObserver = Arc<dyn Fn(&OverflowEvent) + Send + Sync>;
 /// assert_eq!(pipeline.run(&items)?.len(), 3);
 /// # Ok::<(), cupel_core::CupelError>(())
 /// ```
+///
+/// # Shared components
+///
+/// Components given as `Arc`s (the `*_arc` setters) can be shared by many
+/// pipelines:
+///
+/// ```
+/// use std::sync::Arc;
+/// use cupel_core::{ContextBudget, ContextItem, Scorer};
+/// use cupel_pipeline::Pipeline;
+/// use cupel_placers::UShapedPlacer;
+/// use cupel_scorers::PriorityScorer;
+/// use cupel_slicers::GreedySlice;
+///
+/// let shared: Arc<dyn Scorer> = Arc::new(PriorityScorer::new());
+/// let pipeline = Pipeline::builder()
+///     .scorer_arc(Arc::clone(&shared)) // shared with other pipelines
+///     .slicer(GreedySlice::new())
+///     .placer(UShapedPlacer)
+///     .budget(ContextBudget::new(1_000, 30)?)
+///     .build()?;
+/// let items = vec![
+///     ContextItem::builder("low", 10).priority(1).build()?,
+///     ContextItem::builder("high", 10).priority(9).build()?,
+///     ContextItem::builder("mid", 10).priority(5).build()?,
+/// ];
+/// let window = pipeline.run(&items)?;
+/// // U-shaped: best first, second best last, the rest in the middle.
+/// let contents: Vec<&str> = window.iter().map(|i| i.content()).collect();
+/// assert_eq!(contents, ["high", "low", "mid"]);
+/// # Ok::<(), cupel_core::CupelError>(())
+/// ```
 #[derive(Clone)]
 pub struct Pipeline {
     pub(crate) policy: Policy,
@@ -360,6 +392,24 @@ impl PipelineBuilder {
     /// Sets the placer.
     pub fn placer(mut self, placer: impl Placer + 'static) -> Self {
         self.policy = self.policy.placer(placer);
+        self
+    }
+
+    /// Sets a shared scorer (e.g. one built from a [`PolicyConfig`](crate::PolicyConfig)).
+    pub fn scorer_arc(mut self, scorer: Arc<dyn Scorer>) -> Self {
+        self.policy = self.policy.scorer_arc(scorer);
+        self
+    }
+
+    /// Sets a shared slicer.
+    pub fn slicer_arc(mut self, slicer: Arc<dyn Slicer>) -> Self {
+        self.policy = self.policy.slicer_arc(slicer);
+        self
+    }
+
+    /// Sets a shared placer.
+    pub fn placer_arc(mut self, placer: Arc<dyn Placer>) -> Self {
+        self.policy = self.policy.placer_arc(placer);
         self
     }
 

@@ -12,6 +12,31 @@ use cupel_core::{CupelError, OverflowStrategy, Placer, Scorer, Slicer};
 /// reusable across budgets — pair it with a budget in a
 /// [`Pipeline`](crate::Pipeline), or pass it to
 /// [`Pipeline::dry_run_with_policy`](crate::Pipeline::dry_run_with_policy).
+///
+/// ```
+/// use cupel_core::{ContextBudget, ContextItem, OverflowStrategy};
+/// use cupel_pipeline::{Pipeline, Policy};
+/// use cupel_placers::ChronologicalPlacer;
+/// use cupel_scorers::ReflexiveScorer;
+/// use cupel_slicers::GreedySlice;
+///
+/// let policy = Policy::builder()
+///     .scorer(ReflexiveScorer::new())
+///     .slicer(GreedySlice::new())
+///     .placer(ChronologicalPlacer)
+///     .build()?;
+/// assert_eq!(policy.overflow_strategy(), OverflowStrategy::Throw);
+/// // One policy, two budgets.
+/// let small = Pipeline::new(policy.clone(), ContextBudget::new(100, 10)?);
+/// let large = Pipeline::new(policy, ContextBudget::new(100, 100)?);
+/// let items = vec![
+///     ContextItem::builder("a", 10).future_relevance_hint(0.9).build()?,
+///     ContextItem::builder("b", 10).future_relevance_hint(0.5).build()?,
+/// ];
+/// assert_eq!(small.run(&items)?.len(), 1);
+/// assert_eq!(large.run(&items)?.len(), 2);
+/// # Ok::<(), cupel_core::CupelError>(())
+/// ```
 #[derive(Clone)]
 pub struct Policy {
     pub(crate) scorer: Arc<dyn Scorer>,
@@ -65,6 +90,28 @@ impl Policy {
 
 /// Builder for [`Policy`]. Scorer, slicer and placer are required;
 /// overflow defaults to [`OverflowStrategy::Throw`] and deduplication to on.
+///
+/// ```
+/// use std::sync::Arc;
+/// use cupel_core::{OverflowStrategy, Slicer};
+/// use cupel_pipeline::PolicyBuilder;
+/// use cupel_placers::UShapedPlacer;
+/// use cupel_scorers::RecencyScorer;
+/// use cupel_slicers::KnapsackSlice;
+///
+/// let slicer: Arc<dyn Slicer> = Arc::new(KnapsackSlice::new(50)?);
+/// let policy = PolicyBuilder::new()
+///     .scorer(RecencyScorer::new())
+///     .slicer_arc(slicer)
+///     .placer(UShapedPlacer)
+///     .overflow_strategy(OverflowStrategy::Truncate)
+///     .deduplication(false)
+///     .build()?;
+/// assert!(!policy.deduplication());
+/// // A missing component is an error, not a panic.
+/// assert!(PolicyBuilder::new().scorer(RecencyScorer::new()).build().is_err());
+/// # Ok::<(), cupel_core::CupelError>(())
+/// ```
 #[derive(Clone, Default)]
 pub struct PolicyBuilder {
     scorer: Option<Arc<dyn Scorer>>,

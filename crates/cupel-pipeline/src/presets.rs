@@ -36,7 +36,8 @@ fn config(scorers: &[(ScorerType, f64)], slicer: SlicerConfig, placer: PlacerTyp
             .map(|&(t, w)| ScorerConfig::new(t).weight(w))
             .collect(),
         slicer,
-        placer,
+        placer: placer.into(),
+        placer_params: None,
         deduplication: true,
         overflow_strategy: Default::default(),
     }

@@ -57,7 +57,7 @@ fn every_component_can_be_expressed_and_built() {
     let cfg = PolicyConfig::from_toml_str(FULL).unwrap();
     assert_eq!(cfg.slicer.slicer, SlicerType::CountQuota);
     assert_eq!(cfg.scorers.len(), 6);
-    assert_eq!(cfg.scorers[1].kind, ScorerType::Composite);
+    assert_eq!(cfg.scorers[1].scorer_type, ScorerType::Composite);
     let policy = cfg.build().unwrap();
     assert_eq!(policy.slicer().slicer_kind(), SlicerKind::CountQuota);
     assert!(!policy.deduplication());
@@ -105,13 +105,15 @@ fn misplaced_keys_are_named() {
 
 #[test]
 fn bad_values_say_what_to_fix() {
+    // A name that is not built in reads as a custom type; building without
+    // a registry that knows it fails, listing the choices.
     let e = PolicyConfig::from_toml_str("slicer = \"fancy\"\n[[scorers]]\ntype = \"recency\"\n")
+        .unwrap()
+        .build()
         .unwrap_err();
-    assert!(
-        e.to_string().contains(
-            "unknown slicer `fancy` (expected one of: greedy, knapsack, quota, count_quota, count_constrained_knapsack)"
-        ),
-        "{e}"
+    assert_eq!(
+        e.to_string(),
+        "pipeline configuration: slicer: unknown slicer `fancy` (built-in: greedy, knapsack, quota, count_quota, count_constrained_knapsack; registered: none)"
     );
     let e = PolicyConfig::from_toml_str("slicer = \"greedy\"\n").unwrap_err();
     assert!(e.to_string().contains("missing field `scorers`"), "{e}");
@@ -464,4 +466,218 @@ fn a_bom_is_skipped_and_json_policies_are_objects() {
     assert_eq!(toml, json);
     let err = PolicyConfig::from_json_str("[[{\"type\": \"priority\"}]]").unwrap_err();
     assert!(err.to_string().contains("a JSON object"), "{err}");
+}
+
+fn decay_with_curve(curve: &str) -> String {
+    format!(
+        "[[scorers]]\ntype = \"decay\"\nreference_time = \"2025-01-01T00:00:00Z\"\ncurve = {curve}\n"
+    )
+}
+
+#[test]
+fn unknown_keys_inside_a_curve_are_named() {
+    let e = PolicyConfig::from_toml_str(&decay_with_curve(
+        "{ type = \"exponential\", half_life_secs = 1, extra = 2 }",
+    ))
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "pipeline configuration: unknown policy key `scorers.0.curve.extra`"
+    );
+    // JSON takes the same path.
+    let e = PolicyConfig::from_json_str(
+        r#"{"scorers": [{"type": "decay", "curve": {"type": "window", "max_age_secs": 5, "extra": 1}}]}"#,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("`scorers.0.curve.extra`"), "{e}");
+}
+
+#[test]
+fn a_key_of_another_curve_type_is_rejected() {
+    let e = PolicyConfig::from_toml_str(&decay_with_curve(
+        "{ type = \"window\", max_age_secs = 60, half_life_secs = 1 }",
+    ))
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("key `half_life_secs` does not apply to curve type `window`"),
+        "{e}"
+    );
+    let e = PolicyConfig::from_toml_str(&decay_with_curve(
+        "{ type = \"exponential\", half_life_secs = 1, windows = [] }",
+    ))
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("key `windows` does not apply to curve type `exponential`"),
+        "{e}"
+    );
+    let e = PolicyConfig::from_toml_str(&decay_with_curve("{ type = \"step\" }")).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("curve type `step` needs key `windows`"),
+        "{e}"
+    );
+    let e = PolicyConfig::from_toml_str(&decay_with_curve("{ type = \"linear\" }")).unwrap_err();
+    assert!(e.to_string().contains("unknown curve type `linear`"), "{e}");
+}
+
+#[test]
+fn unknown_keys_inside_a_step_window_are_named() {
+    let e = PolicyConfig::from_toml_str(&decay_with_curve(
+        "{ type = \"step\", windows = [{ max_age_secs = 60, score = 1.0 }, { max_age_sec = 600, score = 0.5 }] }",
+    ))
+    .unwrap_err();
+    // The typo is unknown and the real key is then missing: either is named.
+    let msg = e.to_string();
+    assert!(msg.contains("max_age_sec"), "{msg}");
+    let e = PolicyConfig::from_toml_str(&decay_with_curve(
+        "{ type = \"step\", windows = [{ max_age_secs = 60, score = 1.0, extra = true }] }",
+    ))
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "pipeline configuration: unknown policy key `scorers.0.curve.windows.0.extra`"
+    );
+}
+
+#[test]
+fn every_curve_type_still_parses_and_round_trips() {
+    for curve in [
+        "{ type = \"exponential\", half_life_secs = 3600 }",
+        "{ type = \"window\", max_age_secs = 60.5 }",
+        "{ type = \"step\", windows = [{ max_age_secs = 60, score = 1.0 }] }",
+    ] {
+        let cfg = PolicyConfig::from_toml_str(&decay_with_curve(curve)).unwrap();
+        cfg.build().unwrap();
+        let json = serde_json::to_string(&cfg).unwrap();
+        assert_eq!(PolicyConfig::from_json_str(&json).unwrap(), cfg, "{curve}");
+    }
+}
+
+#[test]
+fn overflow_and_scarcity_use_the_core_enums_with_the_same_wire_names() {
+    use cupel_core::OverflowStrategy;
+    use cupel_slicers::ScarcityBehavior;
+    let cfg = PolicyConfig::from_toml_str(
+        "overflow_strategy = \"Truncate\"\nslicer = \"count_quota\"\nscarcity_behavior = \"THROW\"\nentries = [{ kind = \"Message\", cap_count = 2 }]\n[[scorers]]\ntype = \"recency\"\n",
+    )
+    .unwrap();
+    assert_eq!(cfg.overflow_strategy, OverflowStrategy::Truncate);
+    assert_eq!(cfg.slicer.scarcity_behavior, Some(ScarcityBehavior::Throw));
+    let json = serde_json::to_value(&cfg).unwrap();
+    assert_eq!(json["overflow_strategy"], "truncate");
+    assert_eq!(json["scarcity_behavior"], "throw");
+    assert_eq!(json["scorers"][0]["type"], "recency");
+    let e = PolicyConfig::from_toml_str(
+        "overflow_strategy = \"explode\"\n[[scorers]]\ntype = \"recency\"\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains(
+            "unknown overflow_strategy `explode` (expected one of: throw, truncate, proceed)"
+        ),
+        "{e}"
+    );
+    assert_eq!(
+        cupel_pipeline::overflow_strategy_name(OverflowStrategy::Proceed),
+        "proceed"
+    );
+}
+
+#[test]
+fn pipeline_builder_takes_the_components_of_a_built_policy_as_arcs() {
+    let policy =
+        PolicyConfig::from_toml_str("placer = \"u-shaped\"\n[[scorers]]\ntype = \"reflexive\"\n")
+            .unwrap()
+            .build()
+            .unwrap();
+    let pipeline = Pipeline::builder()
+        .scorer_arc(std::sync::Arc::clone(policy.scorer()))
+        .slicer_arc(std::sync::Arc::clone(policy.slicer()))
+        .placer_arc(std::sync::Arc::clone(policy.placer()))
+        .budget(ContextBudget::new(100, 100).unwrap())
+        .build()
+        .unwrap();
+    assert!(std::sync::Arc::ptr_eq(
+        pipeline.policy().scorer(),
+        policy.scorer()
+    ));
+    assert!(std::sync::Arc::ptr_eq(
+        pipeline.policy().slicer(),
+        policy.slicer()
+    ));
+    assert!(std::sync::Arc::ptr_eq(
+        pipeline.policy().placer(),
+        policy.placer()
+    ));
+}
+
+#[test]
+fn config_errors_carry_the_key_path_position_expected_keys_and_source() {
+    use std::error::Error as _;
+    // A type error: key path, line and column, the TOML error as source.
+    let e = PolicyConfig::from_toml_str("[[scorers]]\ntype = \"recency\"\nweight = \"heavy\"\n")
+        .unwrap_err();
+    let CupelError::Config(c) = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(c.key_path(), Some("scorers.0.weight"));
+    assert_eq!((c.line(), c.column()), (Some(3), Some(10)));
+    assert!(c.source().is_some());
+    // One prefix, one line.
+    let text = e.to_string();
+    assert!(
+        text.starts_with("pipeline configuration: invalid policy: `scorers.0.weight`: "),
+        "{text}"
+    );
+    assert_eq!(text.matches("pipeline configuration").count(), 1, "{text}");
+    assert!(!text.contains('\n'), "{text}");
+    assert!(text.ends_with("(line 3, column 10)"), "{text}");
+
+    // A syntax error.
+    let e = PolicyConfig::from_toml_str("slicer = \n").unwrap_err();
+    let CupelError::Config(c) = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(c.line(), Some(1));
+    assert!(c.message().starts_with("invalid TOML: "), "{c}");
+    assert!(c.source().is_some());
+
+    // An unknown key: its path and the keys expected there.
+    let e =
+        PolicyConfig::from_toml_str("[[scorers]]\ntype = \"recency\"\nwieght = 2.0\n").unwrap_err();
+    let CupelError::Config(c) = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(c.key_path(), Some("scorers.0.wieght"));
+    assert!(
+        c.expected().iter().any(|k| k == "weight"),
+        "{:?}",
+        c.expected()
+    );
+
+    // A misplaced key: the keys that do apply.
+    let e = PolicyConfig::from_toml_str("[[scorers]]\ntype = \"metadata_trust\"\nboost = 2.0\n")
+        .unwrap_err();
+    let CupelError::Config(c) = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(c.key_path(), Some("scorers.0.boost"));
+    assert_eq!(c.expected(), ["type", "weight", "default_score"]);
+
+    // JSON: position without the parser's suffix, no double prefix for a bad name.
+    let e = PolicyConfig::from_json_str(
+        "{\"scorers\": [{\"type\": \"scaled\", \"inner_scorer\": \"bogus\"}]}",
+    )
+    .unwrap_err();
+    let CupelError::Config(c) = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(c.key_path(), Some("scorers.0.inner_scorer"));
+    assert_eq!(c.line(), Some(1));
+    let text = e.to_string();
+    assert_eq!(text.matches("pipeline configuration").count(), 1, "{text}");
+    assert!(text.contains("unknown scorer `bogus`"), "{text}");
+    assert!(!text.contains(" at line "), "{text}");
 }

@@ -7,6 +7,22 @@ use cupel_core::{Placer, ScoredItem, score_cmp_desc};
 /// 0 goes to the first position, rank 1 to the last, rank 2 to the second,
 /// rank 3 to the second-to-last, and so on inwards. Pinned items arrive with
 /// score 1.0 and therefore usually land on the edges.
+///
+/// ```
+/// use cupel_core::{ContextItem, Placer, ScoredItem};
+/// use cupel_placers::UShapedPlacer;
+///
+/// let items: Vec<ContextItem> = ["a", "b", "c", "d"]
+///     .iter()
+///     .map(|c| ContextItem::new(*c, 1))
+///     .collect::<Result<_, _>>()?;
+/// let scores = [0.9, 0.7, 0.5, 0.3];
+/// let merged: Vec<ScoredItem<'_>> =
+///     items.iter().zip(scores).map(|(i, s)| ScoredItem::new(i, s)).collect();
+/// // Ranks 0, 1, 2, 3 go to first, last, second, second-to-last.
+/// assert_eq!(UShapedPlacer.place(&merged), vec![0, 2, 3, 1]);
+/// # Ok::<(), cupel_core::CupelError>(())
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct UShapedPlacer;
 

@@ -155,6 +155,8 @@ impl GateConfig {
     /// [`GateConfigError::InvalidType`] (a value of the wrong type, with its
     /// key path, line and column), [`GateConfigError::UnknownKey`], or a
     /// validation error naming the key.
+    #[cfg(feature = "config")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "config")))]
     pub fn from_toml_str(s: &str) -> Result<Self, GateConfigError> {
         let de = toml::de::Deserializer::parse(s).map_err(|e| GateConfigError::Parse {
             message: format!("invalid TOML: {}", e.to_string().trim_end()),
@@ -172,6 +174,8 @@ impl GateConfig {
     ///
     /// # Errors
     /// As [`from_toml_str`](Self::from_toml_str).
+    #[cfg(feature = "config")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "config")))]
     pub fn from_json_str(s: &str) -> Result<Self, GateConfigError> {
         let mut de = serde_json::Deserializer::from_str(s);
         let spec: GateSpec = serde_path_to_error::deserialize(&mut de).map_err(|e| {
@@ -572,6 +576,7 @@ impl From<GateConfig> for GateSpec {
     }
 }
 
+#[cfg(feature = "config")]
 /// The error for a value serde rejected at `path` (serde_path_to_error's
 /// spelling, `compact_code.rules[0].threshold`; `.` for the root), with the
 /// 1-based line and column where the parser knows them.
@@ -595,6 +600,7 @@ fn located(path: &str, message: &str, at: Option<(usize, usize)>) -> GateConfigE
     }
 }
 
+#[cfg(feature = "config")]
 /// Joins a possibly multi-line parser message into one line.
 fn one_line(s: &str) -> String {
     s.lines()
@@ -604,6 +610,7 @@ fn one_line(s: &str) -> String {
         .join("; ")
 }
 
+#[cfg(feature = "config")]
 /// 1-based line and column (in characters) of byte offset `at` in `text`.
 fn line_col(text: &str, at: usize) -> (usize, usize) {
     let mut at = at.min(text.len());
@@ -617,6 +624,7 @@ fn line_col(text: &str, at: usize) -> (usize, usize) {
     (line, col)
 }
 
+#[cfg(feature = "config")]
 /// serde_path_to_error's path (`compact_code.rules[0].x`, `.` for the root,
 /// `?` for a step it cannot name) as a key path; `?` steps are dropped.
 fn key_path(raw: &str) -> String {

@@ -699,8 +699,17 @@ struct NodesJson<'a>(&'a [NodeReport]);
 
 impl fmt::Display for NodesJson<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = serde_json::to_string(self.0).map_err(|_| fmt::Error)?;
-        f.write_str(&s)
+        #[cfg(feature = "config")]
+        {
+            let s = serde_json::to_string(self.0).map_err(|_| fmt::Error)?;
+            f.write_str(&s)
+        }
+        // Without the `config` feature there is no JSON serialiser: the
+        // details are written in `Debug` form.
+        #[cfg(not(feature = "config"))]
+        {
+            write!(f, "{:?}", self.0)
+        }
     }
 }
 
