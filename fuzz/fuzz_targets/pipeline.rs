@@ -11,7 +11,7 @@ use arbitrary::Arbitrary;
 use chrono::{TimeZone, Utc};
 use cupel_core::{ContextBudget, ContextItem};
 use cupel_pipeline::{
-    CountQuotaConfig, CurveConfig, InnerScorer, KindWeightConfig, OverflowName, Pipeline,
+    CountQuotaConfig, CurveConfig, InnerScorer, KindWeightConfig, Pipeline,
     PlacerType, PolicyConfig, QuotaConfig, ScorerConfig, ScorerType, SlicerConfig, SlicerType,
     TagWeightConfig,
 };
@@ -222,9 +222,9 @@ fn policy(p: &Policy) -> PolicyConfig {
                 cap_count: require + i64::from(p.cap % 4),
             }];
             slicer.scarcity_behavior = Some(if p.throw_scarcity {
-                cupel_pipeline::ScarcityName::Throw
+                cupel_slicers::ScarcityBehavior::Throw
             } else {
-                cupel_pipeline::ScarcityName::Degrade
+                cupel_slicers::ScarcityBehavior::Degrade
             });
         }
         _ => {}
@@ -238,15 +238,15 @@ fn policy(p: &Policy) -> PolicyConfig {
     cfg.scorers = scorers;
     cfg.slicer = slicer;
     cfg.placer = if p.placer {
-        PlacerType::Chronological
+        cupel_pipeline::ComponentType::Builtin(PlacerType::Chronological)
     } else {
-        PlacerType::UShaped
+        cupel_pipeline::ComponentType::Builtin(PlacerType::UShaped)
     };
     cfg.deduplication = p.dedup;
     cfg.overflow_strategy = match p.overflow % 3 {
-        0 => OverflowName::Throw,
-        1 => OverflowName::Truncate,
-        _ => OverflowName::Proceed,
+        0 => cupel_core::OverflowStrategy::Throw,
+        1 => cupel_core::OverflowStrategy::Truncate,
+        _ => cupel_core::OverflowStrategy::Proceed,
     };
     cfg
 }
@@ -339,7 +339,7 @@ fuzz_target!(|input: Input| {
                 assert_eq!(seen.get(&it.ptr_id()), Some(&1), "item not exactly once");
             }
             // Within the budget unless overflow is proceed.
-            if cfg.overflow_strategy != OverflowName::Proceed {
+            if cfg.overflow_strategy != cupel_core::OverflowStrategy::Proceed {
                 let total: i128 = window.iter().map(|i| i128::from(i.tokens())).sum();
                 let pinned: i128 = window
                     .iter()
