@@ -72,20 +72,19 @@ pub use cupel_core::{
     CountRequirementShortfall, CupelError, DEFAULT_MAX_TABLE_BYTES, Deadline,
     DiagnosticTraceCollector, ExcludedItem, ExclusionReason, ExclusionRecord, FanOut,
     FixedTimeProvider, IncludedItem, InclusionReason, InclusionRecord, LanguageClassifier,
-    ManualTimeProvider, NullTraceCollector, OverflowEvent, OverflowStrategy, PipelineStage,
-    Placer, RUN_BUDGET_TRACING_TARGET, RemainingTokens, Reservation, RunBudget, RunBudgetBuilder,
-    ScoredItem, Scorer, SelectionReport, SliceBudget, SliceOutcome, SliceRoom, Slicer,
-    SlicerKind, StageTrace, SystemTimeProvider, TableLimit, TimeProvider, TokenCounter,
-    TokenLimit, TokenSign, TokenUsage, TraceCollector, TraceDetailLevel, TraceEvent, UsageMeter,
-    check_finite_scores, check_token_totals, chrono, diagnostics, parse_timestamp,
-    score_cmp_desc, serde_timestamp,
+    ManualTimeProvider, NullTraceCollector, OverflowEvent, OverflowStrategy, PipelineStage, Placer,
+    RUN_BUDGET_TRACING_TARGET, RemainingTokens, Reservation, RunBudget, RunBudgetBuilder,
+    ScoredItem, Scorer, SelectionReport, SliceBudget, SliceOutcome, SliceRoom, Slicer, SlicerKind,
+    StageTrace, SystemTimeProvider, TableLimit, TimeProvider, TokenCounter, TokenLimit, TokenSign,
+    TokenUsage, TraceCollector, TraceDetailLevel, TraceEvent, UsageMeter, check_finite_scores,
+    check_token_totals, chrono, diagnostics, parse_timestamp, score_cmp_desc, serde_timestamp,
 };
 
 // Scorers (cupel-scorers).
 pub use cupel_scorers::{
-    CompositeScorer, CompositeScorerBuilder, DecayCurve, DecayScorer, FrequencyScorer,
-    KindScorer, MetadataKeyScorer, MetadataTrustScorer, PriorityScorer, RecencyScorer,
-    ReflexiveScorer, ScaledScorer, StepWindow, TagMatch, TagScorer,
+    CompositeScorer, CompositeScorerBuilder, DecayCurve, DecayScorer, FrequencyScorer, KindScorer,
+    MetadataKeyScorer, MetadataTrustScorer, PriorityScorer, RecencyScorer, ReflexiveScorer,
+    ScaledScorer, StepWindow, TagMatch, TagScorer,
 };
 
 // Slicers (cupel-slicers).
@@ -101,8 +100,7 @@ pub use cupel_placers::{ChronologicalPlacer, UShapedPlacer};
 // Pipeline, policy, declarative configuration, presets, registry and the
 // context gate (cupel-pipeline). The gate's report types come from cupel-core
 // and are listed there.
-#[cfg(feature = "tiktoken")]
-pub use cupel_pipeline::{TIKTOKEN_ENCODINGS, TiktokenCounter, TokenizerError};
+pub use cupel_core::{CompactionPolicyKind, GATE_EVENT, GateDecision, GateReport, NodeReport};
 pub use cupel_pipeline::{
     Admitted, BudgetedWindow, BuiltinClassifier, BuiltinCompactor, CompactCodeSpec,
     CompactionPolicy, CompactionRule, ComponentRegistry, ComponentType, ContextGate,
@@ -111,11 +109,12 @@ pub use cupel_pipeline::{
     KindWeightConfig, MAX_SCORER_DEPTH, NODE_HEADER, Over, OverflowObserver, Pipeline,
     PipelineBuilder, PlacerConstructor, PlacerType, Policy, PolicyBuilder, PolicyConfig, Preset,
     QuotaConfig, RetrievalNode, RuleSpec, ScorerConfig, ScorerConstructor, ScorerType,
-    SlicerConfig, SlicerConstructor, SlicerType, StepWindowConfig, TagWeightConfig,
-    compact_csharp, compact_sql, format_node, gate, header_value, overflow_strategy_name, preset,
-    presets, samples, scarcity_behavior_name, serde_json,
+    SlicerConfig, SlicerConstructor, SlicerType, StepWindowConfig, TagWeightConfig, compact_csharp,
+    compact_sql, format_node, gate, header_value, overflow_strategy_name, preset, presets, samples,
+    scarcity_behavior_name, serde_json,
 };
-pub use cupel_core::{CompactionPolicyKind, GATE_EVENT, GateDecision, GateReport, NodeReport};
+#[cfg(feature = "tiktoken")]
+pub use cupel_pipeline::{TIKTOKEN_ENCODINGS, TiktokenCounter, TokenizerError};
 
 /// Report metrics, budget simulation, policy sensitivity and adaptive token
 /// budgets (feature `analytics`).
