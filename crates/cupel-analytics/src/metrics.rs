@@ -140,7 +140,7 @@ pub struct KindQuotaUtilization {
 /// let doc = |c: &str, t| ContextItem::builder(c, t).kind(ContextKind::DOCUMENT).build();
 /// let mut report = SelectionReport::default();
 /// for item in [doc("d1", 300)?, doc("d2", 100)?, ContextItem::new("m1", 150)?] {
-///     report.included.push(IncludedItem { item, score: 0.5, reason: InclusionReason::Scored });
+///     report.included.push(IncludedItem::new(item, 0.5, InclusionReason::Scored));
 /// }
 /// let quotas = QuotaSet::builder()
 ///     .quota(ContextKind::DOCUMENT, 20.0, 50.0)
