@@ -21,11 +21,11 @@ fn saturate(v: i128) -> i64 {
 ///
 /// let mut report = SelectionReport::default();
 /// for (content, tokens) in [("a", 300), ("b", 200)] {
-///     report.included.push(IncludedItem {
-///         item: ContextItem::new(content, tokens)?,
-///         score: 0.5,
-///         reason: InclusionReason::Scored,
-///     });
+///     report.included.push(IncludedItem::new(
+///         ContextItem::new(content, tokens)?,
+///         0.5,
+///         InclusionReason::Scored,
+///     ));
 /// }
 /// // (300 + 200) / 1000
 /// assert_eq!(budget_utilization(&report, &ContextBudget::new(1_000, 800)?), 0.5);
@@ -45,11 +45,11 @@ pub fn budget_utilization(report: &SelectionReport, budget: &ContextBudget) -> f
 ///
 /// let mut report = SelectionReport::default();
 /// for kind in ["Message", "message", "Document"] {
-///     report.included.push(IncludedItem {
-///         item: ContextItem::builder(kind, 1).kind(ContextKind::new(kind)?).build()?,
-///         score: 0.0,
-///         reason: InclusionReason::Scored,
-///     });
+///     report.included.push(IncludedItem::new(
+///         ContextItem::builder(kind, 1).kind(ContextKind::new(kind)?).build()?,
+///         0.0,
+///         InclusionReason::Scored,
+///     ));
 /// }
 /// assert_eq!(kind_diversity(&report), 2);
 /// assert_eq!(kind_diversity(&SelectionReport::default()), 0);
@@ -73,7 +73,7 @@ pub fn kind_diversity(report: &SelectionReport) -> usize {
 ///     if stamped {
 ///         b = b.timestamp(when);
 ///     }
-///     report.included.push(IncludedItem { item: b.build()?, score: 0.0, reason: InclusionReason::Scored });
+///     report.included.push(IncludedItem::new(b.build()?, 0.0, InclusionReason::Scored));
 /// }
 /// assert_eq!(timestamp_coverage(&report), 0.5); // 2 of 4
 /// assert_eq!(timestamp_coverage(&SelectionReport::default()), 0.0);
@@ -140,7 +140,7 @@ pub struct KindQuotaUtilization {
 /// let doc = |c: &str, t| ContextItem::builder(c, t).kind(ContextKind::DOCUMENT).build();
 /// let mut report = SelectionReport::default();
 /// for item in [doc("d1", 300)?, doc("d2", 100)?, ContextItem::new("m1", 150)?] {
-///     report.included.push(IncludedItem { item, score: 0.5, reason: InclusionReason::Scored });
+///     report.included.push(IncludedItem::new(item, 0.5, InclusionReason::Scored));
 /// }
 /// let quotas = QuotaSet::builder()
 ///     .quota(ContextKind::DOCUMENT, 20.0, 50.0)

@@ -208,16 +208,19 @@ mod tests {
     use super::*;
 
     fn report(included: &[&str]) -> SelectionReport {
-        SelectionReport {
-            included: included
+        {
+            let mut r = SelectionReport::default();
+            r.included = included
                 .iter()
-                .map(|c| IncludedItem {
-                    item: ContextItem::new(*c, 1).unwrap(),
-                    score: 0.5,
-                    reason: InclusionReason::Scored,
+                .map(|c| {
+                    IncludedItem::new(
+                        ContextItem::new(*c, 1).unwrap(),
+                        0.5,
+                        InclusionReason::Scored,
+                    )
                 })
-                .collect(),
-            ..SelectionReport::default()
+                .collect();
+            r
         }
     }
 

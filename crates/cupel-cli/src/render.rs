@@ -112,6 +112,7 @@ fn scorer_parts(s: &ScorerConfig) -> (&str, Option<String>) {
             }
             CurveConfig::Window { max_age_secs } => format!("window {max_age_secs}s"),
             CurveConfig::Step { windows } => format!("{} steps", windows.len()),
+            _ => "curve".to_owned(),
         }),
         Some(ScorerType::Kind) => s
             .weights

@@ -241,41 +241,34 @@ mod tests {
 
     fn report() -> SelectionReport {
         let item = |c: &str, t: i64| ContextItem::new(c, t).unwrap();
-        SelectionReport {
-            included: vec![
-                IncludedItem {
-                    item: item("sys", 100),
-                    score: 1.0,
-                    reason: InclusionReason::Pinned,
-                },
-                IncludedItem {
-                    item: item("turn", 120),
-                    score: 0.9,
-                    reason: InclusionReason::Scored,
-                },
-            ],
-            excluded: vec![
-                ExcludedItem {
-                    item: item("doc", 400),
-                    score: 0.6,
-                    reason: ExclusionReason::BudgetExceeded {
+        {
+            let mut r = SelectionReport::default();
+            r.included = vec![
+                IncludedItem::new(item("sys", 100), 1.0, InclusionReason::Pinned),
+                IncludedItem::new(item("turn", 120), 0.9, InclusionReason::Scored),
+            ];
+            r.excluded = vec![
+                ExcludedItem::new(
+                    item("doc", 400),
+                    0.6,
+                    ExclusionReason::BudgetExceeded {
                         item_tokens: 400,
                         available_tokens: 280,
                     },
-                },
-                ExcludedItem {
-                    item: item("tool", 10),
-                    score: 0.5,
-                    reason: ExclusionReason::CountCapExceeded {
+                ),
+                ExcludedItem::new(
+                    item("tool", 10),
+                    0.5,
+                    ExclusionReason::CountCapExceeded {
                         kind: "ToolOutput".into(),
                         cap: 1,
                         count: 1,
                     },
-                },
-            ],
-            total_candidates: 4,
-            total_tokens_considered: 630,
-            ..SelectionReport::default()
+                ),
+            ];
+            r.total_candidates = 4;
+            r.total_tokens_considered = 630;
+            r
         }
     }
 

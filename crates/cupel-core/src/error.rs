@@ -487,6 +487,7 @@ fn table_too_large(
 
 /// Which side of the `i64` range a [`CupelError::TokenOverflow`] fell off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TokenSign {
     /// Non-negative token counts summed above `i64::MAX`.
     Positive,

@@ -92,3 +92,6 @@ pub use timestamp::parse_timestamp;
 #[cfg(feature = "serde")]
 pub use timestamp::serde_timestamp;
 pub use tokens::{TokenCounter, check_token_totals};
+
+/// The `chrono` crate, whose `DateTime<Utc>` and `TimeDelta` appear in timestamps, decay and time providers.
+pub use chrono;

@@ -347,6 +347,7 @@ forward_placer!(&T, Box<T>, Arc<T>);
 /// What the pipeline does when the merged selection exceeds `target_tokens`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub enum OverflowStrategy {
     /// Fail with [`CupelError::BudgetOverflow`] (the default).
     #[default]

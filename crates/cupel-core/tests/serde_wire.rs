@@ -28,54 +28,41 @@ fn sample_report() -> SelectionReport {
         .build()
         .unwrap();
     let dup = ContextItem::new("Recent conversation turn", 256).unwrap();
-    SelectionReport {
-        events: vec![
-            TraceEvent {
-                stage: PipelineStage::Classify,
-                duration_ms: 0.25,
-                item_count: 4,
-                message: None,
-            },
-            TraceEvent {
-                stage: PipelineStage::Slice,
-                duration_ms: 0.0,
-                item_count: 1,
-                message: Some("BudgetExceeded: 2048 tokens requested, 512 available".into()),
-            },
+    let mut report = SelectionReport::new(
+        vec![
+            IncludedItem::new(system, 1.0, InclusionReason::Pinned),
+            IncludedItem::new(recent, 0.92, InclusionReason::Scored),
         ],
-        included: vec![
-            IncludedItem {
-                item: system,
-                score: 1.0,
-                reason: InclusionReason::Pinned,
-            },
-            IncludedItem {
-                item: recent,
-                score: 0.92,
-                reason: InclusionReason::Scored,
-            },
-        ],
-        excluded: vec![
-            ExcludedItem {
-                item: old,
-                score: 0.45,
-                reason: ExclusionReason::BudgetExceeded {
+        vec![
+            ExcludedItem::new(
+                old,
+                0.45,
+                ExclusionReason::BudgetExceeded {
                     item_tokens: 2048,
                     available_tokens: 512,
                 },
-            },
-            ExcludedItem {
-                item: dup,
-                score: 0.3,
-                reason: ExclusionReason::Deduplicated {
+            ),
+            ExcludedItem::new(
+                dup,
+                0.3,
+                ExclusionReason::Deduplicated {
                     deduplicated_against: "Recent conversation turn".into(),
                 },
-            },
+            ),
         ],
-        total_candidates: 4,
-        total_tokens_considered: 2688,
-        count_requirement_shortfalls: vec![],
-    }
+    );
+    report.events = vec![
+        TraceEvent::new(PipelineStage::Classify, 0.25, 4, None),
+        TraceEvent::new(
+            PipelineStage::Slice,
+            0.0,
+            1,
+            Some("BudgetExceeded: 2048 tokens requested, 512 available".into()),
+        ),
+    ];
+    assert_eq!(report.total_candidates, 4);
+    assert_eq!(report.total_tokens_considered, 2688);
+    report
 }
 
 #[test]
@@ -245,17 +232,8 @@ fn slicer_outcomes_and_stage_traces_round_trip() {
     use cupel_core::{CapExclusion, CountRequirementShortfall, SliceOutcome, StageTrace};
     let outcome = SliceOutcome {
         selected: vec![2, 0],
-        shortfalls: vec![CountRequirementShortfall {
-            kind: ContextKind::MEMORY,
-            required_count: 2,
-            satisfied_count: 1,
-        }],
-        cap_exclusions: vec![CapExclusion {
-            index: 1,
-            kind: ContextKind::TOOL_OUTPUT,
-            cap: 1,
-            count: 1,
-        }],
+        shortfalls: vec![CountRequirementShortfall::new(ContextKind::MEMORY, 2, 1)],
+        cap_exclusions: vec![CapExclusion::new(1, ContextKind::TOOL_OUTPUT, 1, 1)],
         rooms: vec![cupel_core::SliceRoom::new(296, vec![1, 2])],
     };
     let json = serde_json::to_string(&outcome).unwrap();
@@ -263,24 +241,24 @@ fn slicer_outcomes_and_stage_traces_round_trip() {
         serde_json::from_str::<SliceOutcome>(&json).unwrap(),
         outcome
     );
-    let trace = StageTrace {
-        stage: PipelineStage::Slice,
-        started_at: std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(7),
-        duration: std::time::Duration::from_micros(1500),
-        item_count_in: 3,
-        item_count_out: 2,
-    };
+    let trace = StageTrace::new(
+        PipelineStage::Slice,
+        std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(7),
+        std::time::Duration::from_micros(1500),
+        3,
+        2,
+    );
     let json = serde_json::to_string(&trace).unwrap();
     assert_eq!(serde_json::from_str::<StageTrace>(&json).unwrap(), trace);
 }
 
 #[test]
 fn overflow_event_round_trips() {
-    let ev = OverflowEvent {
-        tokens_over_budget: 384,
-        overflowing_items: vec![ContextItem::new("a", 512).unwrap()],
-        budget: ContextBudget::new(4096, 3072).unwrap(),
-    };
+    let ev = OverflowEvent::new(
+        384,
+        vec![ContextItem::new("a", 512).unwrap()],
+        ContextBudget::new(4096, 3072).unwrap(),
+    );
     let json = serde_json::to_string(&ev).unwrap();
     assert_eq!(serde_json::from_str::<OverflowEvent>(&json).unwrap(), ev);
 }

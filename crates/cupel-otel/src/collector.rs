@@ -664,11 +664,7 @@ mod tests {
         let item = ContextItem::new("a", 1).unwrap();
         let budget = ContextBudget::new(10, 10).unwrap();
         c.on_run_started(std::slice::from_ref(&item), &budget);
-        c.on_overflow(&OverflowEvent {
-            tokens_over_budget: 1,
-            overflowing_items: vec![item.clone()],
-            budget: budget.clone(),
-        });
+        c.on_overflow(&OverflowEvent::new(1, vec![item.clone()], budget.clone()));
         c.on_run_completed();
         assert!(c.run.is_none());
     }

@@ -120,3 +120,6 @@ pub use run_budget::{
 #[cfg(feature = "tracing")]
 pub use tracing_collector::TracingCollector;
 pub use verbosity::CupelVerbosity;
+
+/// The `opentelemetry` API crate, whose tracer, span and `KeyValue` types appear in this crate's signatures.
+pub use opentelemetry;

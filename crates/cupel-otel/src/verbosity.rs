@@ -20,6 +20,7 @@ use std::fmt;
 /// assert_eq!(CupelVerbosity::StageAndExclusions.name(), "StageAndExclusions");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[non_exhaustive]
 pub enum CupelVerbosity {
     /// Root and stage spans with counts only: about six spans per run.
     #[default]

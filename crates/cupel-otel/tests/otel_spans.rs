@@ -464,13 +464,13 @@ fn stage_span_times_are_exactly_the_stage_trace_times() {
     let items = [ContextItem::new("a", 1).unwrap()];
     c.on_run_started(&items, &ContextBudget::new(10, 10).unwrap());
     let started_at = SystemTime::now() + Duration::from_millis(5);
-    c.on_stage_completed(&StageTrace {
-        stage: PipelineStage::Score,
+    c.on_stage_completed(&StageTrace::new(
+        PipelineStage::Score,
         started_at,
-        duration: Duration::from_millis(7),
-        item_count_in: 1,
-        item_count_out: 1,
-    });
+        Duration::from_millis(7),
+        1,
+        1,
+    ));
     c.on_run_completed();
     let spans = exporter.get_finished_spans().unwrap();
     let score = span(&spans, "cupel.stage.score");
@@ -712,15 +712,15 @@ fn an_abandoned_run_is_closed_with_an_error_by_the_next_one() {
     let items = [ContextItem::new("a", 1).unwrap()];
     let budget = ContextBudget::new(10, 10).unwrap();
     c.on_run_started(&items, &budget);
-    c.on_item_excluded(ExclusionRecord {
-        stage: PipelineStage::Slice,
-        index: 0,
-        item: &items[0],
-        score: 0.5,
-        reason: ExclusionReason::Unknown {
+    c.on_item_excluded(ExclusionRecord::new(
+        PipelineStage::Slice,
+        0,
+        &items[0],
+        0.5,
+        ExclusionReason::Unknown {
             reason: "SomethingNew".into(),
         },
-    });
+    ));
     // No completion: the next run closes the first.
     c.on_run_started(&items, &budget);
     let spans = exporter.get_finished_spans().unwrap();
@@ -738,13 +738,13 @@ fn an_abandoned_run_is_closed_with_an_error_by_the_next_one() {
 
 /// Completes a hand-driven run: a Slice stage of one item in, none out, then the end.
 fn finish_slice_run<C: TraceCollector>(c: &mut C) {
-    c.on_stage_completed(&StageTrace {
-        stage: PipelineStage::Slice,
-        started_at: SystemTime::now(),
-        duration: Duration::ZERO,
-        item_count_in: 1,
-        item_count_out: 0,
-    });
+    c.on_stage_completed(&StageTrace::new(
+        PipelineStage::Slice,
+        SystemTime::now(),
+        Duration::ZERO,
+        1,
+        0,
+    ));
     c.on_run_completed();
 }
 
@@ -760,15 +760,15 @@ fn foreign_reasons_are_recorded_as_unknown() {
         std::slice::from_ref(&item),
         &ContextBudget::new(10, 10).unwrap(),
     );
-    c.on_item_excluded(ExclusionRecord {
-        stage: PipelineStage::Slice,
-        index: 0,
-        item: &item,
-        score: 0.5,
-        reason: ExclusionReason::Unknown {
+    c.on_item_excluded(ExclusionRecord::new(
+        PipelineStage::Slice,
+        0,
+        &item,
+        0.5,
+        ExclusionReason::Unknown {
             reason: "SomethingNew".into(),
         },
-    });
+    ));
     finish_slice_run(&mut c);
     let spans = exporter.get_finished_spans().unwrap();
     assert_eq!(
@@ -806,13 +806,13 @@ fn reasons_outside_the_spec_set_are_unknown_with_the_variant_as_an_extra() {
                 available_tokens: 2,
             },
         ] {
-            c.on_item_excluded(ExclusionRecord {
-                stage: PipelineStage::Slice,
-                index: 0,
-                item: &item,
-                score: 0.5,
+            c.on_item_excluded(ExclusionRecord::new(
+                PipelineStage::Slice,
+                0,
+                &item,
+                0.5,
                 reason,
-            });
+            ));
         }
         finish_slice_run(&mut c);
         let spans = exporter.get_finished_spans().unwrap();
@@ -972,17 +972,17 @@ fn group_exclusions_are_unknown_by_default_and_name_the_group_with_extras() {
             std::slice::from_ref(&item),
             &ContextBudget::new(10, 10).unwrap(),
         );
-        c.on_item_excluded(ExclusionRecord {
-            stage: PipelineStage::Slice,
-            index: 0,
-            item: &item,
-            score: 0.5,
-            reason: ExclusionReason::GroupExcluded {
+        c.on_item_excluded(ExclusionRecord::new(
+            PipelineStage::Slice,
+            0,
+            &item,
+            0.5,
+            ExclusionReason::GroupExcluded {
                 group: "call-1".into(),
                 group_tokens: 9,
                 available_tokens: 2,
             },
-        });
+        ));
         finish_slice_run(&mut c);
         let spans = exporter.get_finished_spans().unwrap();
         let slice = span(&spans, "cupel.stage.slice");

@@ -72,6 +72,7 @@ fn is_default_overflow(o: &OverflowStrategy) -> bool {
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(from = "RawPolicy", into = "RawPolicy")]
+#[non_exhaustive]
 pub struct PolicyConfig {
     /// One entry means that scorer alone (its weight is irrelevant); several
     /// mean a [composite](ScorerType::Composite) of them with their weights.
@@ -186,20 +187,24 @@ pub type OverflowName = OverflowStrategy;
 #[deprecated(since = "0.2.0", note = "use `cupel_slicers::ScarcityBehavior`")]
 pub type ScarcityName = ScarcityBehavior;
 
-/// The configuration spelling of an overflow strategy: `throw`, `truncate` or `proceed`.
+/// The configuration spelling of an overflow strategy: `throw`, `truncate` or `proceed`
+/// (`unknown` for a strategy added after this version).
 pub fn overflow_strategy_name(o: OverflowStrategy) -> &'static str {
     match o {
         OverflowStrategy::Throw => "throw",
         OverflowStrategy::Truncate => "truncate",
         OverflowStrategy::Proceed => "proceed",
+        _ => "unknown",
     }
 }
 
-/// The configuration spelling of a scarcity behaviour: `degrade` or `throw`.
+/// The configuration spelling of a scarcity behaviour: `degrade` or `throw`
+/// (`unknown` for a behaviour added after this version).
 pub fn scarcity_behavior_name(b: ScarcityBehavior) -> &'static str {
     match b {
         ScarcityBehavior::Degrade => "degrade",
         ScarcityBehavior::Throw => "throw",
+        _ => "unknown",
     }
 }
 
@@ -258,6 +263,7 @@ mod scarcity_wire {
 
 /// A slicer and its keys.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SlicerConfig {
     /// The slicer type (default `greedy`): built in, or registered in a
     /// [`ComponentRegistry`].
@@ -317,6 +323,7 @@ impl SlicerConfig {
 
 /// One percentage quota of a `quota` slicer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct QuotaConfig {
     /// The kind (case-insensitive).
     pub kind: String,
@@ -334,6 +341,7 @@ fn hundred() -> f64 {
 
 /// One count quota of a `count_quota` / `count_constrained_knapsack` slicer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CountQuotaConfig {
     /// The kind (case-insensitive).
     pub kind: String,
@@ -346,6 +354,7 @@ pub struct CountQuotaConfig {
 
 /// A scorer and its keys.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ScorerConfig {
     /// The scorer type (the `type` key on the wire): built in, or registered
     /// in a [`ComponentRegistry`].
@@ -439,6 +448,7 @@ impl ScorerConfig {
 
 /// A `kind` scorer weight.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct KindWeightConfig {
     /// The kind (case-insensitive).
     pub kind: String,
@@ -448,6 +458,7 @@ pub struct KindWeightConfig {
 
 /// A `tag` scorer weight.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TagWeightConfig {
     /// The tag.
     pub tag: String,
@@ -576,6 +587,7 @@ fn check_depth<'a>(roots: impl IntoIterator<Item = &'a ScorerConfig>) -> Result<
 /// parsers ([`PolicyConfig::from_toml_str`]) and ignored by plain serde.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum CurveConfig {
     /// `2^(-age / half_life)`.
     Exponential {
@@ -659,11 +671,79 @@ impl<'de> Deserialize<'de> for CurveConfig {
 
 /// One window of a step curve.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct StepWindowConfig {
     /// Upper age bound of the window, in seconds (must be > 0).
     pub max_age_secs: f64,
     /// Score for ages below the bound.
     pub score: f64,
+}
+
+impl PolicyConfig {
+    /// A policy of `scorers` and `slicer` with every other key at its
+    /// default: chronological placer, deduplication on, overflow `Throw`.
+    pub fn new(scorers: Vec<ScorerConfig>, slicer: SlicerConfig) -> Self {
+        Self {
+            scorers,
+            slicer,
+            placer: default_placer(),
+            placer_params: None,
+            deduplication: true,
+            overflow_strategy: OverflowStrategy::default(),
+        }
+    }
+}
+
+impl QuotaConfig {
+    /// A percentage quota for `kind`: at least `require`, at most `cap`.
+    pub fn new(kind: impl Into<String>, require: f64, cap: f64) -> Self {
+        Self {
+            kind: kind.into(),
+            require,
+            cap,
+        }
+    }
+}
+
+impl CountQuotaConfig {
+    /// A count quota for `kind`: `require_count` first, at most `cap_count`.
+    pub fn new(kind: impl Into<String>, require_count: i64, cap_count: i64) -> Self {
+        Self {
+            kind: kind.into(),
+            require_count,
+            cap_count,
+        }
+    }
+}
+
+impl KindWeightConfig {
+    /// `kind` scores `weight`.
+    pub fn new(kind: impl Into<String>, weight: f64) -> Self {
+        Self {
+            kind: kind.into(),
+            weight,
+        }
+    }
+}
+
+impl TagWeightConfig {
+    /// `tag` weighs `weight`.
+    pub fn new(tag: impl Into<String>, weight: f64) -> Self {
+        Self {
+            tag: tag.into(),
+            weight,
+        }
+    }
+}
+
+impl StepWindowConfig {
+    /// Ages below `max_age_secs` score `score`.
+    pub fn new(max_age_secs: f64, score: f64) -> Self {
+        Self {
+            max_age_secs,
+            score,
+        }
+    }
 }
 
 impl PolicyConfig {

@@ -195,15 +195,15 @@ pub(crate) fn stages<C: TraceCollector + ?Sized>(
         match *u {
             Unit::Single(i) if items[i].tokens() < 0 => {
                 if traced {
-                    collector.on_item_excluded(ExclusionRecord {
-                        stage: PipelineStage::Classify,
-                        index: i,
-                        item: &items[i],
-                        score: 0.0,
-                        reason: ExclusionReason::NegativeTokens {
+                    collector.on_item_excluded(ExclusionRecord::new(
+                        PipelineStage::Classify,
+                        i,
+                        &items[i],
+                        0.0,
+                        ExclusionReason::NegativeTokens {
                             tokens: items[i].tokens(),
                         },
-                    });
+                    ));
                 }
             }
             Unit::Group(g) if table.groups[g].negative => {
@@ -216,13 +216,13 @@ pub(crate) fn stages<C: TraceCollector + ?Sized>(
                         } else {
                             group_excluded(group, 0)
                         };
-                        collector.on_item_excluded(ExclusionRecord {
-                            stage: PipelineStage::Classify,
-                            index: i,
-                            item: &items[i],
-                            score: 0.0,
+                        collector.on_item_excluded(ExclusionRecord::new(
+                            PipelineStage::Classify,
+                            i,
+                            &items[i],
+                            0.0,
                             reason,
-                        });
+                        ));
                     }
                 }
             }
@@ -324,15 +324,15 @@ pub(crate) fn stages<C: TraceCollector + ?Sized>(
         if traced {
             for (k, u) in scoreable_units.iter().enumerate() {
                 if let (false, Unit::Single(i)) = (survivor[k], *u) {
-                    collector.on_item_excluded(ExclusionRecord {
-                        stage: PipelineStage::Deduplicate,
-                        index: i,
-                        item: &items[i],
-                        score: score_of[i],
-                        reason: ExclusionReason::Deduplicated {
+                    collector.on_item_excluded(ExclusionRecord::new(
+                        PipelineStage::Deduplicate,
+                        i,
+                        &items[i],
+                        score_of[i],
+                        ExclusionReason::Deduplicated {
                             deduplicated_against: items[i].content().to_owned(),
                         },
-                    });
+                    ));
                 }
             }
         }
@@ -412,28 +412,29 @@ pub(crate) fn stages<C: TraceCollector + ?Sized>(
     let target = budget.target_tokens();
     if merged_tokens > target {
         match policy.overflow_strategy {
-            OverflowStrategy::Throw => {
-                return Err(CupelError::BudgetOverflow {
-                    selected_tokens: merged_tokens,
-                    target_tokens: target,
-                });
-            }
             OverflowStrategy::Truncate => {
                 merged = truncate(collector, blame.as_mut(), &table, &score_of, merged, target);
             }
             OverflowStrategy::Proceed => {
-                let event = OverflowEvent {
-                    tokens_over_budget: merged_tokens - target,
-                    overflowing_items: merged
+                let event = OverflowEvent::new(
+                    merged_tokens - target,
+                    merged
                         .iter()
                         .flat_map(|(u, _)| table.members(u).iter().map(|&i| items[i].clone()))
                         .collect(),
-                    budget: budget.clone(),
-                };
+                    budget.clone(),
+                );
                 collector.on_overflow(&event);
                 if let Some(obs) = observer {
                     obs(&event);
                 }
+            }
+            // Throw, and any strategy this version does not know: refuse.
+            _ => {
+                return Err(CupelError::BudgetOverflow {
+                    selected_tokens: merged_tokens,
+                    target_tokens: target,
+                });
             }
         }
     }
@@ -461,12 +462,12 @@ pub(crate) fn stages<C: TraceCollector + ?Sized>(
                 } else {
                     InclusionReason::Scored
                 };
-                collector.on_item_included(InclusionRecord {
+                collector.on_item_included(InclusionRecord::new(
                     index,
                     item,
-                    score: score_of[index],
+                    score_of[index],
                     reason,
-                });
+                ));
             }
             window.push(item.clone());
         }
@@ -535,13 +536,13 @@ fn report_slice_exclusions<C: TraceCollector + ?Sized>(
             }
         };
         for &index in table.members(u) {
-            collector.on_item_excluded(ExclusionRecord {
-                stage: PipelineStage::Slice,
+            collector.on_item_excluded(ExclusionRecord::new(
+                PipelineStage::Slice,
                 index,
-                item: &table.items[index],
-                score: score_of[index],
-                reason: reason.clone(),
-            });
+                &table.items[index],
+                score_of[index],
+                reason.clone(),
+            ));
         }
     }
 }
@@ -588,13 +589,13 @@ fn truncate<C: TraceCollector + ?Sized>(
                 ),
             };
             for &index in table.members(&u) {
-                collector.on_item_excluded(ExclusionRecord {
-                    stage: PipelineStage::Place,
+                collector.on_item_excluded(ExclusionRecord::new(
+                    PipelineStage::Place,
                     index,
-                    item: &table.items[index],
-                    score: score_of[index],
-                    reason: reason.clone(),
-                });
+                    &table.items[index],
+                    score_of[index],
+                    reason.clone(),
+                ));
             }
         }
     }

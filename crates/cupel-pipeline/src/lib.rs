@@ -167,6 +167,9 @@ pub use presets::{Preset, preset, presets};
 #[cfg(feature = "config")]
 pub use registry::{ComponentRegistry, PlacerConstructor, ScorerConstructor, SlicerConstructor};
 pub use run_budget::BudgetedWindow;
+/// The `serde_json` crate, whose `Value` is the parameter table passed to registry constructors.
+#[cfg(feature = "config")]
+pub use serde_json;
 
 #[cfg(feature = "tiktoken")]
 pub use tiktoken::{TIKTOKEN_ENCODINGS, TiktokenCounter, TokenizerError};

@@ -38,13 +38,13 @@ pub(crate) fn finish<C: TraceCollector + ?Sized>(
     item_count_out: usize,
 ) {
     if let Some(t) = timer {
-        collector.on_stage_completed(&StageTrace {
+        collector.on_stage_completed(&StageTrace::new(
             stage,
-            started_at: t.started_at,
-            duration: t.started.elapsed(),
+            t.started_at,
+            t.started.elapsed(),
             item_count_in,
             item_count_out,
-        });
+        ));
     }
 }
 
@@ -96,13 +96,13 @@ fn stages<C: TraceCollector + ?Sized>(
         let tokens = item.tokens();
         if tokens < 0 {
             if traced {
-                collector.on_item_excluded(ExclusionRecord {
-                    stage: PipelineStage::Classify,
-                    index: i,
+                collector.on_item_excluded(ExclusionRecord::new(
+                    PipelineStage::Classify,
+                    i,
                     item,
-                    score: 0.0,
-                    reason: ExclusionReason::NegativeTokens { tokens },
-                });
+                    0.0,
+                    ExclusionReason::NegativeTokens { tokens },
+                ));
             }
         } else if item.pinned() {
             pinned.push(i);
@@ -188,16 +188,16 @@ fn stages<C: TraceCollector + ?Sized>(
             for (p, &alive) in survivor.iter().enumerate() {
                 if !alive {
                     let item = refs[p];
-                    collector.on_item_excluded(ExclusionRecord {
-                        stage: PipelineStage::Deduplicate,
-                        index: scoreable[p],
+                    // Byte-identical by definition: the survivor's content is this content.
+                    collector.on_item_excluded(ExclusionRecord::new(
+                        PipelineStage::Deduplicate,
+                        scoreable[p],
                         item,
-                        score: scores[p],
-                        // Byte-identical by definition: the survivor's content is this content.
-                        reason: ExclusionReason::Deduplicated {
+                        scores[p],
+                        ExclusionReason::Deduplicated {
                             deduplicated_against: item.content().to_owned(),
                         },
-                    });
+                    ));
                 }
             }
         }
@@ -273,25 +273,26 @@ fn stages<C: TraceCollector + ?Sized>(
     let target = budget.target_tokens();
     if merged_tokens > target {
         match policy.overflow_strategy {
-            OverflowStrategy::Throw => {
-                return Err(CupelError::BudgetOverflow {
-                    selected_tokens: merged_tokens,
-                    target_tokens: target,
-                });
-            }
             OverflowStrategy::Truncate => {
                 merged = truncate(collector, blame.as_mut(), items, merged, target);
             }
             OverflowStrategy::Proceed => {
-                let event = OverflowEvent {
-                    tokens_over_budget: merged_tokens - target,
-                    overflowing_items: merged.iter().map(|&(i, _)| items[i].clone()).collect(),
-                    budget: budget.clone(),
-                };
+                let event = OverflowEvent::new(
+                    merged_tokens - target,
+                    merged.iter().map(|&(i, _)| items[i].clone()).collect(),
+                    budget.clone(),
+                );
                 collector.on_overflow(&event);
                 if let Some(obs) = observer {
                     obs(&event);
                 }
+            }
+            // Throw, and any strategy this version does not know: refuse.
+            _ => {
+                return Err(CupelError::BudgetOverflow {
+                    selected_tokens: merged_tokens,
+                    target_tokens: target,
+                });
             }
         }
     }
@@ -313,12 +314,7 @@ fn stages<C: TraceCollector + ?Sized>(
             } else {
                 InclusionReason::Scored
             };
-            collector.on_item_included(InclusionRecord {
-                index,
-                item,
-                score,
-                reason,
-            });
+            collector.on_item_included(InclusionRecord::new(index, item, score, reason));
         }
     }
     let window: Vec<ContextItem> = order.iter().map(|&m| items[merged[m].0].clone()).collect();
@@ -385,13 +381,13 @@ fn report_slice_exclusions<C: TraceCollector + ?Sized>(
                 available_tokens: room.max(0),
             }
         };
-        collector.on_item_excluded(ExclusionRecord {
-            stage: PipelineStage::Slice,
-            index: scoreable[sorted[s]],
-            item: scored.item,
-            score: scored.score,
+        collector.on_item_excluded(ExclusionRecord::new(
+            PipelineStage::Slice,
+            scoreable[sorted[s]],
+            scored.item,
+            scored.score,
             reason,
-        });
+        ));
     }
 }
 
@@ -514,13 +510,13 @@ fn truncate<C: TraceCollector + ?Sized>(
                     available_tokens: room.max(0),
                 },
             );
-            collector.on_item_excluded(ExclusionRecord {
-                stage: PipelineStage::Place,
+            collector.on_item_excluded(ExclusionRecord::new(
+                PipelineStage::Place,
                 index,
                 item,
                 score,
                 reason,
-            });
+            ));
         }
     }
     kept

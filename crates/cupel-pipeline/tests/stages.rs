@@ -623,12 +623,12 @@ fn a_bad_cap_exclusion_fails_run_and_dry_run_alike() {
             Ok(SliceOutcome {
                 selected: vec![0],
                 shortfalls: vec![],
-                cap_exclusions: vec![cupel_core::CapExclusion {
-                    index: 0,
-                    kind: cupel_core::ContextKind::MESSAGE,
-                    cap: 1,
-                    count: 1,
-                }],
+                cap_exclusions: vec![cupel_core::CapExclusion::new(
+                    0,
+                    cupel_core::ContextKind::MESSAGE,
+                    1,
+                    1,
+                )],
                 rooms: vec![],
             })
         }

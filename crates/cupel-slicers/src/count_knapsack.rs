@@ -204,18 +204,8 @@ mod tests {
         assert_eq!(
             out.cap_exclusions,
             vec![
-                CapExclusion {
-                    index: 2,
-                    kind: kind("tool"),
-                    cap: 2,
-                    count: 2
-                },
-                CapExclusion {
-                    index: 3,
-                    kind: kind("tool"),
-                    cap: 2,
-                    count: 2
-                },
+                CapExclusion::new(2, kind("tool"), 2, 2),
+                CapExclusion::new(3, kind("tool"), 2, 2),
             ]
         );
     }
@@ -231,11 +221,7 @@ mod tests {
         assert_eq!(contents(&items, &out.selected), ["tool-a"]);
         assert_eq!(
             out.shortfalls,
-            vec![CountRequirementShortfall {
-                kind: kind("tool"),
-                required_count: 3,
-                satisfied_count: 1
-            }]
+            vec![CountRequirementShortfall::new(kind("tool"), 3, 1)]
         );
         assert!(out.cap_exclusions.is_empty());
     }
@@ -321,12 +307,7 @@ mod tests {
         assert_eq!(out.selected, vec![0]);
         assert_eq!(
             out.cap_exclusions,
-            vec![CapExclusion {
-                index: 1,
-                kind: kind("tool"),
-                cap: 1,
-                count: 1
-            }]
+            vec![CapExclusion::new(1, kind("tool"), 1, 1)]
         );
     }
 
@@ -353,12 +334,7 @@ mod tests {
         assert_eq!(out.selected, vec![0]);
         assert_eq!(
             out.cap_exclusions,
-            vec![CapExclusion {
-                index: 1,
-                kind: kind("tool"),
-                cap: 1,
-                count: 1
-            }]
+            vec![CapExclusion::new(1, kind("tool"), 1, 1)]
         );
     }
 

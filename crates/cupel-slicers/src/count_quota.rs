@@ -15,6 +15,7 @@ use crate::kinds::KindLookup;
 /// What a count-quota slicer does when a kind has fewer candidates than its
 /// `require_count`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ScarcityBehavior {
     /// Commit every candidate there is, record a
     /// [`CountRequirementShortfall`] in the outcome, and carry on (the default).
@@ -267,11 +268,11 @@ impl CountPolicy {
                             required: entry.require_count,
                         });
                     }
-                    ScarcityBehavior::Degrade => c.shortfalls.push(CountRequirementShortfall {
-                        kind: entry.kind.clone(),
-                        required_count: entry.require_count,
-                        satisfied_count: take,
-                    }),
+                    ScarcityBehavior::Degrade => c.shortfalls.push(CountRequirementShortfall::new(
+                        entry.kind.clone(),
+                        entry.require_count,
+                        take,
+                    )),
                 }
             }
         }
@@ -295,12 +296,12 @@ impl CountPolicy {
                     let entry = &self.entries[e];
                     let count = counts[e];
                     if count >= entry.cap_count {
-                        out.cap_exclusions.push(CapExclusion {
-                            index: i,
-                            kind: entry.kind.clone(),
-                            cap: entry.cap_count,
+                        out.cap_exclusions.push(CapExclusion::new(
+                            i,
+                            entry.kind.clone(),
+                            entry.cap_count,
                             count,
-                        });
+                        ));
                     } else {
                         out.selected.push(i);
                         counts[e] = count + 1;
@@ -642,12 +643,7 @@ mod tests {
         assert_eq!(out.selected, vec![0, 2]);
         assert_eq!(
             out.cap_exclusions,
-            vec![CapExclusion {
-                index: 1,
-                kind: kind("tool"),
-                cap: 1,
-                count: 1
-            }]
+            vec![CapExclusion::new(1, kind("tool"), 1, 1)]
         );
     }
 
@@ -670,12 +666,7 @@ mod tests {
         assert_eq!(out.selected, vec![0, 1]);
         assert_eq!(
             out.cap_exclusions,
-            vec![CapExclusion {
-                index: 2,
-                kind: kind("tool"),
-                cap: 2,
-                count: 2
-            }]
+            vec![CapExclusion::new(2, kind("tool"), 2, 2)]
         );
     }
 
@@ -689,11 +680,7 @@ mod tests {
         assert_eq!(out.selected, vec![0]);
         assert_eq!(
             out.shortfalls,
-            vec![CountRequirementShortfall {
-                kind: kind("tool"),
-                required_count: 3,
-                satisfied_count: 1
-            }]
+            vec![CountRequirementShortfall::new(kind("tool"), 3, 1)]
         );
     }
 
@@ -783,12 +770,7 @@ mod tests {
         assert_eq!(out.selected, vec![1, 0, 2]);
         assert_eq!(
             out.cap_exclusions,
-            vec![CapExclusion {
-                index: 3,
-                kind: kind("tool"),
-                cap: 3,
-                count: 3
-            }]
+            vec![CapExclusion::new(3, kind("tool"), 3, 3)]
         );
     }
 
@@ -848,12 +830,7 @@ mod tests {
         assert_eq!(out.selected, vec![0, 3, 1]);
         assert_eq!(
             out.cap_exclusions,
-            vec![CapExclusion {
-                index: 2,
-                kind: kind("tool"),
-                cap: 2,
-                count: 2
-            }]
+            vec![CapExclusion::new(2, kind("tool"), 2, 2)]
         );
     }
 

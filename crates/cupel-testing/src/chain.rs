@@ -15,14 +15,10 @@ use crate::{SelectionReportAssertionError, patterns};
 /// use cupel_core::{ContextItem, IncludedItem, InclusionReason, SelectionReport};
 /// use cupel_testing::SelectionReportAssertions;
 ///
-/// let report = SelectionReport {
-///     included: vec![IncludedItem {
-///         item: ContextItem::new("hello", 1)?,
-///         score: 0.5,
-///         reason: InclusionReason::Scored,
-///     }],
-///     ..SelectionReport::default()
-/// };
+/// let report = SelectionReport::new(
+///     vec![IncludedItem::new(ContextItem::new("hello", 1)?, 0.5, InclusionReason::Scored)],
+///     vec![],
+/// );
 /// report.should().have_kind_coverage_count(1).have_at_least_n_exclusions(0);
 /// assert!(report.check().have_kind_coverage_count(2).is_err());
 /// # Ok::<(), cupel_core::CupelError>(())
@@ -437,16 +433,11 @@ impl<'a> SelectionReportAssertionChain<'a> {
     /// ```
     /// use cupel_core::{ContextItem, IncludedItem, InclusionReason, SelectionReport};
     /// use cupel_testing::SelectionReportAssertions;
-    /// let inc = |c: &str, score: f64| IncludedItem {
-    ///     item: ContextItem::new(c, 10).unwrap(),
-    ///     score,
-    ///     reason: InclusionReason::Scored,
+    /// let inc = |c: &str, score: f64| {
+    ///     IncludedItem::new(ContextItem::new(c, 10).unwrap(), score, InclusionReason::Scored)
     /// };
     /// // B 0.8, C 0.5, A 0.9: the top two (A, B) are on the edges 0 and 2.
-    /// let report = SelectionReport {
-    ///     included: vec![inc("B", 0.8), inc("C", 0.5), inc("A", 0.9)],
-    ///     ..SelectionReport::default()
-    /// };
+    /// let report = SelectionReport::new(vec![inc("B", 0.8), inc("C", 0.5), inc("A", 0.9)], vec![]);
     /// report.should().place_top_n_scored_at_edges(2);
     /// // But the best item is not at position 0.
     /// assert!(report.check().place_top_n_scored_at_edges(1).is_err());

@@ -99,10 +99,8 @@
 //! let item = |content: &str, tokens: i64, kind: ContextKind| {
 //!     ContextItem::builder(content, tokens).kind(kind).build()
 //! };
-//! let included = |item: ContextItem, score: f64, reason: InclusionReason| IncludedItem {
-//!     item,
-//!     score,
-//!     reason,
+//! let included = |item: ContextItem, score: f64, reason: InclusionReason| {
+//!     IncludedItem::new(item, score, reason)
 //! };
 //! let system = ContextItem::builder("You are Acme's support assistant.", 120)
 //!     .kind(ContextKind::SYSTEM_PROMPT)
@@ -113,31 +111,30 @@
 //! // Included tokens: 120 + 200 + 180 + 300 = 800.
 //! // The tool output: effective target 850 - 120 pinned = 730, sliced 200 + 180 + 300 = 680,
 //! // so 730 - 680 = 50 tokens were left for its 450.
-//! let report = SelectionReport {
-//!     included: vec![
+//! let mut report = SelectionReport::new(
+//!     vec![
 //!         included(system, 1.0, InclusionReason::Pinned),
 //!         included(item("User: I was charged twice.", 200, ContextKind::MESSAGE)?, 0.7, InclusionReason::Scored),
 //!         included(item("Assistant: Let me look.", 180, ContextKind::MESSAGE)?, 0.5, InclusionReason::Scored),
 //!         included(item("Refund policy: ...", 300, ContextKind::DOCUMENT)?, 0.8, InclusionReason::Scored),
 //!     ],
-//!     excluded: vec![
-//!         ExcludedItem {
-//!             item: item("search results: ...", 450, ContextKind::TOOL_OUTPUT)?,
-//!             score: 0.6,
-//!             reason: ExclusionReason::BudgetExceeded { item_tokens: 450, available_tokens: 50 },
-//!         },
-//!         ExcludedItem {
-//!             item: item("User: I was charged twice.", 200, ContextKind::MESSAGE)?,
-//!             score: 0.3,
-//!             reason: ExclusionReason::Deduplicated {
+//!     vec![
+//!         ExcludedItem::new(
+//!             item("search results: ...", 450, ContextKind::TOOL_OUTPUT)?,
+//!             0.6,
+//!             ExclusionReason::BudgetExceeded { item_tokens: 450, available_tokens: 50 },
+//!         ),
+//!         ExcludedItem::new(
+//!             item("User: I was charged twice.", 200, ContextKind::MESSAGE)?,
+//!             0.3,
+//!             ExclusionReason::Deduplicated {
 //!                 deduplicated_against: "User: I was charged twice.".into(),
 //!             },
-//!         },
+//!         ),
 //!     ],
-//!     total_candidates: 6,
-//!     total_tokens_considered: 1_450,
-//!     ..SelectionReport::default()
-//! };
+//! );
+//! report.total_candidates = 6;
+//! report.total_tokens_considered = 1_450;
 //!
 //! report
 //!     .should()

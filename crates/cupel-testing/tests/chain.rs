@@ -210,29 +210,27 @@ fn have_no_partial_groups_catches_split_and_scattered_groups() {
     use cupel_core::{ContextItem, ExcludedItem, IncludedItem};
     let g = |c: &str| ContextItem::builder(c, 1).group("g").build().unwrap();
     let plain = ContextItem::new("plain", 1).unwrap();
-    let inc = |item: ContextItem| IncludedItem {
-        item,
-        score: 0.5,
-        reason: InclusionReason::Scored,
-    };
+    let inc = |item: ContextItem| IncludedItem::new(item, 0.5, InclusionReason::Scored);
     // Whole and adjacent: passes.
-    let ok = SelectionReport {
-        included: vec![inc(plain.clone()), inc(g("call")), inc(g("result"))],
-        ..SelectionReport::default()
+    let ok = {
+        let mut r = SelectionReport::default();
+        r.included = vec![inc(plain.clone()), inc(g("call")), inc(g("result"))];
+        r
     };
     ok.should().have_no_partial_groups();
     // One member excluded: partial.
-    let split = SelectionReport {
-        included: vec![inc(g("call"))],
-        excluded: vec![ExcludedItem {
-            item: g("result"),
-            score: 0.4,
-            reason: ExclusionReason::BudgetExceeded {
+    let split = {
+        let mut r = SelectionReport::default();
+        r.included = vec![inc(g("call"))];
+        r.excluded = vec![ExcludedItem::new(
+            g("result"),
+            0.4,
+            ExclusionReason::BudgetExceeded {
                 item_tokens: 1,
                 available_tokens: 0,
             },
-        }],
-        ..SelectionReport::default()
+        )];
+        r
     };
     let err = split.check().have_no_partial_groups().unwrap_err();
     assert_eq!(err.assertion, Assertion::HaveNoPartialGroups);
@@ -241,9 +239,10 @@ fn have_no_partial_groups_catches_split_and_scattered_groups() {
         "HaveNoPartialGroups failed: group \"g\" has 1 member(s) in Included and 1 in Excluded: [\"result\"]."
     );
     // Not adjacent.
-    let scattered = SelectionReport {
-        included: vec![inc(g("call")), inc(plain), inc(g("result"))],
-        ..SelectionReport::default()
+    let scattered = {
+        let mut r = SelectionReport::default();
+        r.included = vec![inc(g("call")), inc(plain), inc(g("result"))];
+        r
     };
     let err = scattered.check().have_no_partial_groups().unwrap_err();
     assert_eq!(

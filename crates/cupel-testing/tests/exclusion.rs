@@ -366,10 +366,12 @@ fn have_no_exclusions_for_kind_single_item_with_zero_score() {
 fn budget_details_cut_long_contents_and_show_at_most_five_matches() {
     let long = "x".repeat(100);
     let excluded: Vec<ExcludedItem> = (0..7)
-        .map(|i| ExcludedItem {
-            item: ContextItem::new(format!("{long}{i}"), 10).unwrap(),
-            score: 0.1,
-            reason: ExclusionReason::NegativeTokens { tokens: -1 },
+        .map(|i| {
+            ExcludedItem::new(
+                ContextItem::new(format!("{long}{i}"), 10).unwrap(),
+                0.1,
+                ExclusionReason::NegativeTokens { tokens: -1 },
+            )
         })
         .collect();
     let r = report(vec![], excluded);
@@ -392,16 +394,16 @@ fn scores_print_rounded_to_six_significant_digits() {
     // 0.1 + 0.58 is 0.6799999999999999 in f64: printed 0.68.
     let score = 0.1 + 0.58;
     assert_ne!(score.to_string(), "0.68");
-    let excluded = vec![ExcludedItem {
-        item: ContextItem::builder("m", 5)
+    let excluded = vec![ExcludedItem::new(
+        ContextItem::builder("m", 5)
             .kind(ContextKind::MEMORY)
             .build()
             .unwrap(),
         score,
-        reason: ExclusionReason::Deduplicated {
+        ExclusionReason::Deduplicated {
             deduplicated_against: "m".into(),
         },
-    }];
+    )];
     fails!(
         report(vec![], excluded),
         c => c.have_no_exclusions_for_kind(ContextKind::MEMORY),

@@ -63,11 +63,58 @@
 //!   context gate.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
-pub use cupel_core::*;
-pub use cupel_pipeline::*;
-pub use cupel_placers::*;
-pub use cupel_scorers::*;
-pub use cupel_slicers::*;
+
+// Data model, contracts, diagnostics and run budgets (cupel-core).
+pub use cupel_core::{
+    BudgetDimension, BudgetExceededError, BudgetPhase, BudgetRequest, BudgetSnapshot,
+    BudgetTracker, CapExclusion, CodeLanguage, Compactor, ConfigError, ContextBudget,
+    ContextBudgetBuilder, ContextItem, ContextItemBuilder, ContextKind, ContextSource,
+    CountRequirementShortfall, CupelError, DEFAULT_MAX_TABLE_BYTES, Deadline,
+    DiagnosticTraceCollector, ExcludedItem, ExclusionReason, ExclusionRecord, FanOut,
+    FixedTimeProvider, IncludedItem, InclusionReason, InclusionRecord, LanguageClassifier,
+    ManualTimeProvider, NullTraceCollector, OverflowEvent, OverflowStrategy, PipelineStage, Placer,
+    RUN_BUDGET_TRACING_TARGET, RemainingTokens, Reservation, RunBudget, RunBudgetBuilder,
+    ScoredItem, Scorer, SelectionReport, SliceBudget, SliceOutcome, SliceRoom, Slicer, SlicerKind,
+    StageTrace, SystemTimeProvider, TableLimit, TimeProvider, TokenCounter, TokenLimit, TokenSign,
+    TokenUsage, TraceCollector, TraceDetailLevel, TraceEvent, UsageMeter, check_finite_scores,
+    check_token_totals, chrono, diagnostics, parse_timestamp, score_cmp_desc, serde_timestamp,
+};
+
+// Scorers (cupel-scorers).
+pub use cupel_scorers::{
+    CompositeScorer, CompositeScorerBuilder, DecayCurve, DecayScorer, FrequencyScorer, KindScorer,
+    MetadataKeyScorer, MetadataTrustScorer, PriorityScorer, RecencyScorer, ReflexiveScorer,
+    ScaledScorer, StepWindow, TagMatch, TagScorer,
+};
+
+// Slicers (cupel-slicers).
+pub use cupel_slicers::{
+    CountConstrainedKnapsackSlice, CountQuotaEntry, CountQuotaSlice, DEFAULT_BUCKET_SIZE,
+    DEFAULT_MAX_TABLE_CELLS, GreedySlice, KnapsackSlice, KnapsackTableSize, QuotaEntry, QuotaSet,
+    QuotaSetBuilder, QuotaSlice, SCORE_SCALE, ScarcityBehavior, StreamSelection, StreamSlice,
+};
+
+// Placers (cupel-placers).
+pub use cupel_placers::{ChronologicalPlacer, UShapedPlacer};
+
+// Pipeline, policy, declarative configuration, presets, registry and the
+// context gate (cupel-pipeline). The gate's report types come from cupel-core
+// and are listed there.
+pub use cupel_core::{CompactionPolicyKind, GATE_EVENT, GateDecision, GateReport, NodeReport};
+pub use cupel_pipeline::{
+    Admitted, BudgetedWindow, BuiltinClassifier, BuiltinCompactor, CompactCodeSpec,
+    CompactionPolicy, CompactionRule, ComponentRegistry, ComponentType, ContextGate,
+    ContextGateBuilder, CountQuotaConfig, CurveConfig, GateConfig, GateConfigBuilder,
+    GateConfigError, GateError, GateOutcome, GateSpec, GateState, InboxMessage, InnerScorer,
+    KindWeightConfig, MAX_SCORER_DEPTH, NODE_HEADER, Over, OverflowObserver, Pipeline,
+    PipelineBuilder, PlacerConstructor, PlacerType, Policy, PolicyBuilder, PolicyConfig, Preset,
+    QuotaConfig, RetrievalNode, RuleSpec, ScorerConfig, ScorerConstructor, ScorerType,
+    SlicerConfig, SlicerConstructor, SlicerType, StepWindowConfig, TagWeightConfig, compact_csharp,
+    compact_sql, format_node, gate, header_value, overflow_strategy_name, preset, presets, samples,
+    scarcity_behavior_name, serde_json,
+};
+#[cfg(feature = "tiktoken")]
+pub use cupel_pipeline::{TIKTOKEN_ENCODINGS, TiktokenCounter, TokenizerError};
 
 /// Report metrics, budget simulation, policy sensitivity and adaptive token
 /// budgets (feature `analytics`).

@@ -10,6 +10,7 @@ use crate::{ContextBudget, ContextItem, CupelError};
 
 /// One item's exclusion, as the pipeline reports it to a collector.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ExclusionRecord<'a> {
     /// The stage that excluded the item.
     pub stage: PipelineStage,
@@ -25,6 +26,7 @@ pub struct ExclusionRecord<'a> {
 
 /// One item's inclusion, reported after the Place stage in placed order.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct InclusionRecord<'a> {
     /// The item's position in the run's input slice.
     pub index: usize,
@@ -538,6 +540,37 @@ impl TraceCollector for DiagnosticTraceCollector {
 
     fn on_shortfalls(&mut self, shortfalls: &[CountRequirementShortfall]) {
         self.shortfalls.extend_from_slice(shortfalls);
+    }
+}
+
+impl<'a> ExclusionRecord<'a> {
+    /// Item `index` excluded at `stage` with its score and reason.
+    pub fn new(
+        stage: PipelineStage,
+        index: usize,
+        item: &'a ContextItem,
+        score: f64,
+        reason: ExclusionReason,
+    ) -> Self {
+        Self {
+            stage,
+            index,
+            item,
+            score,
+            reason,
+        }
+    }
+}
+
+impl<'a> InclusionRecord<'a> {
+    /// Item `index` included with its score and reason.
+    pub fn new(index: usize, item: &'a ContextItem, score: f64, reason: InclusionReason) -> Self {
+        Self {
+            index,
+            item,
+            score,
+            reason,
+        }
     }
 }
 

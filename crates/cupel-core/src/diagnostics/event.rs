@@ -69,6 +69,7 @@ impl fmt::Display for PipelineStage {
 /// How much a [`DiagnosticTraceCollector`](crate::DiagnosticTraceCollector) records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub enum TraceDetailLevel {
     /// One event per stage (durations and counts).
     #[default]
@@ -80,6 +81,7 @@ pub enum TraceDetailLevel {
 /// One recorded observation: a whole stage, or one item's decision.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct TraceEvent {
     /// The stage that produced the event.
     pub stage: PipelineStage,
@@ -102,6 +104,7 @@ pub struct TraceEvent {
 /// timestamps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct StageTrace {
     /// The stage.
     pub stage: PipelineStage,
@@ -136,6 +139,7 @@ impl StageTrace {
 /// [`OverflowStrategy::Proceed`](crate::OverflowStrategy::Proceed).
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct OverflowEvent {
     /// Tokens above `target_tokens`.
     pub tokens_over_budget: i64,
@@ -148,6 +152,7 @@ pub struct OverflowEvent {
 /// A count requirement a count-quota slicer could not meet (`Degrade` mode).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct CountRequirementShortfall {
     /// The kind that fell short.
     pub kind: ContextKind,
@@ -160,6 +165,7 @@ pub struct CountRequirementShortfall {
 /// An item a count-quota slicer removed because its kind had reached its cap.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct CapExclusion {
     /// Index of the item in the slicer's input.
     pub index: usize,
@@ -169,4 +175,80 @@ pub struct CapExclusion {
     pub cap: usize,
     /// How many items of the kind were already selected when this one came up.
     pub count: usize,
+}
+
+impl TraceEvent {
+    /// An event of `stage`, its duration in milliseconds, the items it saw
+    /// and an optional message.
+    pub fn new(
+        stage: PipelineStage,
+        duration_ms: f64,
+        item_count: usize,
+        message: Option<String>,
+    ) -> Self {
+        Self {
+            stage,
+            duration_ms,
+            item_count,
+            message,
+        }
+    }
+}
+
+impl StageTrace {
+    /// The trace of `stage`: start, duration, items in and out.
+    pub fn new(
+        stage: PipelineStage,
+        started_at: SystemTime,
+        duration: Duration,
+        item_count_in: usize,
+        item_count_out: usize,
+    ) -> Self {
+        Self {
+            stage,
+            started_at,
+            duration,
+            item_count_in,
+            item_count_out,
+        }
+    }
+}
+
+impl OverflowEvent {
+    /// An overflow of `tokens_over_budget` tokens by `overflowing_items`
+    /// against `budget`.
+    pub fn new(
+        tokens_over_budget: i64,
+        overflowing_items: Vec<ContextItem>,
+        budget: ContextBudget,
+    ) -> Self {
+        Self {
+            tokens_over_budget,
+            overflowing_items,
+            budget,
+        }
+    }
+}
+
+impl CountRequirementShortfall {
+    /// `kind` required `required_count` items and got `satisfied_count`.
+    pub fn new(kind: ContextKind, required_count: usize, satisfied_count: usize) -> Self {
+        Self {
+            kind,
+            required_count,
+            satisfied_count,
+        }
+    }
+}
+
+impl CapExclusion {
+    /// Item `index` of `kind` removed: `count` already selected, cap `cap`.
+    pub fn new(index: usize, kind: ContextKind, cap: usize, count: usize) -> Self {
+        Self {
+            index,
+            kind,
+            cap,
+            count,
+        }
+    }
 }

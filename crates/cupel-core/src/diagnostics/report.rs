@@ -6,6 +6,7 @@ use crate::{ContextBudget, ContextItem, ContextKind};
 /// An item that made it into the window, with its score and reason.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct IncludedItem {
     /// The item.
     pub item: ContextItem,
@@ -18,6 +19,7 @@ pub struct IncludedItem {
 /// An item left out, with its score and reason.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct ExcludedItem {
     /// The item.
     pub item: ContextItem,
@@ -36,6 +38,7 @@ pub struct ExcludedItem {
 ///   `total_tokens_considered` is the sum of all their tokens.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct SelectionReport {
     /// Recorded events in insertion order.
     #[cfg_attr(feature = "serde", serde(default))]
@@ -76,7 +79,7 @@ impl SelectionReport {
     /// use cupel_core::{ContextBudget, ContextItem, IncludedItem, InclusionReason, SelectionReport};
     /// let mut report = SelectionReport::default();
     /// for (c, t) in [("a", 300), ("b", 200)] {
-    ///     report.included.push(IncludedItem { item: ContextItem::new(c, t)?, score: 0.5, reason: InclusionReason::Scored });
+    ///     report.included.push(IncludedItem::new(ContextItem::new(c, t)?, 0.5, InclusionReason::Scored));
     /// }
     /// assert_eq!(report.budget_utilization(&ContextBudget::new(1_000, 800)?), 0.5); // 500 / 1000
     /// assert_eq!(report.budget_utilization(&ContextBudget::new(0, 0)?), 0.0);
@@ -116,5 +119,49 @@ impl SelectionReport {
     /// The included items, in placed order.
     pub fn included_items(&self) -> impl Iterator<Item = &ContextItem> {
         self.included.iter().map(|i| &i.item)
+    }
+}
+
+impl IncludedItem {
+    /// An included item with its score and reason.
+    pub fn new(item: ContextItem, score: f64, reason: InclusionReason) -> Self {
+        Self {
+            item,
+            score,
+            reason,
+        }
+    }
+}
+
+impl ExcludedItem {
+    /// An excluded item with its score and reason.
+    pub fn new(item: ContextItem, score: f64, reason: ExclusionReason) -> Self {
+        Self {
+            item,
+            score,
+            reason,
+        }
+    }
+}
+
+impl SelectionReport {
+    /// A report of `included` (placed order) and `excluded` (score
+    /// descending) items, with `total_candidates` and
+    /// `total_tokens_considered` computed from them (saturating), no events
+    /// and no shortfalls. Set the other fields by assignment.
+    pub fn new(included: Vec<IncludedItem>, excluded: Vec<ExcludedItem>) -> Self {
+        let total_tokens_considered = included
+            .iter()
+            .map(|i| i.item.tokens())
+            .chain(excluded.iter().map(|e| e.item.tokens()))
+            .fold(0i64, i64::saturating_add);
+        Self {
+            events: Vec::new(),
+            total_candidates: included.len() + excluded.len(),
+            included,
+            excluded,
+            total_tokens_considered,
+            count_requirement_shortfalls: Vec::new(),
+        }
     }
 }

@@ -34,11 +34,7 @@ pub(crate) fn inc_r(
     score: f64,
     reason: InclusionReason,
 ) -> IncludedItem {
-    IncludedItem {
-        item: item(content, tokens, kind),
-        score,
-        reason,
-    }
+    IncludedItem::new(item(content, tokens, kind), score, reason)
 }
 
 /// An excluded item.
@@ -49,11 +45,7 @@ pub(crate) fn exc(
     score: f64,
     reason: ExclusionReason,
 ) -> ExcludedItem {
-    ExcludedItem {
-        item: item(content, tokens, kind),
-        score,
-        reason,
-    }
+    ExcludedItem::new(item(content, tokens, kind), score, reason)
 }
 
 /// Included items of kind Message with the given scores, content `"i0"`, `"i1"`, ...
@@ -103,12 +95,13 @@ pub(crate) fn report(included: Vec<IncludedItem>, excluded: Vec<ExcludedItem>) -
         .map(|i| i.item.tokens())
         .chain(excluded.iter().map(|e| e.item.tokens()))
         .fold(0i64, i64::saturating_add);
-    SelectionReport {
-        total_candidates: included.len() + excluded.len(),
-        total_tokens_considered,
-        included,
-        excluded,
-        ..SelectionReport::default()
+    {
+        let mut r = SelectionReport::default();
+        r.total_candidates = included.len() + excluded.len();
+        r.total_tokens_considered = total_tokens_considered;
+        r.included = included;
+        r.excluded = excluded;
+        r
     }
 }
 
