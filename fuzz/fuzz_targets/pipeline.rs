@@ -11,9 +11,8 @@ use arbitrary::Arbitrary;
 use chrono::{TimeZone, Utc};
 use cupel_core::{ContextBudget, ContextItem};
 use cupel_pipeline::{
-    CountQuotaConfig, CurveConfig, InnerScorer, KindWeightConfig, Pipeline,
-    PlacerType, PolicyConfig, QuotaConfig, ScorerConfig, ScorerType, SlicerConfig, SlicerType,
-    TagWeightConfig,
+    CountQuotaConfig, CurveConfig, InnerScorer, KindWeightConfig, Pipeline, PlacerType,
+    PolicyConfig, QuotaConfig, ScorerConfig, ScorerType, SlicerConfig, SlicerType, TagWeightConfig,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -117,21 +116,15 @@ fn scorer(s: &Scorer, depth: usize) -> ScorerConfig {
     let mut c = ScorerConfig::new(t).weight(f64::from(s.weight % 5) + 0.5);
     match name {
         "kind" if s.weight % 2 == 0 => {
-            c.weights = Some(vec![KindWeightConfig {
-                kind: KINDS[usize::from(s.weight) % KINDS.len()].into(),
-                weight: 0.7,
-            }]);
+            c.weights = Some(vec![KindWeightConfig::new(
+                KINDS[usize::from(s.weight) % KINDS.len()],
+                0.7,
+            )]);
         }
         "tag" => {
             c.tag_weights = Some(vec![
-                TagWeightConfig {
-                    tag: "urgent".into(),
-                    weight: 2.0,
-                },
-                TagWeightConfig {
-                    tag: "t1".into(),
-                    weight: 1.0,
-                },
+                TagWeightConfig::new("urgent".into(), 2.0),
+                TagWeightConfig::new("t1".into(), 1.0),
             ]);
             c.case_insensitive_tags = Some(s.weight % 2 == 0);
         }
@@ -167,10 +160,7 @@ fn scorer(s: &Scorer, depth: usize) -> ScorerConfig {
                     max_age_secs: 3000.0,
                 },
                 _ => CurveConfig::Step {
-                    windows: vec![cupel_pipeline::StepWindowConfig {
-                        max_age_secs: 1000.0,
-                        score: 0.9,
-                    }],
+                    windows: vec![cupel_pipeline::StepWindowConfig::new(1000.0, 0.9)],
                 },
             });
         }
@@ -208,19 +198,19 @@ fn policy(p: &Policy) -> PolicyConfig {
     match name {
         "quota" => {
             let require = f64::from(p.require % 60);
-            slicer.quotas = vec![QuotaConfig {
+            slicer.quotas = vec![QuotaConfig::new(
                 kind,
                 require,
-                cap: require + f64::from(p.cap % 40),
-            }];
+                require + f64::from(p.cap % 40),
+            )];
         }
         "count_quota" | "count_constrained_knapsack" => {
             let require = i64::from(p.require % 4);
-            slicer.entries = vec![CountQuotaConfig {
+            slicer.entries = vec![CountQuotaConfig::new(
                 kind,
-                require_count: require,
-                cap_count: require + i64::from(p.cap % 4),
-            }];
+                require,
+                require + i64::from(p.cap % 4),
+            )];
             slicer.scarcity_behavior = Some(if p.throw_scarcity {
                 cupel_slicers::ScarcityBehavior::Throw
             } else {
