@@ -123,8 +123,8 @@ fn scorer(s: &Scorer, depth: usize) -> ScorerConfig {
         }
         "tag" => {
             c.tag_weights = Some(vec![
-                TagWeightConfig::new("urgent".into(), 2.0),
-                TagWeightConfig::new("t1".into(), 1.0),
+                TagWeightConfig::new("urgent", 2.0),
+                TagWeightConfig::new("t1", 1.0),
             ]);
             c.case_insensitive_tags = Some(s.weight % 2 == 0);
         }
