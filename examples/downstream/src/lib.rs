@@ -10,7 +10,10 @@
 //!   context lengths through [`Pipeline::run_with_budget`] ([`select_for`]);
 //! * **one run, two collectors**: [`traced_select`] feeds any collector (the
 //!   OpenTelemetry bridge, in the tests) and returns the run's
-//!   [`SelectionReport`] from the same run.
+//!   [`SelectionReport`] from the same run;
+//! * **custom components in config**: [`pipeline_from_policy`] registers
+//!   [`KeywordScorer`] as `type = "keyword"` in a [`ComponentRegistry`] and
+//!   builds the same pipeline from a TOML policy ([`SUPPORT_POLICY`]).
 //!
 //! The tests (`tests/downstream.rs`) add the dev-dependencies: `cupel-rs-otel`
 //! (spans in an in-memory exporter, and the `tracing` collector's span tree
@@ -22,7 +25,8 @@ use chrono::{DateTime, Utc};
 use cupel_core::{
     ContextBudget, ContextItem, ContextKind, CupelError, Scorer, SelectionReport, TraceCollector,
 };
-use cupel_pipeline::Pipeline;
+use cupel_pipeline::serde_json::Value;
+use cupel_pipeline::{ComponentRegistry, Pipeline, PolicyConfig};
 use cupel_placers::ChronologicalPlacer;
 use cupel_slicers::GreedySlice;
 
@@ -94,19 +98,57 @@ pub const LARGE: Model = Model {
 /// # Errors
 /// [`CupelError`] if the pipeline cannot be built.
 pub fn support_pipeline(keyword: &str) -> Result<Pipeline, CupelError> {
-    // ---- Issue 19, item 3 (custom components in config) -------------------
-    // The integrator adds here the same pipeline built from a TOML policy
-    // (`type = "keyword"`) once the config registry lands: register
-    // `KeywordScorer` under "keyword" with a constructor reading its own
-    // table, build the policy from the config, and test that both pipelines
-    // select the same windows.
-    // -------------------------------------------------------------------------
     Pipeline::builder()
         .scorer(KeywordScorer::new(keyword))
         .slicer(GreedySlice::new())
         .placer(ChronologicalPlacer)
         .budget(ContextBudget::new(100_000, 100_000)?)
         .build()
+}
+
+/// The policy of [`support_pipeline`] as configuration: the custom
+/// `keyword` scorer with its own table (`params`), greedy slicing,
+/// chronological placement.
+pub const SUPPORT_POLICY: &str = r#"
+slicer = "greedy"
+placer = "chronological"
+
+[[scorers]]
+type = "keyword"
+params = { keyword = "refund" }
+"#;
+
+/// A registry that knows the application's `keyword` scorer: its
+/// constructor reads `keyword` (a string) from the scorer's `params` table.
+///
+/// # Errors
+/// [`CupelError`] if the name cannot be registered.
+pub fn registry() -> Result<ComponentRegistry, CupelError> {
+    let mut registry = ComponentRegistry::new();
+    registry.register_scorer("keyword", |params: &Value| {
+        let keyword = params
+            .get("keyword")
+            .and_then(Value::as_str)
+            .filter(|k| !k.is_empty())
+            .ok_or_else(|| {
+                CupelError::ScorerConfig(
+                    "keyword: `params.keyword` must be a non-empty string".into(),
+                )
+            })?;
+        Ok(std::sync::Arc::new(KeywordScorer::new(keyword)) as std::sync::Arc<dyn Scorer>)
+    })?;
+    Ok(registry)
+}
+
+/// The pipeline described by `policy` (TOML), with the application's
+/// custom components resolved through [`registry`].
+///
+/// # Errors
+/// [`CupelError`] for a policy that does not parse or build — an unknown
+/// `type` lists the built-in and the registered names.
+pub fn pipeline_from_policy(policy: &str) -> Result<Pipeline, CupelError> {
+    let policy = PolicyConfig::from_toml_str(policy)?.build_with(&registry()?)?;
+    Ok(Pipeline::new(policy, ContextBudget::new(100_000, 100_000)?))
 }
 
 /// Selects the window for `model`: the same pipeline, the model's budget.

@@ -3,7 +3,8 @@
 
 use cupel_core::{DiagnosticTraceCollector, FanOut, StageTrace, TraceCollector, TraceDetailLevel};
 use cupel_downstream_example::{
-    LARGE, SMALL, billing_conversation, select_for, support_pipeline, traced_select,
+    LARGE, SMALL, SUPPORT_POLICY, billing_conversation, pipeline_from_policy, select_for,
+    support_pipeline, traced_select,
 };
 
 /// Prints one line per completed stage: a collector of the application's own.
@@ -43,6 +44,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("  {}", item.content());
         }
     }
+
+    // Custom components in config: the same pipeline from a TOML policy
+    // naming our scorer (`type = "keyword"`) through a ComponentRegistry.
+    let configured = pipeline_from_policy(SUPPORT_POLICY)?;
+    let same = select_for(&configured, &items, LARGE)? == select_for(&pipeline, &items, LARGE)?;
+    println!("configured pipeline (type = \"keyword\"): same window: {same}");
 
     // One run, two collectors: our printer, and the report from the same run.
     println!("traced run ({} model):", SMALL.name);

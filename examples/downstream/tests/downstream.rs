@@ -14,7 +14,8 @@ use cupel_core::{
     TraceCollector, TraceDetailLevel,
 };
 use cupel_downstream_example::{
-    LARGE, SMALL, billing_conversation, select_for, support_pipeline, traced_select,
+    LARGE, SMALL, SUPPORT_POLICY, billing_conversation, pipeline_from_policy, select_for,
+    support_pipeline, traced_select,
 };
 use cupel_otel::{CupelVerbosity, OtelCollector, names};
 use cupel_testing::{ReasonKind, SelectionReportAssertions};
@@ -82,6 +83,32 @@ fn one_pipeline_selects_for_two_models() {
             "User: nice weather today.",
         ]
     );
+}
+
+#[test]
+fn the_pipeline_from_configuration_selects_the_same_windows() {
+    // Issue 19, item 3: `type = "keyword"` in a TOML policy names the
+    // application's own scorer through a ComponentRegistry; the configured
+    // pipeline must select exactly what the hand-built one selects.
+    let built = support_pipeline("refund").unwrap();
+    let configured = pipeline_from_policy(SUPPORT_POLICY).unwrap();
+    let items = billing_conversation().unwrap();
+    for model in [SMALL, LARGE] {
+        assert_eq!(
+            select_for(&configured, &items, model).unwrap(),
+            select_for(&built, &items, model).unwrap(),
+            "{}",
+            model.name
+        );
+    }
+    // An unknown type lists the built-in and the registered names.
+    let err = pipeline_from_policy("[[scorers]]\ntype = \"keywrd\"\n").unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("unknown scorer `keywrd`"), "{text}");
+    assert!(text.contains("registered: keyword"), "{text}");
+    // The constructor's own check: params.keyword is required.
+    let err = pipeline_from_policy("[[scorers]]\ntype = \"keyword\"\nparams = {}\n").unwrap_err();
+    assert!(err.to_string().contains("params.keyword"), "{err}");
 }
 
 #[test]
@@ -247,6 +274,10 @@ fn the_example_binary_runs() {
     );
     assert!(
         stdout.contains("large model: 4 items, 120 tokens"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("configured pipeline (type = \"keyword\"): same window: true"),
         "{stdout}"
     );
     assert!(
