@@ -267,18 +267,8 @@ pub(crate) fn stages<C: TraceCollector + ?Sized>(
     // ----- 2. Score (every scoreable item, as usual) -------------------------------
     let timer = Timer::start(traced);
     let refs: Vec<&ContextItem> = scoreable.iter().map(|&i| &items[i]).collect();
-    let scores: Vec<f64> = if refs.is_empty() {
-        Vec::new()
-    } else {
-        policy.scorer.score_all(&refs)
-    };
-    if scores.len() != refs.len() {
-        return Err(CupelError::PipelineConfig(format!(
-            "scorer returned {} scores for {} items",
-            scores.len(),
-            refs.len()
-        )));
-    }
+    // The same contract as ungrouped runs: one finite score per item (H-1).
+    let scores = crate::run::score_items(policy, &refs, &scoreable)?;
     // Score and scoreable position of each input index (pinned items: 1.0).
     let mut score_of = vec![1.0_f64; items.len()];
     let mut position_of = vec![usize::MAX; items.len()];

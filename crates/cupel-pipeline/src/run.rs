@@ -129,27 +129,7 @@ fn stages<C: TraceCollector + ?Sized>(
     // ----- 2. Score --------------------------------------------------------------
     let timer = Timer::start(traced);
     let refs: Vec<&ContextItem> = scoreable.iter().map(|&i| &items[i]).collect();
-    let scores: Vec<f64> = if refs.is_empty() {
-        Vec::new()
-    } else {
-        policy.scorer.score_all(&refs)
-    };
-    if scores.len() != refs.len() {
-        return Err(CupelError::PipelineConfig(format!(
-            "scorer returned {} scores for {} items",
-            scores.len(),
-            refs.len()
-        )));
-    }
-    // The one rule for non-finite scores (spec H-1): an error naming the
-    // scorer and the item, before any later stage sees the score.
-    if let Some(p) = scores.iter().position(|s| !s.is_finite()) {
-        return Err(CupelError::NonFiniteScore {
-            scorer: policy.scorer.name().to_string(),
-            index: scoreable[p],
-            score: scores[p],
-        });
-    }
+    let scores = score_items(policy, &refs, &scoreable)?;
     finish(
         collector,
         timer,
@@ -588,4 +568,36 @@ pub(crate) fn check_permutation(order: &[usize], n: usize) -> Result<(), CupelEr
         }
     }
     Ok(())
+}
+
+/// Scores `refs` (the items at input indices `indices`) with the policy's
+/// scorer, checking its contract: one score per item, and the one rule for
+/// non-finite scores (spec H-1) — an error naming the scorer and the item's
+/// input index, before any later stage sees the score. Shared by the plain
+/// and the grouped paths.
+pub(crate) fn score_items(
+    policy: &Policy,
+    refs: &[&ContextItem],
+    indices: &[usize],
+) -> Result<Vec<f64>, CupelError> {
+    let scores: Vec<f64> = if refs.is_empty() {
+        Vec::new()
+    } else {
+        policy.scorer.score_all(refs)
+    };
+    if scores.len() != refs.len() {
+        return Err(CupelError::PipelineConfig(format!(
+            "scorer returned {} scores for {} items",
+            scores.len(),
+            refs.len()
+        )));
+    }
+    if let Some(p) = scores.iter().position(|s| !s.is_finite()) {
+        return Err(CupelError::NonFiniteScore {
+            scorer: policy.scorer.name().to_string(),
+            index: indices.get(p).copied().unwrap_or(p),
+            score: scores[p],
+        });
+    }
+    Ok(scores)
 }

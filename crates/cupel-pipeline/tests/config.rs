@@ -458,6 +458,36 @@ fn non_finite_scores_fail_the_run_naming_scorer_and_item() {
 }
 
 #[test]
+fn non_finite_scores_fail_grouped_runs_too() {
+    // H-1 holds on the grouped path (spec chapter 18) as well: b (input
+    // index 1) is in a group with c, and its +inf is an error naming it.
+    struct Bad;
+    impl Scorer for Bad {
+        fn score(&self, index: usize, _: &[&ContextItem]) -> f64 {
+            if index == 1 { f64::INFINITY } else { 0.5 }
+        }
+    }
+    let items = vec![
+        ContextItem::new("a", 10).unwrap(),
+        ContextItem::builder("b", 10).group("g").build().unwrap(),
+        ContextItem::builder("c", 10).group("g").build().unwrap(),
+    ];
+    let policy = cupel_pipeline::Policy::builder()
+        .scorer(Bad)
+        .slicer(cupel_slicers::GreedySlice::new())
+        .placer(cupel_placers::ChronologicalPlacer)
+        .build()
+        .unwrap();
+    let p = Pipeline::new(policy, ContextBudget::new(1000, 500).unwrap());
+    for err in [p.run(&items).unwrap_err(), p.dry_run(&items).unwrap_err()] {
+        assert!(
+            matches!(&err, CupelError::NonFiniteScore { scorer, index: 1, .. } if scorer == "Bad"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
 fn a_bom_is_skipped_and_json_policies_are_objects() {
     // Issue 18 (5): one rule for TOML and JSON.
     let toml = PolicyConfig::from_toml_str("\u{feff}scorers = [{ type = \"priority\" }]").unwrap();
