@@ -529,6 +529,10 @@ fn checkpoints_emit_remaining_time_and_tokens() {
     let capture = capture::Capture::default();
     let subscriber = tracing_subscriber::registry().with(capture.clone());
     tracing::subscriber::with_default(subscriber, || {
+        // Other tests on other threads may have registered these callsites
+        // while no subscriber was listening; recompute their interest now
+        // that this one is (tracing caches it per callsite).
+        tracing::callsite::rebuild_interest_cache();
         let clock = ManualTimeProvider::new(t0());
         let budget = RunBudget::builder()
             .deadline(Deadline::after(&clock, TimeDelta::seconds(10)))
@@ -828,6 +832,10 @@ fn subscribers_can_call_back_into_the_tracker() {
     let subscriber =
         tracing_subscriber::registry().with(Reader(Arc::clone(&cell), Arc::clone(&seen)));
     tracing::subscriber::with_default(subscriber, || {
+        // Other tests on other threads may have registered these callsites
+        // while no subscriber was listening; recompute their interest now
+        // that this one is (tracing caches it per callsite).
+        tracing::callsite::rebuild_interest_cache();
         let clock = ManualTimeProvider::new(t0());
         let run = BudgetTracker::new(RunBudget::unlimited(), clock).unwrap();
         cell.set(run.clone()).unwrap();

@@ -102,7 +102,13 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
 fn capture<T>(level: LevelFilter, f: impl FnOnce() -> T) -> (T, Capture) {
     let capture = Capture::default();
     let subscriber = Registry::default().with(level).with(capture.clone());
-    let out = tracing::subscriber::with_default(subscriber, f);
+    let out = tracing::subscriber::with_default(subscriber, || {
+        // Other tests on other threads may have registered these callsites
+        // while no subscriber was listening; recompute their interest now
+        // that this one is (tracing caches it per callsite).
+        tracing::callsite::rebuild_interest_cache();
+        f()
+    });
     (out, capture)
 }
 

@@ -52,6 +52,10 @@ fn every_decision_emits_one_manage_context_budget_event() {
     let events = Arc::new(Mutex::new(Vec::new()));
     let g = demand_then_always();
     tracing::subscriber::with_default(Capture(events.clone()), || {
+        // Other tests on other threads may have registered these callsites
+        // while no subscriber was listening; recompute their interest now
+        // that this one is (tracing caches it per callsite).
+        tracing::callsite::rebuild_interest_cache();
         let _ = g.admit(
             state(&[&words(95)], vec![RetrievalNode::new(SQL).with_id("q")]),
             &[
@@ -104,6 +108,10 @@ fn a_dry_run_then_the_real_call_is_one_event() {
     let context = vec![words(10)];
     let nodes = vec![RetrievalNode::new(SQL).with_id("q")];
     let (dry, real) = tracing::subscriber::with_default(Capture(events.clone()), || {
+        // Other tests on other threads may have registered these callsites
+        // while no subscriber was listening; recompute their interest now
+        // that this one is (tracing caches it per callsite).
+        tracing::callsite::rebuild_interest_cache();
         let dry = g.evaluate(&context, &nodes, &inbox).unwrap();
         // A misconfigured dry run is silent too.
         let tiny = gate(GateConfig::builder("tiny", 1).build().unwrap());

@@ -239,6 +239,10 @@ fn tracing_users_see_the_same_span_tree() {
     let pipeline = support_pipeline("refund").unwrap();
     let items = billing_conversation().unwrap();
     tracing::subscriber::with_default(subscriber, || {
+        // Other tests on other threads may have registered these callsites
+        // while no subscriber was listening; recompute their interest now
+        // that this one is (tracing caches it per callsite).
+        tracing::callsite::rebuild_interest_cache();
         let mut collector = cupel_otel::TracingCollector::new();
         select_for(&pipeline, &items, SMALL).unwrap();
         pipeline
