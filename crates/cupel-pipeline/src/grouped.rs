@@ -14,8 +14,8 @@ use std::collections::hash_map::Entry;
 
 use cupel_core::{
     CapExclusion, ContextBudget, ContextItem, CupelError, ExclusionReason, ExclusionRecord,
-    InclusionReason, InclusionRecord, OverflowEvent, OverflowStrategy, PipelineStage, ScoredItem,
-    SliceOutcome, TraceCollector, check_token_totals, score_cmp_desc,
+    InclusionRecord, OverflowEvent, OverflowStrategy, PipelineStage, ScoredItem, SliceOutcome,
+    TraceCollector, check_token_totals, score_cmp_desc,
 };
 use rustc_hash::FxHashMap;
 
@@ -445,13 +445,7 @@ pub(crate) fn stages<C: TraceCollector + ?Sized>(
         for &index in table.members(u) {
             let item = &items[index];
             if traced {
-                let reason = if unit_pinned {
-                    InclusionReason::Pinned
-                } else if item.tokens() == 0 {
-                    InclusionReason::ZeroToken
-                } else {
-                    InclusionReason::Scored
-                };
+                let reason = crate::run::inclusion_reason(unit_pinned, item.tokens());
                 collector.on_item_included(InclusionRecord::new(
                     index,
                     item,

@@ -287,13 +287,7 @@ fn stages<C: TraceCollector + ?Sized>(
         for &m in &order {
             let (index, score) = merged[m];
             let item = &items[index];
-            let reason = if item.pinned() {
-                InclusionReason::Pinned
-            } else if item.tokens() == 0 {
-                InclusionReason::ZeroToken
-            } else {
-                InclusionReason::Scored
-            };
+            let reason = inclusion_reason(item.pinned(), item.tokens());
             collector.on_item_included(InclusionRecord::new(index, item, score, reason));
         }
     }
@@ -600,4 +594,16 @@ pub(crate) fn score_items(
         });
     }
     Ok(scores)
+}
+
+/// Why an item in the window is there: pinned (an item, or a member of a
+/// pinned group), zero tokens, or its score. Shared by both paths.
+pub(crate) fn inclusion_reason(pinned: bool, tokens: i64) -> InclusionReason {
+    if pinned {
+        InclusionReason::Pinned
+    } else if tokens == 0 {
+        InclusionReason::ZeroToken
+    } else {
+        InclusionReason::Scored
+    }
 }
