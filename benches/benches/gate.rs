@@ -91,5 +91,50 @@ fn bench_gate(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_gate);
+/// Issue 31: the C# compactor on hostile texts of 64 KiB, 256 KiB and 1 MiB —
+/// nested interpolated strings (which overflowed the stack) and runs of `$`
+/// outside strings (which were rescanned at every `$`: 256 KiB took 19.7 s) —
+/// next to ordinary C# of the same size and the floor (a stable sort of N
+/// pairs, N = the size in bytes). Linear scanning shows as a flat ratio.
+fn bench_hostile_compaction(c: &mut Criterion) {
+    let mut group = c.benchmark_group("gate_hostile");
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(if quick() { 1 } else { 3 }));
+    group.sample_size(10);
+    let fill = |unit: &str, bytes: usize| unit.repeat(bytes / unit.len());
+    for bytes in [64 << 10, 256 << 10, 1 << 20] {
+        let pairs = floor_pairs(bytes);
+        group.throughput(Throughput::Bytes(bytes as u64));
+        group.bench_with_input(BenchmarkId::new("floor", bytes), &pairs, |b, pairs| {
+            b.iter_batched(
+                || pairs.clone(),
+                |mut v| {
+                    floor_sort(&mut v);
+                    v
+                },
+                BatchSize::LargeInput,
+            )
+        });
+        for (name, text) in [
+            ("csharp_ordinary", fill(CSHARP, bytes)),
+            ("csharp_nested_interp", fill("$\"{", bytes)),
+            ("csharp_nested_verbatim_interp", fill("@$\"{", bytes)),
+            ("csharp_dollar_run", fill("$", bytes)),
+            ("sql_dollar_tags", fill("$a$", bytes)),
+        ] {
+            group.bench_with_input(BenchmarkId::new(name, bytes), &text, |b, text| {
+                b.iter(|| {
+                    if name.starts_with("sql") {
+                        compact_sql(black_box(text)).len()
+                    } else {
+                        compact_csharp(black_box(text)).len()
+                    }
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_gate, bench_hostile_compaction);
 criterion_main!(benches);

@@ -359,3 +359,62 @@ fn split_and_whole_toml_parsing_agree_on_every_fixture() {
         cupel_cli::harness::toml_split_agrees(t).unwrap_or_else(|d| panic!("{d}\n---\n{t}"));
     }
 }
+
+/// A gate input whose one C# node ends in `body` (JSON, so any bytes fit).
+fn gate_doc_with_csharp(body: &str) -> String {
+    let code = format!(
+        "using System;\nnamespace Shop\n{{\n    public class Report\n    {{\n        // label\n        public string Label(int id)\n        {{\n            return {body}\n        }}\n    }}\n}}\n"
+    );
+    serde_json::json!({
+        "context": ["user: hi"],
+        "gate": {
+            "id": "g",
+            "max_context_tokens": 10_000_000,
+            "compact_code": {"rules": [{"language": "dotnet", "policy": "always"}]}
+        },
+        "nodes": [{"id": "n1", "path": "src/Report.cs", "text": code}]
+    })
+    .to_string()
+}
+
+#[test]
+fn gate_survives_150000_nested_interpolated_strings() {
+    // Issue 31 (1): 150,000 nested `$"{` (about 450 KB) overflowed the stack
+    // of `cupel gate` (exit 134, SIGABRT). The child process must now make a
+    // decision and exit 0, with the node classified and compacted.
+    let path = temp(
+        "deep-interp.json",
+        gate_doc_with_csharp(&"$\"{".repeat(150_000)).as_bytes(),
+    );
+    let o = cupel(&["gate", path.to_str().unwrap(), "--format", "json"], None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["nodes"][0]["language"], "dotnet");
+    assert_eq!(v["nodes"][0]["compacted"], true);
+    // The unterminated literal is copied byte for byte: the compacted block
+    // still holds every nesting level.
+    let block = v["context"][1].as_str().unwrap();
+    assert_eq!(block.matches("$\"{").count(), 150_000);
+}
+
+#[test]
+fn throw_fails_a_count_quota_window_over_the_room() {
+    // Issue 31 (3): target 150 > max 200 - reserve 120 = 80 of room. Count
+    // quota commits d1 (60) + d2 (50) = 110 tokens: under the raw target, 30
+    // over the room. This exited 0 with a 110-token window; now Throw fails
+    // with exit 1 and the limit 80 in the message.
+    let doc = "[budget]\nmax_tokens = 200\ntarget_tokens = 150\noutput_reserve = 120\n\
+        [policy]\nslicer = \"count_quota\"\ninner_slicer = \"greedy\"\noverflow_strategy = \"throw\"\n\
+        [[policy.scorers]]\ntype = \"reflexive\"\nweight = 1.0\n\
+        [[policy.entries]]\nkind = \"Document\"\nrequire_count = 2\ncap_count = 2\n\
+        [[items]]\ncontent = \"d1\"\ntokens = 60\nkind = \"Document\"\nfutureRelevanceHint = 0.9\n\
+        [[items]]\ncontent = \"d2\"\ntokens = 50\nkind = \"Document\"\nfutureRelevanceHint = 0.8\n";
+    let path = temp("count-quota-room.toml", doc.as_bytes());
+    let o = cupel(&["select", path.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("Selected items require 110 tokens, exceeding target budget of 80"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -79,9 +79,38 @@ impl ContextBudget {
         self.max_tokens
     }
 
-    /// The soft goal; overflow handling compares the merged selection against it.
+    /// The soft goal the slicer aims for.
+    ///
+    /// Overflow handling compares the merged selection against
+    /// [`overflow_limit`](Self::overflow_limit), which is this target unless
+    /// `max_tokens - output_reserve` is lower.
     pub fn target_tokens(&self) -> i64 {
         self.target_tokens
+    }
+
+    /// The most tokens the merged window (pinned + sliced) may hold before the
+    /// overflow strategy applies: `min(target_tokens, max_tokens - output_reserve)`.
+    ///
+    /// The specification compares against the original `target_tokens`, and
+    /// also promises that a window never exceeds `max_tokens - output_reserve`
+    /// unless pinned items alone do. A target above that room is valid, so
+    /// both can only hold if the check uses the lower of the two
+    /// (clarification S-15a): a count-quota slicer that commits required items
+    /// past the room then fails under `Throw`, is trimmed to the room under
+    /// `Truncate` and is reported under `Proceed`. Reserved slots and the
+    /// safety margin shape the slicer's budget only, as the specification's
+    /// "original target, not the effective target" says.
+    ///
+    /// ```
+    /// use cupel_core::ContextBudget;
+    /// let b = ContextBudget::builder(100, 90).output_reserve(12).build()?;
+    /// assert_eq!(b.overflow_limit(), 88); // min(90, 100 - 12)
+    /// let b = ContextBudget::builder(100, 50).output_reserve(12).build()?;
+    /// assert_eq!(b.overflow_limit(), 50);
+    /// # Ok::<(), cupel_core::CupelError>(())
+    /// ```
+    pub fn overflow_limit(&self) -> i64 {
+        self.target_tokens.min(self.available_for_pinned())
     }
 
     /// Tokens kept free for the model's output.

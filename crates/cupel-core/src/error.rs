@@ -128,7 +128,8 @@ pub enum CupelError {
         available_tokens: i64,
     },
 
-    /// The merged selection exceeded `target_tokens` under
+    /// The merged selection exceeded the budget's
+    /// [`overflow_limit`](crate::ContextBudget::overflow_limit) under
     /// [`OverflowStrategy::Throw`](crate::OverflowStrategy::Throw).
     #[error(
         "Selected items require {selected_tokens} tokens, exceeding target budget of {target_tokens}"
@@ -136,7 +137,10 @@ pub enum CupelError {
     BudgetOverflow {
         /// Tokens of the merged (pinned + sliced) selection.
         selected_tokens: i64,
-        /// The budget's original `target_tokens`.
+        /// The limit the selection was checked against:
+        /// [`ContextBudget::overflow_limit`](crate::ContextBudget::overflow_limit),
+        /// which is `target_tokens` unless `max_tokens - output_reserve` is
+        /// lower (clarification S-15a).
         target_tokens: i64,
     },
 

@@ -399,7 +399,8 @@ pub(crate) fn stages<C: TraceCollector + ?Sized>(
     let timer = Timer::start(traced);
     let merged_in: usize = merged.iter().map(|m| table.members(&m.0).len()).sum();
     let merged_tokens = pinned_tokens + sliced_tokens;
-    let target = budget.target_tokens();
+    // The real room: the target, capped at max - reserve (S-15a).
+    let target = budget.overflow_limit();
     if merged_tokens > target {
         match policy.overflow_strategy {
             OverflowStrategy::Truncate => {

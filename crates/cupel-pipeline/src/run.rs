@@ -250,7 +250,8 @@ fn stages<C: TraceCollector + ?Sized>(
     let merged_in = merged.len();
     // Distinct non-negative counts of the checked input: the sum fits in i64.
     let merged_tokens = pinned_tokens + sliced_tokens;
-    let target = budget.target_tokens();
+    // The real room: the target, capped at max - reserve (S-15a).
+    let target = budget.overflow_limit();
     if merged_tokens > target {
         match policy.overflow_strategy {
             OverflowStrategy::Truncate => {

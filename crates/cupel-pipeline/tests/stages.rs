@@ -411,6 +411,56 @@ fn proceed_keeps_everything_and_reports_the_overflow() {
     assert_eq!(c.0[0].budget.target_tokens(), 50);
 }
 
+/// Issue 31 point 3 / clarification S-15a: a slicer that overshoots (count
+/// quotas commit required items whatever their size; `TakeAll` here) is judged
+/// against the real room `min(target, max - output_reserve)`, not the raw
+/// target. Budget max 200, target 150, reserve 120: room min(150, 80) = 80.
+/// Items a 60 + b 50 = 110 tokens: under the raw target (110 <= 150) but 30
+/// over the room.
+#[test]
+fn overflow_is_judged_against_the_room_not_the_raw_target() {
+    let items = [item("a", 60, 0.9), item("b", 50, 0.8)];
+    let budget = ContextBudget::builder(200, 150)
+        .output_reserve(120)
+        .build()
+        .unwrap();
+    assert_eq!(budget.overflow_limit(), 80);
+    let with = |strategy| {
+        let seen: Arc<Mutex<Vec<i64>>> = Arc::default();
+        let sink = Arc::clone(&seen);
+        let p = Pipeline::builder()
+            .scorer(Hint)
+            .slicer(TakeAll)
+            .placer(Keep)
+            .overflow_strategy(strategy)
+            .on_overflow(move |e: &OverflowEvent| sink.lock().unwrap().push(e.tokens_over_budget))
+            .budget(budget.clone())
+            .build()
+            .unwrap();
+        (p, seen)
+    };
+    // Throw: 110 > 80 fails; the error carries the limit it was checked against.
+    let (p, _) = with(OverflowStrategy::Throw);
+    assert_eq!(
+        p.run(&items).unwrap_err(),
+        CupelError::BudgetOverflow {
+            selected_tokens: 110,
+            target_tokens: 80
+        }
+    );
+    // Truncate: a 0 + 60 <= 80 kept; b 60 + 50 = 110 > 80 dropped with room 20.
+    let (p, _) = with(OverflowStrategy::Truncate);
+    assert_eq!(contents(&p.run(&items).unwrap()), ["a"]);
+    assert_eq!(
+        p.dry_run(&items).unwrap().excluded[0].reason,
+        budget_exceeded(50, 20)
+    );
+    // Proceed: both kept, 110 - 80 = 30 tokens over reported.
+    let (p, seen) = with(OverflowStrategy::Proceed);
+    assert_eq!(p.run(&items).unwrap().len(), 2);
+    assert_eq!(*seen.lock().unwrap(), [30]);
+}
+
 #[test]
 fn stage_events_count_items_entering_each_stage() {
     // 5 inputs: 1 negative, 1 pinned, 3 scoreable of which 1 duplicate; target fits 1 item.
