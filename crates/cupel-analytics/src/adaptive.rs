@@ -194,7 +194,8 @@ pub struct UsageRecorder {
     nonzero_totals: VecDeque<i64>,
     /// Consecutive zero-total cycles at the end of the history.
     zero_streak: u64,
-    /// Per agent, its last ten cycles since it was first seen, oldest first.
+    /// Per agent, its last ten cycles since it was first seen, oldest first;
+    /// agents idle for ten cycles are dropped.
     agents: BTreeMap<String, VecDeque<i64>>,
 }
 
@@ -364,6 +365,10 @@ impl UsageRecorder {
         for (name, used) in new_agents {
             self.agents.insert(name, VecDeque::from([used]));
         }
+        // An agent idle for the whole window (ten zeros) adds nothing to any
+        // candidate; forget it, so a cycle costs O(agents active in the
+        // window), not O(agents ever seen) (clarification A-16).
+        self.agents.retain(|_, h| !is_idle_window(h));
         self.last_total = Some(total);
         if total > 0 {
             push_window(&mut self.nonzero_totals, total);
@@ -395,7 +400,10 @@ impl UsageRecorder {
         !self.nonzero_totals.is_empty()
     }
 
-    /// The agents seen so far, in name order.
+    /// The agents the formula still reads, in name order: every agent seen
+    /// in the last ten cycles except those whose ten cycles were all zero
+    /// (forgotten, clarification A-16; reporting again starts a new window,
+    /// as on first sight).
     pub fn agents(&self) -> impl Iterator<Item = &str> + '_ {
         self.agents.keys().map(String::as_str)
     }
@@ -481,6 +489,12 @@ impl UsageRecorder {
             max_agent_mean: max_mean,
         })
     }
+}
+
+/// Whether a history is a full window of zeros: the agent was idle (or
+/// reported 0) in each of the last [`USAGE_WINDOW`] cycles.
+fn is_idle_window(history: &VecDeque<i64>) -> bool {
+    history.len() == USAGE_WINDOW && history.iter().all(|&v| v == 0)
 }
 
 /// Appends to a window of the last [`USAGE_WINDOW`] values.

@@ -603,3 +603,43 @@ proptest! {
         prop_assert_eq!(resumed, r);
     }
 }
+
+#[test]
+fn a16_an_agent_idle_for_ten_cycles_is_forgotten_and_starts_anew() {
+    // Cycle 1: A 5, B 7. Cycles 2..=11: only B (7 each). After cycle 11 A's
+    // window is ten zeros (cycles 2..=11): forgotten.
+    let mut r = UsageRecorder::new();
+    r.record_cycle([("A", 5), ("B", 7)]).unwrap();
+    for _ in 2..=10 {
+        r.record_cycle([("B", 7)]).unwrap();
+    }
+    // After cycle 10 A's window is [5, 0 × 9]: still read (ā_A = 0.5).
+    assert_eq!(r.agents().collect::<Vec<_>>(), ["A", "B"]);
+    r.record_cycle([("B", 7)]).unwrap();
+    assert_eq!(r.agents().collect::<Vec<_>>(), ["B"]);
+    // Nothing changed for the formula: u = 7, ū = 7, a = 7, ā = 7.
+    let c = r.candidates().unwrap();
+    assert_eq!((c.total, c.max_agent), (7, 7));
+    assert_eq!(c.max_agent_mean, d("7"));
+    // Cycle 12: A returns with 40. New window [40]: ā_A = 40 (a tenth of it,
+    // 4, had its nine zeros been kept). B: ā_B = 70 / 10 = 7.
+    r.record_cycle([("A", 40), ("B", 7)]).unwrap();
+    let c = r.candidates().unwrap();
+    assert_eq!(c.max_agent_mean, d("40"));
+    assert_eq!(c.max_agent_mean_name.as_deref(), Some("A"));
+}
+
+#[test]
+fn a16_one_new_agent_per_cycle_keeps_the_recorder_small() {
+    // Issue 31 (5): one new agent per cycle grew the recorder (and the cost
+    // of a cycle) without bound. Each agent reports once, so after cycle t
+    // the agents still read are those of cycles t-9..=t: ten at most.
+    let mut r = UsageRecorder::new();
+    for t in 0..50_000u32 {
+        r.record_cycle([(format!("agent-{t}"), 3)]).unwrap();
+        assert!(r.agents().count() <= 10);
+    }
+    // The last ten agents: agent-49990 ..= agent-49999.
+    assert_eq!(r.agents().next(), Some("agent-49990"));
+    assert_eq!(r.agents().count(), 10);
+}

@@ -926,3 +926,73 @@ fn unknown_budget_keys_are_rejected_not_ignored() {
         tokens_budget(None, Some(7))
     );
 }
+
+// ----- scope lifetime (issue 31 point 5) ------------------------------------
+
+#[test]
+fn a_child_scope_entry_is_freed_when_its_last_handle_drops() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = tracker(tokens_budget(Some(1_000_000), None), &clock);
+    // Two million short-lived subagents grew the ledger without bound; now
+    // one entry is reused, and every subagent's usage stays in the root.
+    for _ in 0..200_000 {
+        let sub = run.child(tokens_budget(Some(10), None)).unwrap();
+        sub.record(usage(2, 0));
+    }
+    assert_eq!(run.ledger_entries(), (2, 1));
+    // 200,000 × 2 = 400,000 input tokens, all charged to the root.
+    assert_eq!(run.usage(), usage(400_000, 0));
+}
+
+#[test]
+fn a_scope_lives_while_any_handle_or_descendant_lives() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = tracker(tokens_budget(Some(100), None), &clock);
+    let parent = run.child(tokens_budget(Some(50), None)).unwrap();
+    let grandchild = parent.child(RunBudget::unlimited()).unwrap();
+    let reservation = grandchild
+        .reserve(BudgetPhase::ProviderRequest, usage(30, 0))
+        .unwrap();
+    drop(parent);
+    drop(grandchild);
+    // The reservation still holds the grandchild, which holds the parent:
+    // root + parent + grandchild are live.
+    assert_eq!(run.ledger_entries(), (3, 3));
+    // The parent's ceiling (50) still applies through the open reservation's
+    // scope: 30 reserved + 25 requested = 55 > 50.
+    let again = reservation.tracker().clone();
+    assert!(
+        again
+            .would_fit(&BudgetRequest::provider_request(usage(25, 0)))
+            .is_err()
+    );
+    // Settling charges 30 to the whole path; dropping every handle frees both.
+    reservation.settle(usage(30, 0));
+    drop(again);
+    assert_eq!(run.ledger_entries(), (3, 1));
+    assert_eq!(run.usage(), usage(30, 0));
+    // A new child reuses a freed entry and starts with clean books.
+    let fresh = run.child(RunBudget::unlimited()).unwrap();
+    assert_eq!(fresh.usage(), usage(0, 0));
+    assert!(!fresh.is_halted());
+    assert_eq!(run.ledger_entries(), (3, 2));
+}
+
+#[test]
+fn a_freed_halted_child_does_not_halt_its_successor() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = tracker(tokens_budget(Some(100), None), &clock);
+    let sub = run.child(tokens_budget(Some(5), None)).unwrap();
+    assert!(
+        sub.check(BudgetPhase::ProviderRequest, usage(6, 0))
+            .is_err()
+    );
+    assert!(sub.is_halted());
+    drop(sub);
+    let next = run.child(tokens_budget(Some(5), None)).unwrap();
+    assert!(!next.is_halted());
+    assert!(
+        next.check(BudgetPhase::ProviderRequest, usage(5, 0))
+            .is_ok()
+    );
+}

@@ -83,7 +83,46 @@ impl Scope {
 }
 
 struct Ledger {
+    /// Scope entries by index; index 0 is the root. A child's entry is freed
+    /// when its last handle drops and its index reused by a later child.
     scopes: Vec<Scope>,
+    /// Indices of freed entries, ready for reuse.
+    free: Vec<usize>,
+}
+
+impl Ledger {
+    /// Frees a child scope's entry. Its usage is already in its ancestors'
+    /// books (every record and settlement charges the whole path), and no
+    /// reservation can still be open on it (a reservation holds a handle).
+    fn release(&mut self, index: usize) {
+        if let Some(scope) = self.scopes.get_mut(index) {
+            scope.used = [0; 2];
+            scope.reserved = [0; 2];
+            scope.halted = None;
+            scope.id = ScopeId::ROOT;
+            scope.budget = RunBudget::unlimited();
+            self.free.push(index);
+        }
+    }
+}
+
+/// Keeps a child scope's ledger entry alive. Every handle of the scope (its
+/// trackers, reservations and meters, and its children's leases) holds it;
+/// the last one dropped frees the entry (issue 31: two million short-lived
+/// subagent scopes grew the ledger to 377 MB).
+struct ScopeLease {
+    shared: Arc<Shared>,
+    index: usize,
+    /// The parent's lease: a parent entry outlives its children.
+    _parent: Option<Arc<ScopeLease>>,
+}
+
+impl Drop for ScopeLease {
+    fn drop(&mut self) {
+        // The guard is released before `_parent` drops, so a chain of leases
+        // freed together never locks twice at once.
+        self.shared.lock().release(self.index);
+    }
 }
 
 struct Shared {
@@ -199,6 +238,9 @@ pub struct BudgetTracker {
     path: Arc<[usize]>,
     /// The label given by [`child_named`](Self::child_named), if any.
     label: Option<Arc<str>>,
+    /// For a child scope, the lease on its ledger entry (`None` for a root,
+    /// whose entry lives as long as the ledger).
+    lease: Option<Arc<ScopeLease>>,
 }
 
 /// What [`BudgetTracker::admit`] does with a request that fits, and with one
@@ -241,12 +283,14 @@ impl BudgetTracker {
                     reserved: [0; 2],
                     halted: None,
                 }],
+                free: Vec::new(),
             }),
         };
         Ok(Self {
             shared: Arc::new(shared),
             path: Arc::from([0usize]),
             label: None,
+            lease: None,
         })
     }
 
@@ -320,9 +364,7 @@ impl BudgetTracker {
         budget: RunBudget,
     ) -> Result<BudgetTracker, CupelError> {
         budget.validate(self.shared.clock.now())?;
-        let mut ledger = self.shared.lock();
-        let index = ledger.scopes.len();
-        ledger.scopes.push(Scope {
+        let scope = Scope {
             budget,
             id: ScopeId {
                 depth: self.path.len(),
@@ -331,14 +373,31 @@ impl BudgetTracker {
             used: [0; 2],
             reserved: [0; 2],
             halted: None,
-        });
+        };
+        let mut ledger = self.shared.lock();
+        let index = match ledger.free.pop() {
+            Some(index) => {
+                ledger.scopes[index] = scope;
+                index
+            }
+            None => {
+                ledger.scopes.push(scope);
+                ledger.scopes.len() - 1
+            }
+        };
         drop(ledger);
         let mut path = self.path.to_vec();
         path.push(index);
+        let lease = ScopeLease {
+            shared: Arc::clone(&self.shared),
+            index,
+            _parent: self.lease.clone(),
+        };
         Ok(Self {
             shared: Arc::clone(&self.shared),
             path: Arc::from(path),
             label,
+            lease: Some(Arc::new(lease)),
         })
     }
 
@@ -346,6 +405,13 @@ impl BudgetTracker {
     /// root tracker and an unnamed child.
     pub fn label(&self) -> Option<&str> {
         self.label.as_deref()
+    }
+
+    /// Ledger entries allocated and entries live (for tests of scope freeing).
+    #[cfg(test)]
+    pub(super) fn ledger_entries(&self) -> (usize, usize) {
+        let ledger = self.shared.lock();
+        (ledger.scopes.len(), ledger.scopes.len() - ledger.free.len())
     }
 
     fn scope_index(&self) -> usize {
