@@ -17,7 +17,7 @@
 //! (clarifications ).
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use cupel_core::{CupelError, TokenSign};
 use rust_decimal::Decimal;
@@ -194,9 +194,17 @@ pub struct UsageRecorder {
     nonzero_totals: VecDeque<i64>,
     /// Consecutive zero-total cycles at the end of the history.
     zero_streak: u64,
-    /// Per agent, its last ten cycles since it was first seen, oldest first;
-    /// agents idle for ten cycles are dropped.
+    /// Per agent active in the last ten cycles, its last ten cycles since it
+    /// was first seen, oldest first.
     agents: BTreeMap<String, VecDeque<i64>>,
+    /// Agents whose last ten cycles were all zero: only their names
+    /// are kept, so a cycle costs O(agents active in the window), and an
+    /// agent that reports again resumes with its nine zeros.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "BTreeSet::is_empty")
+    )]
+    dormant: BTreeSet<String>,
 }
 
 /// A mean `sum / count` kept as an exact fraction (`count` is 1..=10, or
@@ -363,12 +371,30 @@ impl UsageRecorder {
             new_agents.push((name.to_owned(), sum));
         }
         for (name, used) in new_agents {
-            self.agents.insert(name, VecDeque::from([used]));
+            if self.dormant.contains(&name) {
+                // Seen before and idle ever since: its window is nine zeros
+                // and this cycle. A zero keeps it dormant.
+                if used > 0 {
+                    self.dormant.remove(&name);
+                    let mut window = VecDeque::from([0; USAGE_WINDOW - 1]);
+                    window.push_back(used);
+                    self.agents.insert(name, window);
+                }
+            } else {
+                self.agents.insert(name, VecDeque::from([used]));
+            }
         }
         // An agent idle for the whole window (ten zeros) adds nothing to any
-        // candidate; forget it, so a cycle costs O(agents active in the
-        // window), not O(agents ever seen) (clarification A-16).
-        self.agents.retain(|_, h| !is_idle_window(h));
+        // candidate: keep only its name, so a cycle costs O(agents active in
+        // the window), not O(agents ever seen) (clarification A-16).
+        let dormant = &mut self.dormant;
+        self.agents.retain(|name, history| {
+            let idle = is_idle_window(history);
+            if idle {
+                dormant.insert(name.clone());
+            }
+            !idle
+        });
         self.last_total = Some(total);
         if total > 0 {
             push_window(&mut self.nonzero_totals, total);
@@ -400,11 +426,22 @@ impl UsageRecorder {
         !self.nonzero_totals.is_empty()
     }
 
-    /// The agents the formula still reads, in name order: every agent seen
-    /// in the last ten cycles except those whose ten cycles were all zero
-    /// (forgotten, clarification A-16; reporting again starts a new window,
-    /// as on first sight).
+    /// The agents seen so far, in name order (those idle for the last ten
+    /// cycles included).
     pub fn agents(&self) -> impl Iterator<Item = &str> + '_ {
+        let mut active = self.agents.keys().map(String::as_str).peekable();
+        let mut dormant = self.dormant.iter().map(String::as_str).peekable();
+        // Merge two name-ordered, disjoint sequences.
+        std::iter::from_fn(move || match (active.peek(), dormant.peek()) {
+            (Some(a), Some(d)) if d < a => dormant.next(),
+            (Some(_), _) => active.next(),
+            (None, _) => dormant.next(),
+        })
+    }
+
+    /// The agents whose last ten cycles the formula reads, in name order:
+    /// those with some usage in the window.
+    pub fn active_agents(&self) -> impl Iterator<Item = &str> + '_ {
         self.agents.keys().map(String::as_str)
     }
 
@@ -586,6 +623,8 @@ struct RecorderState {
     nonzero_totals: VecDeque<i64>,
     zero_streak: u64,
     agents: BTreeMap<String, VecDeque<i64>>,
+    #[serde(default)]
+    dormant: BTreeSet<String>,
 }
 
 /// Why a serialised [`UsageRecorder`] was rejected.
@@ -673,12 +712,27 @@ impl TryFrom<RecorderState> for UsageRecorder {
                 "the agents' last-cycle usage adds up to {last_sum}, not last_total {t}"
             ));
         }
+        if !s.dormant.is_empty() && s.cycles < window as u64 {
+            return bad(format!(
+                "dormant agents after only {} cycles (an agent is dormant after {window} idle cycles)",
+                s.cycles
+            ));
+        }
+        for name in &s.dormant {
+            if name.trim().is_empty() {
+                return bad("agent name must not be empty".into());
+            }
+            if s.agents.contains_key(name) {
+                return bad(format!("agent '{name}' is both active and dormant"));
+            }
+        }
         Ok(UsageRecorder {
             cycles: s.cycles,
             last_total: s.last_total,
             nonzero_totals: s.nonzero_totals,
             zero_streak: s.zero_streak,
             agents: s.agents,
+            dormant: s.dormant,
         })
     }
 }

@@ -605,41 +605,76 @@ proptest! {
 }
 
 #[test]
-fn a16_an_agent_idle_for_ten_cycles_is_forgotten_and_starts_anew() {
+fn a16_an_agent_idle_for_ten_cycles_is_set_aside_and_resumes_with_its_zeros() {
     // Cycle 1: A 5, B 7. Cycles 2..=11: only B (7 each). After cycle 11 A's
-    // window is ten zeros (cycles 2..=11): forgotten.
+    // window is ten zeros (cycles 2..=11): set aside, name kept.
     let mut r = UsageRecorder::new();
     r.record_cycle([("A", 5), ("B", 7)]).unwrap();
     for _ in 2..=10 {
         r.record_cycle([("B", 7)]).unwrap();
     }
     // After cycle 10 A's window is [5, 0 × 9]: still read (ā_A = 0.5).
-    assert_eq!(r.agents().collect::<Vec<_>>(), ["A", "B"]);
+    assert_eq!(r.active_agents().collect::<Vec<_>>(), ["A", "B"]);
     r.record_cycle([("B", 7)]).unwrap();
-    assert_eq!(r.agents().collect::<Vec<_>>(), ["B"]);
+    assert_eq!(r.active_agents().collect::<Vec<_>>(), ["B"]);
+    assert_eq!(r.agents().collect::<Vec<_>>(), ["A", "B"]);
     // Nothing changed for the formula: u = 7, ū = 7, a = 7, ā = 7.
     let c = r.candidates().unwrap();
     assert_eq!((c.total, c.max_agent), (7, 7));
     assert_eq!(c.max_agent_mean, d("7"));
-    // Cycle 12: A returns with 40. New window [40]: ā_A = 40 (a tenth of it,
-    // 4, had its nine zeros been kept). B: ā_B = 70 / 10 = 7.
-    r.record_cycle([("A", 40), ("B", 7)]).unwrap();
+    // Cycle 12: A returns with 90. Its last ten cycles are 3..=12: nine
+    // zeros and 90, so ā_A = 90 / 10 = 9 > ā_B = 70 / 10 = 7.
+    r.record_cycle([("A", 90), ("B", 7)]).unwrap();
     let c = r.candidates().unwrap();
-    assert_eq!(c.max_agent_mean, d("40"));
+    assert_eq!(c.max_agent_mean, d("9"));
     assert_eq!(c.max_agent_mean_name.as_deref(), Some("A"));
+    // u = 97, a = 90 (A).
+    assert_eq!((c.total, c.max_agent), (97, 90));
 }
 
 #[test]
-fn a16_one_new_agent_per_cycle_keeps_the_recorder_small() {
-    // Issue 31 (5): one new agent per cycle grew the recorder (and the cost
-    // of a cycle) without bound. Each agent reports once, so after cycle t
-    // the agents still read are those of cycles t-9..=t: ten at most.
+fn a16_one_new_agent_per_cycle_keeps_the_active_set_small() {
+    // Issue 31 (5): one new agent per cycle made every cycle cost O(agents
+    // ever seen). Each agent reports once, so after cycle t the agents whose
+    // window has usage are those of cycles t-9..=t: ten at most.
     let mut r = UsageRecorder::new();
     for t in 0..50_000u32 {
         r.record_cycle([(format!("agent-{t}"), 3)]).unwrap();
-        assert!(r.agents().count() <= 10);
+        assert!(r.active_agents().count() <= 10);
     }
-    // The last ten agents: agent-49990 ..= agent-49999.
-    assert_eq!(r.agents().next(), Some("agent-49990"));
-    assert_eq!(r.agents().count(), 10);
+    assert_eq!(r.active_agents().next(), Some("agent-49990"));
+    assert_eq!(r.agents().count(), 50_000);
+    // agent-0 returns: window nine zeros + 30 -> ā = 3.
+    r.record_cycle([("agent-0", 30)]).unwrap();
+    let c = r.candidates().unwrap();
+    assert_eq!(c.max_agent_mean, d("3"));
+}
+
+#[cfg(feature = "serde")]
+#[test]
+fn a16_dormant_agents_survive_a_checkpoint() {
+    // A is dormant after cycle 11 (as in the test above); the checkpoint
+    // keeps its name, and the resumed recorder gives A's return the same
+    // ā = 90 / 10 = 9 as the original.
+    let mut r = UsageRecorder::new();
+    r.record_cycle([("A", 5), ("B", 7)]).unwrap();
+    for _ in 2..=11 {
+        r.record_cycle([("B", 7)]).unwrap();
+    }
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(json.contains(r#""dormant":["A"]"#), "{json}");
+    let mut back: UsageRecorder = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, r);
+    back.record_cycle([("A", 90)]).unwrap();
+    r.record_cycle([("A", 90)]).unwrap();
+    assert_eq!(back, r);
+    assert_eq!(back.candidates().unwrap().max_agent_mean, d("9"));
+    // A name both active and dormant is refused.
+    let bad = json.replace(r#""dormant":["A"]"#, r#""dormant":["B"]"#);
+    let err = serde_json::from_str::<UsageRecorder>(&bad).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("agent 'B' is both active and dormant"),
+        "{err}"
+    );
 }

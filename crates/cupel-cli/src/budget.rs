@@ -230,7 +230,13 @@ fn text(steps: &[Step], final_budget: i64, explain: bool) -> String {
         let _ = writeln!(out, "final budget: {final_budget}");
         return out;
     }
-    let who = |n: &Option<String>| n.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
+    // Agent names come from the trace: escape line breaks and other control
+    // characters so a name cannot forge a line of output.
+    let who = |n: &Option<String>| {
+        n.as_ref()
+            .map(|n| format!(" ({})", cupel_pipeline::header_value(n)))
+            .unwrap_or_default()
+    };
     let rows: Vec<Vec<String>> = steps
         .iter()
         .map(|s| {

@@ -37,12 +37,20 @@ pub(crate) const PALETTE: [RGBColor; 10] = [
 /// The coordinate system of every chart: integers on both axes.
 type Area<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordi64, RangedCoordi64>>;
 
+/// Text as it may appear in an SVG: control characters (which XML 1.0
+/// forbids, and which a kind name or agent name may carry) and the
+/// non-characters U+FFFE/U+FFFF are written as visible escapes (`\n`,
+/// `\u{1b}`); plotters escapes `<`, `>` and `&` itself.
+fn svg_text(s: &str) -> String {
+    cupel_pipeline::header_value(s).into_owned()
+}
+
 /// Draws the axes, their labels and descriptions (no grid lines).
 fn draw_mesh(chart: &mut Area<'_, '_>, x_label: &str, y_label: &str) -> Result<(), String> {
     chart
         .configure_mesh()
-        .x_desc(x_label)
-        .y_desc(y_label)
+        .x_desc(svg_text(x_label))
+        .y_desc(svg_text(y_label))
         .light_line_style(WHITE.mix(0.0))
         .axis_desc_style(("sans-serif", 16))
         .label_style(("sans-serif", 14))
@@ -113,7 +121,7 @@ impl LineChart {
             let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
             root.fill(&WHITE).map_err(|e| e.to_string())?;
             let mut chart = ChartBuilder::on(&root)
-                .caption(&self.title, ("sans-serif", 22))
+                .caption(svg_text(&self.title), ("sans-serif", 22))
                 .margin(16)
                 .x_label_area_size(44)
                 .y_label_area_size(72)
@@ -128,7 +136,7 @@ impl LineChart {
                         color.stroke_width(2),
                     ))
                     .map_err(|e| e.to_string())?
-                    .label(s.name.as_str())
+                    .label(svg_text(&s.name))
                     .legend(move |(x, y)| {
                         PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
                     });
@@ -192,7 +200,7 @@ impl StackedChart {
             let root = SVGBackend::with_string(&mut svg, STACKED_SIZE).into_drawing_area();
             root.fill(&WHITE).map_err(|e| e.to_string())?;
             let root = root
-                .titled(&self.title, ("sans-serif", 22))
+                .titled(&svg_text(&self.title), ("sans-serif", 22))
                 .map_err(|e| e.to_string())?;
             let areas = root.split_evenly((self.panels.len().max(1), 1));
             for (p, (panel, area)) in self.panels.iter().zip(&areas).enumerate() {
@@ -252,7 +260,7 @@ impl StackedChart {
                 .map_err(|e| e.to_string())?;
             if legend {
                 let name = self.bands.get(b).map_or("", String::as_str);
-                drawn.label(name).legend(move |(x, y)| {
+                drawn.label(svg_text(name)).legend(move |(x, y)| {
                     Rectangle::new([(x, y - 6), (x + 20, y + 6)], color.mix(0.85).filled())
                 });
             }
@@ -265,7 +273,7 @@ impl StackedChart {
                 ))
                 .map_err(|e| e.to_string())?;
             if legend {
-                drawn.label(line.name.as_str()).legend(|(x, y)| {
+                drawn.label(svg_text(&line.name)).legend(|(x, y)| {
                     PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(2))
                 });
             }

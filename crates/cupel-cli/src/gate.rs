@@ -4,10 +4,13 @@
 //! `[gate]` (the gate's configuration), `[[nodes]]` (the retrieval buffer) and
 //! `[[inbox]]` (the demand messages consumed at this step).
 
+use std::borrow::Cow;
+
 use clap::Args;
 use cupel_core::CupelError;
 use cupel_pipeline::{
     ContextGate, GateOutcome, GateReport, GateSpec, GateState, InboxMessage, RetrievalNode,
+    header_value,
 };
 use serde::{Deserialize, Serialize};
 
@@ -253,7 +256,12 @@ fn text(v: &View<'_>, outcome: &GateOutcome) -> String {
     ));
     if !v.nodes.is_empty() {
         out.push('\n');
-        let ids: Vec<&str> = v.nodes.iter().map(|n| n.id.unwrap_or("-")).collect();
+        // Ids are the caller's text: a line break in one must not forge a row.
+        let ids: Vec<Cow<'_, str>> = v
+            .nodes
+            .iter()
+            .map(|n| n.id.map_or(Cow::Borrowed("-"), header_value))
+            .collect();
         let w = ids
             .iter()
             .map(|s| s.chars().count())

@@ -63,10 +63,11 @@ impl Source {
                 ))
                 .hint("pass --input-format toml or --input-format json"));
             };
-            let mut text = String::new();
+            let mut bytes = Vec::new();
             std::io::stdin()
-                .read_to_string(&mut text)
+                .read_to_end(&mut bytes)
                 .map_err(|e| CliError::input(format!("cannot read the {what} from stdin: {e}")))?;
+            let mut text = utf8_text(bytes, "<stdin>", 1)?;
             strip_bom(&mut text);
             return Ok(Self {
                 name: "<stdin>".into(),
@@ -83,14 +84,32 @@ impl Source {
                 .hint("name the file .toml or .json, or pass --input-format toml|json")
             })?,
         };
-        let mut text = std::fs::read_to_string(path)
+        let bytes = std::fs::read(path)
             .map_err(|e| CliError::input(format!("cannot read {what} `{path}`: {e}")))?;
+        let mut text = utf8_text(bytes, path, 1)?;
         strip_bom(&mut text);
         Ok(Self {
             name: path.to_string(),
             text,
             format,
         })
+    }
+
+    /// Whether the document's only top-level key is `key`, holding a table
+    /// (TOML) or object (JSON). Unparseable text answers `false`, so the
+    /// ordinary parse reports its error.
+    pub(crate) fn is_wrapped_in(&self, key: &str) -> bool {
+        match self.format {
+            Format::Toml => toml::from_str::<toml::Table>(&self.text)
+                .is_ok_and(|t| t.len() == 1 && t.get(key).is_some_and(toml::Value::is_table)),
+            Format::Json => {
+                serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&self.text)
+                    .is_ok_and(|m| {
+                        m.len() == 1 && m.get(key).is_some_and(serde_json::Value::is_object)
+                    })
+            }
+            Format::Jsonl => false,
+        }
     }
 
     /// Parses the text as `T`, rejecting unknown keys.
@@ -142,6 +161,13 @@ impl Source {
                 )));
             }
             Format::Json => {
+                if let Some((line, column, what)) = crate::json_check::top_level_problem(text) {
+                    return Err(CliError::input(format!(
+                        "{}:{line}:{column}: the document must be a JSON object ({{ ... }}), \
+                         but it starts with {what}",
+                        self.name
+                    )));
+                }
                 crate::json_check::check(text).map_err(|e| self.json_error(&e, None))?;
                 let mut de = serde_json::Deserializer::from_str(text);
                 let tracked = serde_path_to_error::Deserializer::new(&mut de, &mut track);
@@ -256,6 +282,32 @@ pub(crate) fn format_from_extension(path: &str) -> Option<Format> {
         "jsonl" | "ndjson" => Some(Format::Jsonl),
         _ => None,
     }
+}
+
+/// `bytes` as text, or an error naming the line and column (in characters)
+/// of the first byte that is not UTF-8. `first_line` is the line number of
+/// the first byte (1 for a whole file; the line's own number for one line
+/// of JSON Lines).
+pub(crate) fn utf8_text(bytes: Vec<u8>, name: &str, first_line: usize) -> Result<String, CliError> {
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let before = &bytes[..valid];
+        let line_start = before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |p| p + 1);
+        let line = first_line + before.iter().filter(|&&b| b == b'\n').count();
+        // The prefix is valid UTF-8 by definition of `valid_up_to`.
+        let column = String::from_utf8_lossy(&before[line_start..])
+            .chars()
+            .count()
+            + 1;
+        let byte = bytes.get(valid).copied().unwrap_or_default();
+        CliError::input(format!(
+            "{name}:{line}:{column}: not valid UTF-8 (byte 0x{byte:02X}); inputs must be UTF-8 text"
+        ))
+    })
 }
 
 /// Drops a leading UTF-8 byte-order mark (the one rule for TOML, JSON and
@@ -575,7 +627,25 @@ fn read_policy_file(path: &str) -> Result<PolicyConfig, CliError> {
         _ => Format::Toml,
     };
     let src = Source::read(path, Some(format), "policy file")?;
-    let cfg: PolicyConfig = src.parse_strict(unknown_policy_key)?;
+    // A policy copied out of an INPUT file keeps its `[policy]` header; the
+    // table under it is the policy (issue 31: it used to fail with "missing
+    // field `scorers`"). Only a document whose one top-level key is a
+    // `policy` table is read this way.
+    let cfg: PolicyConfig = if src.is_wrapped_in("policy") {
+        #[derive(serde::Deserialize)]
+        struct Wrapped {
+            policy: PolicyConfig,
+        }
+        let w: Wrapped = src.parse_strict(|p| match p {
+            [Seg::Key(k), rest @ ..] if k == "policy" && !rest.is_empty() => {
+                unknown_policy_key(rest)
+            }
+            _ => unknown_policy_key(p),
+        })?;
+        w.policy
+    } else {
+        src.parse_strict(unknown_policy_key)?
+    };
     cfg.check_keys()
         .map_err(|e| CliError::input(format!("{path}: invalid policy: {}", config_message(&e))))?;
     Ok(cfg)
@@ -721,18 +791,19 @@ pub(crate) fn prepare_jsonl(
         text: String::new(),
         format: Format::Json,
     };
-    let mut line = String::new();
+    let mut raw = Vec::new();
     let mut reader = reader;
     let mut number = 0usize;
     loop {
-        line.clear();
+        raw.clear();
         let n = reader
-            .read_line(&mut line)
+            .read_until(b'\n', &mut raw)
             .map_err(|e| CliError::input(format!("cannot read {name}: {e}")))?;
         if n == 0 {
             break;
         }
         number += 1;
+        let line = utf8_text(std::mem::take(&mut raw), name, number)?;
         let mut text = line.as_str();
         if number == 1 {
             text = text.strip_prefix(BOM).unwrap_or(text);
@@ -769,6 +840,13 @@ fn parse_jsonl_line(
             e.column()
         ))
     };
+    if let Some((_, column, what)) = crate::json_check::top_level_problem(text) {
+        return Err(CliError::input(format!(
+            "{}:{number}:{column}: items[{index}]: each non-blank line must be one JSON object \
+             ({{ ... }}), but this one starts with {what}",
+            src.name
+        )));
+    }
     crate::json_check::check(text).map_err(|e| relocate(&e))?;
     let mut ignored: Vec<Vec<Seg>> = Vec::new();
     let mut de = serde_json::Deserializer::from_str(text);

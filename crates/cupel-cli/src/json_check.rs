@@ -88,8 +88,46 @@ impl<'de> Visitor<'de> for Check<'_> {
     }
 }
 
+/// Where a document that should be one JSON object starts with something
+/// else: its 1-based line and column (in characters) and what is there, in
+/// words. `None` when it starts with `{` (or holds only whitespace: the
+/// parser reports that as an unexpected end).
+///
+/// The words name the usual mistakes precisely: a comment (JSON has none), a
+/// byte-order mark that is not at the very start of the input, a control
+/// character such as NUL, an array, or a bare value.
+pub(crate) fn top_level_problem(text: &str) -> Option<(usize, usize, String)> {
+    let (mut line, mut column) = (1usize, 1usize);
+    for c in text.chars() {
+        match c {
+            '{' => return None,
+            '\n' => {
+                line += 1;
+                column = 1;
+            }
+            ' ' | '\t' | '\r' => column += 1,
+            _ => {
+                let what = match c {
+                    '[' => "an array".to_string(),
+                    '#' | '/' => format!("a `{c}` comment (JSON has no comments)"),
+                    '\u{feff}' => {
+                        "a byte-order mark (U+FEFF), which may only open the input".to_string()
+                    }
+                    c if c.is_control() => {
+                        format!("the control character U+{:04X}", u32::from(c))
+                    }
+                    _ => "a bare value".to_string(),
+                };
+                return Some((line, column, what));
+            }
+        }
+    }
+    None
+}
+
 /// Checks that `text` is one JSON object with no key given twice in any
-/// object. Errors are serde_json's (with line and column).
+/// object. Errors are serde_json's (with line and column); callers that can
+/// say where a non-object starts ask [`top_level_problem`] first.
 pub(crate) fn check(text: &str) -> Result<(), serde_json::Error> {
     let first = text.trim_start().chars().next();
     if first.is_some_and(|c| c != '{') {
@@ -132,5 +170,26 @@ mod tests {
             assert!(check(doc).is_err(), "{doc}");
         }
         assert!(check("  {}").is_ok());
+    }
+
+    #[test]
+    fn a_non_object_start_is_located_and_named() {
+        let p = |t: &str| top_level_problem(t).map(|(l, c, w)| format!("{l}:{c}: {w}"));
+        assert_eq!(p("  {}"), None);
+        assert_eq!(p(""), None);
+        assert_eq!(p("\n  [1]").as_deref(), Some("2:3: an array"));
+        assert_eq!(
+            p("# note").as_deref(),
+            Some("1:1: a `#` comment (JSON has no comments)")
+        );
+        assert_eq!(
+            p("\u{0}{}").as_deref(),
+            Some("1:1: the control character U+0000")
+        );
+        assert_eq!(
+            p("\u{feff}{}").as_deref(),
+            Some("1:1: a byte-order mark (U+FEFF), which may only open the input")
+        );
+        assert_eq!(p(" 42").as_deref(), Some("1:2: a bare value"));
     }
 }

@@ -339,7 +339,10 @@ enum OutputFormat {
 /// closed pipe (`cupel explain x.toml | head`), which ends the output quietly
 /// with exit 0.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(&e),
+    };
     let result = match cli.command {
         Command::Demo(a) => demo::run(a.print_input, a.output.json()),
         Command::Select(a) => run_input(&a, Mode::Select),
@@ -363,6 +366,29 @@ pub fn main() -> ExitCode {
         Err(e) => {
             let _ = writeln!(std::io::stderr().lock(), "{e}");
             ExitCode::from(e.code)
+        }
+    }
+}
+
+/// Prints clap's help, version or usage error and picks the exit code: clap's
+/// own (0 for `--help`/`--version`, 2 for a usage error), or 2 when the text
+/// could not be written — `cupel --help > /dev/full` is a failure, not a
+/// success (issue 31). A closed pipe is not an error, as in [`write_output`].
+fn clap_exit(e: &clap::Error) -> ExitCode {
+    let code = u8::try_from(e.exit_code()).unwrap_or(2);
+    let printed = e.print().and_then(|()| {
+        std::io::stdout().flush()?;
+        std::io::stderr().flush()
+    });
+    match printed {
+        Ok(()) => ExitCode::from(code),
+        Err(w) if w.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(code),
+        Err(w) => {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "error: cannot write the output: {w}"
+            );
+            ExitCode::from(2)
         }
     }
 }

@@ -22,18 +22,38 @@ const BAR_WIDTH: usize = 60;
 /// Collapses whitespace runs to one space, blanks out other control
 /// characters (no terminal escapes from item contents), and cuts to `width`
 /// characters, ending with `…` when something was cut.
+///
+/// Reads only as far into `s` as the clipped text needs (about `width`
+/// characters after the leading blanks and collapsed runs), so showing 80
+/// characters of a 100 MB item costs 80 characters, not a split of the whole
+/// content (issue 31).
 pub(crate) fn clip(s: &str, width: usize) -> String {
-    let flat = s
-        .split(|c: char| c.is_whitespace() || c.is_control())
-        .filter(|w| !w.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ");
-    if flat.chars().count() <= width {
-        return flat;
+    let blank = |c: char| c.is_whitespace() || c.is_control();
+    let mut out = String::new();
+    let mut count = 0usize;
+    let mut gap = false;
+    let mut chars = s.chars();
+    for c in chars.by_ref() {
+        if blank(c) {
+            gap = count > 0;
+            continue;
+        }
+        let extra = usize::from(gap);
+        if count + extra + 1 > width {
+            // Something is cut: end on `…` within `width` characters.
+            let keep = width.saturating_sub(1);
+            let mut cut: String = out.chars().take(keep).collect();
+            cut.truncate(cut.trim_end().len());
+            cut.push('…');
+            return cut;
+        }
+        if gap {
+            out.push(' ');
+            gap = false;
+        }
+        out.push(c);
+        count += extra + 1;
     }
-    let mut out: String = flat.chars().take(width.saturating_sub(1)).collect();
-    out.truncate(out.trim_end().len());
-    out.push('…');
     out
 }
 
@@ -917,6 +937,47 @@ mod tests {
         assert_eq!(clip("éééééé", 3).chars().count(), 3);
         // an ANSI escape cannot reach the terminal
         assert_eq!(clip("a\u{1b}[31mred", 20), "a [31mred");
+    }
+
+    /// The flatten-everything-then-cut definition `clip` must match.
+    fn clip_by_definition(s: &str, width: usize) -> String {
+        let flat = s
+            .split(|c: char| c.is_whitespace() || c.is_control())
+            .filter(|w| !w.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        if flat.chars().count() <= width {
+            return flat;
+        }
+        let mut out: String = flat.chars().take(width.saturating_sub(1)).collect();
+        out.truncate(out.trim_end().len());
+        out.push('…');
+        out
+    }
+
+    #[test]
+    fn clip_streams_but_matches_the_definition() {
+        let texts = [
+            "",
+            "  ",
+            "a",
+            " a b ",
+            "ab  cd\n\nef",
+            "é é\tééé  x",
+            "\u{1b}\u{1b}a",
+        ];
+        for t in texts {
+            for width in 0..12 {
+                assert_eq!(
+                    clip(t, width),
+                    clip_by_definition(t, width),
+                    "{t:?} {width}"
+                );
+            }
+        }
+        // 16 MiB without a space: only the first 80 characters are read.
+        let huge = "x".repeat(16 << 20);
+        assert_eq!(clip(&huge, 80), format!("{}…", "x".repeat(79)));
     }
 
     #[test]

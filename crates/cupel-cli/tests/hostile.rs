@@ -418,3 +418,196 @@ fn throw_fails_a_count_quota_window_over_the_room() {
         stderr(&o)
     );
 }
+
+// ----- issue 31 point 6: smaller defects ---------------------------------
+
+#[test]
+fn invalid_utf8_is_reported_with_its_line_and_column() {
+    // Line 3, after `content = "ab` (13 characters): byte 0xFF at column 14.
+    let doc = b"[budget]\nmax_tokens = 100\n[[items]]\ncontent = \"ab\xFF\"\ntokens = 1\n";
+    // The item table starts on line 3; the bad byte is on line 4.
+    let path = temp("bad-utf8.toml", doc);
+    let o = cupel(&["select", path.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("bad-utf8.toml:4:14: not valid UTF-8 (byte 0xFF)"),
+        "{err}"
+    );
+    // The same byte on line 2 of JSON Lines names line 2.
+    let lines = b"{\"content\": \"a\", \"tokens\": 1}\n{\"content\": \"\xC3(\", \"tokens\": 1}\n";
+    let path = temp("bad-utf8.jsonl", lines);
+    let o = cupel(
+        &["select", path.to_str().unwrap(), "--max-tokens", "100"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(2));
+    // `{"content": "` is 13 characters: the bad byte 0xC3 is column 14.
+    assert!(
+        stderr(&o).contains("bad-utf8.jsonl:2:14: not valid UTF-8 (byte 0xC3)"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn json_lines_name_what_a_bad_line_starts_with() {
+    let cases: [(&str, &str); 3] = [
+        (
+            "# a comment\n",
+            "2:1: items[1]: each non-blank line must be one JSON object ({ ... }), but this one starts with a `#` comment (JSON has no comments)",
+        ),
+        (
+            "\u{0}{}\n",
+            "2:1: items[1]: each non-blank line must be one JSON object ({ ... }), but this one starts with the control character U+0000",
+        ),
+        (
+            "\u{feff}{\"content\": \"b\", \"tokens\": 1}\n",
+            "2:1: items[1]: each non-blank line must be one JSON object ({ ... }), but this one starts with a byte-order mark (U+FEFF), which may only open the input",
+        ),
+    ];
+    for (second, expected) in cases {
+        let doc = format!("{{\"content\": \"a\", \"tokens\": 1}}\n{second}");
+        let path = temp("bad-line.jsonl", doc.as_bytes());
+        let o = cupel(
+            &["select", path.to_str().unwrap(), "--max-tokens", "100"],
+            None,
+        );
+        assert_eq!(o.status.code(), Some(2));
+        assert!(
+            stderr(&o).contains(&format!("bad-line.jsonl:{expected}")),
+            "{}",
+            stderr(&o)
+        );
+    }
+    // A JSON document that is an array says where and what.
+    let path = temp("array.json", b"\n  [{\"content\": \"a\"}]");
+    let o = cupel(&["select", path.to_str().unwrap()], None);
+    assert!(
+        stderr(&o).contains("array.json:2:3: the document must be a JSON object ({ ... }), but it starts with an array"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_policy_file_with_a_policy_header_is_read() {
+    // The `[policy]` table copied out of an INPUT file, header and all.
+    let policy =
+        "[policy]\nslicer = \"greedy\"\n[[policy.scorers]]\ntype = \"recency\"\nweight = 1.0\n";
+    let path = temp("wrapped-policy.toml", policy.as_bytes());
+    let o = cupel(
+        &[
+            "select",
+            "tests/fixtures/chat.toml",
+            "--policy",
+            path.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("scorers recency; slicer greedy"),
+        "{}",
+        stdout(&o)
+    );
+    // A typo under the header is still named, with the policy keys as hint.
+    let typo =
+        "[policy]\nslicer = \"greedy\"\nwieght = 2\n[[policy.scorers]]\ntype = \"recency\"\n";
+    let path = temp("wrapped-typo.toml", typo.as_bytes());
+    let o = cupel(
+        &[
+            "select",
+            "tests/fixtures/chat.toml",
+            "--policy",
+            path.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown policy key `wieght`"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn help_and_version_to_a_full_disk_fail() {
+    for flag in ["--help", "--version"] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = std::process::Command::new(assert_cmd::cargo::cargo_bin!("cupel"))
+            .arg(flag)
+            .stdout(full)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{flag}");
+        assert!(stderr(&o).contains("cannot write the output"), "{flag}");
+    }
+    // To a terminal or pipe they still succeed.
+    assert_eq!(cupel(&["--version"], None).status.code(), Some(0));
+}
+
+#[test]
+fn names_from_input_cannot_forge_lines_or_break_the_svg() {
+    // Gate: a node id with a line break stays on its row, escaped.
+    let doc = serde_json::json!({
+        "context": ["user: hi"],
+        "gate": {"id": "g", "max_context_tokens": 1000},
+        "nodes": [{"id": "n1\n  2  forged  sql", "path": "a.txt", "text": "plain words"}]
+    })
+    .to_string();
+    let path = temp("forged-id.json", doc.as_bytes());
+    let o = cupel(&["gate", path.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("n1\\n  2  forged  sql"), "{out}");
+    assert!(!out.lines().any(|l| l.starts_with("  2  forged")), "{out}");
+
+    // Budget simulate: an agent name with a line break, in --format text.
+    let trace = "cycle,agent,tokens\n1,\"A\nstep 9: 999999\",5\n";
+    let path = temp("forged-agent.csv", trace.as_bytes());
+    let o = cupel(
+        &["budget", "simulate", "--trace", path.to_str().unwrap()],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(!out.lines().any(|l| l.starts_with("step 9")), "{out}");
+    assert!(out.contains("A\\nstep 9: 999999"), "{out}");
+
+    // Sweep --plot: a kind name with control characters gives valid XML text.
+    let items = "[budget]\nmax_tokens = 100\ntarget_tokens = 100\n[[items]]\ncontent = \"a\"\ntokens = 10\nkind = \"Evil\\u0001\\u001bKind\"\n";
+    let input = temp("evil-kind.toml", items.as_bytes());
+    let svg = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("evil-kind.svg");
+    let o = cupel(
+        &[
+            "sweep",
+            input.to_str().unwrap(),
+            "--from",
+            "0",
+            "--to",
+            "20",
+            "--step",
+            "10",
+            "--plot",
+            svg.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        !drawn
+            .chars()
+            .any(|c| c.is_control() && !matches!(c, '\n' | '\t' | '\r'))
+    );
+    assert!(
+        drawn.contains("Evil\\u{1}\\u{1b}Kind"),
+        "escaped kind missing"
+    );
+}

@@ -375,12 +375,25 @@ impl fmt::Display for BudgetExceededError {
                  {remaining} remaining (limit {limit}, used {used}, reserved {reserved})",
                 d.requested.get(dim)
             ),
-            Breach::Overshot => write!(
-                f,
-                "{scope} exceeded at {phase}: the final tally of {used} {dim} tokens is over the \
-                 limit of {limit} by {}",
-                clamp_i64(i128::from(used) - i128::from(limit))
-            ),
+            Breach::Overshot => {
+                let over = clamp_i64(i128::from(used) - i128::from(limit));
+                if over > 0 {
+                    write!(
+                        f,
+                        "{scope} exceeded at {phase}: the final tally of {used} {dim} tokens is \
+                         over the limit of {limit} by {over}"
+                    )
+                } else {
+                    // An overshoot is a tally strictly above the limit, so a
+                    // difference of 0 means the tally saturated at i64::MAX
+                    // in the snapshot: say so instead of "over by 0".
+                    write!(
+                        f,
+                        "{scope} exceeded at {phase}: the final tally of {dim} tokens is over the \
+                         limit of {limit} (more than {used}, the largest count a snapshot shows)"
+                    )
+                }
+            }
         }
     }
 }

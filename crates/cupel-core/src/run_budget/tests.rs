@@ -996,3 +996,21 @@ fn a_freed_halted_child_does_not_halt_its_successor() {
             .is_ok()
     );
 }
+
+#[test]
+fn a_saturated_tally_does_not_claim_to_be_over_by_zero() {
+    // Issue 31 (6): limit i64::MAX, two records of i64::MAX: the exact tally
+    // is 2 × (2^63 − 1), over the limit, but a snapshot shows i64::MAX.
+    let clock = ManualTimeProvider::new(t0());
+    let run = tracker(tokens_budget(Some(i64::MAX), None), &clock);
+    run.record(usage(i64::MAX, 0));
+    run.record(usage(i64::MAX, 0));
+    let err = run.finalize().unwrap_err();
+    let text = err.to_string();
+    assert!(!text.contains("by 0"), "{text}");
+    assert_eq!(
+        text,
+        "run budget exceeded at response: the final tally of input tokens is over the limit of \
+         9223372036854775807 (more than 9223372036854775807, the largest count a snapshot shows)"
+    );
+}

@@ -74,7 +74,8 @@ pub fn format_node(
 /// assert_eq!(header_value(r"db\report.sql"), r"db\report.sql");
 /// ```
 pub fn header_value(value: &str) -> Cow<'_, str> {
-    let escaped = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
+    let escaped =
+        |c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{fffe}' | '\u{ffff}');
     if !value.chars().any(escaped) {
         return Cow::Borrowed(value);
     }
