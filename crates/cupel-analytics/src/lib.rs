@@ -103,7 +103,7 @@ pub use simulation::{
     MARGINAL_ITEMS_QUOTA_MESSAGE, MIN_BUDGET_MONOTONIC_MESSAGE, find_min_budget_for,
     find_min_budget_for_exact, get_marginal_items,
 };
-pub use sweep::{BudgetSweep, SweepRow, budget_sweep};
+pub use sweep::{BudgetSweep, SweepRow, budget_sweep, budget_sweep_rows};
 
 /// Exact decimal numbers (re-exported from `rust_decimal`): the type of the
 /// adaptive-budget margin and of the candidate means.

@@ -170,16 +170,58 @@ pub fn budget_sweep(
     items: &[ContextItem],
     budgets: &[i64],
 ) -> Result<BudgetSweep, CupelError> {
+    let mut rows = Vec::with_capacity(budgets.len());
+    let mut by_item: Vec<Vec<i64>> = vec![Vec::new(); items.len()];
+    for row in budget_sweep_rows(pipeline, items, budgets)? {
+        let row = row?;
+        for &i in &row.included {
+            if let Some(list) = by_item.get_mut(i) {
+                list.push(row.budget);
+            }
+        }
+        rows.push(row);
+    }
+    Ok(BudgetSweep { rows, by_item })
+}
+
+/// [`budget_sweep`] one row at a time, in the order of `budgets`: each row is
+/// computed when the iterator is advanced, so a caller that summarises rows
+/// as they come keeps memory independent of the number of budgets × items
+/// (the `cupel sweep` command does).
+///
+/// # Errors
+/// [`CupelError::InvalidArgument`] for a negative size, up front; each item
+/// is `Err` for a probe error other than the no-window ones.
+///
+/// ```
+/// use cupel_analytics::budget_sweep_rows;
+/// # use cupel_core::{ContextBudget, ContextItem};
+/// # use cupel_pipeline::Pipeline;
+/// # use cupel_placers::ChronologicalPlacer;
+/// # use cupel_scorers::ReflexiveScorer;
+/// # use cupel_slicers::GreedySlice;
+/// # let pipeline = Pipeline::builder().scorer(ReflexiveScorer).slicer(GreedySlice)
+/// #     .placer(ChronologicalPlacer).budget(ContextBudget::new(100, 100)?).build()?;
+/// let items = vec![ContextItem::new("only", 10)?];
+/// let counts: Vec<usize> = budget_sweep_rows(&pipeline, &items, &[5, 10])?
+///     .map(|row| row.map(|r| r.included.len()))
+///     .collect::<Result<_, _>>()?;
+/// assert_eq!(counts, [0, 1]);
+/// # Ok::<(), cupel_core::CupelError>(())
+/// ```
+pub fn budget_sweep_rows<'a>(
+    pipeline: &'a Pipeline,
+    items: &'a [ContextItem],
+    budgets: &'a [i64],
+) -> Result<impl Iterator<Item = Result<SweepRow, CupelError>> + 'a, CupelError> {
     if let Some((k, &b)) = budgets.iter().enumerate().find(|&(_, &b)| b < 0) {
         return Err(CupelError::InvalidArgument(format!(
             "budgets[{k}] is {b}; budget sizes must be >= 0"
         )));
     }
     let prober = Prober::new(pipeline, items)?;
-    let mut rows = Vec::with_capacity(budgets.len());
-    let mut by_item: Vec<Vec<i64>> = vec![Vec::new(); items.len()];
-    for &b in budgets {
-        let row = match prober.probe(b)? {
+    Ok(budgets.iter().map(move |&b| {
+        Ok(match prober.probe(b)? {
             Probe::Window(mut included) => {
                 included.sort_unstable();
                 let included_tokens = included
@@ -199,15 +241,8 @@ pub fn budget_sweep(
                 included_tokens: 0,
                 no_window: Some(e),
             },
-        };
-        for &i in &row.included {
-            if let Some(list) = by_item.get_mut(i) {
-                list.push(b);
-            }
-        }
-        rows.push(row);
-    }
-    Ok(BudgetSweep { rows, by_item })
+        })
+    }))
 }
 
 #[cfg(test)]

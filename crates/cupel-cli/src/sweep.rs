@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use clap::{ArgGroup, Args, ValueEnum};
-use cupel_analytics::{BudgetSweep, budget_sweep};
+use cupel_analytics::{SweepRow, budget_sweep_rows};
 use cupel_core::{ContextKind, CupelError};
 use serde::Serialize;
 
@@ -222,80 +222,124 @@ fn no_window_text(e: &CupelError) -> String {
     }
 }
 
-/// Tabulates a sweep: O(R · N) for R budgets and N items (no per-item search).
-fn tabulate(p: &Prepared, sweep: &BudgetSweep) -> Table {
-    // Kinds in order of first appearance among items selected somewhere.
-    let mut index: BTreeMap<ContextKind, usize> = BTreeMap::new();
-    let mut kinds: Vec<String> = Vec::new();
-    let mut kind_of: Vec<Option<usize>> = vec![None; p.items.len()];
-    for (i, item) in p.items.iter().enumerate() {
-        if sweep.by_item.get(i).is_none_or(Vec::is_empty) {
-            continue;
+/// Tabulates a sweep as its rows arrive, keeping per row only what the
+/// outputs print (counts, tokens, the mix by kind, and the included positions
+/// only when `keep_included`, for JSON), and per item two budgets for the
+/// non-monotonic list. Memory is O(N + R · kinds per row), not O(R · N)
+/// (issue 31: 10,000 budgets over a 2 MB input took 1.37 GB); time is
+/// O(R · N) at most.
+///
+/// Budgets are ascending (see [`budgets`]): an item drops out at the first
+/// row that lacks it after a row that had it.
+fn tabulate(
+    p: &Prepared,
+    rows: impl Iterator<Item = Result<SweepRow, CupelError>>,
+    keep_included: bool,
+) -> Result<Table, CupelError> {
+    // Kind ids in order of first sight; renumbered at the end into order of
+    // first appearance in INPUT among items selected somewhere.
+    let mut kind_ids: BTreeMap<&ContextKind, usize> = BTreeMap::new();
+    let mut kind_first_item: Vec<usize> = Vec::new();
+    let mut first_in: Vec<Option<i64>> = vec![None; p.items.len()];
+    let mut out_at: Vec<Option<i64>> = vec![None; p.items.len()];
+    let mut previous: Vec<usize> = Vec::new();
+    let mut sparse_rows: Vec<(Row, Vec<(usize, Mix)>)> = Vec::new();
+    for row in rows {
+        let r = row?;
+        let mut mix: BTreeMap<usize, Mix> = BTreeMap::new();
+        for &i in &r.included {
+            let Some(item) = p.items.get(i) else { continue };
+            let next = kind_ids.len();
+            let k = *kind_ids.entry(item.kind()).or_insert_with(|| {
+                kind_first_item.push(i);
+                next
+            });
+            if let Some(first) = kind_first_item.get_mut(k) {
+                *first = (*first).min(i);
+            }
+            let m = mix.entry(k).or_default();
+            m.items += 1;
+            m.tokens = m.tokens.saturating_add(item.tokens());
+            if let Some(f) = first_in.get_mut(i) {
+                f.get_or_insert(r.budget);
+            }
         }
-        let next = index.len();
-        let k = *index.entry(item.kind().clone()).or_insert_with(|| {
-            kinds.push(item.kind().to_string());
-            next
-        });
-        kind_of[i] = Some(k);
+        // Items of the previous row missing from this one (both ascending).
+        let mut here = r.included.iter().peekable();
+        for &i in &previous {
+            while here.next_if(|&&j| j < i).is_some() {}
+            if here.peek() != Some(&&i)
+                && let Some(o) = out_at.get_mut(i)
+            {
+                o.get_or_insert(r.budget);
+            }
+        }
+        previous.clone_from(&r.included);
+        let summary = Row {
+            budget: r.budget,
+            items: r.included.len(),
+            tokens: r.included_tokens,
+            mix: Vec::new(),
+            included: if keep_included {
+                r.included
+            } else {
+                Vec::new()
+            },
+            no_window: r.no_window.as_ref().map(no_window_text),
+        };
+        sparse_rows.push((summary, mix.into_iter().collect()));
     }
-    let rows = sweep
-        .rows
+    // Final kind order: by the first input position among selected items.
+    let mut order: Vec<(usize, usize)> = kind_first_item
         .iter()
-        .map(|r| {
-            let mut mix = vec![Mix::default(); kinds.len()];
-            for &i in &r.included {
-                if let (Some(Some(k)), Some(item)) = (kind_of.get(i), p.items.get(i))
-                    && let Some(m) = mix.get_mut(*k)
-                {
-                    m.items += 1;
-                    m.tokens = m.tokens.saturating_add(item.tokens());
-                }
-            }
-            Row {
-                budget: r.budget,
-                items: r.included.len(),
-                tokens: r.included_tokens,
-                mix,
-                included: r.included.clone(),
-                no_window: r.no_window.as_ref().map(no_window_text),
-            }
-        })
+        .enumerate()
+        .map(|(k, &first)| (first, k))
         .collect();
-    // Budgets are ascending, so each by_item[i] is too: walk it alongside
-    // the budgets to the first budget after the first inclusion without the
-    // item. O(R) per item.
-    let budgets: Vec<i64> = sweep.rows.iter().map(|r| r.budget).collect();
-    let non_monotonic = sweep
-        .non_monotonic_items()
+    order.sort_unstable();
+    let mut rank = vec![0usize; order.len()];
+    for (r, &(_, k)) in order.iter().enumerate() {
+        rank[k] = r;
+    }
+    let mut names: Vec<(usize, String)> = kind_ids
+        .iter()
+        .map(|(kind, &k)| (rank[k], kind.to_string()))
+        .collect();
+    names.sort_unstable();
+    let kinds: Vec<String> = names.into_iter().map(|(_, n)| n).collect();
+    let rows = sparse_rows
         .into_iter()
-        .filter_map(|i| {
-            let ins = sweep.by_item.get(i)?;
-            let first = *ins.first()?;
-            let mut j = 0;
-            let out = budgets.iter().copied().filter(|&b| b > first).find(|&b| {
-                while ins.get(j).is_some_and(|&x| x < b) {
-                    j += 1;
+        .map(|(mut row, sparse)| {
+            let mut mix = vec![Mix::default(); kinds.len()];
+            for (k, m) in sparse {
+                if let Some(slot) = mix.get_mut(rank[k]) {
+                    *slot = m;
                 }
-                ins.get(j) != Some(&b)
-            })?;
-            Some((i, first, out))
+            }
+            row.mix = mix;
+            row
         })
         .collect();
-    Table {
+    let non_monotonic = first_in
+        .iter()
+        .zip(&out_at)
+        .enumerate()
+        .filter_map(|(i, (first, out))| Some((i, (*first)?, (*out)?)))
+        .collect();
+    Ok(Table {
         kinds,
         rows,
         non_monotonic,
-    }
+    })
 }
 
 /// Runs `cupel sweep`.
 pub(crate) fn run(a: &SweepArgs) -> Result<String, CliError> {
     let budgets = budgets(a.from, a.to, a.step, a.points)?;
     let p = a.input.load()?;
-    let sweep = budget_sweep(&whatif::pipeline(&p), &p.items, &budgets)
+    let pipeline = whatif::pipeline(&p);
+    let table = budget_sweep_rows(&pipeline, &p.items, &budgets)
+        .and_then(|rows| tabulate(&p, rows, matches!(a.format, SweepFormat::Json)))
         .map_err(|e| CliError::from_run(&e))?;
-    let table = tabulate(&p, &sweep);
     if let Some(path) = &a.plot {
         chart(&p, &table).write_svg(path)?;
     }

@@ -172,4 +172,4 @@ pub use run_budget::BudgetedWindow;
 pub use serde_json;
 
 #[cfg(feature = "tiktoken")]
-pub use tiktoken::{TIKTOKEN_ENCODINGS, TiktokenCounter, TokenizerError};
+pub use tiktoken::{TIKTOKEN_ENCODINGS, TIKTOKEN_PIECE_BYTES, TiktokenCounter, TokenizerError};

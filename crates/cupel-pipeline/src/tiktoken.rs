@@ -59,6 +59,19 @@ impl From<TokenizerError> for CupelError {
 /// `<|endoftext|>` inside a text count as the ordinary tokens they are made
 /// of, which is how a chat API sees user-supplied text.
 ///
+/// # Long texts are counted in pieces
+///
+/// A BPE pass needs memory many times the size of the piece it encodes (about
+/// 50x for a text without spaces), so a text is counted in pieces of at most
+/// [`TIKTOKEN_PIECE_BYTES`] bytes and the counts are added. A piece ends just before a
+/// space or tab that follows a non-blank character: every encoding here
+/// starts a new token there (a space only ever opens a token or belongs to a
+/// run of whitespace), so for text with such a place at least every
+/// [`TIKTOKEN_PIECE_BYTES`] bytes the sum is exactly the count of the whole text. A
+/// longer run with no such place (a minified blob, base64) is cut at the last
+/// character boundary that fits; there the count may differ from the whole
+/// text's by about one token per cut. Memory stays bounded whatever the text.
+///
 /// ```
 /// use cupel_core::TokenCounter;
 /// use cupel_pipeline::TiktokenCounter;
@@ -127,16 +140,96 @@ impl TiktokenCounter {
     }
 }
 
+/// The largest piece [`TiktokenCounter`] hands to the encoder at once.
+pub const TIKTOKEN_PIECE_BYTES: usize = 8 * 1024;
+
 impl TokenCounter for TiktokenCounter {
     fn count_tokens(&self, text: &str) -> i64 {
-        i64::try_from(self.bpe.count_ordinary(text)).unwrap_or(i64::MAX)
+        let total = pieces(text, TIKTOKEN_PIECE_BYTES)
+            .map(|p| self.bpe.count_ordinary(p))
+            .fold(0usize, usize::saturating_add);
+        i64::try_from(total).unwrap_or(i64::MAX)
     }
+}
+
+/// Splits `text` into pieces of at most `max` bytes (at least one character
+/// each), ending where a token must start when possible (see
+/// [`TiktokenCounter`]'s "Long texts are counted in pieces").
+fn pieces(text: &str, max: usize) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        if rest.len() <= max {
+            return Some(std::mem::take(&mut rest));
+        }
+        let b = rest.as_bytes();
+        // The last space or tab within the limit that follows a non-blank
+        // byte (bytes of a multi-byte character are never ASCII blanks).
+        let exact = (1..=max)
+            .rev()
+            .find(|&p| matches!(b[p], b' ' | b'\t') && !b[p - 1].is_ascii_whitespace());
+        let cut = exact.unwrap_or_else(|| {
+            let mut p = max;
+            while p > 0 && !rest.is_char_boundary(p) {
+                p -= 1;
+            }
+            // A first character longer than `max` (impossible for max >= 4).
+            if p == 0 {
+                rest.char_indices().nth(1).map_or(rest.len(), |(i, _)| i)
+            } else {
+                p
+            }
+        });
+        let (piece, tail) = rest.split_at(cut);
+        rest = tail;
+        Some(piece)
+    })
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pieces_cut_before_a_space_that_follows_a_word() {
+        let p: Vec<&str> = pieces("ab cd  ef", 4).collect();
+        // Cuts before " cd" (after "ab") and before "  ef" (after "cd").
+        assert_eq!(p, ["ab", " cd", "  ef"]);
+        // No blank: a hard cut at a character boundary (é is two bytes).
+        let p: Vec<&str> = pieces("ééé", 3).collect();
+        assert_eq!(p, ["é", "é", "é"]);
+        assert_eq!(pieces("", 4).count(), 0);
+    }
+
+    #[test]
+    fn piecewise_counts_are_exact_where_spaces_allow() {
+        // Every encoding: text with a space at least every few bytes, far
+        // longer than a piece, counts exactly as the whole text does.
+        let mut text = String::new();
+        for i in 0..6_000 {
+            text.push_str(["The ", "quick,\n", "brown  ", "fox's\t", "42 ", "ünïcode. "][i % 6]);
+        }
+        assert!(text.len() > 4 * TIKTOKEN_PIECE_BYTES);
+        for name in ["cl100k_base", "o200k_base", "r50k_base"] {
+            let c = TiktokenCounter::new(name).unwrap();
+            let whole = i64::try_from(c.bpe.count_ordinary(&text)).unwrap();
+            assert_eq!(c.count_tokens(&text), whole, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_blob_without_spaces_is_counted_in_bounded_pieces() {
+        // 64 KiB of `x`: eight pieces of 8 KiB. cl100k_base encodes a run of
+        // x in tokens of 8 characters ("xxxxxxxx"), so each piece counts
+        // 8192 / 8 = 1024 and the whole 65536 / 8 = 8192: equal here.
+        let c = TiktokenCounter::new("cl100k_base").unwrap();
+        let blob = "x".repeat(64 * 1024);
+        assert_eq!(c.bpe.count_ordinary(&blob[..TIKTOKEN_PIECE_BYTES]), 1024);
+        assert_eq!(c.count_tokens(&blob), 8192);
+    }
 
     #[test]
     fn counts_with_the_real_encoding() {
