@@ -28,6 +28,15 @@ const TARGETS: &[(&str, &[&str])] = &[
     ),
     ("pipeline", &[]),
     ("conformance_vector", &["conformance"]),
+    (
+        "gate",
+        &[
+            "crates/cupel-cli/tests/fixtures",
+            "crates/cupel-cli/examples",
+        ],
+    ),
+    ("budget_trace", &["crates/cupel-cli/tests/fixtures/budget"]),
+    ("run_budget", &[]),
 ];
 
 /// `cargo +nightly ...` through the rustup proxy on PATH (not `$CARGO`, which

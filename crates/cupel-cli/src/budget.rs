@@ -168,6 +168,21 @@ fn simulate(a: &SimulateArgs) -> Result<String, CliError> {
     }
 }
 
+/// `cupel budget simulate --trace` on a trace held in memory: the explained
+/// text and the JSON, joined (the fuzz harness's entry).
+pub(crate) fn simulate_trace_text(text: &str, margin: Decimal) -> Result<String, CliError> {
+    let cycles = trace::parse("trace", text)?;
+    let steps = replay("trace", &cycles, 1, margin)?;
+    let final_budget = steps.last().map_or(1, |s| s.suggestion.budget);
+    let mut out = self::text(&steps, final_budget, true);
+    out.push_str(&json(&steps, margin, 1, final_budget)?);
+    // The chart is drawn in memory too: every number must plot.
+    chart(&steps, margin)
+        .to_svg()
+        .map_err(|e| CliError::input(format!("cannot draw the chart: {e}")))?;
+    Ok(out)
+}
+
 /// `steps` cycles in which one agent uses `usage` tokens.
 fn constant(usage: i64, steps: u64) -> Vec<TraceCycle> {
     (1..=steps)

@@ -134,6 +134,24 @@ fn unknown_key(path: &[Seg]) -> CliError {
 /// Runs `cupel gate`.
 pub(crate) fn run(a: &GateArgs) -> Result<String, CliError> {
     let src = Source::read(&a.file, None, "gate file")?;
+    evaluate(
+        &src,
+        a.encoding.as_deref(),
+        None,
+        a.format == crate::OutputFormat::Json,
+    )
+}
+
+/// Decides on the gate document `src` and renders the decision (JSON when
+/// `json`). The counter is the encoding named by `encoding` (or the file's,
+/// or the default), unless `counter` is given (the fuzz harness counts words,
+/// so that loading a BPE table does not dominate each run).
+pub(crate) fn evaluate(
+    src: &Source,
+    encoding: Option<&str>,
+    counter: Option<(Box<dyn cupel_core::TokenCounter>, &'static str)>,
+    json: bool,
+) -> Result<String, CliError> {
     let file: GateFile = src.parse_strict_with_paths(unknown_key)?;
     let config = file
         .gate
@@ -145,13 +163,18 @@ pub(crate) fn run(a: &GateArgs) -> Result<String, CliError> {
         .enumerate()
         .map(|(i, n)| n.build(i, &src.name))
         .collect::<Result<Vec<_>, _>>()?;
-    let encoding = a
-        .encoding
-        .as_deref()
-        .or(config.encoding())
-        .unwrap_or(DEFAULT_ENCODING);
-    let counter = crate::tokens::counter(encoding)?;
-    let encoding = counter.encoding();
+    let (counter, encoding) = match counter {
+        Some(given) => given,
+        None => {
+            let name = encoding.or(config.encoding()).unwrap_or(DEFAULT_ENCODING);
+            let counter = crate::tokens::counter(name)?;
+            let encoding = counter.encoding();
+            (
+                Box::new(counter) as Box<dyn cupel_core::TokenCounter>,
+                encoding,
+            )
+        }
+    };
     let gate = ContextGate::new(config, counter);
     let outcome = gate
         .admit(GateState::new(file.context, nodes), &file.inbox)
@@ -163,7 +186,7 @@ pub(crate) fn run(a: &GateArgs) -> Result<String, CliError> {
             err => CliError::input(err.to_string()),
         })?;
     let view = View::new(&outcome, encoding);
-    if a.format == crate::OutputFormat::Json {
+    if json {
         let mut s = serde_json::to_string_pretty(&view)
             .map_err(|e| CliError::input(format!("cannot serialise the decision: {e}")))?;
         s.push('\n');

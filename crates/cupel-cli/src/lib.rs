@@ -455,6 +455,43 @@ pub mod harness {
         Ok(out)
     }
 
+    /// `cupel gate` on a gate document held in memory (TOML or JSON per
+    /// `format`), counting whitespace-separated words instead of BPE tokens:
+    /// the text and the JSON renderings joined. `Err` is the message `cupel`
+    /// would print.
+    pub fn gate(bytes: &[u8], format: Format) -> Result<String, String> {
+        struct Words;
+        impl cupel_core::TokenCounter for Words {
+            fn count_tokens(&self, text: &str) -> i64 {
+                i64::try_from(text.split_whitespace().count()).unwrap_or(i64::MAX)
+            }
+        }
+        let text = crate::input::utf8_text(bytes.to_vec(), "fuzz", 1).map_err(|e| e.to_string())?;
+        let src = crate::input::Source {
+            name: "fuzz".into(),
+            text,
+            format,
+        };
+        let words = || {
+            Some((
+                Box::new(Words) as Box<dyn cupel_core::TokenCounter>,
+                "words",
+            ))
+        };
+        let a = crate::gate::evaluate(&src, None, words(), false).map_err(|e| e.to_string())?;
+        let b = crate::gate::evaluate(&src, None, words(), true).map_err(|e| e.to_string())?;
+        Ok(a + &b)
+    }
+
+    /// `cupel budget simulate --trace` on a CSV trace held in memory, with
+    /// margin `margin` (a decimal such as `0.1`): the explained text and the
+    /// JSON joined; the chart is drawn in memory. `Err` is the message
+    /// `cupel` would print.
+    pub fn budget_trace(text: &str, margin: &str) -> Result<String, String> {
+        let margin: rust_decimal::Decimal = margin.parse().map_err(|e| format!("{e}"))?;
+        crate::budget::simulate_trace_text(text, margin).map_err(|e| e.to_string())
+    }
+
     /// Reads `text` as a TOML INPUT twice — one `[[items]]` table at a time
     /// (what `cupel` does) and as one document — and says how the two
     /// differ, if they do: both must fail, or both give the same items,

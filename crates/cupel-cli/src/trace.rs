@@ -39,15 +39,17 @@ pub(crate) fn source_name(path: &str) -> &str {
 /// Reads a trace from `path` (`-` is stdin).
 pub(crate) fn read(path: &str) -> Result<Vec<TraceCycle>, CliError> {
     let (name, text) = if path == "-" {
-        let mut text = String::new();
+        let mut bytes = Vec::new();
         std::io::stdin()
-            .read_to_string(&mut text)
+            .read_to_end(&mut bytes)
             .map_err(|e| CliError::input(format!("cannot read the trace from stdin: {e}")))?;
-        (source_name(path).to_string(), text)
+        let name = source_name(path).to_string();
+        let text = crate::input::utf8_text(bytes, &name, 1)?;
+        (name, text)
     } else {
-        let text = std::fs::read_to_string(path)
+        let bytes = std::fs::read(path)
             .map_err(|e| CliError::input(format!("cannot read trace `{path}`: {e}")))?;
-        (path.to_string(), text)
+        (path.to_string(), crate::input::utf8_text(bytes, path, 1)?)
     };
     parse(&name, &text)
 }
