@@ -611,3 +611,40 @@ fn names_from_input_cannot_forge_lines_or_break_the_svg() {
         "escaped kind missing"
     );
 }
+
+#[test]
+fn deeply_nested_documents_are_refused_not_overflowed() {
+    // Issue 31 (1), every recursive parser: 100,000 levels of arrays or
+    // inline tables in TOML, and of arrays in JSON, in an input, a policy
+    // and a gate file: a clear error (exit 2) from the parsers' depth limits,
+    // never a stack overflow.
+    let n = 100_000;
+    let toml_arrays = format!(
+        "[budget]\nmax_tokens = 10\nx = {}{}\n",
+        "[".repeat(n),
+        "]".repeat(n)
+    );
+    let toml_tables = format!(
+        "[budget]\nmax_tokens = 10\nx = {}1{}\n",
+        "{a=".repeat(n),
+        "}".repeat(n)
+    );
+    let json_arrays = format!("{{\"budget\": {}{}}}", "[".repeat(n), "]".repeat(n));
+    for (name, doc) in [
+        ("deep-arrays.toml", toml_arrays),
+        ("deep-tables.toml", toml_tables),
+        ("deep-arrays.json", json_arrays),
+    ] {
+        let path = temp(name, doc.as_bytes());
+        let p = path.to_str().unwrap();
+        for args in [
+            vec!["select", p],
+            vec!["select", "tests/fixtures/chat.toml", "--policy", p],
+            vec!["gate", p],
+        ] {
+            let o = cupel(&args, None);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+            assert!(stderr(&o).contains("recurs"), "{args:?}: {}", stderr(&o));
+        }
+    }
+}
