@@ -77,11 +77,10 @@ const USAGE: &str = "usage: cargo xtask release VERSION [--dry-run]";
 pub(crate) fn ci_dry_run() -> Result<(), String> {
     let root = workspace_root();
     let current = workspace_version(&root)?;
-    let version = if tag_exists(&root, &format!("v{current}"))? {
-        Version::new(current.major, current.minor, current.patch + 1)
-    } else {
-        current
-    };
+    // A minor bump, as the next feature release would be: it exercises every
+    // place a version is written (a patch bump of 0.1.x keeps `"0.1"`
+    // requirements satisfied and hid a stale one).
+    let version = Version::new(current.major, current.minor + 1, 0);
     // CI may run on uncommitted work (a developer's `cargo xtask ci`): the
     // copy is what is checked, so the state of the tree does not matter here.
     dry_run_release(&root, &version, DirtyTree::Ignore)
@@ -396,11 +395,87 @@ fn bump(root: &Path, version: &Version) -> Result<(), String> {
     }
     fs::write(root.join("Cargo.toml"), doc.to_string())
         .map_err(|e| format!("writing Cargo.toml: {e}"))?;
+    // Members may name internal crates with their own `version` (the
+    // downstream example does, as a real user would): bump those too, or
+    // `cargo update` cannot resolve the new versions.
+    for manifest in member_manifests(root)? {
+        let text = read(&manifest)?;
+        let mut member = text
+            .parse::<DocumentMut>()
+            .map_err(|e| format!("{}: {e}", manifest.display()))?;
+        if bump_path_dependencies(member.as_table_mut(), &v) > 0 {
+            fs::write(&manifest, member.to_string())
+                .map_err(|e| format!("writing {}: {e}", manifest.display()))?;
+        }
+    }
     let mut update = cargo();
     update
         .current_dir(root)
         .args(["update", "--workspace", "--offline", "--quiet"]);
     run_step("cargo update --workspace (Cargo.lock)", update)
+}
+
+/// The manifests of the workspace's members (`cargo metadata --no-deps`),
+/// in the order cargo lists them.
+fn member_manifests(root: &Path) -> Result<Vec<PathBuf>, String> {
+    let out = cargo()
+        .current_dir(root)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .output()
+        .map_err(|e| format!("cargo metadata: could not start: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("cargo metadata: bad JSON: {e}"))?;
+    Ok(meta["packages"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| p["manifest_path"].as_str())
+                .map(PathBuf::from)
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+/// Sets `version` on every dependency with both a `path` and a `version`
+/// in `table`'s dependency tables (`[dependencies]`, `[dev-dependencies]`,
+/// `[build-dependencies]`, and the same under `[target.*]`); returns how
+/// many it changed. Workspace-inherited entries (`x.workspace = true`) have
+/// no version of their own and are left alone.
+fn bump_path_dependencies(table: &mut toml_edit::Table, version: &str) -> usize {
+    let mut bumped = 0;
+    for kind in ["dependencies", "dev-dependencies", "build-dependencies"] {
+        if let Some(deps) = table.get_mut(kind).and_then(|d| d.as_table_like_mut()) {
+            for (_, dep) in deps.iter_mut() {
+                if let Some(t) = dep.as_table_like_mut()
+                    && t.contains_key("path")
+                    && t.contains_key("version")
+                {
+                    t.insert("version", value(version));
+                    bumped += 1;
+                }
+            }
+        }
+    }
+    if let Some(targets) = table.get_mut("target").and_then(|t| t.as_table_like_mut()) {
+        for (_, target) in targets.iter_mut() {
+            if let Some(t) = target.as_table_mut() {
+                bumped += bump_path_dependencies(t, version);
+            }
+        }
+    }
+    bumped
 }
 
 /// The `## [Unreleased]` heading's line range end and its body.
