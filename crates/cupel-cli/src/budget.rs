@@ -282,7 +282,7 @@ fn text(steps: &[Step], final_budget: i64, explain: bool) -> String {
         .map(|i| {
             rows.iter()
                 .filter_map(|r| r.get(i))
-                .map(|c| c.chars().count())
+                .map(|c| crate::render::width(c))
                 .max()
                 .unwrap_or(0)
         })
@@ -294,7 +294,7 @@ fn text(steps: &[Step], final_budget: i64, explain: bool) -> String {
                 line.push_str("  ");
             }
             line.push_str(cell);
-            let pad = widths[i].saturating_sub(cell.chars().count());
+            let pad = widths[i].saturating_sub(crate::render::width(cell));
             line.extend(std::iter::repeat_n(' ', pad));
         }
         let _ = writeln!(out, "{}", line.trim_end());

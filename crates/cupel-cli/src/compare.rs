@@ -168,7 +168,7 @@ fn text(p: &Prepared, variants: &[Variant], diffs: &[(usize, Vec<bool>)]) -> Str
         w0 = w[0],
         w1 = w[1]
     );
-    let cw = render::WIDTH.saturating_sub(head.chars().count()).max(10);
+    let cw = render::WIDTH.saturating_sub(render::width(&head)).max(10);
     let _ = writeln!(out, "{head}content");
     for (i, (item, cells)) in p.items.iter().zip(&kinds).enumerate() {
         let mut row = format!("{i:>iw$}");
@@ -177,12 +177,11 @@ fn text(p: &Prepared, variants: &[Variant], diffs: &[(usize, Vec<bool>)]) -> Str
         }
         let _ = writeln!(
             out,
-            "{row}  {:>w0$}  {:<w1$}  {}",
+            "{row}  {:>w0$}  {}  {}",
             cells[0],
-            render::clip(&cells[1], w[1]),
+            render::pad(&render::clip(&cells[1], w[1]), w[1]),
             render::clip(item.content(), cw),
-            w0 = w[0],
-            w1 = w[1]
+            w0 = w[0]
         );
     }
     if p.items.is_empty() {
@@ -212,7 +211,7 @@ fn text(p: &Prepared, variants: &[Variant], diffs: &[(usize, Vec<bool>)]) -> Str
             let _ = write!(head, "  {:>3}", v.letter);
         }
         head.push_str("  ");
-        let cw = render::WIDTH.saturating_sub(head.chars().count()).max(10);
+        let cw = render::WIDTH.saturating_sub(render::width(&head)).max(10);
         let _ = writeln!(out, "{head}content");
         for (i, statuses) in diffs {
             let mut row = format!("{i:>iw$}");

@@ -287,7 +287,7 @@ fn text(v: &View<'_>, outcome: &GateOutcome) -> String {
             .collect();
         let w = ids
             .iter()
-            .map(|s| s.chars().count())
+            .map(|s| crate::render::width(s))
             .max()
             .unwrap_or(0)
             .max(2);
@@ -297,9 +297,9 @@ fn text(v: &View<'_>, outcome: &GateOutcome) -> String {
         ));
         for (i, (n, id)) in v.nodes.iter().zip(&ids).enumerate() {
             out.push_str(&format!(
-                "{:>3}  {:<w$}  {:<8}  {:<9}  {:<9}  {:>6}  {:>6}\n",
+                "{:>3}  {}  {:<8}  {:<9}  {:<9}  {:>6}  {:>6}\n",
                 i + 1,
-                id,
+                crate::render::pad(id, w),
                 n.language,
                 n.policy.unwrap_or("-"),
                 if n.compacted { "yes" } else { "no" },

@@ -184,14 +184,13 @@ fn text(
                 .map_or_else(|| "?".into(), |o| o.reason.clone());
             let _ = writeln!(
                 out,
-                "{:>w0$}  {:<w1$}  {:>w2$}  {:>w3$}  {}",
+                "{:>w0$}  {}  {:>w2$}  {:>w3$}  {}",
                 row[0],
-                render::clip(&row[1], w[1]),
+                render::pad(&render::clip(&row[1], w[1]), w[1]),
                 row[2],
                 row[3],
                 render::clip(&why, rw),
                 w0 = w[0],
-                w1 = w[1],
                 w2 = w[2],
                 w3 = w[3]
             );

@@ -10,6 +10,7 @@ use cupel_core::{ContextItem, ExclusionReason, SelectionReport};
 use cupel_pipeline::{
     CurveConfig, InnerScorer, PolicyConfig, ScorerConfig, ScorerType, SlicerType,
 };
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use crate::input::{PolicyOrigin, Prepared};
 
@@ -19,32 +20,63 @@ pub(crate) const WIDTH: usize = 80;
 /// Width of the budget bar between its brackets.
 const BAR_WIDTH: usize = 60;
 
+/// Columns `s` takes on a terminal: East Asian wide characters count two,
+/// combining marks and zero-width characters none (Unicode's display width).
+pub(crate) fn width(s: &str) -> usize {
+    UnicodeWidthStr::width(s)
+}
+
+/// Columns one character takes (control characters: none; they never reach
+/// the output, see [`clip`]).
+fn char_width(c: char) -> usize {
+    UnicodeWidthChar::width(c).unwrap_or(0)
+}
+
+/// `s` followed by spaces up to `columns` display columns (left-aligned
+/// cell); `format!("{:<w$}")` pads by characters, which misaligns wide text.
+pub(crate) fn pad(s: &str, columns: usize) -> String {
+    let mut out = String::with_capacity(s.len() + columns);
+    out.push_str(s);
+    out.extend(std::iter::repeat_n(' ', columns.saturating_sub(width(s))));
+    out
+}
+
 /// Collapses whitespace runs to one space, blanks out other control
 /// characters (no terminal escapes from item contents), and cuts to `width`
-/// characters, ending with `…` when something was cut.
+/// display columns, ending with `…` when something was cut.
 ///
 /// Reads only as far into `s` as the clipped text needs (about `width`
 /// characters after the leading blanks and collapsed runs), so showing 80
-/// characters of a 100 MB item costs 80 characters, not a split of the whole
-/// content (issue 31).
+/// columns of a 100 MB item costs 80 characters, not a split of the whole
+/// content (issue 31). Columns are display columns (issue 27): a CJK
+/// character takes two, so a clipped cell never overflows its column.
 pub(crate) fn clip(s: &str, width: usize) -> String {
     let blank = |c: char| c.is_whitespace() || c.is_control();
     let mut out = String::new();
-    let mut count = 0usize;
+    let mut used = 0usize;
     let mut gap = false;
-    let mut chars = s.chars();
-    for c in chars.by_ref() {
+    for c in s.chars() {
         if blank(c) {
-            gap = count > 0;
+            gap = used > 0;
             continue;
         }
         let extra = usize::from(gap);
-        if count + extra + 1 > width {
-            // Something is cut: end on `…` within `width` characters.
-            let keep = width.saturating_sub(1);
-            let mut cut: String = out.chars().take(keep).collect();
+        if used + extra + char_width(c) > width {
+            // Something is cut: end on `…` within `width` columns.
+            let mut cut = String::new();
+            let mut cut_used = 0usize;
+            for k in out.chars() {
+                let w = char_width(k);
+                if cut_used + w + 1 > width {
+                    break;
+                }
+                cut.push(k);
+                cut_used += w;
+            }
             cut.truncate(cut.trim_end().len());
-            cut.push('…');
+            if width > 0 {
+                cut.push('…');
+            }
             return cut;
         }
         if gap {
@@ -52,30 +84,35 @@ pub(crate) fn clip(s: &str, width: usize) -> String {
             gap = false;
         }
         out.push(c);
-        count += extra + 1;
+        used += extra + char_width(c);
     }
     out
 }
 
-/// Greedy word wrap of `text` to lines of at most `width` characters.
+/// Greedy word wrap of `text` to lines of at most `width` display columns.
 ///
 /// Control characters other than [`GLUE`] separate words like whitespace, so
 /// no terminal escape in a kind or file name reaches the output.
 pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = String::new();
+    let mut used = 0usize;
     let words = text
         .split(|c: char| c.is_whitespace() || (c.is_control() && c != GLUE))
         .filter(|w| !w.is_empty());
     for word in words {
-        let need = line.chars().count() + usize::from(!line.is_empty()) + word.chars().count();
+        let w = self::width(word);
+        let need = used + usize::from(!line.is_empty()) + w;
         if !line.is_empty() && need > width {
             lines.push(std::mem::take(&mut line));
+            used = 0;
         }
         if !line.is_empty() {
             line.push(' ');
+            used += 1;
         }
         line.push_str(word);
+        used += w;
     }
     if !line.is_empty() {
         lines.push(line);
@@ -376,14 +413,13 @@ pub(crate) fn window(p: &Prepared, report: &SelectionReport) -> String {
     for (row, inc) in rows.iter().zip(&report.included) {
         let _ = writeln!(
             out,
-            "{:>w0$}  {:<w1$}  {:>w2$}  {:>w3$}  {}",
+            "{:>w0$}  {}  {:>w2$}  {:>w3$}  {}",
             row[0],
-            clip(&row[1], w[1]),
+            pad(&clip(&row[1], w[1]), w[1]),
             row[2],
             row[3],
             clip(&content_text(&inc.item), cw),
             w0 = w[0],
-            w1 = w[1],
             w2 = w[2],
             w3 = w[3]
         );
@@ -409,7 +445,7 @@ pub(crate) fn widths<'r, const N: usize>(
     let mut w = head.map(str::len);
     for row in rows {
         for (w, cell) in w.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
+            *w = (*w).max(width(cell));
         }
     }
     for ((w, max), head) in w.iter_mut().zip(max).zip(head) {
@@ -589,18 +625,17 @@ pub(crate) fn explain_table(p: &Prepared, report: &SelectionReport) -> String {
         let c = &r.cells;
         let _ = writeln!(
             out,
-            "{:>w0$}  {:<w1$}  {:>w2$}  {:>w3$}  {:<w4$}  {}",
+            "{:>w0$}  {:<w1$}  {:>w2$}  {:>w3$}  {}  {}",
             c[0],
             c[1],
             c[2],
             c[3],
-            clip(&c[4], w[4]),
+            pad(&clip(&c[4], w[4]), w[4]),
             clip(&r.reason, rw),
             w0 = w[0],
             w1 = w[1],
             w2 = w[2],
-            w3 = w[3],
-            w4 = w[4]
+            w3 = w[3]
         );
         let _ = writeln!(
             out,
@@ -672,7 +707,7 @@ pub(crate) fn totals(p: &Prepared, report: &SelectionReport) -> String {
     ];
     for (label, n, t, extra) in rows {
         let head = format!("{label}{:<9} {t:>7} tokens  ", count(n, "item"));
-        labelled(&mut out, &head, head.chars().count(), &extra);
+        labelled(&mut out, &head, width(&head), &extra);
     }
     for s in &report.count_requirement_shortfalls {
         let _ = writeln!(
@@ -815,7 +850,7 @@ fn bar(p: &Prepared, report: &SelectionReport) -> String {
     // Pack legend entries into 80-column lines.
     let mut row = String::new();
     for entry in legend {
-        if !row.is_empty() && row.chars().count() + 3 + entry.chars().count() > WIDTH {
+        if !row.is_empty() && width(&row) + 3 + width(&entry) > WIDTH {
             let _ = writeln!(out, "{row}");
             row.clear();
         }
@@ -935,23 +970,40 @@ mod tests {
         // a cut right after a space drops the space
         assert_eq!(clip("abcd efgh", 6), "abcd…");
         assert_eq!(clip("éééééé", 3).chars().count(), 3);
+        // Display columns: each CJK character takes two, so six of them are
+        // 12 columns. At 6 columns: the longest prefix of at most 5 is 漢字
+        // (4 columns; a third would make 6 + 1 for `…` = 7), then `…`.
+        assert_eq!(clip("漢字漢字漢字", 12), "漢字漢字漢字");
+        assert_eq!(clip("漢字漢字漢字", 6), "漢字…");
+        assert_eq!(clip("漢字漢字漢字", 5), "漢字…");
+        assert_eq!(width(&clip("漢字漢字漢字", 4)), 3);
         // an ANSI escape cannot reach the terminal
         assert_eq!(clip("a\u{1b}[31mred", 20), "a [31mred");
     }
 
-    /// The flatten-everything-then-cut definition `clip` must match.
+    /// The flatten-everything-then-cut definition `clip` must match: the
+    /// flattened text if it fits `width` display columns, else the longest
+    /// prefix of at most `width - 1` columns, trimmed, and `…`.
     fn clip_by_definition(s: &str, width: usize) -> String {
         let flat = s
             .split(|c: char| c.is_whitespace() || c.is_control())
             .filter(|w| !w.is_empty())
             .collect::<Vec<_>>()
             .join(" ");
-        if flat.chars().count() <= width {
+        if super::width(&flat) <= width {
             return flat;
         }
-        let mut out: String = flat.chars().take(width.saturating_sub(1)).collect();
+        let mut out = String::new();
+        for c in flat.chars() {
+            if super::width(&out) + char_width(c) + 1 > width {
+                break;
+            }
+            out.push(c);
+        }
         out.truncate(out.trim_end().len());
-        out.push('…');
+        if width > 0 {
+            out.push('…');
+        }
         out
     }
 

@@ -398,7 +398,7 @@ fn text(p: &Prepared, a: &SweepArgs, t: &Table) -> String {
         w2 = w[2],
         w3 = w[3]
     );
-    let indent = head.chars().count();
+    let indent = render::width(&head);
     let _ = writeln!(out, "{head}tokens by kind");
     for (r, c) in t.rows.iter().zip(&cells) {
         if let Some(why) = &r.no_window {

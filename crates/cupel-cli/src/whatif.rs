@@ -203,7 +203,7 @@ pub(crate) fn item_head(i: usize, item: &ContextItem) -> String {
 /// Appends `label` + `text` wrapped to 80 columns (continuation lines
 /// indented under the text).
 pub(crate) fn line(out: &mut String, label: &str, text: &str) {
-    let w = label.chars().count();
+    let w = render::width(label);
     render::labelled(out, label, w, text);
 }
 

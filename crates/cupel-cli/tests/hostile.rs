@@ -648,3 +648,33 @@ fn deeply_nested_documents_are_refused_not_overflowed() {
         }
     }
 }
+
+#[test]
+fn cjk_items_stay_within_80_columns() {
+    // Issue 27: widths were counted in characters, so CJK content (two
+    // columns per character) made `select` 128 columns wide and `explain`
+    // 153. Every line must fit 80 display columns.
+    use unicode_width::UnicodeWidthStr;
+    let mut doc = String::from("[budget]\nmax_tokens = 100\ntarget_tokens = 60\n");
+    for (i, kind) in ["Message", "文書", "Message"].iter().enumerate() {
+        let _ = write!(
+            doc,
+            "[[items]]\ncontent = \"{}\"\ntokens = 30\nkind = \"{kind}\"\ntimestamp = \"2025-01-01T10:0{i}:00Z\"\n",
+            "注文が届きません。配送状況を確認してください。".repeat(4)
+        );
+    }
+    let path = temp("cjk.toml", doc.as_bytes());
+    for cmd in ["select", "explain"] {
+        let o = cupel(&[cmd, path.to_str().unwrap()], None);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let out = stdout(&o);
+        assert!(out.contains("注文"), "{out}");
+        for line in out.lines() {
+            assert!(
+                line.width() <= 80,
+                "{cmd}: {} columns: {line}",
+                line.width()
+            );
+        }
+    }
+}
