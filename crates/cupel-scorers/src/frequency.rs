@@ -1,8 +1,6 @@
 //! [`FrequencyScorer`]: the share of peers that share a tag.
 
 use std::collections::HashMap;
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
 
 use cupel_core::{ContextItem, Scorer};
 
@@ -126,83 +124,11 @@ impl Scorer for FrequencyScorer {
     }
 }
 
-/// A fast hasher for the short keys of the whole pass (packed tags, id sets).
-///
-/// A multiply-fold mix (as in the `foldhash` family) seeded per pass from the
-/// standard library's random keys, so bucket layouts differ from run to run
-/// and are not predictable from tag names alone. Hash order never reaches an
-/// output: the maps are only probed, never iterated.
-#[derive(Clone, Copy)]
-struct PassHasher(u64);
-
-const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
-
-fn folded_multiply(a: u64, b: u64) -> u64 {
-    let full = u128::from(a) * u128::from(b);
-    (full as u64) ^ ((full >> 64) as u64)
-}
-
-impl PassHasher {
-    fn mix(&mut self, word: u64) {
-        self.0 = folded_multiply(self.0 ^ word, MIX);
-    }
-}
-
-impl Hasher for PassHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.mix(u64::from_le_bytes(word));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            // Tag the length so "a" and "a\0" differ.
-            self.mix(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
-        }
-    }
-
-    fn write_u8(&mut self, i: u8) {
-        self.mix(u64::from(i));
-    }
-
-    fn write_u32(&mut self, i: u32) {
-        self.mix(u64::from(i));
-    }
-
-    fn write_u64(&mut self, i: u64) {
-        self.mix(i);
-    }
-
-    fn write_usize(&mut self, i: usize) {
-        self.mix(i as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        folded_multiply(self.0, MIX.rotate_left(17))
-    }
-}
-
-#[derive(Clone, Copy)]
-struct PassState(u64);
-
-impl PassState {
-    fn new() -> Self {
-        // `RandomState::new()` draws fresh random keys per process (and
-        // varies them per call); hashing a constant turns them into a seed.
-        Self(RandomState::new().hash_one(0x5EED_u64))
-    }
-}
-
-impl BuildHasher for PassState {
-    type Hasher = PassHasher;
-    fn build_hasher(&self) -> PassHasher {
-        PassHasher(self.0)
-    }
-}
+/// The hasher of the whole pass's maps (packed tags, id sets): foldhash's
+/// fast hasher, seeded per process from random keys, so bucket layouts are
+/// not predictable from tag names alone. Hash order never reaches an output:
+/// the maps are only probed, never iterated.
+type PassState = foldhash::fast::RandomState;
 
 type PassMap<K, V> = HashMap<K, V, PassState>;
 
@@ -226,7 +152,7 @@ fn peer_overlap_counts_with(items: &[&ContextItem], force: Option<Method>) -> Ve
         // Item ids are 32-bit below; four billion items: count pair by pair.
         return reference_counts(items);
     }
-    let state = PassState::new();
+    let state = PassState::default();
 
     // 1. All tags, ASCII-folded, in one buffer (see `gather`; shared with
     //    the other children of a composite). Intern them: short tags (at
@@ -234,8 +160,8 @@ fn peer_overlap_counts_with(items: &[&ContextItem], force: Option<Method>) -> Ve
     //    comparison, longer ones by their bytes.
     let arena = tags_of(items);
     let folded = arena.bytes(true);
-    let mut short_ids: PassMap<u64, u32> = HashMap::with_hasher(state);
-    let mut long_ids: PassMap<&[u8], u32> = HashMap::with_hasher(state);
+    let mut short_ids: PassMap<u64, u32> = HashMap::with_hasher(state.clone());
+    let mut long_ids: PassMap<&[u8], u32> = HashMap::with_hasher(state.clone());
     let mut distinct: usize = 0;
     let mut sets: Vec<u32> = Vec::with_capacity(arena.tag_count());
     for t in 0..arena.tag_count() {
@@ -299,7 +225,7 @@ fn peer_overlap_counts_with(items: &[&ContextItem], force: Option<Method>) -> Ve
     let mut group_sets: Vec<&[u32]> = Vec::new();
     let mut sizes: Vec<u64> = Vec::new();
     {
-        let mut index: PassMap<&[u32], usize> = HashMap::with_hasher(state);
+        let mut index: PassMap<&[u32], usize> = HashMap::with_hasher(state.clone());
         for (i, w) in shared_offsets.windows(2).enumerate() {
             let set = &shared[w[0]..w[1]];
             if set.is_empty() {
