@@ -1,6 +1,5 @@
 //! Finding vector files: every `*.toml` under a directory, recursively, in path order.
 
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -10,23 +9,16 @@ use std::path::{Path, PathBuf};
 /// links to files are read like files.
 pub(crate) fn toml_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
-    walk(dir, &mut out)?;
-    out.sort();
-    Ok(out)
-}
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
-    for entry in fs::read_dir(dir)? {
-        let entry = entry?;
+    for entry in walkdir::WalkDir::new(dir).follow_links(false) {
+        let entry = entry.map_err(io::Error::from)?;
         let path = entry.path();
-        let file_type = entry.file_type()?;
-        if file_type.is_dir() {
-            walk(&path, out)?;
-        } else if is_toml(&path) && (file_type.is_file() || path.is_file()) {
-            out.push(path);
+        let file_type = entry.file_type();
+        if !file_type.is_dir() && is_toml(path) && (file_type.is_file() || path.is_file()) {
+            out.push(path.to_path_buf());
         }
     }
-    Ok(())
+    out.sort();
+    Ok(out)
 }
 
 fn is_toml(path: &Path) -> bool {
@@ -36,6 +28,8 @@ fn is_toml(path: &Path) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     #[test]

@@ -68,3 +68,12 @@ mod stages;
 mod toml_util;
 
 pub use run::{Outcome, Summary, VectorResult, default_dirs, run, run_file, run_text_unguarded};
+
+/// Every vector file (`*.toml`, recursively, links to directories not
+/// followed) under `dir`, sorted by path: what [`run`] runs.
+///
+/// # Errors
+/// The directory (or an entry under it) cannot be read.
+pub fn vector_files(dir: &std::path::Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+    discover::toml_files(dir)
+}

@@ -6,59 +6,31 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clap::Parser;
 use cupel_conformance::{default_dirs, run};
 
-const USAGE: &str = "usage: cupel-conformance [--dir PATH]... [--filter SUBSTR]
-
-  --dir PATH       a directory of .toml vectors, searched recursively (repeatable);
-                   default: this repository's conformance/required and conformance/optional
-  --filter SUBSTR  only vectors whose path or [test] name contains SUBSTR";
-
+/// Runs Cupel conformance vectors and prints one line per failure or skip,
+/// the vector count and `N passed, N failed[, N skipped]`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "cupel-conformance",
+    after_help = "Exit codes: 0 all passed, 1 a vector failed (or none was found), 2 usage error"
+)]
 struct Args {
+    /// A directory of .toml vectors, searched recursively (repeatable);
+    /// default: this repository's conformance/required and conformance/optional.
+    #[arg(long = "dir", value_name = "PATH")]
     dirs: Vec<PathBuf>,
+    /// Only vectors whose path or [test] name contains SUBSTR.
+    #[arg(long, value_name = "SUBSTR")]
     filter: Option<String>,
 }
 
-fn parse_args(args: impl Iterator<Item = String>) -> Result<Option<Args>, String> {
-    let mut dirs = Vec::new();
-    let mut filter = None;
-    let mut args = args.peekable();
-    while let Some(a) = args.next() {
-        let (flag, inline) = match a.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
-            _ => (a.clone(), None),
-        };
-        let mut value = |name: &str| {
-            inline
-                .clone()
-                .or_else(|| args.next())
-                .ok_or_else(|| format!("`{name}` needs a value"))
-        };
-        match flag.as_str() {
-            "--dir" => dirs.push(PathBuf::from(value("--dir")?)),
-            "--filter" => filter = Some(value("--filter")?),
-            "-h" | "--help" => return Ok(None),
-            other => return Err(format!("unknown argument `{other}`")),
-        }
-    }
-    if dirs.is_empty() {
-        dirs = default_dirs();
-    }
-    Ok(Some(Args { dirs, filter }))
-}
-
 fn main() -> ExitCode {
-    let args = match parse_args(std::env::args().skip(1)) {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("cupel-conformance: {e}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    let mut args = Args::parse();
+    if args.dirs.is_empty() {
+        args.dirs = default_dirs();
+    }
     let summary = run(&args.dirs, args.filter.as_deref());
     println!("{}", summary.report());
     if summary.results.is_empty() {
@@ -76,24 +48,19 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
-    fn parse(args: &[&str]) -> Result<Option<Args>, String> {
-        parse_args(args.iter().map(|s| s.to_string()))
+    fn parse(args: &[&str]) -> Result<Args, clap::Error> {
+        Args::try_parse_from(std::iter::once("cupel-conformance").chain(args.iter().copied()))
     }
 
     #[test]
     fn flags_take_separate_or_inline_values() {
-        let a = parse(&["--dir", "x", "--dir=y", "--filter", "decay"])
-            .unwrap()
-            .unwrap();
+        let a = parse(&["--dir", "x", "--dir=y", "--filter", "decay"]).unwrap();
         assert_eq!(a.dirs, [PathBuf::from("x"), PathBuf::from("y")]);
         assert_eq!(a.filter.as_deref(), Some("decay"));
-        let a = parse(&[]).unwrap().unwrap();
-        assert_eq!(a.dirs, default_dirs());
-        assert!(parse(&["--help"]).unwrap().is_none());
-        assert_eq!(parse(&["--dir"]).err().unwrap(), "`--dir` needs a value");
-        assert_eq!(
-            parse(&["--frobnicate"]).err().unwrap(),
-            "unknown argument `--frobnicate`"
-        );
+        assert!(parse(&[]).unwrap().dirs.is_empty());
+        assert!(parse(&["--dir"]).is_err());
+        let e = parse(&["--frobnicate"]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::UnknownArgument);
+        assert_eq!(e.exit_code(), 2);
     }
 }
