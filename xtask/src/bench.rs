@@ -11,18 +11,9 @@ use std::path::{Path, PathBuf};
 
 use crate::{cargo, run_step, workspace_root};
 
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    let mut quick = false;
-    let mut run_benches = true;
-    let mut benches: Vec<&str> = Vec::new();
-    for a in args {
-        match a.as_str() {
-            "--quick" => quick = true,
-            "--summary-only" => run_benches = false,
-            s if s.starts_with('-') => return Err(format!("bench: unknown flag `{s}`")),
-            s => benches.push(s),
-        }
-    }
+pub(crate) fn run(quick: bool, summary_only: bool, names: &[String]) -> Result<(), String> {
+    let run_benches = !summary_only;
+    let mut benches: Vec<&str> = names.iter().map(String::as_str).collect();
     if benches.is_empty() {
         benches.push("pipeline");
     }

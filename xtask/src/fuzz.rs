@@ -61,24 +61,7 @@ fn available(fuzz_dir: &Path) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    let mut time: u64 = 60;
-    let mut only: Vec<String> = Vec::new();
-    let mut check = false;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--time" => {
-                let v = it.next().ok_or("--time needs a number of seconds")?;
-                time = v
-                    .parse()
-                    .map_err(|_| format!("--time: `{v}` is not a number of seconds"))?;
-            }
-            "--target" => only.push(it.next().ok_or("--target needs a name")?.clone()),
-            "--check" => check = true,
-            other => return Err(format!("fuzz: unknown argument `{other}`")),
-        }
-    }
+pub(crate) fn run(time: u64, only: &[String], check: bool) -> Result<(), String> {
     let root = workspace_root();
     let fuzz_dir = root.join("fuzz");
     if !available(&fuzz_dir) {
@@ -95,7 +78,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         c.args(["fuzz", "check"]);
         return crate::run_step("cargo +nightly fuzz check (fuzz targets build)", c);
     }
-    for name in &only {
+    for name in only {
         if !TARGETS.iter().any(|(t, _)| t == name) {
             return Err(format!("fuzz: unknown target `{name}`"));
         }

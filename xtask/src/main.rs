@@ -17,6 +17,8 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+use clap::{Parser, Subcommand};
+
 mod bench;
 mod ci;
 mod conformance;
@@ -24,27 +26,87 @@ mod fuzz;
 mod release;
 mod spec;
 
+/// Project automation for the Cupel workspace.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// fmt check, clippy -D warnings, all tests (incl. doctests), rustdoc -D
+    /// warnings, conformance, fuzz build check, spec build, release dry run.
+    Ci,
+    /// Run the conformance vectors (default: conformance/required +
+    /// conformance/optional).
+    Conformance {
+        /// A directory of vectors, searched recursively (repeatable); relative
+        /// to the directory you run from.
+        #[arg(long = "dir", value_name = "PATH")]
+        dirs: Vec<PathBuf>,
+        /// Only vectors whose path or [test] name contains SUBSTR.
+        #[arg(long, value_name = "SUBSTR")]
+        filter: Option<String>,
+    },
+    /// Run criterion benchmarks (default: pipeline) and print
+    /// NAME median_ms floor_ms ratio.
+    Bench {
+        /// Fewer samples and shorter measurement windows.
+        #[arg(long)]
+        quick: bool,
+        /// Only print the table from earlier results.
+        #[arg(long)]
+        summary_only: bool,
+        /// Benchmarks to run (names of benches/benches/*.rs).
+        #[arg(value_name = "BENCH")]
+        benches: Vec<String>,
+    },
+    /// Run the cargo-fuzz targets in fuzz/ (nightly + cargo-fuzz), seeded from
+    /// conformance/ and the CLI fixtures, and print the execution counts.
+    Fuzz {
+        /// Seconds per target.
+        #[arg(long, value_name = "SECS", default_value_t = 60)]
+        time: u64,
+        /// Only this target (repeatable).
+        #[arg(long = "target", value_name = "NAME")]
+        targets: Vec<String>,
+        /// Only build the targets (what `ci` does; skipped without cargo-fuzz).
+        #[arg(long)]
+        check: bool,
+    },
+    /// Check spec/*.md links and anchors and render it to target/spec/ (HTML).
+    Spec,
+    /// Refuse a dirty tree; bump every crate; move CHANGELOG's Unreleased under
+    /// VERSION; run ci; cargo package --workspace; check each package's files;
+    /// semver check against the previous tag; commit and tag vVERSION.
+    Release {
+        /// The new version, MAJOR.MINOR.PATCH (a leading `v` is accepted).
+        version: String,
+        /// Do all of it on a temporary copy and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
 fn main() -> ExitCode {
-    let args: Vec<String> = env::args().skip(1).collect();
-    let (cmd, rest) = match args.split_first() {
-        Some((c, r)) => (c.as_str(), r),
-        None => {
-            eprintln!("{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
-    let result = match cmd {
-        "ci" => ci::run(rest),
-        "bench" => bench::run(rest),
-        "conformance" => conformance::run(rest),
-        "fuzz" => fuzz::run(rest),
-        "spec" => spec::run(rest),
-        "release" => release::run(rest),
-        "-h" | "--help" | "help" => {
-            println!("{USAGE}");
-            Ok(())
-        }
-        other => Err(format!("unknown command `{other}`\n{USAGE}")),
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Cmd::Ci => ci::run(),
+        Cmd::Bench {
+            quick,
+            summary_only,
+            benches,
+        } => bench::run(quick, summary_only, &benches),
+        Cmd::Conformance { dirs, filter } => conformance::run(&dirs, filter.as_deref()),
+        Cmd::Fuzz {
+            time,
+            targets,
+            check,
+        } => fuzz::run(time, &targets, check),
+        Cmd::Spec => spec::run(),
+        Cmd::Release { version, dry_run } => release::run(&version, dry_run),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -54,25 +116,6 @@ fn main() -> ExitCode {
         }
     }
 }
-
-const USAGE: &str = "usage: cargo xtask <command>
-
-commands:
-  ci            fmt check, clippy -D warnings, all tests (incl. doctests), rustdoc -D warnings, conformance, spec build
-  conformance [--dir PATH]... [--filter SUBSTR]
-                run the conformance vectors (default: conformance/required + conformance/optional)
-  bench [--quick] [--summary-only] [BENCH...]
-                run criterion benchmarks (default: pipeline) and print NAME median_ms floor_ms ratio
-  fuzz [--time SECS] [--target NAME]... [--check]
-                run the cargo-fuzz targets in fuzz/ (nightly + cargo-fuzz) for SECS each
-                (default 60), seeded from conformance/ and the CLI fixtures; print the
-                execution counts. --check only builds them (ci; skipped if cargo-fuzz is missing)
-  spec          check spec/*.md links and anchors, render it to target/spec/ (HTML)
-  release VERSION [--dry-run]
-                refuse a dirty tree; bump every crate; move CHANGELOG's Unreleased under
-                VERSION; run ci; cargo package --workspace; check each package's files;
-                semver check against the previous tag; commit and tag vVERSION.
-                --dry-run does all of it on a temporary copy and changes nothing";
 
 /// The cargo that invoked us (`$CARGO`), falling back to `cargo` on PATH.
 pub(crate) fn cargo() -> Command {
@@ -101,6 +144,24 @@ pub(crate) fn workspace_root() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arguments_parse_into_commands() {
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("xtask").chain(args.iter().copied()))
+        };
+        assert!(matches!(
+            parse(&["fuzz", "--time", "5", "--target", "gate"]).unwrap().command,
+            Cmd::Fuzz { time: 5, ref targets, check: false } if targets == &["gate"]
+        ));
+        assert!(matches!(
+            parse(&["release", "0.2.0", "--dry-run"]).unwrap().command,
+            Cmd::Release { ref version, dry_run: true } if version == "0.2.0"
+        ));
+        assert!(parse(&["release"]).is_err());
+        assert!(parse(&["fuzz", "--time", "soon"]).is_err());
+        assert!(parse(&["frobnicate"]).is_err());
+    }
 
     #[test]
     fn workspace_root_is_the_directory_holding_spec_and_conformance() {

@@ -47,18 +47,7 @@ const MAX_CRATE_BYTES: u64 = 10 * 1024 * 1024;
 /// Largest single file we let into a package without a reason.
 const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    let mut version = None;
-    let mut dry_run = false;
-    for a in args {
-        match a.as_str() {
-            "--dry-run" => dry_run = true,
-            s if s.starts_with('-') => return Err(format!("release: unknown flag `{s}`\n{USAGE}")),
-            s if version.is_none() => version = Some(s.to_owned()),
-            s => return Err(format!("release: unexpected argument `{s}`\n{USAGE}")),
-        }
-    }
-    let version = version.ok_or_else(|| format!("release: VERSION is required\n{USAGE}"))?;
+pub(crate) fn run(version: &str, dry_run: bool) -> Result<(), String> {
     let version = Version::parse(version.trim_start_matches('v')).map_err(|e| {
         format!("release: `{version}` is not a semver version (MAJOR.MINOR.PATCH): {e}")
     })?;
@@ -69,8 +58,6 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         real_release(&root, &version)
     }
 }
-
-const USAGE: &str = "usage: cargo xtask release VERSION [--dry-run]";
 
 /// The dry run `cargo xtask ci` performs: the current workspace version when
 /// it has no tag yet (the first release), otherwise the next patch version.
