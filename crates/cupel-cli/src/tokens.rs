@@ -1,11 +1,11 @@
 //! `--count-tokens` / `--encoding`: the tokenizer-backed counter from
-//! `cupel-pipeline` (feature `tiktoken`), with the CLI's messages.
+//! `cupel-tokens` (feature `tiktoken`), with the CLI's messages.
 //!
 //! Only built with the `tiktoken` feature (on by default). There is no
 //! fallback: a character-count heuristic would silently give wrong budgets.
 
 #[cfg(feature = "tiktoken")]
-pub(crate) use cupel_pipeline::TiktokenCounter;
+pub(crate) use cupel_tokens::TiktokenCounter;
 
 use crate::error::CliError;
 
@@ -15,7 +15,7 @@ use crate::error::CliError;
 /// OpenAI model name (`gpt-4o`, `gpt-4`, ...), resolved to its encoding.
 #[cfg(feature = "tiktoken")]
 pub(crate) fn counter(name: &str) -> Result<TiktokenCounter, CliError> {
-    use cupel_pipeline::{TIKTOKEN_ENCODINGS, TokenizerError};
+    use cupel_tokens::{TIKTOKEN_ENCODINGS, TokenizerError};
     TiktokenCounter::new(name).map_err(|e| match e {
         TokenizerError::UnknownEncoding { name } => {
             CliError::input(format!("unknown encoding `{name}`")).hint(format!(

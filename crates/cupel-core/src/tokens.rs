@@ -6,10 +6,11 @@ use std::sync::Arc;
 ///
 /// The pipeline never counts tokens (callers supply counts); components that
 /// produce new text — the context gate's compaction, the CLI's
-/// `--count-tokens` — take a `TokenCounter`. A tokenizer-backed implementation
-/// (`TiktokenCounter`) ships in `cupel-pipeline` (and the `cupel` facade)
-/// behind the `tiktoken` feature; character heuristics are deliberately not
-/// provided.
+/// `--count-tokens` — take a `TokenCounter`. Implementations ship in
+/// `cupel-rs-tokens` (and the `cupel` facade's `tokens` module):
+/// `TiktokenCounter` for OpenAI's encodings, `HuggingFaceCounter` for a
+/// `tokenizer.json`, and `CharEstimate`, a documented estimate to calibrate
+/// for providers that publish no tokenizer.
 pub trait TokenCounter: Send + Sync {
     /// The number of tokens in `text`.
     fn count_tokens(&self, text: &str) -> i64;

@@ -114,9 +114,9 @@
 //!   `from_json_str`. It pulls toml, serde_json, serde_ignored and
 //!   serde_path_to_error and enables `cupel-core/serde`; build with
 //!   `default-features = false` for a pipeline assembled in code only.
-//! * `tiktoken` — `TiktokenCounter`, a
-//!   [`TokenCounter`](cupel_core::TokenCounter) backed by tiktoken's BPE
-//!   encodings (`cl100k_base`, `o200k_base`, ...).
+//! * `tiktoken` — deprecated re-exports of `TiktokenCounter`,
+//!   `TokenizerError` and `TIKTOKEN_ENCODINGS`, which moved to the
+//!   `cupel-rs-tokens` crate (`cupel_tokens`) in 0.2.
 //!
 //! Depends on `cupel-core`, `cupel-scorers`, `cupel-slicers` and `cupel-placers`.
 
@@ -139,8 +139,6 @@ mod run;
 mod run_budget;
 #[cfg(feature = "config")]
 pub mod samples;
-#[cfg(feature = "tiktoken")]
-mod tiktoken;
 
 #[cfg(feature = "config")]
 pub use config::{
@@ -171,5 +169,24 @@ pub use run_budget::BudgetedWindow;
 #[cfg(feature = "config")]
 pub use serde_json;
 
+/// Moved to `cupel-rs-tokens` (`cupel_tokens::TiktokenCounter`).
 #[cfg(feature = "tiktoken")]
-pub use tiktoken::{TIKTOKEN_ENCODINGS, TIKTOKEN_PIECE_BYTES, TiktokenCounter, TokenizerError};
+#[deprecated(
+    since = "0.2.0",
+    note = "moved to the cupel-rs-tokens crate: use cupel_tokens::TiktokenCounter"
+)]
+pub type TiktokenCounter = cupel_tokens::TiktokenCounter;
+/// Moved to `cupel-rs-tokens` (`cupel_tokens::TokenizerError`).
+#[cfg(feature = "tiktoken")]
+#[deprecated(
+    since = "0.2.0",
+    note = "moved to the cupel-rs-tokens crate: use cupel_tokens::TokenizerError"
+)]
+pub type TokenizerError = cupel_tokens::TokenizerError;
+/// Moved to `cupel-rs-tokens` (`cupel_tokens::TIKTOKEN_ENCODINGS`).
+#[cfg(feature = "tiktoken")]
+#[deprecated(
+    since = "0.2.0",
+    note = "moved to the cupel-rs-tokens crate: use cupel_tokens::TIKTOKEN_ENCODINGS"
+)]
+pub const TIKTOKEN_ENCODINGS: &[&str] = cupel_tokens::TIKTOKEN_ENCODINGS;

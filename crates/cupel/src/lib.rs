@@ -58,9 +58,11 @@
 //! * `analytics` — `cupel::analytics`: report metrics, budget simulation
 //!   (marginal items, minimum budget, sweeps), policy sensitivity and adaptive
 //!   token budgets for agent loops (`cupel::analytics::UsageRecorder`).
-//! * `tiktoken` — `cupel::TiktokenCounter`, a [`TokenCounter`] backed by
-//!   tiktoken's BPE encodings (`cl100k_base`, `o200k_base`, ...), for the
-//!   context gate.
+//! * `tiktoken` — `cupel::TiktokenCounter` (also in [`tokens`]), a
+//!   [`TokenCounter`] backed by tiktoken's BPE encodings (`cl100k_base`,
+//!   `o200k_base`, ...), for the context gate.
+//! * `huggingface` — `cupel::tokens::HuggingFaceCounter`, a tokenizer read
+//!   from a `tokenizer.json` you supply.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -114,7 +116,14 @@ pub use cupel_pipeline::{
     scarcity_behavior_name, serde_json,
 };
 #[cfg(feature = "tiktoken")]
-pub use cupel_pipeline::{TIKTOKEN_ENCODINGS, TiktokenCounter, TokenizerError};
+pub use cupel_tokens::{TIKTOKEN_ENCODINGS, TiktokenCounter, TokenizerError};
+
+/// Token counters (`cupel-rs-tokens`): [`CharEstimate`](tokens::CharEstimate)
+/// always, `TiktokenCounter` with the `tiktoken` feature,
+/// `HuggingFaceCounter` with `huggingface`.
+pub mod tokens {
+    pub use cupel_tokens::*;
+}
 
 /// Report metrics, budget simulation, policy sensitivity and adaptive token
 /// budgets (feature `analytics`).

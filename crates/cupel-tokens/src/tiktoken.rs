@@ -1,16 +1,12 @@
-//! [`TiktokenCounter`]: a [`TokenCounter`] backed by a real BPE tokenizer
+//! [`TiktokenCounter`]: a [`TokenCounter`] backed by OpenAI's BPE encodings
 //! (feature `tiktoken`).
 //!
-//! There is deliberately no fallback: a character-count heuristic would give
-//! wrong budgets without a word.
-//!
-//! It lives here rather than in `cupel-core` because the core crate stays
-//! small and free of heavy dependencies (tiktoken-rs embeds megabytes of
-//! ranks), and the context gate — the library's main user of a counter — is
-//! in this crate; the `cupel` facade re-exports it behind its own `tiktoken`
-//! feature, and the CLI uses it from here.
+//! It lives outside `cupel-core`, which stays small and free of heavy
+//! dependencies (tiktoken-rs embeds megabytes of ranks).
 
-use cupel_core::{CupelError, TokenCounter};
+use cupel_core::TokenCounter;
+
+use crate::TokenizerError;
 
 /// The encodings [`TiktokenCounter::new`] accepts by name, in the order error
 /// messages list them. `gpt2` is accepted as another name of `r50k_base`, and
@@ -23,34 +19,6 @@ pub const TIKTOKEN_ENCODINGS: &[&str] = &[
     "p50k_edit",
     "r50k_base",
 ];
-
-/// Why a [`TiktokenCounter`] could not be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TokenizerError {
-    /// The name is neither a known encoding nor a known model.
-    #[error(
-        "unknown encoding `{name}` (known: cl100k_base, o200k_base, o200k_harmony, p50k_base, p50k_edit, r50k_base, or an OpenAI model name)"
-    )]
-    UnknownEncoding {
-        /// The name as given.
-        name: String,
-    },
-    /// The encoding's ranks could not be loaded.
-    #[error("could not load the {encoding} tokenizer: {message}")]
-    Load {
-        /// The canonical encoding name.
-        encoding: &'static str,
-        /// The loader's message.
-        message: String,
-    },
-}
-
-impl From<TokenizerError> for CupelError {
-    fn from(e: TokenizerError) -> Self {
-        CupelError::InvalidArgument(e.to_string())
-    }
-}
 
 /// Counts tokens with one of tiktoken's BPE encodings (the ranks are embedded
 /// in the binary; no network access).
@@ -74,12 +42,12 @@ impl From<TokenizerError> for CupelError {
 ///
 /// ```
 /// use cupel_core::TokenCounter;
-/// use cupel_pipeline::TiktokenCounter;
+/// use cupel_tokens::TiktokenCounter;
 /// let counter = TiktokenCounter::new("cl100k_base")?;
 /// // cl100k_base: "hello" is one token, " world" another.
 /// assert_eq!(counter.count_tokens("hello world"), 2);
 /// assert_eq!(TiktokenCounter::new("gpt-4o")?.encoding(), "o200k_base");
-/// # Ok::<(), cupel_pipeline::TokenizerError>(())
+/// # Ok::<(), cupel_tokens::TokenizerError>(())
 /// ```
 pub struct TiktokenCounter {
     encoding: &'static str,
@@ -262,7 +230,7 @@ mod tests {
                 name: "bogus_base".into()
             }
         );
-        let c: CupelError = e.into();
+        let c: cupel_core::CupelError = e.into();
         assert!(c.to_string().contains("cl100k_base"));
     }
 }
