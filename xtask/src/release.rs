@@ -194,9 +194,15 @@ fn check_all(root: &Path, version: &Version, dirty: DirtyTree) -> Result<(), Str
 
 /// `cargo metadata` (with dependencies) as JSON.
 fn metadata(root: &Path) -> Result<serde_json::Value, String> {
+    cargo_metadata(root, &["--locked"])
+}
+
+/// `cargo metadata --format-version 1 ARGS...` in `root`, as JSON.
+fn cargo_metadata(root: &Path, args: &[&str]) -> Result<serde_json::Value, String> {
     let out = cargo()
         .current_dir(root)
-        .args(["metadata", "--format-version", "1", "--locked"])
+        .args(["metadata", "--format-version", "1"])
+        .args(args)
         .output()
         .map_err(|e| format!("cargo metadata: could not start: {e}"))?;
     if !out.status.success() {
@@ -405,25 +411,7 @@ fn bump(root: &Path, version: &Version) -> Result<(), String> {
 /// The manifests of the workspace's members (`cargo metadata --no-deps`),
 /// in the order cargo lists them.
 fn member_manifests(root: &Path) -> Result<Vec<PathBuf>, String> {
-    let out = cargo()
-        .current_dir(root)
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--offline",
-        ])
-        .output()
-        .map_err(|e| format!("cargo metadata: could not start: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "cargo metadata failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| format!("cargo metadata: bad JSON: {e}"))?;
+    let meta = cargo_metadata(root, &["--no-deps", "--offline"])?;
     Ok(meta["packages"]
         .as_array()
         .map(|a| {
