@@ -65,41 +65,83 @@ impl std::fmt::Debug for TiktokenCounter {
 impl TiktokenCounter {
     /// Loads the encoding `name` (or the encoding of the OpenAI model `name`).
     ///
-    /// Names are trimmed and compared ignoring ASCII case.
+    /// Names are trimmed and compared ignoring ASCII case. Loading takes
+    /// about a tenth of a second; [`shared`](Self::shared) loads each
+    /// encoding once per process.
     ///
     /// # Errors
     /// [`TokenizerError::UnknownEncoding`] for a name that is neither (see
     /// [`TIKTOKEN_ENCODINGS`]); [`TokenizerError::Load`] if the ranks fail to load.
     pub fn new(name: &str) -> Result<Self, TokenizerError> {
-        use tiktoken_rs::tokenizer::{Tokenizer, get_tokenizer};
-        let wanted = name.trim().to_ascii_lowercase();
-        let tokenizer = match wanted.as_str() {
-            "cl100k_base" => Some(Tokenizer::Cl100kBase),
-            "o200k_base" => Some(Tokenizer::O200kBase),
-            "o200k_harmony" => Some(Tokenizer::O200kHarmony),
-            "p50k_base" => Some(Tokenizer::P50kBase),
-            "p50k_edit" => Some(Tokenizer::P50kEdit),
-            "r50k_base" | "gpt2" => Some(Tokenizer::R50kBase),
-            model => get_tokenizer(model),
-        };
-        let Some(tokenizer) = tokenizer else {
-            return Err(TokenizerError::UnknownEncoding {
-                name: name.to_string(),
-            });
-        };
-        let (encoding, bpe) = match tokenizer {
-            Tokenizer::Cl100kBase => ("cl100k_base", tiktoken_rs::cl100k_base()),
-            Tokenizer::O200kBase => ("o200k_base", tiktoken_rs::o200k_base()),
-            Tokenizer::O200kHarmony => ("o200k_harmony", tiktoken_rs::o200k_harmony()),
-            Tokenizer::P50kBase => ("p50k_base", tiktoken_rs::p50k_base()),
-            Tokenizer::P50kEdit => ("p50k_edit", tiktoken_rs::p50k_edit()),
-            Tokenizer::R50kBase | Tokenizer::Gpt2 => ("r50k_base", tiktoken_rs::r50k_base()),
+        let encoding = Self::encoding_of(name)?;
+        let bpe = match encoding {
+            "cl100k_base" => tiktoken_rs::cl100k_base(),
+            "o200k_base" => tiktoken_rs::o200k_base(),
+            "o200k_harmony" => tiktoken_rs::o200k_harmony(),
+            "p50k_base" => tiktoken_rs::p50k_base(),
+            "p50k_edit" => tiktoken_rs::p50k_edit(),
+            _ => tiktoken_rs::r50k_base(),
         };
         let bpe = bpe.map_err(|e| TokenizerError::Load {
             encoding,
             message: e.to_string(),
         })?;
         Ok(Self { encoding, bpe })
+    }
+
+    /// The canonical encoding `name` stands for (an encoding, `gpt2`, or an
+    /// OpenAI model name), without loading it.
+    ///
+    /// ```
+    /// use cupel_tokens::TiktokenCounter;
+    /// assert_eq!(TiktokenCounter::encoding_of(" GPT-4o ")?, "o200k_base");
+    /// assert_eq!(TiktokenCounter::encoding_of("gpt2")?, "r50k_base");
+    /// assert!(TiktokenCounter::encoding_of("gpt-unknown").is_err());
+    /// # Ok::<(), cupel_tokens::TokenizerError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`TokenizerError::UnknownEncoding`] for a name that is neither.
+    pub fn encoding_of(name: &str) -> Result<&'static str, TokenizerError> {
+        use tiktoken_rs::tokenizer::{Tokenizer, get_tokenizer};
+        let wanted = name.trim().to_ascii_lowercase();
+        if let Some(known) = TIKTOKEN_ENCODINGS.iter().find(|e| **e == wanted) {
+            return Ok(known);
+        }
+        match get_tokenizer(&wanted) {
+            Some(Tokenizer::Cl100kBase) => Ok("cl100k_base"),
+            Some(Tokenizer::O200kBase) => Ok("o200k_base"),
+            Some(Tokenizer::O200kHarmony) => Ok("o200k_harmony"),
+            Some(Tokenizer::P50kBase) => Ok("p50k_base"),
+            Some(Tokenizer::P50kEdit) => Ok("p50k_edit"),
+            Some(Tokenizer::R50kBase | Tokenizer::Gpt2) => Ok("r50k_base"),
+            None => Err(TokenizerError::UnknownEncoding {
+                name: name.to_string(),
+            }),
+        }
+    }
+
+    /// The counter for `name`, loaded once per process and shared by every
+    /// caller (the chat crate, the gate in the CLI, ...).
+    ///
+    /// # Errors
+    /// As [`new`](Self::new); a load that failed is retried on the next call.
+    pub fn shared(name: &str) -> Result<&'static TiktokenCounter, TokenizerError> {
+        use std::sync::OnceLock;
+        static LOADED: [OnceLock<TiktokenCounter>; 6] = [const { OnceLock::new() }; 6];
+        let encoding = Self::encoding_of(name)?;
+        let slot = TIKTOKEN_ENCODINGS
+            .iter()
+            .position(|e| *e == encoding)
+            .and_then(|i| LOADED.get(i))
+            .ok_or_else(|| TokenizerError::UnknownEncoding {
+                name: name.to_string(),
+            })?;
+        if let Some(counter) = slot.get() {
+            return Ok(counter);
+        }
+        let counter = Self::new(encoding)?;
+        Ok(slot.get_or_init(|| counter))
     }
 
     /// The canonical name of the encoding in use (`cl100k_base`, ...).
@@ -197,6 +239,15 @@ mod tests {
         let blob = "x".repeat(64 * 1024);
         assert_eq!(c.bpe.count_ordinary(&blob[..TIKTOKEN_PIECE_BYTES]), 1024);
         assert_eq!(c.count_tokens(&blob), 8192);
+    }
+
+    #[test]
+    fn shared_counters_are_loaded_once_per_encoding() {
+        let a = TiktokenCounter::shared("gpt-4o").unwrap();
+        let b = TiktokenCounter::shared("o200k_base").unwrap();
+        assert!(std::ptr::eq(a, b), "one counter per encoding");
+        assert_eq!(a.encoding(), "o200k_base");
+        assert!(TiktokenCounter::shared("nope").is_err());
     }
 
     #[test]
