@@ -226,8 +226,13 @@ pub enum CupelError {
         tokens: i64,
     },
 
-    /// A [`RunBudget`](crate::RunBudget) was built with a deadline that is
-    /// not after the clock's current reading.
+    /// A run-budget deadline that is not after the clock's current reading.
+    ///
+    /// No longer produced: since issue 28 an expired deadline at
+    /// construction or at a tracker's start is a
+    /// [`RunBudgetExceeded`](Self::RunBudgetExceeded) with phase `preflight`,
+    /// so that hosts match one error type for every overage. Kept so that
+    /// existing `match` arms still compile.
     #[error(
         "run budget deadline {} has already expired (now {})",
         .deadline.to_rfc3339_opts(SecondsFormat::AutoSi, true),

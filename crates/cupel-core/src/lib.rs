@@ -82,8 +82,8 @@ pub use item::{ContextItem, ContextItemBuilder};
 pub use kind::{ContextKind, ContextSource};
 pub use run_budget::{
     BudgetDimension, BudgetExceededError, BudgetPhase, BudgetRequest, BudgetSnapshot,
-    BudgetTracker, Deadline, RUN_BUDGET_TRACING_TARGET, RemainingTokens, Reservation, RunBudget,
-    RunBudgetBuilder, TokenLimit, TokenUsage, UsageMeter,
+    BudgetTracker, Deadline, RUN_BUDGET_TRACING_TARGET, RemainingTime, RemainingTokens,
+    Reservation, RunBudget, RunBudgetBuilder, TokenLimit, TokenUsage, UsageMeter,
 };
 pub use stage::{
     OverflowStrategy, Placer, ScoredItem, Scorer, SliceOutcome, SliceRoom, Slicer, SlicerKind,
