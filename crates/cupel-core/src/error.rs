@@ -281,8 +281,9 @@ pub enum CupelError {
     /// never make room, so the pipeline's limits are inconsistent (the
     /// retrieval budget is larger than the global one).
     #[error(
-        "PIPELINE_BUDGET_MISCONFIG: gate '{gate_id}': the retrieval texts alone need \
-         {retrieval_tokens} tokens (nodes: {nodes}), more than max_context_tokens = {max_context_tokens}; \
+        "PIPELINE_BUDGET_MISCONFIG: fetch_node_texts produced retrieval texts that cannot fit \
+         into settings.max_context_tokens (gate '{gate_id}': the retrieval texts alone need \
+         {retrieval_tokens} tokens (nodes: {nodes}), more than max_context_tokens = {max_context_tokens}); \
          the retrieval budget must be below the global context budget"
     )]
     PipelineBudgetMisconfig {

@@ -34,6 +34,16 @@ impl GateDecision {
     }
 }
 
+impl GateDecision {
+    /// The seed's name for the transition: `on_ok` (admitted) or `on_over`.
+    pub const fn seed_outcome(self) -> &'static str {
+        match self {
+            GateDecision::Admitted => "on_ok",
+            GateDecision::Over => "on_over",
+        }
+    }
+}
+
 impl fmt::Display for GateDecision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -158,6 +158,7 @@ pub use gate::{
     GateOutcome, GateReport, GateSpec, GateState, InboxMessage, NODE_HEADER, NodeReport, Over,
     RetrievalNode, RuleSpec, Unmatched, compact_csharp, compact_sql, format_node, header_value,
 };
+pub use gate::{ContextCompactor, GaveUp, LoopGuard, LoopOutcome, SummarizeWith};
 #[cfg(feature = "config")]
 pub use names::{ComponentType, PlacerType, ScorerType, SlicerType};
 pub use pipeline::{OverflowObserver, Pipeline, PipelineBuilder};

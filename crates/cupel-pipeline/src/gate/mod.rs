@@ -25,6 +25,11 @@
 //! construction: the [`Over`] variant hands back the very vectors it was given.
 //! [`ContextGate::evaluate`] is the side-effect-free dry run.
 //!
+//! [`ContextGate::admit_with_retry`] runs the seed's whole retry loop
+//! (`on_over` → compact the existing context with a [`ContextCompactor`] →
+//! gate again) under a [`LoopGuard`], and stops early when a compaction does
+//! not shrink the context.
+//!
 //! Every decision of [`ContextGate::admit`] emits one `tracing` event named
 //! `MANAGE_CONTEXT_BUDGET` (target `cupel::gate`, level INFO) with the numbers,
 //! the inbox summary (messages consumed, demand topics found, messages handed
@@ -70,6 +75,7 @@ mod classify;
 mod compact;
 mod config;
 mod format;
+mod retry;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -91,6 +97,7 @@ pub use config::{
     GateConfigError, GateSpec, RuleSpec,
 };
 pub use format::{NODE_HEADER, format_node, header_value};
+pub use retry::{ContextCompactor, GaveUp, LoopGuard, LoopOutcome, SummarizeWith};
 
 /// One retrieved text waiting to enter the context.
 ///
@@ -819,6 +826,7 @@ fn emit(r: &GateReport) {
         event_type = GATE_EVENT,
         gate_id = %r.gate_id,
         decision = r.decision.as_str(),
+        outcome = r.decision.seed_outcome(),
         max_context_tokens = r.max_context_tokens,
         context_tokens = r.context_tokens,
         divider_tokens = r.divider_tokens,
