@@ -520,7 +520,7 @@ proptest! {
         context in proptest::collection::vec("[a-z]{1,5}[ -~\n]{0,80}", 1..6),
         nodes in proptest::collection::vec(arb_node(), 1..5),
         demand in any::<bool>(),
-        // A blank divider is refused at validation (G-13), so one that is
+        // A blank divider is refused at validation (G-24), so one that is
         // used starts with a visible character.
         divider in proptest::option::of("[<>a-z][<>a-z ]{0,11}"),
     ) {

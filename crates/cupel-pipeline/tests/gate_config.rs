@@ -447,7 +447,7 @@ fn language_and_policy_names_ignore_case_and_csharp_names_dotnet() {
     ));
 }
 
-/// Issue 28 point 3 (clarification G-13): an empty or blank
+/// Issue 28 point 3 (clarification G-24): an empty or blank
 /// `divide_new_content` is refused at validation, from a file and from the
 /// builder alike; a divider with text still works.
 #[test]

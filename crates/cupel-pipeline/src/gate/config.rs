@@ -443,7 +443,7 @@ impl GateSpec {
             }
             Some(v) => v,
         };
-        // Clarification G-13: a divider that is empty or only blanks would
+        // Clarification G-24: a divider that is empty or only blanks would
         // append a block with nothing to read to every batch; it is refused.
         if self
             .divide_new_content
