@@ -377,3 +377,33 @@ fn the_path_decides_when_present() {
     // `classify` alone never sees a path.
     assert_eq!(c.classify("hello"), CodeLanguage::Unknown);
 }
+
+/// Embedded SQL, worked by hand from the original's literal rules.
+#[test]
+fn embedded_sql_scores_by_hand() {
+    // The verbatim literal, collapsed: "select o.id, o.total, o.createdat from
+    // dbo.orders o where o.createdat >= dateadd(day, -@days, sysutcdatetime())
+    // order by o.createdat desc;". Phrases select, from, where, order by (4)
+    // and functions dateadd, sysutcdatetime (2): 6 × 2.1 = 12.6; one @param
+    // 1.1; select … from dbo.orders 9; verbatim counts as multi-line 2:
+    // 24.7 × 1.07 (C# quotes) = 26.429 >= 12 -> DOTNET_WITH_SQL.
+    let s = BuiltinClassifier.scores(CSHARP_WITH_SQL);
+    assert!(close(s.embedded_sql, 26.429), "{s:?}");
+    assert_eq!(s.kind, CodeKind::DotnetWithSql);
+    // The raw literal "SELECT Region, SUM(Total) FROM Sales GROUP BY Region;":
+    // select, from, group by 6.3; select … from sales 9; raw is multi-line 2:
+    // 17.3 × 1.07 = 18.511. The code: namespace line 12, class 9, public,
+    // internal, static 1.8 each: 26.4.
+    let s = BuiltinClassifier.scores(CSHARP_RAW_SQL);
+    assert!(close(s.embedded_sql, 18.511), "{s:?}");
+    assert!(close(s.dotnet, 26.4), "{s:?}");
+    assert_eq!(s.kind, CodeKind::DotnetWithSql);
+    // A short log message is not SQL: under 60 characters without a statement.
+    let s = BuiltinClassifier.scores(r#"_log.Info("order saved, reset pending");"#);
+    assert!(close(s.embedded_sql, 0.0), "{s:?}");
+    // A short literal with a statement counts: "select the update from the
+    // queue" has select, update, from (6.3) and select … from the (9):
+    // 15.3 × 1.07 = 16.371.
+    let s = BuiltinClassifier.scores(r#"_log.Info("select the update from the queue");"#);
+    assert!(close(s.embedded_sql, 16.371), "{s:?}");
+}
