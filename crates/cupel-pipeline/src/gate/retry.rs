@@ -69,10 +69,16 @@ impl<T: ContextCompactor + ?Sized> ContextCompactor for Arc<T> {
 /// call that summarises, for one).
 ///
 /// ```
-/// use cupel_pipeline::SummarizeWith;
-/// // Keeps the last block only.
-/// let keep_last = SummarizeWith(|ctx: &[String]| Ok(ctx.last().cloned().into_iter().collect()));
-/// # let _ = keep_last;
+/// use cupel_core::CupelError;
+/// use cupel_pipeline::{ContextCompactor, GateState, SummarizeWith};
+/// // Keeps the last block only (a real one would ask a model for a summary).
+/// let keep_last = SummarizeWith(|ctx: &[String]| {
+///     Ok::<_, CupelError>(ctx.last().cloned().into_iter().collect())
+/// });
+/// let ctx = vec!["a b".to_string(), "c".to_string()];
+/// let pending = GateState::new(ctx.clone(), Vec::new());
+/// assert_eq!(keep_last.compact_context(&ctx, &pending)?, ["c"]);
+/// # Ok::<(), CupelError>(())
 /// ```
 pub struct SummarizeWith<F>(pub F);
 
