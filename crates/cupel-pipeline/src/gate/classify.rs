@@ -479,8 +479,9 @@ const DOTNET_WORDS: [&str; 13] = [
     "new",
 ];
 
+/// A count as a score term (counts beyond 2^53 lose precision, harmlessly).
 #[allow(clippy::cast_precision_loss)]
-fn f(n: usize) -> f64 {
+fn num(n: usize) -> f64 {
     n as f64
 }
 
@@ -490,10 +491,10 @@ impl DotnetScore {
         let using = USING_LINE.find_iter(code).count();
         let namespace = NAMESPACE_LINE.find_iter(code).count();
         if using > 0 {
-            score += 8.0 + 1.5 * f(using);
+            score += 8.0 + 1.5 * num(using);
         }
         if namespace > 0 {
-            score += 10.0 + 2.0 * f(namespace);
+            score += 10.0 + 2.0 * num(namespace);
         }
         let mut hits = [0usize; DOTNET_WORDS.len()];
         for_each_word(code, |w| {
@@ -507,35 +508,35 @@ impl DotnetScore {
             }
             score += match k {
                 // class, struct, record, interface
-                0..=3 => 8.0 + f(v),
+                0..=3 => 8.0 + num(v),
                 // async, await
-                9 | 10 => 3.0 + 0.7 * f(v),
-                _ => 1.5 + 0.3 * f(v),
+                9 | 10 => 3.0 + 0.7 * num(v),
+                _ => 1.5 + 0.3 * num(v),
             };
         }
         let get_set = GET_SET.find_iter(code).count();
         if get_set > 0 {
-            score += 1.5 + 0.3 * f(get_set);
+            score += 1.5 + 0.3 * num(get_set);
         }
         let lambdas = code.matches("=>").count();
         if lambdas > 0 {
-            score += 6.0 + 0.4 * f(lambdas);
+            score += 6.0 + 0.4 * num(lambdas);
         }
         let attributes = ATTRIBUTE_LINE.find_iter(code).count();
         if attributes > 0 {
-            score += 6.0 + 0.8 * f(attributes);
+            score += 6.0 + 0.8 * num(attributes);
         }
         let generics = GENERIC.find_iter(code).count();
         if generics > 0 {
-            score += 4.0 + 0.5 * f(generics);
+            score += 4.0 + 0.5 * num(generics);
         }
         let linq = LINQ.find_iter(code).count();
         if linq > 0 {
-            score += 3.0 + 0.4 * f(linq);
+            score += 3.0 + 0.4 * num(linq);
         }
         let try_catch = TRY_CATCH.find_iter(code).count();
         if try_catch > 0 {
-            score += 2.0 + 0.4 * f(try_catch);
+            score += 2.0 + 0.4 * num(try_catch);
         }
         let semis = code.matches(';').count();
         let braces = code.matches(['{', '}']).count();
@@ -549,7 +550,7 @@ impl DotnetScore {
         let migration_hits = MIGRATION.iter().filter(|r| r.is_match(code)).count();
         let migration = migration_hits >= 2;
         if migration {
-            score += 6.0 + f(migration_hits);
+            score += 6.0 + num(migration_hits);
         }
         let migration_sql = MIGRATION_SQL.is_match(code);
         let mut sql_callsite = migration_sql;
@@ -677,7 +678,7 @@ fn sql_score(code: &str) -> f64 {
     let total: usize = hits.iter().sum();
     let mut score = 0.0;
     if distinct > 0 {
-        score += 2.2 * f(distinct) + 0.18 * f(total);
+        score += 2.2 * num(distinct) + 0.18 * num(total);
     }
     for (re, add) in [
         (&CREATE_TABLE, 12.0),
@@ -798,7 +799,7 @@ impl Embedded {
         if !major && (len < 60 || (evidence.distinct < 4 && evidence.params < 2)) {
             return;
         }
-        let mut local = 2.1 * f(evidence.distinct) + 1.1 * f(evidence.params.min(6));
+        let mut local = 2.1 * num(evidence.distinct) + 1.1 * num(evidence.params.min(6));
         for (hit, add) in [
             (evidence.select_from, 9.0),
             (evidence.update_set, 8.0),
@@ -830,7 +831,7 @@ impl Embedded {
         if !evidence.major() {
             return 0.0;
         }
-        (1.6 * f(evidence.distinct) + f(evidence.params.min(6)) + 10.0).min(22.0)
+        (1.6 * num(evidence.distinct) + num(evidence.params.min(6)) + 10.0).min(22.0)
     }
 }
 
