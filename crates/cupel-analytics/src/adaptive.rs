@@ -85,7 +85,7 @@ impl From<UsageError> for CupelError {
 #[non_exhaustive]
 pub enum SuggestionRule {
     /// No cycle with non-zero usage has been recorded: the current budget is
-    /// kept (raised to 1 if it was below).
+    /// kept unchanged (a negative one reads as 0; A-7).
     NoUsage,
     /// Ten consecutive zero-usage cycles after activity: the budget is 1.
     Idle,
@@ -453,7 +453,8 @@ impl UsageRecorder {
 
     /// The next token budget, given the current one and the margin.
     ///
-    /// * No cycle with non-zero usage yet: `current` (at least 1).
+    /// * No cycle with non-zero usage yet: `current`, unchanged (a current
+    ///   budget of 0 stays 0; a negative one is read as 0) — A-7.
     /// * The last ten cycles all had zero usage, after some activity: 1.
     /// * Otherwise `ceil(max(u, ū, a, ā) × (1 + margin))`, at least 1, in exact
     ///   arithmetic (usage 100 with margin 0.1 gives 110, where `f64` would
@@ -493,7 +494,9 @@ impl UsageRecorder {
             Some(e) if self.has_usage() => {
                 (scaled_ceil(e.peak(), margin).max(1), SuggestionRule::Usage)
             }
-            _ => (current.max(1), SuggestionRule::NoUsage),
+            // A-7 (issue 28): unchanged, as the seed says; the one-token
+            // floor applies only after activity. A negative budget is read as 0.
+            _ => (current.max(0), SuggestionRule::NoUsage),
         };
         BudgetSuggestion {
             budget,

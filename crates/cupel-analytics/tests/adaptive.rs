@@ -266,15 +266,26 @@ fn a6_an_empty_cycle_is_a_zero_for_every_agent() {
 }
 
 #[test]
-fn a7_no_usage_keeps_the_current_budget_but_never_below_1() {
+fn a7_no_usage_keeps_the_current_budget_unchanged() {
     let r = UsageRecorder::new();
     let s = r.suggest(4_096, d("0.5"));
     assert_eq!(
         (s.budget, s.rule, s.candidates),
         (4_096, SuggestionRule::NoUsage, None)
     );
-    assert_eq!(r.suggest_token_budget(0, d("0.5")), 1);
-    assert_eq!(r.suggest_token_budget(-7, d("0.5")), 1);
+    // Issue 28 point 9, the seed: "If no usage has ever been recorded, the
+    // budget is left unchanged": 0 stays 0 (the one-token floor is for
+    // "ten consecutive zero-usage samples after activity").
+    assert_eq!(r.suggest_token_budget(0, d("0.5")), 0);
+    assert_eq!(r.suggest_token_budget(1, d("0.5")), 1);
+    // No budget is negative: -7 reads as 0.
+    assert_eq!(r.suggest_token_budget(-7, d("0.5")), 0);
+    // Only zero cycles so far is still "no usage": 0 stays 0.
+    assert_eq!(solo(&[0; 3]).suggest_token_budget(0, d("0.5")), 0);
+    // After activity the floor applies: ten idle cycles after 100 give 1.
+    let mut idle = vec![100];
+    idle.extend([0; 10]);
+    assert_eq!(solo(&idle).suggest_token_budget(0, d("0.5")), 1);
     // Fifteen zero cycles and no activity: still unchanged, not 1.
     let r = solo(&[0; 15]);
     let s = r.suggest(300, d("0.1"));
@@ -425,7 +436,7 @@ fn oracle(history: &[Vec<(usize, i64)>], current: i64, mantissa: i128, scale: u3
         .map(|c| c.iter().map(|&(_, t)| i128::from(t)).sum())
         .collect();
     if totals.iter().all(|&t| t == 0) {
-        return current.max(1);
+        return current.max(0); // A-7: unchanged (issue 28); no budget is negative
     }
     if totals.len() >= 10 && totals[totals.len() - 10..].iter().all(|&t| t == 0) {
         return 1;
@@ -499,7 +510,8 @@ proptest! {
             record(&mut r, c);
             let got = r.suggest_token_budget(current, margin_of(mantissa, scale));
             prop_assert_eq!(got, oracle(&history[..=i], current, mantissa, scale), "after cycle {}", i + 1);
-            prop_assert!(got >= 1);
+            // At least 1 once there has been usage; before it, unchanged (A-7).
+            prop_assert!(got >= 1 || (!r.has_usage() && got == current.max(0)));
         }
     }
 

@@ -74,15 +74,19 @@ struct GateFile {
 #[derive(Debug, Deserialize)]
 #[serde(expecting = "a node table with `text` (and optional id, path, source, metadata)")]
 struct NodeInput {
-    #[serde(default)]
+    #[serde(default, alias = "node_id")]
     id: Option<String>,
-    #[serde(default)]
+    #[serde(default, alias = "repo_relative_path")]
     path: Option<String>,
-    #[serde(default)]
+    #[serde(default, alias = "source_file")]
     source: Option<String>,
     #[serde(default)]
     text: Option<String>,
-    #[serde(default)]
+    #[serde(
+        default,
+        alias = "metadata_context",
+        deserialize_with = "cupel_pipeline::gate::deserialize_node_metadata"
+    )]
     metadata: std::collections::BTreeMap<String, String>,
 }
 
@@ -113,7 +117,7 @@ impl NodeInput {
 const TOP_KEYS: &str = "context, gate, nodes, inbox";
 const GATE_KEYS: &str = "id, max_context_tokens, encoding, divide_new_content, compact_code.rules";
 const RULE_KEYS: &str = "language, policy, threshold, inbox_key";
-const NODE_KEYS: &str = "id, path, source, text, metadata";
+const NODE_KEYS: &str = "id (or node_id), path (or repo_relative_path), source (or source_file), text, metadata (or metadata_context)";
 const INBOX_KEYS: &str = "target, topic";
 
 fn unknown_key(path: &[Seg]) -> CliError {
@@ -224,6 +228,11 @@ struct NodeView<'a> {
     compacted: bool,
     tokens_before: i64,
     tokens_after: i64,
+    /// Why no rule applied (`unknown_language`, `no_rule`), when none did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unmatched: Option<&'static str>,
+    #[serde(skip)]
+    unmatched_reason: Option<cupel_core::Unmatched>,
 }
 
 impl<'a> View<'a> {
@@ -254,6 +263,8 @@ impl<'a> View<'a> {
                     compacted: n.compacted,
                     tokens_before: n.tokens_before,
                     tokens_after: n.tokens_after,
+                    unmatched: n.unmatched.map(|u| u.as_str()),
+                    unmatched_reason: n.unmatched,
                 })
                 .collect(),
             context,
@@ -306,6 +317,12 @@ fn text(v: &View<'_>, outcome: &GateOutcome) -> String {
                 n.tokens_before,
                 n.tokens_after
             ));
+        }
+        // Issue 28: a node no rule applied to says so.
+        for (i, (n, id)) in v.nodes.iter().zip(&ids).enumerate() {
+            if let Some(u) = n.unmatched_reason {
+                out.push_str(&format!("note: node {} ({id}): {u}\n", i + 1));
+            }
         }
     }
     match outcome {

@@ -223,3 +223,38 @@ fn help_lists_the_exit_codes() {
     assert!(out.contains("PIPELINE_BUDGET_MISCONFIG"));
     assert!(out.contains("--encoding <NAME>"));
 }
+
+/// Issue 28 points 1, 2 and 4: the original retrieval keys are read as they
+/// are, the `.cs` path decides the language, `C#` / `Always` name `dotnet` /
+/// `always`, and a node no rule matched says so.
+#[test]
+fn the_original_node_keys_and_names_are_accepted() {
+    let v = json(&[
+        "gate",
+        "tests/fixtures/gate-original-keys.json",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(v["decision"], "admitted");
+    let nodes = v["nodes"].as_array().unwrap();
+    assert_eq!(nodes[0]["id"], "orders-1");
+    // "hello" alone is unknown; the path `src/Shop/Orders.cs` makes it dotnet,
+    // and the rule for `C#` compacts it.
+    assert_eq!(nodes[0]["language"], "dotnet");
+    assert_eq!(nodes[0]["policy"], "always");
+    assert_eq!(nodes[0]["compacted"], true);
+    assert!(nodes[0].get("unmatched").is_none());
+    // `docs/notes.md` decides nothing; the text is unknown.
+    assert_eq!(nodes[1]["language"], "unknown");
+    assert_eq!(nodes[1]["unmatched"], "unknown_language");
+    let block = v["context"][0].as_str().unwrap();
+    assert!(block.contains("id: orders-1"), "{block}");
+    assert!(block.contains("path: src/Shop/Orders.cs"), "{block}");
+    let block = v["context"][1].as_str().unwrap();
+    assert!(block.contains("path: docs/notes.md"), "{block}");
+    let (out, _) = run(&["gate", "tests/fixtures/gate-original-keys.json"], 0);
+    assert!(
+        out.contains("note: node 2 (notes-1): language unknown, so no compaction rule can match\n"),
+        "{out}"
+    );
+}

@@ -59,28 +59,131 @@ impl fmt::Display for CodeLanguage {
     }
 }
 
+impl CodeLanguage {
+    /// The language a file name decides on its own, by its extension
+    /// (case-insensitive): `.sql` is [`Sql`](CodeLanguage::Sql), `.cs` and
+    /// `.csproj` are [`Dotnet`](CodeLanguage::Dotnet); any other extension,
+    /// or none, decides nothing (`None`) and the text must be read.
+    ///
+    /// ```
+    /// use cupel_core::CodeLanguage;
+    /// assert_eq!(CodeLanguage::from_path("db/Reports.SQL"), Some(CodeLanguage::Sql));
+    /// assert_eq!(CodeLanguage::from_path(r"src\Shop\Order.cs"), Some(CodeLanguage::Dotnet));
+    /// assert_eq!(CodeLanguage::from_path("Shop.csproj"), Some(CodeLanguage::Dotnet));
+    /// assert_eq!(CodeLanguage::from_path("notes.md"), None);
+    /// assert_eq!(CodeLanguage::from_path("Makefile"), None);
+    /// ```
+    pub fn from_path(path: &str) -> Option<Self> {
+        let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+        let (_, ext) = name.rsplit_once('.')?;
+        if ext.eq_ignore_ascii_case("sql") {
+            Some(CodeLanguage::Sql)
+        } else if ext.eq_ignore_ascii_case("cs") || ext.eq_ignore_ascii_case("csproj") {
+            Some(CodeLanguage::Dotnet)
+        } else {
+            None
+        }
+    }
+}
+
+/// What a [`LanguageClassifier`] may look at for one retrieved node: its
+/// text, and the id and path it came with.
+///
+/// `path` is the node's best-effort location (its path, else its source, as
+/// the gate prints it in the block header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CodeNode<'a> {
+    /// The node's text.
+    pub text: &'a str,
+    /// The node's id, if any.
+    pub id: Option<&'a str>,
+    /// The node's path (or source), if any.
+    pub path: Option<&'a str>,
+}
+
+impl<'a> CodeNode<'a> {
+    /// A node with `text` only.
+    pub fn new(text: &'a str) -> Self {
+        Self {
+            text,
+            id: None,
+            path: None,
+        }
+    }
+
+    /// Sets the id.
+    #[must_use]
+    pub fn with_id(mut self, id: Option<&'a str>) -> Self {
+        self.id = id;
+        self
+    }
+
+    /// Sets the path.
+    #[must_use]
+    pub fn with_path(mut self, path: Option<&'a str>) -> Self {
+        self.path = path;
+        self
+    }
+}
+
 /// Decides which [`CodeLanguage`] a text is written in.
 ///
-/// One required method. Implementations must be deterministic (the same text
-/// always gets the same answer) and must not panic on any input.
+/// One required method, [`classify`](Self::classify), on the text alone.
+/// The gate calls the provided [`classify_node`](Self::classify_node), which
+/// sees the whole node (its path too); by default it asks `classify` about
+/// the text. Override `classify_node` to use the path or the id.
+///
+/// Implementations must be deterministic (the same input always gets the
+/// same answer) and must not panic on any input.
 pub trait LanguageClassifier: Send + Sync {
     /// The language of `text`; [`CodeLanguage::Unknown`] when unsure.
     fn classify(&self, text: &str) -> CodeLanguage;
+
+    /// The language of a whole node. By default: `classify(node.text)`.
+    ///
+    /// ```
+    /// use cupel_core::{CodeLanguage, CodeNode, LanguageClassifier};
+    /// /// Trusts the file extension, and says "unknown" otherwise.
+    /// struct ByPath;
+    /// impl LanguageClassifier for ByPath {
+    ///     fn classify(&self, _text: &str) -> CodeLanguage {
+    ///         CodeLanguage::Unknown
+    ///     }
+    ///     fn classify_node(&self, node: CodeNode<'_>) -> CodeLanguage {
+    ///         node.path.and_then(CodeLanguage::from_path).unwrap_or(CodeLanguage::Unknown)
+    ///     }
+    /// }
+    /// let node = CodeNode::new("x").with_path(Some("q/report.sql"));
+    /// assert_eq!(ByPath.classify_node(node), CodeLanguage::Sql);
+    /// ```
+    fn classify_node(&self, node: CodeNode<'_>) -> CodeLanguage {
+        self.classify(node.text)
+    }
 }
 
 impl<T: LanguageClassifier + ?Sized> LanguageClassifier for &T {
     fn classify(&self, text: &str) -> CodeLanguage {
         (**self).classify(text)
     }
+    fn classify_node(&self, node: CodeNode<'_>) -> CodeLanguage {
+        (**self).classify_node(node)
+    }
 }
 impl<T: LanguageClassifier + ?Sized> LanguageClassifier for Box<T> {
     fn classify(&self, text: &str) -> CodeLanguage {
         (**self).classify(text)
     }
+    fn classify_node(&self, node: CodeNode<'_>) -> CodeLanguage {
+        (**self).classify_node(node)
+    }
 }
 impl<T: LanguageClassifier + ?Sized> LanguageClassifier for Arc<T> {
     fn classify(&self, text: &str) -> CodeLanguage {
         (**self).classify(text)
+    }
+    fn classify_node(&self, node: CodeNode<'_>) -> CodeLanguage {
+        (**self).classify_node(node)
     }
 }
 

@@ -226,8 +226,13 @@ pub enum CupelError {
         tokens: i64,
     },
 
-    /// A [`RunBudget`](crate::RunBudget) was built with a deadline that is
-    /// not after the clock's current reading.
+    /// A run-budget deadline that is not after the clock's current reading.
+    ///
+    /// No longer produced: since issue 28 an expired deadline at
+    /// construction or at a tracker's start is a
+    /// [`RunBudgetExceeded`](Self::RunBudgetExceeded) with phase `preflight`,
+    /// so that hosts match one error type for every overage. Kept so that
+    /// existing `match` arms still compile.
     #[error(
         "run budget deadline {} has already expired (now {})",
         .deadline.to_rfc3339_opts(SecondsFormat::AutoSi, true),
@@ -276,8 +281,9 @@ pub enum CupelError {
     /// never make room, so the pipeline's limits are inconsistent (the
     /// retrieval budget is larger than the global one).
     #[error(
-        "PIPELINE_BUDGET_MISCONFIG: gate '{gate_id}': the retrieval texts alone need \
-         {retrieval_tokens} tokens (nodes: {nodes}), more than max_context_tokens = {max_context_tokens}; \
+        "PIPELINE_BUDGET_MISCONFIG: fetch_node_texts produced retrieval texts that cannot fit \
+         into settings.max_context_tokens (gate '{gate_id}': the retrieval texts alone need \
+         {retrieval_tokens} tokens (nodes: {nodes}), more than max_context_tokens = {max_context_tokens}); \
          the retrieval budget must be below the global context budget"
     )]
     PipelineBudgetMisconfig {

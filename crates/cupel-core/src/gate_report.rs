@@ -34,6 +34,16 @@ impl GateDecision {
     }
 }
 
+impl GateDecision {
+    /// The seed's name for the transition: `on_ok` (admitted) or `on_over`.
+    pub const fn seed_outcome(self) -> &'static str {
+        match self {
+            GateDecision::Admitted => "on_ok",
+            GateDecision::Over => "on_over",
+        }
+    }
+}
+
 impl fmt::Display for GateDecision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -72,6 +82,38 @@ impl fmt::Display for CompactionPolicyKind {
     }
 }
 
+/// Why no compaction rule applied to a node (see [`NodeReport::unmatched`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum Unmatched {
+    /// The classifier could not tell the language: no rule can match
+    /// `unknown`.
+    UnknownLanguage,
+    /// The language was recognised, but the configuration has no rule for it.
+    NoRule,
+}
+
+impl Unmatched {
+    /// `unknown_language` or `no_rule`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Unmatched::UnknownLanguage => "unknown_language",
+            Unmatched::NoRule => "no_rule",
+        }
+    }
+}
+
+impl fmt::Display for Unmatched {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Unmatched::UnknownLanguage => "language unknown, so no compaction rule can match",
+            Unmatched::NoRule => "no compaction rule for this language",
+        })
+    }
+}
+
 /// What the gate did with one node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -92,6 +134,13 @@ pub struct NodeReport {
     /// Tokens of the block as it would be appended (equal to
     /// `tokens_before` when not compacted).
     pub tokens_after: i64,
+    /// Set when no compaction rule matched the node, and why; `None` when a
+    /// rule matched (whether or not its policy compacted).
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub unmatched: Option<Unmatched>,
 }
 
 impl NodeReport {
@@ -106,6 +155,7 @@ impl NodeReport {
             compacted: false,
             tokens_before: 0,
             tokens_after: 0,
+            unmatched: None,
         }
     }
 }
@@ -180,6 +230,74 @@ impl GateReport {
             consumed: 0,
             demanded: Vec::new(),
             requeued: 0,
+        }
+    }
+}
+
+/// One line per fact, for people:
+///
+/// ```text
+/// gate manage_budget: over (context 4900 + divider 0 + nodes 300 = 5200 > max_context_tokens 5000)
+///   node 1 (q1): sql, policy threshold, compacted, 320 -> 300 tokens
+///   node 2: unknown, no rule (language unknown, so no compaction rule can match), 40 tokens
+///   inbox: 1 consumed, demanded compact_sql, 1 requeued
+/// ```
+///
+/// The inbox line appears only when messages were consumed or handed back.
+impl fmt::Display for GateReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let cmp = if self.total_tokens > self.max_context_tokens {
+            ">"
+        } else {
+            "<="
+        };
+        write!(
+            f,
+            "gate {}: {} (context {} + divider {} + nodes {} = {} {cmp} max_context_tokens {})",
+            self.gate_id,
+            self.decision,
+            self.context_tokens,
+            self.divider_tokens,
+            self.retrieval_tokens,
+            self.total_tokens,
+            self.max_context_tokens
+        )?;
+        for n in &self.nodes {
+            write!(f, "\n  {n}")?;
+        }
+        if self.consumed > 0 || self.requeued > 0 {
+            write!(f, "\n  inbox: {} consumed", self.consumed)?;
+            if !self.demanded.is_empty() {
+                write!(f, ", demanded {}", self.demanded.join(", "))?;
+            }
+            write!(f, ", {} requeued", self.requeued)?;
+        }
+        Ok(())
+    }
+}
+
+/// `node 1 (q1): sql, policy threshold, compacted, 320 -> 300 tokens`; the
+/// node number counts from 1; control characters in the id are escaped.
+impl fmt::Display for NodeReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "node {}", self.index.saturating_add(1))?;
+        if let Some(id) = &self.id {
+            write!(f, " ({})", id.escape_debug())?;
+        }
+        write!(f, ": {}", self.language)?;
+        match (self.policy, self.unmatched) {
+            (Some(p), _) => write!(f, ", policy {p}")?,
+            (None, Some(u)) => write!(f, ", no rule ({u})")?,
+            (None, None) => write!(f, ", no rule")?,
+        }
+        if self.compacted {
+            write!(
+                f,
+                ", compacted, {} -> {} tokens",
+                self.tokens_before, self.tokens_after
+            )
+        } else {
+            write!(f, ", {} tokens", self.tokens_after)
         }
     }
 }

@@ -67,7 +67,7 @@ mod timestamp;
 mod tokens;
 
 pub use budget::{ContextBudget, ContextBudgetBuilder, SliceBudget};
-pub use code::{CodeLanguage, Compactor, LanguageClassifier};
+pub use code::{CodeLanguage, CodeNode, Compactor, LanguageClassifier};
 pub use diagnostics::{
     CapExclusion, CountRequirementShortfall, DiagnosticTraceCollector, ExcludedItem,
     ExclusionReason, ExclusionRecord, FanOut, IncludedItem, InclusionReason, InclusionRecord,
@@ -75,13 +75,15 @@ pub use diagnostics::{
     TraceDetailLevel, TraceEvent,
 };
 pub use error::{ConfigError, CupelError, DEFAULT_MAX_TABLE_BYTES, TableLimit, TokenSign};
-pub use gate_report::{CompactionPolicyKind, GATE_EVENT, GateDecision, GateReport, NodeReport};
+pub use gate_report::{
+    CompactionPolicyKind, GATE_EVENT, GateDecision, GateReport, NodeReport, Unmatched,
+};
 pub use item::{ContextItem, ContextItemBuilder};
 pub use kind::{ContextKind, ContextSource};
 pub use run_budget::{
     BudgetDimension, BudgetExceededError, BudgetPhase, BudgetRequest, BudgetSnapshot,
-    BudgetTracker, Deadline, RUN_BUDGET_TRACING_TARGET, RemainingTokens, Reservation, RunBudget,
-    RunBudgetBuilder, TokenLimit, TokenUsage, UsageMeter,
+    BudgetTracker, Deadline, RUN_BUDGET_TRACING_TARGET, RemainingTime, RemainingTokens,
+    Reservation, RunBudget, RunBudgetBuilder, TokenLimit, TokenUsage, UsageMeter,
 };
 pub use stage::{
     OverflowStrategy, Placer, ScoredItem, Scorer, SliceOutcome, SliceRoom, Slicer, SlicerKind,

@@ -1,17 +1,20 @@
 //! The compaction loop around the context gate.
 //!
 //! gate -> Over -> the caller summarises its own context -> gate again, with a
-//! loop guard (a maximum number of attempts) so the loop always ends. The
-//! summariser here is a stand-in that keeps the first half of the words; a
-//! real one would call a model. Token counts come from a word-counting
+//! loop guard (a maximum number of attempts, and a stop when a summary does
+//! not shrink the context) so the loop always ends: the library's
+//! `ContextGate::admit_with_retry` with a caller-supplied summarising
+//! `ContextCompactor`. The summariser here is a stand-in that keeps the first
+//! half of the words; a real one would call a model. Token counts come from a word-counting
 //! stand-in too; production code would use `TiktokenCounter` (feature
 //! `tiktoken`).
 //!
 //! Run it with `cargo run -p cupel-rs-pipeline --example gate_loop`.
 
-use cupel_core::{CodeLanguage, TokenCounter};
+use cupel_core::{CodeLanguage, CupelError, TokenCounter};
 use cupel_pipeline::{
-    CompactionRule, ContextGate, GateConfig, GateOutcome, GateState, InboxMessage, RetrievalNode,
+    CompactionRule, ContextCompactor, ContextGate, GateConfig, GateState, InboxMessage, LoopGuard,
+    LoopOutcome, RetrievalNode,
 };
 
 /// Counts whitespace-separated words (a stand-in for a real tokenizer).
@@ -23,29 +26,6 @@ impl TokenCounter for Words {
     }
 }
 
-/// How the loop ended.
-#[derive(Debug)]
-pub enum Finished {
-    /// The batch was admitted after `summaries` rounds of summarising.
-    Admitted {
-        /// How many times the context was summarised.
-        summaries: usize,
-        /// The final context.
-        context: Vec<String>,
-    },
-    /// The loop guard stopped the loop: carry on without the new nodes.
-    GaveUp {
-        /// Attempts made (gate calls).
-        attempts: usize,
-        /// The state exactly as the last `Over` handed it back: the context
-        /// after `attempts - 1` summaries (no summary is made once the guard
-        /// has decided to stop) and the untouched buffer.
-        state: GateState,
-        /// The demand messages still pending.
-        inbox: Vec<InboxMessage>,
-    },
-}
-
 /// Stand-in summariser: the whole context becomes one block holding the
 /// first half of its words.
 pub fn summarise(context: &[String]) -> Vec<String> {
@@ -54,44 +34,35 @@ pub fn summarise(context: &[String]) -> Vec<String> {
     vec![format!("Summary: {}", words[..keep].join(" "))]
 }
 
-/// Runs the loop with at most `max_attempts` gate calls.
+/// The caller's summarising compactor: what the seed does with a
+/// `call_model` step (prompt "summarise this context") followed by
+/// `set_variables` (the summary becomes the context). A real one would call
+/// a model here; this stand-in keeps the first half of the words.
+pub struct HalfSummary;
+
+impl ContextCompactor for HalfSummary {
+    fn compact_context(
+        &self,
+        context: &[String],
+        _pending: &GateState,
+    ) -> Result<Vec<String>, CupelError> {
+        Ok(summarise(context))
+    }
+}
+
+/// Runs the library's retry loop with at most `max_attempts` gate calls.
 ///
 /// # Errors
-/// A pipeline misconfiguration (the buffer alone cannot fit).
+/// A guard of 0 attempts, or a pipeline misconfiguration (the buffer alone
+/// cannot fit).
 pub fn run(
     gate: &ContextGate,
-    mut state: GateState,
-    mut inbox: Vec<InboxMessage>,
+    state: GateState,
+    inbox: Vec<InboxMessage>,
     max_attempts: usize,
-) -> Result<Finished, cupel_core::CupelError> {
-    let mut attempts = 0;
-    while attempts < max_attempts {
-        attempts += 1;
-        match gate.admit(state, &inbox)? {
-            GateOutcome::Admitted(admitted) => {
-                return Ok(Finished::Admitted {
-                    summaries: attempts - 1,
-                    context: admitted.into_context(),
-                });
-            }
-            GateOutcome::Over(over) => {
-                let (untouched, requeue) = over.into_parts();
-                // Demand messages go back to the inbox so they hold on the retry.
-                inbox = requeue;
-                if attempts == max_attempts {
-                    // The guard stops here: no summary that nobody would use.
-                    state = untouched;
-                    break;
-                }
-                state = GateState::new(summarise(&untouched.context), untouched.nodes);
-            }
-        }
-    }
-    Ok(Finished::GaveUp {
-        attempts,
-        state,
-        inbox,
-    })
+) -> Result<LoopOutcome, CupelError> {
+    let guard = LoopGuard::new(max_attempts)?;
+    Ok(gate.admit_with_retry(state, inbox, &HalfSummary, guard)?)
 }
 
 /// The scenario: a long chat history and one SQL snippet to add.
@@ -116,16 +87,21 @@ pub fn scenario() -> (ContextGate, GateState, Vec<InboxMessage>) {
     (gate, GateState::new(history, nodes), inbox)
 }
 
-fn main() -> Result<(), cupel_core::CupelError> {
+fn main() -> Result<(), CupelError> {
     let (gate, state, inbox) = scenario();
     match run(&gate, state, inbox, 3)? {
-        Finished::Admitted { summaries, context } => {
-            println!("admitted after {summaries} summaries:\n");
-            println!("{}", context.join("\n\n"));
+        LoopOutcome::Admitted { admitted, attempts } => {
+            println!("admitted after {} summaries:\n", attempts - 1);
+            println!("{}", admitted.context().join("\n\n"));
         }
-        Finished::GaveUp { attempts, .. } => {
-            println!("gave up after {attempts} attempts; continuing without the new nodes");
+        LoopOutcome::GaveUp {
+            attempts, reason, ..
+        } => {
+            println!(
+                "gave up after {attempts} attempts ({reason}); continuing without the new nodes"
+            );
         }
+        other => println!("{other:?}"),
     }
     Ok(())
 }

@@ -150,12 +150,13 @@ pub use config::{
 #[allow(deprecated)]
 pub use config::{OverflowName, ScarcityName};
 pub use gate::{
-    Admitted, BuiltinClassifier, BuiltinCompactor, CompactCodeSpec, CompactionPolicy,
-    CompactionPolicyKind, CompactionRule, ContextGate, ContextGateBuilder, GATE_EVENT, GateConfig,
-    GateConfigBuilder, GateConfigError, GateDecision, GateError, GateOutcome, GateReport, GateSpec,
-    GateState, InboxMessage, NODE_HEADER, NodeReport, Over, RetrievalNode, RuleSpec,
-    compact_csharp, compact_sql, format_node, header_value,
+    Admitted, BuiltinClassifier, BuiltinCompactor, ClassifierScores, CodeKind, CompactCodeSpec,
+    CompactionPolicy, CompactionPolicyKind, CompactionRule, ContextGate, ContextGateBuilder,
+    GATE_EVENT, GateConfig, GateConfigBuilder, GateConfigError, GateDecision, GateError,
+    GateOutcome, GateReport, GateSpec, GateState, InboxMessage, NODE_HEADER, NodeReport, Over,
+    RetrievalNode, RuleSpec, Unmatched, compact_csharp, compact_sql, format_node, header_value,
 };
+pub use gate::{ContextCompactor, GaveUp, LoopGuard, LoopOutcome, SummarizeWith};
 #[cfg(feature = "config")]
 pub use names::{ComponentType, PlacerType, ScorerType, SlicerType};
 pub use pipeline::{OverflowObserver, Pipeline, PipelineBuilder};

@@ -349,8 +349,14 @@ fn demand_present_compacts_only_for_this_gate_and_topic() {
 #[test]
 fn dotnet_always_rule_compacts_csharp() {
     let cs = "public class A\n{\n    // comment words here\n    public int X { get; set; }\n}";
+    // By the original classifier's scores this text alone is unknown (class
+    // 8 + 1, public twice 1.5 + 0.6: 11.1 < 14 - 2); its `.cs` path decides.
     let r = demand_then_always()
         .evaluate(&[], &[RetrievalNode::new(cs)], &[])
+        .unwrap();
+    assert_eq!(r.nodes[0].language, CodeLanguage::Unknown);
+    let r = demand_then_always()
+        .evaluate(&[], &[RetrievalNode::new(cs).with_path("Shop/A.cs")], &[])
         .unwrap();
     assert_eq!(r.nodes[0].language, CodeLanguage::Dotnet);
     assert!(r.nodes[0].compacted);
@@ -514,7 +520,9 @@ proptest! {
         context in proptest::collection::vec("[a-z]{1,5}[ -~\n]{0,80}", 1..6),
         nodes in proptest::collection::vec(arb_node(), 1..5),
         demand in any::<bool>(),
-        divider in proptest::option::of("[<>a-z ]{1,12}"),
+        // A blank divider is refused at validation (G-24), so one that is
+        // used starts with a visible character.
+        divider in proptest::option::of("[<>a-z][<>a-z ]{0,11}"),
     ) {
         let inbox = if demand { vec![InboxMessage::new("g", "k")] } else { vec![] };
         let config = |max: i64| {
@@ -617,4 +625,121 @@ fn an_id_with_a_line_break_cannot_forge_header_lines() {
     );
     // The report keeps the id as given.
     assert_eq!(a.report().nodes[0].id.as_deref(), Some("n1\ncompact: true"));
+}
+
+// ----- issue 28 ------------------------------------------------------------------
+
+/// Point 2: a node no rule matched says so, and why.
+#[test]
+fn the_report_says_when_no_rule_matched() {
+    // Rules: sql only. Nodes: SQL (a rule matches), C# by its path (no rule
+    // for dotnet), and prose (unknown: no rule can match).
+    let g = gate(
+        GateConfig::builder("g", 1000)
+            .rule(CompactionRule::always(CodeLanguage::Sql))
+            .build()
+            .unwrap(),
+    );
+    let r = g
+        .evaluate(
+            &[],
+            &[
+                RetrievalNode::new(SQL).with_id("q"),
+                RetrievalNode::new("x").with_path("A.cs"),
+                RetrievalNode::new("hello there"),
+            ],
+            &[],
+        )
+        .unwrap();
+    use cupel_pipeline::Unmatched;
+    assert_eq!(r.nodes[0].unmatched, None);
+    assert_eq!(r.nodes[1].unmatched, Some(Unmatched::NoRule));
+    assert_eq!(r.nodes[2].unmatched, Some(Unmatched::UnknownLanguage));
+    // Point 8: the report reads as text. Node 1: 8 + 2 (id) + 4 compacted words
+    // = 14, raw 16; node 2: 8 + 2 (path) + 1 = 11; node 3: 8 + 2 = 10; 35 in all.
+    assert_eq!(
+        r.to_string(),
+        "gate g: admitted (context 0 + divider 0 + nodes 35 = 35 <= max_context_tokens 1000)\n  \
+         node 1 (q): sql, policy always, compacted, 16 -> 14 tokens\n  \
+         node 2: dotnet, no rule (no compaction rule for this language), 11 tokens\n  \
+         node 3: unknown, no rule (language unknown, so no compaction rule can match), 10 tokens"
+    );
+}
+
+/// Point 4: the original node keys feed the gate unchanged.
+#[cfg(feature = "config")]
+#[test]
+fn the_original_node_keys_are_accepted() {
+    let json = r#"{"node_id": "n1", "repo_relative_path": "db/q.sql", "source_file": "db/q.sql",
+                   "text": "SELECT 1", "metadata_context": {"kind": "query", "rank": 3, "hot": true, "gone": null}}"#;
+    let n: RetrievalNode = serde_json::from_str(json).unwrap();
+    assert_eq!(n.id(), Some("n1"));
+    assert_eq!(n.path(), Some("db/q.sql"));
+    assert_eq!(n.source(), Some("db/q.sql"));
+    assert_eq!(
+        n.metadata()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>(),
+        ["hot=true", "kind=query", "rank=3"]
+    );
+    // A bare string context is kept under `context`; the new names still work.
+    let n: RetrievalNode = serde_json::from_str(
+        r#"{"id": "n2", "path": "a.cs", "source": "s", "text": "x", "metadata_context": "class Foo"}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        n.metadata().get("context").map(String::as_str),
+        Some("class Foo")
+    );
+    assert_eq!(n.id(), Some("n2"));
+    // The path decides the language: `.sql`.
+    let r = demand_then_always()
+        .evaluate(&[], &[serde_json::from_str(json).unwrap()], &[])
+        .unwrap();
+    assert_eq!(r.nodes[0].language, CodeLanguage::Sql);
+}
+
+/// Point 1: a custom classifier sees the node's id and path.
+#[test]
+fn a_custom_classifier_sees_the_whole_node() {
+    use cupel_core::{CodeNode, LanguageClassifier};
+    struct ById;
+    impl LanguageClassifier for ById {
+        fn classify(&self, _text: &str) -> CodeLanguage {
+            CodeLanguage::Unknown
+        }
+        fn classify_node(&self, node: CodeNode<'_>) -> CodeLanguage {
+            match (node.id, node.path) {
+                (Some("sql-1"), _) => CodeLanguage::Sql,
+                (_, Some(p)) if p.ends_with(".razor") => CodeLanguage::Dotnet,
+                _ => CodeLanguage::Unknown,
+            }
+        }
+    }
+    let g = ContextGate::builder(GateConfig::builder("g", 100).build().unwrap())
+        .counter(Words)
+        .classifier(ById)
+        .build()
+        .unwrap();
+    let r = g
+        .evaluate(
+            &[],
+            &[
+                RetrievalNode::new("x").with_id("sql-1"),
+                RetrievalNode::new("x").with_source("Pages/Index.razor"),
+                RetrievalNode::new("SELECT a FROM t"),
+            ],
+            &[],
+        )
+        .unwrap();
+    let langs: Vec<_> = r.nodes.iter().map(|n| n.language).collect();
+    assert_eq!(
+        langs,
+        [
+            CodeLanguage::Sql,
+            CodeLanguage::Dotnet,
+            CodeLanguage::Unknown
+        ]
+    );
 }

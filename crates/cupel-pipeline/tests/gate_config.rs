@@ -102,11 +102,11 @@ fn every_invalid_case_of_the_seed_fails_fast_naming_the_rule() {
         ),
         (
             "[[compact_code.rules]]\nlanguage = \"python\"\npolicy = \"always\"\n",
-            "`compact_code.rules[1].language`: rule 1 has unknown language `python` (expected sql or dotnet)",
+            "`compact_code.rules[1].language`: rule 1 has unknown language `python` (expected sql or dotnet; csharp and c# name dotnet; case does not matter)",
         ),
         (
             "[[compact_code.rules]]\nlanguage = \"sql\"\npolicy = \"sometimes\"\n",
-            "`compact_code.rules[1].policy`: rule 1 has unknown policy `sometimes` (expected always, threshold or demand)",
+            "`compact_code.rules[1].policy`: rule 1 has unknown policy `sometimes` (expected always, threshold or demand; case does not matter)",
         ),
         (
             "[[compact_code.rules]]\nlanguage = \"sql\"\npolicy = \"always\"\nthreshold = 0.5\n",
@@ -400,4 +400,83 @@ fn plain_serde_rejects_unknown_keys_at_every_level() {
     // The wire shape is strict on its own too.
     let e = serde_json::from_str::<cupel_pipeline::GateSpec>(r#"{"idd": "g"}"#).unwrap_err();
     assert!(e.to_string().starts_with("unknown field `idd`"), "{e}");
+}
+
+/// Issue 28 point 2: the seed lists `sql | dotnet` and `always | threshold |
+/// demand`; the original read them without regard to case, and .NET code is
+/// commonly called C#.
+#[test]
+fn language_and_policy_names_ignore_case_and_csharp_names_dotnet() {
+    for (language, expected) in [
+        ("SQL", CodeLanguage::Sql),
+        ("Sql", CodeLanguage::Sql),
+        ("DotNet", CodeLanguage::Dotnet),
+        ("csharp", CodeLanguage::Dotnet),
+        ("CSharp", CodeLanguage::Dotnet),
+        ("c#", CodeLanguage::Dotnet),
+        ("C#", CodeLanguage::Dotnet),
+    ] {
+        for policy in ["always", "ALWAYS", "Always"] {
+            let text = format!(
+                "id = \"g\"\nmax_context_tokens = 10\n[[compact_code.rules]]\nlanguage = \"{language}\"\npolicy = \"{policy}\"\n"
+            );
+            let cfg = GateConfig::from_toml_str(&text).unwrap();
+            assert_eq!(
+                cfg.rules(),
+                [CompactionRule::always(expected)],
+                "{language}/{policy}"
+            );
+        }
+    }
+    let cfg = GateConfig::from_toml_str(
+        "id = \"g\"\nmax_context_tokens = 10\n[[compact_code.rules]]\nlanguage = \"Sql\"\npolicy = \"Threshold\"\nthreshold = 0.5\n[[compact_code.rules]]\nlanguage = \"C#\"\npolicy = \"DEMAND\"\ninbox_key = \"k\"\n",
+    )
+    .unwrap();
+    assert_eq!(
+        cfg.rules(),
+        [
+            CompactionRule::threshold(CodeLanguage::Sql, 0.5),
+            CompactionRule::demand(CodeLanguage::Dotnet, "k"),
+        ]
+    );
+    // `unknown` is a classifier answer, never a rule language (seed: "no
+    // compaction rule matches unknown").
+    assert!(matches!(
+        toml_err("[[compact_code.rules]]\nlanguage = \"unknown\"\npolicy = \"always\"\n"),
+        GateConfigError::UnknownLanguage { .. }
+    ));
+}
+
+/// Issue 28 point 3 (clarification G-24): an empty or blank
+/// `divide_new_content` is refused at validation, from a file and from the
+/// builder alike; a divider with text still works.
+#[test]
+fn an_empty_or_blank_divider_is_rejected() {
+    for divider in ["", " ", "\n\t "] {
+        let text = format!(
+            "id = \"g\"\nmax_context_tokens = 10\ndivide_new_content = {}\n",
+            toml_quote(divider)
+        );
+        let e = GateConfig::from_toml_str(&text).unwrap_err();
+        assert_eq!(e.to_string(), "`divide_new_content` must not be empty");
+        let e = GateConfig::builder("g", 10)
+            .divide_new_content(divider)
+            .build()
+            .unwrap_err();
+        assert_eq!(
+            e,
+            GateConfigError::EmptyValue {
+                path: "divide_new_content".to_string()
+            }
+        );
+    }
+    let cfg = GateConfig::builder("g", 10)
+        .divide_new_content(" <<<New content ")
+        .build()
+        .unwrap();
+    assert_eq!(cfg.divide_new_content(), Some(" <<<New content "));
+}
+
+fn toml_quote(s: &str) -> String {
+    format!("\"{}\"", s.replace('\n', "\\n").replace('\t', "\\t"))
 }

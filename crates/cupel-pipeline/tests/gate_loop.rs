@@ -1,12 +1,17 @@
-//! Runs the `gate_loop` example's loop and checks how it ends.
+//! The retry loop (`ContextGate::admit_with_retry`), driven by the
+//! `gate_loop` example's caller-supplied summariser, and its loop guard
+//! (issue 28 points 5 and 6).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "../examples/gate_loop.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod gate_loop;
 
-use cupel_pipeline::InboxMessage;
-use gate_loop::{Finished, run, scenario};
+use cupel_core::CupelError;
+use cupel_pipeline::{
+    ContextCompactor, GateState, GaveUp, InboxMessage, LoopGuard, LoopOutcome, SummarizeWith,
+};
+use gate_loop::{run, scenario};
 
 #[test]
 fn the_loop_summarises_until_the_batch_fits() {
@@ -18,13 +23,15 @@ fn the_loop_summarises_until_the_batch_fits() {
     // Attempt 3: 23 + 24 = 47 <= 60 -> admitted after 2 summaries.
     let (gate, state, inbox) = scenario();
     match run(&gate, state, inbox, 5).unwrap() {
-        Finished::Admitted { summaries, context } => {
-            assert_eq!(summaries, 2);
+        LoopOutcome::Admitted { admitted, attempts } => {
+            assert_eq!(attempts, 3);
+            let context = admitted.context();
             assert_eq!(context.len(), 3);
             assert!(context[0].starts_with("Summary: "));
             assert_eq!(context[1], "<<<New content");
             assert!(context[2].contains("compact: true"));
             assert!(!context[2].contains("per region"));
+            assert_eq!(admitted.report().total_tokens, 47);
         }
         other => panic!("{other:?}"),
     }
@@ -35,12 +42,14 @@ fn the_loop_guard_ends_a_loop_that_cannot_finish() {
     let (gate, state, inbox) = scenario();
     let nodes = state.nodes.clone();
     match run(&gate, state, inbox, 2).unwrap() {
-        Finished::GaveUp {
-            attempts,
-            state,
+        LoopOutcome::GaveUp {
+            over,
             inbox,
+            attempts,
+            reason,
         } => {
             assert_eq!(attempts, 2);
+            assert_eq!(reason, GaveUp::MaxAttempts { max_attempts: 2 });
             // The context is what the second Over handed back: one summary
             // (the first 44 of 88 words: turns 1 to 4, 11 words each), not a
             // second one made after the guard had decided to stop.
@@ -49,9 +58,12 @@ fn the_loop_guard_ends_a_loop_that_cannot_finish() {
                     format!("turn {i}: the user and the assistant discussed the quarterly report")
                 })
                 .collect();
-            assert_eq!(state.context, [format!("Summary: {}", turns.join(" "))]);
+            assert_eq!(
+                over.state().context,
+                [format!("Summary: {}", turns.join(" "))]
+            );
             // The buffer is still the original one, and the demand is still pending.
-            assert_eq!(state.nodes, nodes);
+            assert_eq!(over.state().nodes, nodes);
             assert_eq!(inbox, [InboxMessage::new("manage_budget", "compact_sql")]);
         }
         other => panic!("{other:?}"),
@@ -59,31 +71,92 @@ fn the_loop_guard_ends_a_loop_that_cannot_finish() {
 }
 
 #[test]
-fn a_single_attempt_gives_back_the_original_context() {
+fn a_single_attempt_gives_back_the_original_context_and_zero_is_refused() {
     let (gate, state, inbox) = scenario();
     let original = state.clone();
     match run(&gate, state, inbox, 1).unwrap() {
-        Finished::GaveUp {
-            attempts, state, ..
-        } => {
+        LoopOutcome::GaveUp { over, attempts, .. } => {
             assert_eq!(attempts, 1);
-            assert_eq!(state, original);
+            assert_eq!(*over.state(), original);
         }
         other => panic!("{other:?}"),
     }
-    // No attempt at all: nothing is called and nothing changes.
+    // The seed's guard must let the gate be asked at least once.
+    let (gate, state, inbox) = scenario();
+    assert!(matches!(
+        run(&gate, state, inbox, 0),
+        Err(CupelError::InvalidArgument(m)) if m.contains("max_attempts must be >= 1 (got 0)")
+    ));
+}
+
+/// A compaction that does not shrink the context ends the loop at once,
+/// whatever the guard allows: another round would not do better.
+#[test]
+fn a_compaction_that_does_not_shrink_stops_the_loop() {
+    // Keeps the context as it is: 88 words before, 88 after.
+    let same = SummarizeWith(|ctx: &[String]| Ok(ctx.to_vec()));
+    // Adds a block: 88 before, 88 + 2 ("note: x") = 90 after.
+    let grows = SummarizeWith(|ctx: &[String]| {
+        let mut v = ctx.to_vec();
+        v.push("note: x".to_string());
+        Ok(v)
+    });
+    let cases: [(&dyn ContextCompactor, i64); 2] = [(&same, 88), (&grows, 90)];
+    for (compactor, after) in cases {
+        let (gate, state, inbox) = scenario();
+        let original = state.clone();
+        let guard = LoopGuard::new(10).unwrap();
+        match gate
+            .admit_with_retry(state, inbox, compactor, guard)
+            .unwrap()
+        {
+            LoopOutcome::GaveUp {
+                over,
+                attempts,
+                reason,
+                inbox,
+            } => {
+                assert_eq!(attempts, 1);
+                assert_eq!(reason, GaveUp::NoProgress { before: 88, after });
+                // The useless compaction is dropped: the state is the Over's.
+                assert_eq!(*over.state(), original);
+                assert_eq!(inbox.len(), 1);
+                assert_eq!(
+                    reason.to_string(),
+                    format!(
+                        "compaction did not shrink the context (88 tokens before, {after} after)"
+                    )
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+/// A compactor's own failure ends the loop with its error and the state.
+#[test]
+fn a_failing_compactor_hands_the_state_back() {
+    struct ModelDown;
+    impl ContextCompactor for ModelDown {
+        fn compact_context(
+            &self,
+            _context: &[String],
+            pending: &GateState,
+        ) -> Result<Vec<String>, CupelError> {
+            Err(CupelError::InvalidArgument(format!(
+                "summariser unavailable ({} nodes waiting)",
+                pending.nodes.len()
+            )))
+        }
+    }
     let (gate, state, inbox) = scenario();
     let original = state.clone();
-    match run(&gate, state, inbox.clone(), 0).unwrap() {
-        Finished::GaveUp {
-            attempts,
-            state,
-            inbox: left,
-        } => {
-            assert_eq!(attempts, 0);
-            assert_eq!(state, original);
-            assert_eq!(left, inbox);
-        }
-        other => panic!("{other:?}"),
-    }
+    let err = gate
+        .admit_with_retry(state, inbox, &ModelDown, LoopGuard::new(3).unwrap())
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid argument: summariser unavailable (1 nodes waiting)"
+    );
+    assert_eq!(err.into_state(), original);
 }

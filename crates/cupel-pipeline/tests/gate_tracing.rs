@@ -92,12 +92,23 @@ fn every_decision_emits_one_manage_context_budget_event() {
             "compacted": true, "tokens_before": 16, "tokens_after": 14
         }])
     );
+    // Issue 28 point 5: the seed's outcome names, alongside ours.
+    assert_eq!(first["outcome"], "on_over");
+    assert_eq!(events[1]["outcome"], "on_ok");
+    assert!(!events[2].contains_key("outcome"));
     assert_eq!(events[1]["decision"], "admitted");
     assert_eq!(events[1]["consumed"], "0");
     assert_eq!(events[1]["demanded"], "");
     assert_eq!(events[1]["requeued"], "0");
     assert_eq!(events[2]["decision"], "pipeline_budget_misconfig");
-    assert!(events[2]["error"].starts_with("PIPELINE_BUDGET_MISCONFIG"));
+    // The seed's wording follows the code.
+    assert!(
+        events[2]["error"].starts_with(
+            "PIPELINE_BUDGET_MISCONFIG: fetch_node_texts produced retrieval texts that cannot fit into settings.max_context_tokens"
+        ),
+        "{}",
+        events[2]["error"]
+    );
 }
 
 #[test]
@@ -134,4 +145,38 @@ fn a_dry_run_then_the_real_call_is_one_event() {
     assert_eq!(events[0]["total_tokens"], "24");
     assert_eq!((dry.consumed, dry.requeued), (1, 0));
     assert_eq!(dry.demanded, ["compact_sql"]);
+}
+
+/// Issue 28 point 5: the retry loop's gate calls are `on_over` then `on_ok`,
+/// and the loop reports how it ended.
+#[test]
+fn the_retry_loop_names_the_seed_outcomes() {
+    use cupel_pipeline::{LoopGuard, SummarizeWith};
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let g = demand_then_always();
+    // Keep nothing of the context: 95 words, then 0.
+    let drop_all = SummarizeWith(|_: &[String]| Ok(Vec::new()));
+    tracing::subscriber::with_default(Capture(events.clone()), || {
+        tracing::callsite::rebuild_interest_cache();
+        let _ = g.admit_with_retry(
+            state(&[&words(95)], vec![RetrievalNode::new(SQL)]),
+            Vec::new(),
+            &drop_all,
+            LoopGuard::new(3).unwrap(),
+        );
+    });
+    let events = events.lock().unwrap();
+    let outcomes: Vec<(&str, &str)> = events
+        .iter()
+        .map(|e| (e["@name"].as_str(), e["outcome"].as_str()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("MANAGE_CONTEXT_BUDGET", "on_over"),
+            ("MANAGE_CONTEXT_BUDGET", "on_ok"),
+            ("MANAGE_CONTEXT_BUDGET_LOOP", "on_ok"),
+        ]
+    );
+    assert_eq!(events[2]["attempts"], "2");
 }

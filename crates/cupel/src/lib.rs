@@ -115,6 +115,12 @@ pub use cupel_pipeline::{
     compact_sql, format_node, gate, header_value, overflow_strategy_name, preset, presets, samples,
     scarcity_behavior_name, serde_json,
 };
+// Issue 28: the node a classifier sees, the classifier's scores, unmatched
+// nodes, the retry loop, and remaining time for people.
+pub use cupel_core::{CodeNode, RemainingTime, Unmatched};
+pub use cupel_pipeline::{
+    ClassifierScores, CodeKind, ContextCompactor, GaveUp, LoopGuard, LoopOutcome, SummarizeWith,
+};
 #[cfg(feature = "tiktoken")]
 pub use cupel_tokens::{TIKTOKEN_ENCODINGS, TiktokenCounter, TokenizerError};
 

@@ -16,7 +16,9 @@ mod tracker;
 
 pub use error::{BudgetDimension, BudgetExceededError, BudgetPhase};
 pub use meter::UsageMeter;
-pub use model::{Deadline, RemainingTokens, RunBudget, RunBudgetBuilder, TokenLimit, TokenUsage};
+pub use model::{
+    Deadline, RemainingTime, RemainingTokens, RunBudget, RunBudgetBuilder, TokenLimit, TokenUsage,
+};
 pub use request::BudgetRequest;
 pub use tracker::{BudgetSnapshot, BudgetTracker, RUN_BUDGET_TRACING_TARGET, Reservation};
 

@@ -230,6 +230,80 @@ impl fmt::Display for TokenUsage {
     }
 }
 
+/// `input 7248, output unbounded`: each dimension's allowance left, or
+/// `unbounded`.
+impl fmt::Display for RemainingTokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dim = |f: &mut fmt::Formatter<'_>, v: Option<i64>| match v {
+            Some(v) => write!(f, "{v}"),
+            None => f.write_str("unbounded"),
+        };
+        f.write_str("input ")?;
+        dim(f, self.input)?;
+        f.write_str(", output ")?;
+        dim(f, self.output)
+    }
+}
+
+/// Time left before a deadline, for people: `1m 30.250s left`, or
+/// `expired 2s ago` once it has passed (`expired just now` at zero).
+///
+/// [`RunBudget::remaining_time`] and the tracker give a [`TimeDelta`]; wrap
+/// it to print it.
+///
+/// ```
+/// use chrono::TimeDelta;
+/// use cupel_core::RemainingTime;
+/// assert_eq!(RemainingTime::new(TimeDelta::milliseconds(90_250)).to_string(), "1m 30.250s left");
+/// assert_eq!(RemainingTime::new(TimeDelta::hours(2)).to_string(), "2h 0m 0s left");
+/// assert_eq!(RemainingTime::new(TimeDelta::seconds(-2)).to_string(), "expired 2s ago");
+/// assert_eq!(RemainingTime::new(TimeDelta::zero()).to_string(), "expired just now");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RemainingTime(TimeDelta);
+
+impl RemainingTime {
+    /// Wraps `deadline - now` (zero or negative once expired).
+    pub const fn new(remaining: TimeDelta) -> Self {
+        Self(remaining)
+    }
+
+    /// The wrapped duration.
+    pub const fn get(self) -> TimeDelta {
+        self.0
+    }
+}
+
+impl fmt::Display for RemainingTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ms = self.0.num_milliseconds();
+        if ms == 0 {
+            return f.write_str("expired just now");
+        }
+        let abs = ms.unsigned_abs();
+        let (h, m, s, frac) = (
+            abs / 3_600_000,
+            abs / 60_000 % 60,
+            abs / 1000 % 60,
+            abs % 1000,
+        );
+        if ms < 0 {
+            f.write_str("expired ")?;
+        }
+        if h > 0 {
+            write!(f, "{h}h {m}m ")?;
+        } else if m > 0 {
+            write!(f, "{m}m ")?;
+        }
+        if frac == 0 {
+            write!(f, "{s}s")?;
+        } else {
+            write!(f, "{s}.{frac:03}s")?;
+        }
+        f.write_str(if ms < 0 { " ago" } else { " left" })
+    }
+}
+
 /// What is left of a token limit: `limit - usage` per bounded dimension,
 /// `None` for an unbounded one. Negative once a recorded usage went past the
 /// ceiling (R-4): the amount of the overshoot is kept, not hidden behind `0`.
@@ -331,9 +405,10 @@ impl RunBudget {
     /// A budget from its two optional parts, validated against `clock`.
     ///
     /// # Errors
-    /// [`CupelError::DeadlineExpired`] when the deadline is not after
-    /// `clock.now()`. (A [`TokenLimit`] cannot hold a negative ceiling, so the
-    /// token part is already valid.)
+    /// [`CupelError::RunBudgetExceeded`] (phase `preflight`, dimension
+    /// `deadline`) when the deadline is not after `clock.now()`. (A
+    /// [`TokenLimit`] cannot hold a negative ceiling, so the token part is
+    /// already valid.)
     pub fn new<C: TimeProvider + ?Sized>(
         deadline: Option<Deadline>,
         token_limit: Option<TokenLimit>,
@@ -343,7 +418,7 @@ impl RunBudget {
             deadline,
             token_limit,
         };
-        budget.validate(clock.now())?;
+        budget.validate(clock.now(), &ScopeId::ROOT)?;
         Ok(budget)
     }
 
@@ -361,15 +436,34 @@ impl RunBudget {
     }
 
     /// Checks the construction rules at `now`: the deadline, if any, must be
-    /// after `now`. Used again when a deserialised budget reaches a tracker.
-    pub(crate) fn validate(&self, now: DateTime<Utc>) -> Result<(), CupelError> {
+    /// after `now`. Used again when a budget reaches a tracker (a root or a
+    /// child, named by `scope`).
+    ///
+    /// An expired deadline is the seed's pre-flight failure: a
+    /// [`CupelError::RunBudgetExceeded`] with phase
+    /// [`BudgetPhase::Preflight`] and dimension
+    /// [`BudgetDimension::Deadline`], the one error type hosts match for
+    /// every overage (issue 28).
+    pub(crate) fn validate(&self, now: DateTime<Utc>, scope: &ScopeId) -> Result<(), CupelError> {
         if let Some(deadline) = self.deadline
             && deadline.is_expired(now)
         {
-            return Err(CupelError::DeadlineExpired {
-                deadline: deadline.expires_at(),
-                now,
-            });
+            let state = BreachState {
+                budget: *self,
+                usage: TokenUsage::ZERO,
+                reserved: TokenUsage::ZERO,
+                requested: TokenUsage::ZERO,
+                requested_duration: None,
+                now: Some(now),
+                scope: scope.clone(),
+                requester: scope.clone(),
+            };
+            return Err(CupelError::RunBudgetExceeded(BudgetExceededError::new(
+                BudgetPhase::Preflight,
+                BudgetDimension::Deadline,
+                Breach::Expired,
+                &state,
+            )));
         }
         Ok(())
     }
@@ -384,7 +478,8 @@ impl RunBudget {
         self.token_limit
     }
 
-    /// Time left at `now` ([`Deadline::remaining`]), `None` without a deadline.
+    /// Time left at `now` ([`Deadline::remaining`]), `None` without a
+    /// deadline; wrap it in [`RemainingTime`] to print it.
     pub fn remaining_time(&self, now: DateTime<Utc>) -> Option<TimeDelta> {
         self.deadline.map(|d| d.remaining(now))
     }

@@ -68,13 +68,14 @@ fn negative_usage_is_rejected() {
 fn expired_deadline_is_rejected_at_the_boundary() {
     let clock = FixedTimeProvider::new(t0());
     // A deadline equal to now has zero time left: expired (R-2).
+    // Issue 28: it is the run-budget error, phase preflight.
     let err = RunBudget::new(Some(Deadline::at(t0())), None, &clock).unwrap_err();
+    let CupelError::RunBudgetExceeded(e) = err else {
+        panic!("expected RunBudgetExceeded, got {err:?}")
+    };
     assert_eq!(
-        err,
-        CupelError::DeadlineExpired {
-            deadline: t0(),
-            now: t0()
-        }
+        (e.phase(), e.dimension()),
+        (BudgetPhase::Preflight, BudgetDimension::Deadline)
     );
     // One nanosecond later is fine.
     let later = Deadline::at(t0() + TimeDelta::nanoseconds(1));
@@ -87,7 +88,7 @@ fn expired_deadline_is_rejected_at_the_boundary() {
     clock2.advance(TimeDelta::seconds(1));
     assert!(matches!(
         BudgetTracker::new(ok, clock2),
-        Err(CupelError::DeadlineExpired { .. })
+        Err(CupelError::RunBudgetExceeded(e)) if e.phase() == BudgetPhase::Preflight
     ));
 }
 
@@ -444,7 +445,7 @@ fn child_deadline_earlier_than_parent() {
     clock.advance(TimeDelta::seconds(1));
     assert!(matches!(
         run.child(stale),
-        Err(CupelError::DeadlineExpired { .. })
+        Err(CupelError::RunBudgetExceeded(e)) if e.phase() == BudgetPhase::Preflight
     ));
 }
 
@@ -1012,5 +1013,149 @@ fn a_saturated_tally_does_not_claim_to_be_over_by_zero() {
         text,
         "run budget exceeded at response: the final tally of input tokens is over the limit of \
          9223372036854775807 (more than 9223372036854775807, the largest count a snapshot shows)"
+    );
+}
+
+// ----- issue 28 ------------------------------------------------------------------
+
+/// Point 7, from the seed: "expired deadlines or depleted tokens raise [the
+/// run-budget error] with phase preflight before any provider call". Every
+/// way a run can start with its deadline already gone gives that one error.
+#[test]
+fn a_deadline_gone_before_the_run_starts_is_a_preflight_run_budget_error() {
+    let deadline = Deadline::at(t0() + TimeDelta::seconds(5));
+    let clock = ManualTimeProvider::new(t0());
+    let budget = RunBudget::new(Some(deadline), None, &clock).unwrap();
+    // The clock passes the deadline by 1.5 s before the run starts.
+    clock.advance(TimeDelta::milliseconds(6500));
+    let expect = |err: CupelError, depth: usize, label: Option<&str>| {
+        let CupelError::RunBudgetExceeded(e) = err else {
+            panic!("expected RunBudgetExceeded, got {err:?}")
+        };
+        assert_eq!(e.phase(), BudgetPhase::Preflight);
+        assert_eq!(e.phase().seed_tag(), "preflight");
+        assert_eq!(e.dimension(), BudgetDimension::Deadline);
+        assert_eq!((e.scope_depth(), e.scope_label()), (depth, label));
+        e
+    };
+    // 1. Building the budget at that moment.
+    let e = expect(
+        RunBudget::new(Some(deadline), None, &clock).unwrap_err(),
+        0,
+        None,
+    );
+    // 5 s deadline, now 6.5 s: 1500 ms late.
+    assert_eq!(
+        e.to_string(),
+        "run budget exceeded at preflight: the deadline 2026-01-01T12:00:05Z has passed \
+         (now 2026-01-01T12:00:06.500Z, 1500 ms late)"
+    );
+    // 2. The builder.
+    expect(
+        RunBudget::builder()
+            .deadline(deadline)
+            .build(&clock)
+            .unwrap_err(),
+        0,
+        None,
+    );
+    // 3. A tracker started with a budget made earlier (or deserialised).
+    expect(
+        BudgetTracker::new(budget, clock.clone()).unwrap_err(),
+        0,
+        None,
+    );
+    // 4 and 5. Children, named or not, of a live run.
+    let run = BudgetTracker::new(RunBudget::unlimited(), clock.clone()).unwrap();
+    expect(run.child(budget).unwrap_err(), 1, None);
+    expect(
+        run.child_named("researcher", budget).unwrap_err(),
+        1,
+        Some("researcher"),
+    );
+    // 6. A run whose deadline passes after it started fails its pre-flight
+    // check with the same error.
+    let clock = ManualTimeProvider::new(t0());
+    let run = BudgetTracker::new(
+        RunBudget::new(Some(deadline), None, &clock).unwrap(),
+        clock.clone(),
+    )
+    .unwrap();
+    clock.advance(TimeDelta::seconds(5));
+    let e = run.preflight().unwrap_err();
+    assert_eq!(
+        (e.phase(), e.dimension()),
+        (BudgetPhase::Preflight, BudgetDimension::Deadline)
+    );
+    // 7. Depleted tokens at pre-flight: same type, dimension input.
+    let limited = BudgetTracker::new(
+        RunBudget::new(None, Some(TokenLimit::new(Some(10), None).unwrap()), &clock).unwrap(),
+        clock.clone(),
+    )
+    .unwrap();
+    limited.record(usage(10, 0));
+    let e = limited.preflight().unwrap_err();
+    assert_eq!(
+        (e.phase(), e.dimension()),
+        (BudgetPhase::Preflight, BudgetDimension::Input)
+    );
+    // Every one converts into the one variant hosts match.
+    assert!(matches!(
+        CupelError::from(e),
+        CupelError::RunBudgetExceeded(_)
+    ));
+}
+
+/// Point 8: what users print reads as text.
+#[test]
+fn remaining_tokens_time_and_tracker_state_display() {
+    assert_eq!(
+        RemainingTokens::new(Some(7248), None).to_string(),
+        "input 7248, output unbounded"
+    );
+    assert_eq!(
+        RemainingTokens::new(Some(-3), Some(0)).to_string(),
+        "input -3, output 0"
+    );
+    // 90 250 ms = 1 min 30.25 s; 3 723 000 ms = 1 h 2 min 3 s.
+    assert_eq!(
+        RemainingTime::new(TimeDelta::milliseconds(90_250)).to_string(),
+        "1m 30.250s left"
+    );
+    assert_eq!(
+        RemainingTime::new(TimeDelta::milliseconds(3_723_000)).to_string(),
+        "1h 2m 3s left"
+    );
+    assert_eq!(
+        RemainingTime::new(TimeDelta::milliseconds(-1500)).to_string(),
+        "expired 1.500s ago"
+    );
+    let clock = FixedTimeProvider::new(t0());
+    let budget = RunBudget::new(
+        Some(Deadline::after(&clock, TimeDelta::seconds(90))),
+        Some(TokenLimit::new(Some(100), None).unwrap()),
+        &clock,
+    )
+    .unwrap();
+    let run = BudgetTracker::new(budget, clock).unwrap();
+    run.record(usage(10, 5));
+    // 100 - 10 = 90 input left; output unbounded; 90 s to the deadline.
+    assert_eq!(
+        run.snapshot().to_string(),
+        "run budget (depth 0): used input 10, output 5 (reserved input 0, output 0); \
+         tokens left: input 90, output unbounded; time: 1m 30s left (deadline 2026-01-01T12:01:30Z)"
+    );
+    let sub = run.child_named("tool", RunBudget::unlimited()).unwrap();
+    assert_eq!(
+        sub.to_string(),
+        "[tool] run budget (depth 1): used input 0, output 0 (reserved input 0, output 0); \
+         tokens left: input 90, output unbounded; time: 1m 30s left (deadline 2026-01-01T12:01:30Z)"
+    );
+    let unlimited =
+        BudgetTracker::new(RunBudget::unlimited(), FixedTimeProvider::new(t0())).unwrap();
+    assert_eq!(
+        unlimited.to_string(),
+        "run budget (depth 0): used input 0, output 0 (reserved input 0, output 0); \
+         tokens left: unlimited; time: no deadline"
     );
 }

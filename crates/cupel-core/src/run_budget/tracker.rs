@@ -21,6 +21,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use super::error::{
     Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase, ScopeId,
 };
+use super::model::RemainingTime;
 use super::model::{RemainingTokens, RunBudget, TokenUsage, clamp_i64};
 use super::request::BudgetRequest;
 use crate::{CupelError, SystemTimeProvider, TimeProvider};
@@ -164,6 +165,53 @@ pub struct BudgetSnapshot {
     pub scope_depth: usize,
 }
 
+/// One line for people:
+///
+/// ```text
+/// run budget (depth 0): used input 10, output 5 (reserved input 0, output 0); tokens left: input 90, output unbounded; time: 1m 30s left (deadline 2026-01-01T00:01:30Z)
+/// ```
+///
+/// `tokens left: unlimited` without a token limit, `time: no deadline`
+/// without a deadline, and `; halted` at the end once a check failed.
+impl fmt::Display for BudgetSnapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "run budget (depth {}): used {} (reserved {}); tokens left: ",
+            self.scope_depth, self.usage, self.reserved
+        )?;
+        match &self.remaining_tokens {
+            Some(r) => write!(f, "{r}")?,
+            None => f.write_str("unlimited")?,
+        }
+        match (self.remaining_time, self.deadline) {
+            (Some(t), Some(d)) => write!(
+                f,
+                "; time: {} (deadline {})",
+                RemainingTime::new(t),
+                d.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+            )?,
+            (Some(t), None) => write!(f, "; time: {}", RemainingTime::new(t))?,
+            _ => f.write_str("; time: no deadline")?,
+        }
+        if self.halted {
+            f.write_str("; halted")?;
+        }
+        Ok(())
+    }
+}
+
+/// The tracker's current state: its [`snapshot`](BudgetTracker::snapshot)'s
+/// one line, with the scope's label in front when it has one.
+impl fmt::Display for BudgetTracker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(label) = self.label() {
+            write!(f, "[{}] ", label.escape_debug())?;
+        }
+        write!(f, "{}", self.snapshot())
+    }
+}
+
 impl BudgetSnapshot {
     /// `remaining_time` in whole milliseconds (the `budget_remaining_time`
     /// telemetry value).
@@ -269,10 +317,12 @@ impl BudgetTracker {
     /// A root tracker for `budget`, reading time from `clock`.
     ///
     /// # Errors
-    /// [`CupelError::DeadlineExpired`] when the deadline is not after
-    /// `clock.now()` (a deserialised budget is validated here).
+    /// [`CupelError::RunBudgetExceeded`] with phase
+    /// [`BudgetPhase::Preflight`] and dimension `deadline` when the deadline
+    /// is not after `clock.now()` (a deserialised budget is validated here):
+    /// the same error type as every other overage.
     pub fn new(budget: RunBudget, clock: impl TimeProvider + 'static) -> Result<Self, CupelError> {
-        budget.validate(clock.now())?;
+        budget.validate(clock.now(), &ScopeId::ROOT)?;
         let shared = Shared {
             clock: Arc::new(clock),
             ledger: Mutex::new(Ledger {
@@ -312,7 +362,9 @@ impl BudgetTracker {
     /// the child (and its descendants).
     ///
     /// # Errors
-    /// [`CupelError::DeadlineExpired`] when the child's deadline is not after now.
+    /// [`CupelError::RunBudgetExceeded`] (phase `preflight`, dimension
+    /// `deadline`, naming the child's depth and label) when the child's
+    /// deadline is not after now.
     pub fn child(&self, budget: RunBudget) -> Result<BudgetTracker, CupelError> {
         self.add_child(None, budget)
     }
@@ -349,7 +401,9 @@ impl BudgetTracker {
     /// ```
     ///
     /// # Errors
-    /// [`CupelError::DeadlineExpired`] when the child's deadline is not after now.
+    /// [`CupelError::RunBudgetExceeded`] (phase `preflight`, dimension
+    /// `deadline`, naming the child's depth and label) when the child's
+    /// deadline is not after now.
     pub fn child_named(
         &self,
         label: impl Into<String>,
@@ -363,13 +417,14 @@ impl BudgetTracker {
         label: Option<Arc<str>>,
         budget: RunBudget,
     ) -> Result<BudgetTracker, CupelError> {
-        budget.validate(self.shared.clock.now())?;
+        let id = ScopeId {
+            depth: self.path.len(),
+            label: label.clone(),
+        };
+        budget.validate(self.shared.clock.now(), &id)?;
         let scope = Scope {
             budget,
-            id: ScopeId {
-                depth: self.path.len(),
-                label: label.clone(),
-            },
+            id,
             used: [0; 2],
             reserved: [0; 2],
             halted: None,

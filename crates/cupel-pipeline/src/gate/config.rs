@@ -443,6 +443,17 @@ impl GateSpec {
             }
             Some(v) => v,
         };
+        // Clarification G-24: a divider that is empty or only blanks would
+        // append a block with nothing to read to every batch; it is refused.
+        if self
+            .divide_new_content
+            .as_deref()
+            .is_some_and(|d| d.trim().is_empty())
+        {
+            return Err(GateConfigError::EmptyValue {
+                path: format!("{prefix}divide_new_content"),
+            });
+        }
         let rules = match &self.compact_code {
             None => Vec::new(),
             Some(cc) => cc
@@ -471,15 +482,16 @@ impl RuleSpec {
                     what: "the rule's language (sql or dotnet)",
                 });
             }
-            Some("sql") => CodeLanguage::Sql,
-            Some("dotnet") => CodeLanguage::Dotnet,
-            Some(other) => {
-                return Err(GateConfigError::UnknownLanguage {
-                    path: format!("{at}.language"),
-                    rule,
-                    value: other.to_string(),
-                });
-            }
+            Some(name) => match language_name(name) {
+                Some(language) => language,
+                None => {
+                    return Err(GateConfigError::UnknownLanguage {
+                        path: format!("{at}.language"),
+                        rule,
+                        value: name.to_string(),
+                    });
+                }
+            },
         };
         let policy = match self.policy.as_deref() {
             None => {
@@ -488,9 +500,15 @@ impl RuleSpec {
                     what: "the rule's policy (always, threshold or demand)",
                 });
             }
-            Some("always") => CompactionPolicyKind::Always,
-            Some("threshold") => CompactionPolicyKind::Threshold,
-            Some("demand") => CompactionPolicyKind::Demand,
+            Some(name) if name.trim().eq_ignore_ascii_case("always") => {
+                CompactionPolicyKind::Always
+            }
+            Some(name) if name.trim().eq_ignore_ascii_case("threshold") => {
+                CompactionPolicyKind::Threshold
+            }
+            Some(name) if name.trim().eq_ignore_ascii_case("demand") => {
+                CompactionPolicyKind::Demand
+            }
             Some(other) => {
                 return Err(GateConfigError::UnknownPolicy {
                     path: format!("{at}.policy"),
@@ -552,6 +570,18 @@ impl RuleSpec {
             CompactionPolicy::Always
         };
         Ok(CompactionRule { language, policy })
+    }
+}
+
+/// A rule's language name, read as the original gate read it: case does not
+/// matter, surrounding blanks are ignored, and `csharp` / `c#` name `dotnet`.
+/// `unknown` is not a rule language (no rule can match it).
+fn language_name(name: &str) -> Option<CodeLanguage> {
+    let n = name.trim().to_ascii_lowercase();
+    match n.as_str() {
+        "sql" => Some(CodeLanguage::Sql),
+        "dotnet" | "csharp" | "c#" => Some(CodeLanguage::Dotnet),
+        _ => None,
     }
 }
 
@@ -694,7 +724,9 @@ pub enum GateConfigError {
         value: i64,
     },
     /// A rule's `language` is not `sql` or `dotnet`.
-    #[error("`{path}`: rule {rule} has unknown language `{value}` (expected sql or dotnet)")]
+    #[error(
+        "`{path}`: rule {rule} has unknown language `{value}` (expected sql or dotnet; csharp and c# name dotnet; case does not matter)"
+    )]
     UnknownLanguage {
         /// The key.
         path: String,
@@ -705,7 +737,7 @@ pub enum GateConfigError {
     },
     /// A rule's `policy` is not `always`, `threshold` or `demand`.
     #[error(
-        "`{path}`: rule {rule} has unknown policy `{value}` (expected always, threshold or demand)"
+        "`{path}`: rule {rule} has unknown policy `{value}` (expected always, threshold or demand; case does not matter)"
     )]
     UnknownPolicy {
         /// The key.

@@ -25,6 +25,11 @@
 //! construction: the [`Over`] variant hands back the very vectors it was given.
 //! [`ContextGate::evaluate`] is the side-effect-free dry run.
 //!
+//! [`ContextGate::admit_with_retry`] runs the seed's whole retry loop
+//! (`on_over` → compact the existing context with a [`ContextCompactor`] →
+//! gate again) under a [`LoopGuard`], and stops early when a compaction does
+//! not shrink the context.
+//!
 //! Every decision of [`ContextGate::admit`] emits one `tracing` event named
 //! `MANAGE_CONTEXT_BUDGET` (target `cupel::gate`, level INFO) with the numbers,
 //! the inbox summary (messages consumed, demand topics found, messages handed
@@ -70,6 +75,7 @@ mod classify;
 mod compact;
 mod config;
 mod format;
+mod retry;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -78,34 +84,115 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use cupel_core::{Compactor, CupelError, LanguageClassifier, TokenCounter};
+use cupel_core::{CodeLanguage, CodeNode, Compactor, CupelError, LanguageClassifier, TokenCounter};
 
-pub use cupel_core::{CompactionPolicyKind, GATE_EVENT, GateDecision, GateReport, NodeReport};
+pub use cupel_core::{
+    CompactionPolicyKind, GATE_EVENT, GateDecision, GateReport, NodeReport, Unmatched,
+};
 
-pub use classify::BuiltinClassifier;
+pub use classify::{BuiltinClassifier, ClassifierScores, CodeKind};
 pub use compact::{BuiltinCompactor, compact_csharp, compact_sql};
 pub use config::{
     CompactCodeSpec, CompactionPolicy, CompactionRule, GateConfig, GateConfigBuilder,
     GateConfigError, GateSpec, RuleSpec,
 };
 pub use format::{NODE_HEADER, format_node, header_value};
+pub use retry::{ContextCompactor, GaveUp, LoopGuard, LoopOutcome, SummarizeWith};
 
 /// One retrieved text waiting to enter the context.
 ///
 /// `text` is required; `id`, `path`, `source` and `metadata` are optional and
-/// only shape the block's header (see [`format_node`]).
+/// only shape the block's header (see [`format_node`]) — and, for `path`, the
+/// language (see [`LanguageClassifier::classify_node`]).
+///
+/// Read from a file, the original retrieval output's keys are accepted as
+/// they are: `node_id` for `id`, `repo_relative_path` for `path`,
+/// `source_file` for `source` and `metadata_context` for `metadata` (see
+/// [`deserialize_node_metadata`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(expecting = "a node table with `text` (and optional id, path, source, metadata)")]
 pub struct RetrievalNode {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, alias = "node_id", skip_serializing_if = "Option::is_none")]
     id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "repo_relative_path",
+        skip_serializing_if = "Option::is_none"
+    )]
     path: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "source_file",
+        skip_serializing_if = "Option::is_none"
+    )]
     source: Option<String>,
     text: String,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        alias = "metadata_context",
+        deserialize_with = "deserialize_node_metadata",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     metadata: BTreeMap<String, String>,
+}
+
+/// Reads a node's metadata as the original retrieval output wrote it
+/// (`metadata` or `metadata_context`): a table whose values are strings,
+/// numbers or booleans (numbers and booleans are kept as their text, null
+/// values are left out), or a bare string, kept under the key `context`.
+///
+/// [`RetrievalNode`] uses it for its `metadata` key; it is public so that a
+/// caller's own node table (the `cupel gate` command's, for one) reads the
+/// key the same way.
+///
+/// # Errors
+/// The deserializer's error for anything else (a list, a nested table).
+pub fn deserialize_node_metadata<'de, D: serde::Deserializer<'de>>(
+    de: D,
+) -> Result<BTreeMap<String, String>, D::Error> {
+    use serde::de::{Error, MapAccess, Visitor};
+
+    #[derive(Deserialize)]
+    #[serde(untagged, expecting = "a string, number, boolean or null")]
+    enum Scalar {
+        Text(String),
+        Int(i64),
+        Float(f64),
+        Bool(bool),
+        Null(()),
+    }
+
+    struct Meta;
+    impl<'de> Visitor<'de> for Meta {
+        type Value = BTreeMap<String, String>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a metadata table of strings, numbers or booleans, or a string")
+        }
+        fn visit_str<E: Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(BTreeMap::from([("context".to_string(), v.to_string())]))
+        }
+        fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
+            Ok(BTreeMap::new())
+        }
+        fn visit_none<E: Error>(self) -> Result<Self::Value, E> {
+            Ok(BTreeMap::new())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = BTreeMap::new();
+            while let Some((k, v)) = map.next_entry::<String, Scalar>()? {
+                let v = match v {
+                    Scalar::Text(s) => s,
+                    Scalar::Int(i) => i.to_string(),
+                    Scalar::Float(x) => x.to_string(),
+                    Scalar::Bool(b) => b.to_string(),
+                    Scalar::Null(()) => continue,
+                };
+                out.insert(k, v);
+            }
+            Ok(out)
+        }
+    }
+    de.deserialize_any(Meta)
 }
 
 impl RetrievalNode {
@@ -616,7 +703,11 @@ impl ContextGate {
         let mut retrieval_tokens: i128 = 0;
         let mut reports = Vec::with_capacity(nodes.len());
         for (index, node) in nodes.iter().enumerate() {
-            let language = self.classifier.classify(node.text());
+            let language = self.classifier.classify_node(
+                CodeNode::new(node.text())
+                    .with_id(node.id())
+                    .with_path(node.display_path()),
+            );
             let rule = cfg.rule_for(language);
             let raw_block = format_node(node, language, false, node.text());
             let before = self.count(&raw_block)?;
@@ -647,6 +738,11 @@ impl ContextGate {
             report.compacted = compact;
             report.tokens_before = saturate(before);
             report.tokens_after = saturate(after);
+            report.unmatched = match (rule, language) {
+                (Some(_), _) => None,
+                (None, CodeLanguage::Unknown) => Some(Unmatched::UnknownLanguage),
+                (None, _) => Some(Unmatched::NoRule),
+            };
             reports.push(report);
         }
         let buffer_tokens = divider_tokens + retrieval_tokens;
@@ -730,6 +826,7 @@ fn emit(r: &GateReport) {
         event_type = GATE_EVENT,
         gate_id = %r.gate_id,
         decision = r.decision.as_str(),
+        outcome = r.decision.seed_outcome(),
         max_context_tokens = r.max_context_tokens,
         context_tokens = r.context_tokens,
         divider_tokens = r.divider_tokens,
