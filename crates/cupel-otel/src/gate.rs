@@ -24,7 +24,9 @@ pub const GATE_EVENT_NAME: &str = GATE_EVENT;
 /// (array of the demand topics found), `requeued`, then one array per node
 /// field, in buffer order: `node.index`, `node.id` (`""` for a node without
 /// one), `node.language`, `node.policy` (`""` where no rule matched),
-/// `node.compacted`, `node.tokens_before`, `node.tokens_after`. Element `i` of
+/// `node.compacted`, `node.tokens_before`, `node.tokens_after`,
+/// `node.unmatched` (`unknown_language` or `no_rule` where no rule matched
+/// the node, else `""`). Element `i` of
 /// every `node.*` array describes node `i`. (OpenTelemetry attributes are
 /// flat: parallel arrays keep each field typed.)
 ///
@@ -47,6 +49,11 @@ pub const GATE_EVENT_NAME: &str = GATE_EVENT;
 /// assert!(attributes.contains(&KeyValue::new(
 ///     "node.tokens_after",
 ///     Value::Array(Array::I64(vec![22])),
+/// )));
+/// // A rule matched this node: nothing in `node.unmatched`.
+/// assert!(attributes.contains(&KeyValue::new(
+///     "node.unmatched",
+///     Value::Array(Array::String(vec!["".into()])),
 /// )));
 /// ```
 pub fn gate_report_attributes(report: &GateReport) -> Vec<KeyValue> {
@@ -95,6 +102,10 @@ pub fn gate_report_attributes(report: &GateReport) -> Vec<KeyValue> {
         ),
         KeyValue::new("node.tokens_before", ints(&|i| n[i].tokens_before)),
         KeyValue::new("node.tokens_after", ints(&|i| n[i].tokens_after)),
+        KeyValue::new(
+            "node.unmatched",
+            strings(&|i| n[i].unmatched.map_or("", |u| u.as_str()).to_string()),
+        ),
     ]
 }
 

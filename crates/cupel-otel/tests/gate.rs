@@ -90,6 +90,11 @@ fn an_admitted_decision_becomes_one_event_with_every_node_field() {
     assert_eq!(attr(e, "node.id"), strings(&["q1", "n2"]));
     assert_eq!(attr(e, "node.language"), strings(&["sql", "unknown"]));
     assert_eq!(attr(e, "node.policy"), strings(&["always", ""]));
+    // n2 is prose: its language is unknown, so no rule could match it.
+    assert_eq!(
+        attr(e, "node.unmatched"),
+        strings(&["", "unknown_language"])
+    );
     assert_eq!(
         attr(e, "node.compacted"),
         Value::Array(Array::Bool(vec![true, false]))
