@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use cupel_benches::{XorShift64, floor_pairs, floor_sort, quick};
-use cupel_core::{CodeLanguage, TokenCounter};
-use cupel_pipeline::{
+use cupel_core::TokenCounter;
+use cupel_gate::CodeLanguage;
+use cupel_gate::{
     CompactionRule, ContextGate, GateConfig, RetrievalNode, compact_csharp, compact_sql,
 };
 

@@ -7,8 +7,8 @@
 #![no_main]
 
 use cupel_cli::harness::{Format, gate};
-use cupel_core::{CodeLanguage, LanguageClassifier};
-use cupel_pipeline::{BuiltinClassifier, compact_csharp, compact_sql};
+use cupel_gate::{BuiltinClassifier, compact_csharp, compact_sql};
+use cupel_gate::{CodeLanguage, LanguageClassifier};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -249,7 +249,7 @@ fn text(steps: &[Step], final_budget: i64, explain: bool) -> String {
     // characters so a name cannot forge a line of output.
     let who = |n: &Option<String>| {
         n.as_ref()
-            .map(|n| format!(" ({})", cupel_pipeline::header_value(n)))
+            .map(|n| format!(" ({})", cupel_gate::header_value(n)))
             .unwrap_or_default()
     };
     let rows: Vec<Vec<String>> = steps

@@ -42,7 +42,7 @@ type Area<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordi64,
 /// non-characters U+FFFE/U+FFFF are written as visible escapes (`\n`,
 /// `\u{1b}`); plotters escapes `<`, `>` and `&` itself.
 fn svg_text(s: &str) -> String {
-    cupel_pipeline::header_value(s).into_owned()
+    cupel_gate::header_value(s).into_owned()
 }
 
 /// Draws the axes, their labels and descriptions (no grid lines).

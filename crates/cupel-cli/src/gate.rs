@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use clap::Args;
 use cupel_core::CupelError;
-use cupel_pipeline::{
+use cupel_gate::{
     ContextGate, GateOutcome, GateReport, GateSpec, GateState, InboxMessage, RetrievalNode,
     header_value,
 };
@@ -85,7 +85,7 @@ struct NodeInput {
     #[serde(
         default,
         alias = "metadata_context",
-        deserialize_with = "cupel_pipeline::gate::deserialize_node_metadata"
+        deserialize_with = "cupel_gate::deserialize_node_metadata"
     )]
     metadata: std::collections::BTreeMap<String, String>,
 }
@@ -232,7 +232,7 @@ struct NodeView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     unmatched: Option<&'static str>,
     #[serde(skip)]
-    unmatched_reason: Option<cupel_core::Unmatched>,
+    unmatched_reason: Option<cupel_gate::Unmatched>,
 }
 
 impl<'a> View<'a> {

@@ -18,11 +18,7 @@
 //!   ([`TokenUsage`], [`BudgetRequest`], [`Reservation`], [`UsageMeter`])
 //!   and [`BudgetExceededError`];
 //! * injected services: [`TimeProvider`] (system, fixed and manual clocks)
-//!   and [`TokenCounter`], and the context gate's [`LanguageClassifier`]
-//!   and [`Compactor`] (with [`CodeLanguage`]);
-//! * what the context gate decided: [`GateReport`] (with [`NodeReport`],
-//!   [`GateDecision`], [`CompactionPolicyKind`]), plain data so that the
-//!   OpenTelemetry bridge can record it without depending on the pipeline;
+//!   and [`TokenCounter`];
 //! * the one error type, [`CupelError`].
 //!
 //! Depend on `cupel-core` to implement a custom scorer, slicer, placer or
@@ -54,10 +50,8 @@
 #![deny(missing_docs)]
 
 mod budget;
-mod code;
 pub mod diagnostics;
 mod error;
-mod gate_report;
 mod item;
 mod kind;
 mod run_budget;
@@ -67,7 +61,6 @@ mod timestamp;
 mod tokens;
 
 pub use budget::{ContextBudget, ContextBudgetBuilder, SliceBudget};
-pub use code::{CodeLanguage, CodeNode, Compactor, LanguageClassifier};
 pub use diagnostics::{
     CapExclusion, CountRequirementShortfall, DiagnosticTraceCollector, ExcludedItem,
     ExclusionReason, ExclusionRecord, FanOut, IncludedItem, InclusionReason, InclusionRecord,
@@ -75,9 +68,6 @@ pub use diagnostics::{
     TraceDetailLevel, TraceEvent,
 };
 pub use error::{ConfigError, CupelError, DEFAULT_MAX_TABLE_BYTES, TableLimit, TokenSign};
-pub use gate_report::{
-    CompactionPolicyKind, GATE_EVENT, GateDecision, GateReport, NodeReport, Unmatched,
-};
 pub use item::{ContextItem, ContextItemBuilder};
 pub use kind::{ContextKind, ContextSource};
 pub use run_budget::{

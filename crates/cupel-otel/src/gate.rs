@@ -10,7 +10,8 @@
 //! The report type lives in `cupel-core`, so this module needs nothing
 //! beyond this crate's own dependencies.
 
-use cupel_core::{CupelError, GATE_EVENT, GateReport};
+use cupel_core::CupelError;
+use cupel_gate::{GATE_EVENT, GateReport};
 use opentelemetry::trace::Span;
 use opentelemetry::{Array, KeyValue, StringValue, Value};
 
@@ -31,7 +32,7 @@ pub const GATE_EVENT_NAME: &str = GATE_EVENT;
 /// flat: parallel arrays keep each field typed.)
 ///
 /// ```
-/// use cupel_core::{CodeLanguage, CompactionPolicyKind, GateDecision, GateReport, NodeReport};
+/// use cupel_gate::{CodeLanguage, CompactionPolicyKind, GateDecision, GateReport, NodeReport};
 /// use opentelemetry::{Array, KeyValue, Value};
 ///
 /// let mut node = NodeReport::new(0, CodeLanguage::Sql);

@@ -99,6 +99,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 mod collector;
+#[cfg(feature = "gate")]
 mod gate;
 pub mod names;
 mod run_budget;
@@ -109,6 +110,8 @@ mod verbosity;
 #[allow(deprecated)]
 pub use collector::CupelOtelTraceCollector;
 pub use collector::OtelCollector;
+#[cfg(feature = "gate")]
+#[cfg_attr(docsrs, doc(cfg(feature = "gate")))]
 pub use gate::{GATE_EVENT_NAME, gate_report_attributes, record_gate_error, record_gate_report};
 pub use names::{TRACER_NAME, exclusion_reason_name};
 pub use run_budget::{

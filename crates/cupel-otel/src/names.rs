@@ -30,6 +30,7 @@
 
 use cupel_core::{ExclusionReason, PipelineStage};
 
+#[cfg(feature = "gate")]
 pub use crate::gate::GATE_EVENT_NAME;
 pub use crate::run_budget::{
     BUDGET_DIMENSION, BUDGET_EXCEEDED_EVENT, BUDGET_PHASE, BUDGET_REMAINING_TIME,

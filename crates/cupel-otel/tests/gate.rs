@@ -1,8 +1,9 @@
 //! Context-gate decisions recorded on a real span, read back from the SDK.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use cupel_core::{CodeLanguage, TokenCounter};
-use cupel_pipeline::{
+use cupel_core::TokenCounter;
+use cupel_gate::CodeLanguage;
+use cupel_gate::{
     CompactionRule, ContextGate, GateConfig, GateOutcome, GateState, InboxMessage, RetrievalNode,
 };
 use opentelemetry::trace::{Span, Tracer, TracerProvider};

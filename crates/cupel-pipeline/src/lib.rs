@@ -100,18 +100,16 @@
 //! cap's removal stays `CountCapExceeded`). A run without groups takes the
 //! specification's path unchanged.
 //!
-//! # The context gate
+//! # The context gate moved
 //!
-//! [`ContextGate`] (module [`gate`]) admits retrieved texts into an existing
-//! context under a global token budget, compacting SQL and C# where its
-//! [`GateConfig`] says so, or answers [`GateOutcome::Over`] so the caller
-//! compacts its context first. See `spec/17-context-gate.md`.
+//! The context gate is the `cupel-rs-gate` crate (`cupel_gate`) since 0.2.
+//! Its names stay re-exported here (feature `gate`, on by default) for one
+//! minor version.
 //!
 //! # Features
 //! * `config` (default) — declarative configuration: [`PolicyConfig`] read
 //!   from TOML or JSON, named presets, the [`ComponentRegistry`] for custom
-//!   components, the bundled samples, and `GateConfig::from_toml_str` /
-//!   `from_json_str`. It pulls toml, serde_json, serde_ignored and
+//!   components and the bundled samples. It pulls toml, serde_json, serde_ignored and
 //!   serde_path_to_error and enables `cupel-core/serde`; build with
 //!   `default-features = false` for a pipeline assembled in code only.
 //! * `tiktoken` — deprecated re-exports of `TiktokenCounter`,
@@ -125,7 +123,6 @@
 mod config;
 #[cfg(feature = "config")]
 mod construct;
-pub mod gate;
 mod grouped;
 #[cfg(feature = "config")]
 mod names;
@@ -149,14 +146,28 @@ pub use config::{
 #[cfg(feature = "config")]
 #[allow(deprecated)]
 pub use config::{OverflowName, ScarcityName};
-pub use gate::{
+/// The context gate, moved to `cupel-rs-gate` (`cupel_gate`) in 0.2; this
+/// module and the re-exports below stay for one minor version.
+#[cfg(feature = "gate")]
+#[deprecated(
+    since = "0.2.0",
+    note = "the context gate moved to the cupel-rs-gate crate: use cupel_gate"
+)]
+pub mod gate {
+    pub use cupel_gate::*;
+}
+// Moved to `cupel_gate` in 0.2 (a `use` cannot carry `#[deprecated]`; the
+// CHANGELOG lists them). Removed in 0.3.
+#[cfg(feature = "gate")]
+#[doc(hidden)]
+pub use cupel_gate::{
     Admitted, BuiltinClassifier, BuiltinCompactor, ClassifierScores, CodeKind, CompactCodeSpec,
-    CompactionPolicy, CompactionPolicyKind, CompactionRule, ContextGate, ContextGateBuilder,
-    GATE_EVENT, GateConfig, GateConfigBuilder, GateConfigError, GateDecision, GateError,
-    GateOutcome, GateReport, GateSpec, GateState, InboxMessage, NODE_HEADER, NodeReport, Over,
-    RetrievalNode, RuleSpec, Unmatched, compact_csharp, compact_sql, format_node, header_value,
+    CompactionPolicy, CompactionPolicyKind, CompactionRule, ContextCompactor, ContextGate,
+    ContextGateBuilder, GATE_EVENT, GateConfig, GateConfigBuilder, GateConfigError, GateDecision,
+    GateError, GateOutcome, GateReport, GateSpec, GateState, GaveUp, InboxMessage, LoopGuard,
+    LoopOutcome, NODE_HEADER, NodeReport, Over, RetrievalNode, RuleSpec, SummarizeWith, Unmatched,
+    compact_csharp, compact_sql, format_node, header_value,
 };
-pub use gate::{ContextCompactor, GaveUp, LoopGuard, LoopOutcome, SummarizeWith};
 #[cfg(feature = "config")]
 pub use names::{ComponentType, PlacerType, ScorerType, SlicerType};
 pub use pipeline::{OverflowObserver, Pipeline, PipelineBuilder};

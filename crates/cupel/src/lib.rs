@@ -69,11 +69,10 @@
 // Data model, contracts, diagnostics and run budgets (cupel-core).
 pub use cupel_core::{
     BudgetDimension, BudgetExceededError, BudgetPhase, BudgetRequest, BudgetSnapshot,
-    BudgetTracker, CapExclusion, CodeLanguage, Compactor, ConfigError, ContextBudget,
-    ContextBudgetBuilder, ContextItem, ContextItemBuilder, ContextKind, ContextSource,
-    CountRequirementShortfall, CupelError, DEFAULT_MAX_TABLE_BYTES, Deadline,
-    DiagnosticTraceCollector, ExcludedItem, ExclusionReason, ExclusionRecord, FanOut,
-    FixedTimeProvider, IncludedItem, InclusionReason, InclusionRecord, LanguageClassifier,
+    BudgetTracker, CapExclusion, ConfigError, ContextBudget, ContextBudgetBuilder, ContextItem,
+    ContextItemBuilder, ContextKind, ContextSource, CountRequirementShortfall, CupelError,
+    DEFAULT_MAX_TABLE_BYTES, Deadline, DiagnosticTraceCollector, ExcludedItem, ExclusionReason,
+    ExclusionRecord, FanOut, FixedTimeProvider, IncludedItem, InclusionReason, InclusionRecord,
     ManualTimeProvider, NullTraceCollector, OverflowEvent, OverflowStrategy, PipelineStage, Placer,
     RUN_BUDGET_TRACING_TARGET, RemainingTokens, Reservation, RunBudget, RunBudgetBuilder,
     ScoredItem, Scorer, SelectionReport, SliceBudget, SliceOutcome, SliceRoom, Slicer, SlicerKind,
@@ -99,30 +98,42 @@ pub use cupel_slicers::{
 // Placers (cupel-placers).
 pub use cupel_placers::{ChronologicalPlacer, UShapedPlacer};
 
-// Pipeline, policy, declarative configuration, presets, registry and the
-// context gate (cupel-pipeline). The gate's report types come from cupel-core
-// and are listed there.
-pub use cupel_core::{CompactionPolicyKind, GATE_EVENT, GateDecision, GateReport, NodeReport};
+// Pipeline, policy, declarative configuration, presets and registry
+// (cupel-pipeline).
+
 pub use cupel_pipeline::{
-    Admitted, BudgetedWindow, BuiltinClassifier, BuiltinCompactor, CompactCodeSpec,
-    CompactionPolicy, CompactionRule, ComponentRegistry, ComponentType, ContextGate,
-    ContextGateBuilder, CountQuotaConfig, CurveConfig, GateConfig, GateConfigBuilder,
-    GateConfigError, GateError, GateOutcome, GateSpec, GateState, InboxMessage, InnerScorer,
-    KindWeightConfig, MAX_SCORER_DEPTH, NODE_HEADER, Over, OverflowObserver, Pipeline,
-    PipelineBuilder, PlacerConstructor, PlacerType, Policy, PolicyBuilder, PolicyConfig, Preset,
-    QuotaConfig, RetrievalNode, RuleSpec, ScorerConfig, ScorerConstructor, ScorerType,
-    SlicerConfig, SlicerConstructor, SlicerType, StepWindowConfig, TagWeightConfig, compact_csharp,
-    compact_sql, format_node, gate, header_value, overflow_strategy_name, preset, presets, samples,
+    BudgetedWindow, ComponentRegistry, ComponentType, CountQuotaConfig, CurveConfig, InnerScorer,
+    KindWeightConfig, MAX_SCORER_DEPTH, OverflowObserver, Pipeline, PipelineBuilder,
+    PlacerConstructor, PlacerType, Policy, PolicyBuilder, PolicyConfig, Preset, QuotaConfig,
+    ScorerConfig, ScorerConstructor, ScorerType, SlicerConfig, SlicerConstructor, SlicerType,
+    StepWindowConfig, TagWeightConfig, overflow_strategy_name, preset, presets, samples,
     scarcity_behavior_name, serde_json,
 };
-// Issue 28: the node a classifier sees, the classifier's scores, unmatched
-// nodes, the retry loop, and remaining time for people.
-pub use cupel_core::{CodeNode, RemainingTime, Unmatched};
-pub use cupel_pipeline::{
-    ClassifierScores, CodeKind, ContextCompactor, GaveUp, LoopGuard, LoopOutcome, SummarizeWith,
-};
+// Issue 28: remaining time for people.
+pub use cupel_core::RemainingTime;
+
 #[cfg(feature = "tiktoken")]
 pub use cupel_tokens::{TIKTOKEN_ENCODINGS, TiktokenCounter, TokenizerError};
+
+// The context gate (cupel-gate): everyday names at the root, all of it in
+// `cupel::gate`.
+pub use cupel_gate::{
+    Admitted, BuiltinClassifier, BuiltinCompactor, ClassifierScores, CodeKind, CodeLanguage,
+    CodeNode, CompactCodeSpec, CompactionPolicy, CompactionPolicyKind, CompactionRule, Compactor,
+    ContextCompactor, ContextGate, ContextGateBuilder, GATE_EVENT, GateConfig, GateConfigBuilder,
+    GateConfigError, GateDecision, GateError, GateOutcome, GateReport, GateSpec, GateState, GaveUp,
+    InboxMessage, LanguageClassifier, LoopGuard, LoopOutcome, NODE_HEADER, NodeReport, Over,
+    RetrievalNode, RuleSpec, SummarizeWith, Unmatched, compact_csharp, compact_sql, format_node,
+    header_value,
+};
+
+/// The context gate (`cupel-rs-gate`): admit retrieved code and text into a
+/// context under a token budget, compacting SQL and C# where configured, or
+/// answer "over" so the caller compacts its context first. See
+/// `spec/17-context-gate.md`.
+pub mod gate {
+    pub use cupel_gate::*;
+}
 
 /// Token counters (`cupel-rs-tokens`): [`CharEstimate`](tokens::CharEstimate)
 /// always, `TiktokenCounter` with the `tiktoken` feature,

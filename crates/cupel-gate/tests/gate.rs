@@ -6,8 +6,9 @@
 //! 8 words plus the words of its text; `id: …` and `path: …` add 2 each.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use cupel_core::{CodeLanguage, CupelError, TokenCounter};
-use cupel_pipeline::{
+use cupel_core::{CupelError, TokenCounter};
+use cupel_gate::CodeLanguage;
+use cupel_gate::{
     CompactionPolicyKind, CompactionRule, ContextGate, GateConfig, GateDecision, GateOutcome,
     GateState, InboxMessage, RetrievalNode,
 };
@@ -17,14 +18,14 @@ mod common;
 
 use common::{SQL, SQL_COMPACT, Words, demand_then_always, gate, state, words};
 
-fn admitted(o: GateOutcome) -> cupel_pipeline::Admitted {
+fn admitted(o: GateOutcome) -> cupel_gate::Admitted {
     match o {
         GateOutcome::Admitted(a) => a,
         GateOutcome::Over(o) => panic!("expected admitted, got over: {:?}", o.report()),
     }
 }
 
-fn over(o: GateOutcome) -> cupel_pipeline::Over {
+fn over(o: GateOutcome) -> cupel_gate::Over {
     match o {
         GateOutcome::Over(o) => o,
         GateOutcome::Admitted(a) => panic!("expected over, got admitted: {:?}", a.report()),
@@ -211,7 +212,7 @@ fn gates_and_outcomes_are_send_and_sync() {
     fn check<T: Send + Sync>() {}
     check::<ContextGate>();
     check::<GateOutcome>();
-    check::<cupel_pipeline::GateError>();
+    check::<cupel_gate::GateError>();
     check::<GateConfig>();
 }
 
@@ -651,7 +652,7 @@ fn the_report_says_when_no_rule_matched() {
             &[],
         )
         .unwrap();
-    use cupel_pipeline::Unmatched;
+    use cupel_gate::Unmatched;
     assert_eq!(r.nodes[0].unmatched, None);
     assert_eq!(r.nodes[1].unmatched, Some(Unmatched::NoRule));
     assert_eq!(r.nodes[2].unmatched, Some(Unmatched::UnknownLanguage));
@@ -703,7 +704,7 @@ fn the_original_node_keys_are_accepted() {
 /// Point 1: a custom classifier sees the node's id and path.
 #[test]
 fn a_custom_classifier_sees_the_whole_node() {
-    use cupel_core::{CodeNode, LanguageClassifier};
+    use cupel_gate::{CodeNode, LanguageClassifier};
     struct ById;
     impl LanguageClassifier for ById {
         fn classify(&self, _text: &str) -> CodeLanguage {

@@ -6,7 +6,9 @@ use std::fmt;
 use serde::de::{SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use cupel_core::{CodeLanguage, CompactionPolicyKind, CupelError};
+use cupel_core::CupelError;
+
+use crate::{CodeLanguage, CompactionPolicyKind};
 
 /// When a rule compacts the nodes of its language.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,8 +108,8 @@ impl CompactionRule {
 /// and column to every error.
 ///
 /// ```
-/// use cupel_core::CodeLanguage;
-/// use cupel_pipeline::{CompactionPolicy, GateConfig};
+/// use cupel_gate::CodeLanguage;
+/// use cupel_gate::{CompactionPolicy, GateConfig};
 ///
 /// let cfg = GateConfig::from_toml_str(r#"
 ///     id = "manage_budget"
@@ -123,7 +125,7 @@ impl CompactionRule {
 /// assert_eq!(cfg.rules()[0].policy, CompactionPolicy::Threshold { threshold: 0.4 });
 /// // 0.4 × 5000 = 2000 tokens: the compaction trigger.
 /// assert_eq!(cfg.trigger_tokens(0.4), 2000);
-/// # Ok::<(), cupel_pipeline::GateConfigError>(())
+/// # Ok::<(), cupel_gate::GateConfigError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "GateSpec", into = "GateSpec")]

@@ -36,11 +36,21 @@
 //! back) and, per node, the language, policy, compacted flag and tokens before
 //! and after. The dry run [`ContextGate::evaluate`] emits none. The same facts
 //! are in the [`GateReport`], which `cupel-otel` turns into OpenTelemetry
-//! attributes and a span event.
+//! attributes and a span event (its `gate` feature).
+//!
+//! Depends only on `cupel-core`. Token counters for [`ContextGate::new`] are
+//! in `cupel-rs-tokens` (`TiktokenCounter`, `HuggingFaceCounter`, ...).
+//!
+//! # Features
+//! * `config` (default) — [`GateConfig::from_toml_str`] /
+//!   [`GateConfig::from_json_str`]: the configuration read from TOML or JSON
+//!   with strict keys and positioned errors.
 //!
 //! ```
-//! use cupel_core::{CodeLanguage, TokenCounter};
-//! use cupel_pipeline::{CompactionRule, ContextGate, GateConfig, GateOutcome, GateState, RetrievalNode};
+//! use cupel_core::TokenCounter;
+//! use cupel_gate::{
+//!     CodeLanguage, CompactionRule, ContextGate, GateConfig, GateOutcome, GateState, RetrievalNode,
+//! };
 //!
 //! /// A stand-in that counts words; use a real tokenizer (`TiktokenCounter`) in production.
 //! struct Words;
@@ -72,9 +82,11 @@
 //! ```
 
 mod classify;
+mod code;
 mod compact;
 mod config;
 mod format;
+mod report;
 mod retry;
 
 use std::collections::BTreeMap;
@@ -84,9 +96,10 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use cupel_core::{CodeLanguage, CodeNode, Compactor, CupelError, LanguageClassifier, TokenCounter};
+use cupel_core::{CupelError, TokenCounter};
 
-pub use cupel_core::{
+pub use code::{CodeLanguage, CodeNode, Compactor, LanguageClassifier};
+pub use report::{
     CompactionPolicyKind, GATE_EVENT, GateDecision, GateReport, NodeReport, Unmatched,
 };
 
@@ -264,7 +277,7 @@ impl RetrievalNode {
     /// `source`, `metadata["path"]`, `metadata["source"]`.
     ///
     /// ```
-    /// use cupel_pipeline::RetrievalNode;
+    /// use cupel_gate::RetrievalNode;
     /// let n = RetrievalNode::new("x").with_metadata("source", "kb/42");
     /// assert_eq!(n.display_path(), Some("kb/42"));
     /// assert_eq!(n.with_source("wiki").display_path(), Some("wiki"));

@@ -4,7 +4,7 @@
 mod csharp;
 mod sql;
 
-use cupel_core::{CodeLanguage, Compactor};
+use crate::{CodeLanguage, Compactor};
 
 pub use csharp::compact_csharp;
 pub use sql::compact_sql;
@@ -21,8 +21,8 @@ pub use sql::compact_sql;
 /// are copied unchanged. Compacting is idempotent.
 ///
 /// ```
-/// use cupel_core::{CodeLanguage, Compactor};
-/// use cupel_pipeline::BuiltinCompactor;
+/// use cupel_gate::{CodeLanguage, Compactor};
+/// use cupel_gate::BuiltinCompactor;
 /// let sql = "SELECT name -- the name\n  FROM   users\n\n WHERE note = 'a  -- b';";
 /// assert_eq!(
 ///     BuiltinCompactor.compact(CodeLanguage::Sql, sql),

@@ -1,6 +1,6 @@
 //! The built-in compactors: idempotent, and every string literal survives.
 
-use cupel_pipeline::{compact_csharp, compact_sql};
+use cupel_gate::{compact_csharp, compact_sql};
 use proptest::prelude::*;
 
 /// Separators that compaction may rewrite (whitespace and comments).

@@ -11,8 +11,9 @@
 //!
 //! Run it with `cargo run -p cupel-rs-pipeline --example gate_loop`.
 
-use cupel_core::{CodeLanguage, CupelError, TokenCounter};
-use cupel_pipeline::{
+use cupel_core::{CupelError, TokenCounter};
+use cupel_gate::CodeLanguage;
+use cupel_gate::{
     CompactionRule, ContextCompactor, ContextGate, GateConfig, GateState, InboxMessage, LoopGuard,
     LoopOutcome, RetrievalNode,
 };

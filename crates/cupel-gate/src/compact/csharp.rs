@@ -15,7 +15,7 @@ use super::{Emitter, doubled_quote_end, line_end, space_run};
 /// whitespace, so no two tokens are ever glued together.
 ///
 /// ```
-/// use cupel_pipeline::compact_csharp;
+/// use cupel_gate::compact_csharp;
 /// let t = "/// <summary>Repo</summary>\npublic class Repo\n{\n    // the query\n    const string Sql = @\"SELECT *\n      FROM  t -- all\";\n}\n";
 /// assert_eq!(
 ///     compact_csharp(t),

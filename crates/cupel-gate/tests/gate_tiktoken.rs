@@ -1,8 +1,9 @@
 //! The gate with the real tokenizer (`TiktokenCounter`, cl100k_base).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use cupel_core::{CodeLanguage, TokenCounter};
-use cupel_pipeline::{
+use cupel_core::TokenCounter;
+use cupel_gate::CodeLanguage;
+use cupel_gate::{
     CompactionRule, ContextGate, GateConfig, GateDecision, GateOutcome, GateState, RetrievalNode,
     compact_sql, format_node,
 };
@@ -74,17 +75,4 @@ fn the_real_counter_decides_at_the_exact_boundary() {
         }
         GateOutcome::Admitted(a) => panic!("{:?}", a.report()),
     }
-}
-
-/// The old path keeps working for one minor version (deprecated).
-#[cfg(feature = "tiktoken")]
-#[test]
-#[allow(deprecated)]
-fn the_old_pipeline_path_still_counts() {
-    let old = cupel_pipeline::TiktokenCounter::new("cl100k_base").unwrap();
-    assert_eq!(old.count_tokens("hello world"), 2);
-    assert_eq!(
-        cupel_pipeline::TIKTOKEN_ENCODINGS,
-        cupel_tokens::TIKTOKEN_ENCODINGS
-    );
 }

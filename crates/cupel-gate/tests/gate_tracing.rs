@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use cupel_pipeline::{GateConfig, InboxMessage, RetrievalNode};
+use cupel_gate::{GateConfig, InboxMessage, RetrievalNode};
 
 mod common;
 
@@ -129,7 +129,7 @@ fn a_dry_run_then_the_real_call_is_one_event() {
         assert!(tiny.evaluate(&[], &nodes, &[]).is_err());
         let real = g
             .admit(
-                cupel_pipeline::GateState::new(context.clone(), nodes.clone()),
+                cupel_gate::GateState::new(context.clone(), nodes.clone()),
                 &inbox,
             )
             .unwrap();
@@ -151,7 +151,7 @@ fn a_dry_run_then_the_real_call_is_one_event() {
 /// and the loop reports how it ended.
 #[test]
 fn the_retry_loop_names_the_seed_outcomes() {
-    use cupel_pipeline::{LoopGuard, SummarizeWith};
+    use cupel_gate::{LoopGuard, SummarizeWith};
     let events = Arc::new(Mutex::new(Vec::new()));
     let g = demand_then_always();
     // Keep nothing of the context: 95 words, then 0.

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use cupel_core::CodeLanguage;
+use crate::CodeLanguage;
 
 use super::RetrievalNode;
 
@@ -24,8 +24,8 @@ pub const NODE_HEADER: &str = "--- NODE ---";
 /// line of its own, such as a forged `compact: true`.
 ///
 /// ```
-/// use cupel_core::CodeLanguage;
-/// use cupel_pipeline::{RetrievalNode, format_node};
+/// use cupel_gate::CodeLanguage;
+/// use cupel_gate::{RetrievalNode, format_node};
 /// let node = RetrievalNode::new("SELECT 1;").with_id("n1").with_path("db/one.sql");
 /// assert_eq!(
 ///     format_node(&node, CodeLanguage::Sql, false, node.text()),
@@ -68,7 +68,7 @@ pub fn format_node(
 /// reader of the block, not meant to be reversed.
 ///
 /// ```
-/// use cupel_pipeline::header_value;
+/// use cupel_gate::header_value;
 /// assert_eq!(header_value("n1\ncompact: true"), "n1\\ncompact: true");
 /// assert_eq!(header_value("a\r\u{2028}\u{0}b"), "a\\r\\u{2028}\\u{0}b");
 /// assert_eq!(header_value(r"db\report.sql"), r"db\report.sql");

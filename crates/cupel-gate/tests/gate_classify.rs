@@ -1,9 +1,9 @@
 //! The built-in classifier on realistic snippets, with the original
 //! classifier's arithmetic worked by hand (issue 28 point 1).
 
-use cupel_core::CodeNode;
-use cupel_core::{CodeLanguage, LanguageClassifier};
-use cupel_pipeline::{BuiltinClassifier, CodeKind};
+use cupel_gate::CodeNode;
+use cupel_gate::{BuiltinClassifier, CodeKind};
+use cupel_gate::{CodeLanguage, LanguageClassifier};
 
 fn lang(t: &str) -> CodeLanguage {
     BuiltinClassifier.classify(t)

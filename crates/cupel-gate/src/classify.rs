@@ -24,7 +24,7 @@
 use std::collections::VecDeque;
 use std::sync::LazyLock;
 
-use cupel_core::{CodeLanguage, CodeNode, LanguageClassifier};
+use crate::{CodeLanguage, CodeNode, LanguageClassifier};
 use regex::Regex;
 
 /// The four answers of the original classifier; the gate maps them onto
@@ -93,8 +93,8 @@ pub struct ClassifierScores {
 /// ([`CodeLanguage::from_path`]); otherwise the text is scored.
 ///
 /// ```
-/// use cupel_core::{CodeLanguage, CodeNode, LanguageClassifier};
-/// use cupel_pipeline::BuiltinClassifier;
+/// use cupel_gate::{CodeLanguage, CodeNode, LanguageClassifier};
+/// use cupel_gate::BuiltinClassifier;
 /// let c = BuiltinClassifier;
 /// assert_eq!(c.classify("SELECT i.id FROM invoices i WHERE i.paid = 0;"), CodeLanguage::Sql);
 /// assert_eq!(
@@ -124,7 +124,7 @@ impl BuiltinClassifier {
     /// The scores and the answer for `text` (the path plays no part here).
     ///
     /// ```
-    /// use cupel_pipeline::{BuiltinClassifier, CodeKind};
+    /// use cupel_gate::{BuiltinClassifier, CodeKind};
     /// let s = BuiltinClassifier.scores("DELETE FROM sessions WHERE expired = 1;");
     /// assert_eq!(s.kind, CodeKind::Sql);
     /// // DELETE, FROM, WHERE: 3 × 2.2 + 3 × 0.18 = 7.14; DELETE … FROM: + 9.

@@ -1,8 +1,10 @@
 //! Gate configuration: TOML and JSON, strict keys, every fail-fast case.
+#![cfg(feature = "config")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use cupel_core::{CodeLanguage, CupelError};
-use cupel_pipeline::{CompactionPolicy, CompactionRule, GateConfig, GateConfigError};
+use cupel_core::CupelError;
+use cupel_gate::CodeLanguage;
+use cupel_gate::{CompactionPolicy, CompactionRule, GateConfig, GateConfigError};
 
 const SEED_EXAMPLE: &str = r#"
 id = "manage_budget"
@@ -398,7 +400,7 @@ fn plain_serde_rejects_unknown_keys_at_every_level() {
     .unwrap_err();
     assert!(e.to_string().starts_with("unknown field `mode`"), "{e}");
     // The wire shape is strict on its own too.
-    let e = serde_json::from_str::<cupel_pipeline::GateSpec>(r#"{"idd": "g"}"#).unwrap_err();
+    let e = serde_json::from_str::<cupel_gate::GateSpec>(r#"{"idd": "g"}"#).unwrap_err();
     assert!(e.to_string().starts_with("unknown field `idd`"), "{e}");
 }
 

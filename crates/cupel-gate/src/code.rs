@@ -13,9 +13,10 @@ use std::sync::Arc;
 /// Only [`Sql`](CodeLanguage::Sql) and [`Dotnet`](CodeLanguage::Dotnet) can
 /// carry a compaction rule; [`Unknown`](CodeLanguage::Unknown) never matches
 /// one. On the wire the names are `sql`, `dotnet` and `unknown`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum CodeLanguage {
     /// SQL: ANSI queries, T-SQL scripts and procedures, other dialects.
@@ -39,7 +40,7 @@ impl CodeLanguage {
     /// Parses a wire name (exact, lowercase), `None` for anything else.
     ///
     /// ```
-    /// use cupel_core::CodeLanguage;
+    /// use cupel_gate::CodeLanguage;
     /// assert_eq!(CodeLanguage::from_name("dotnet"), Some(CodeLanguage::Dotnet));
     /// assert_eq!(CodeLanguage::from_name("python"), None);
     /// ```
@@ -66,7 +67,7 @@ impl CodeLanguage {
     /// or none, decides nothing (`None`) and the text must be read.
     ///
     /// ```
-    /// use cupel_core::CodeLanguage;
+    /// use cupel_gate::CodeLanguage;
     /// assert_eq!(CodeLanguage::from_path("db/Reports.SQL"), Some(CodeLanguage::Sql));
     /// assert_eq!(CodeLanguage::from_path(r"src\Shop\Order.cs"), Some(CodeLanguage::Dotnet));
     /// assert_eq!(CodeLanguage::from_path("Shop.csproj"), Some(CodeLanguage::Dotnet));
@@ -143,7 +144,7 @@ pub trait LanguageClassifier: Send + Sync {
     /// The language of a whole node. By default: `classify(node.text)`.
     ///
     /// ```
-    /// use cupel_core::{CodeLanguage, CodeNode, LanguageClassifier};
+    /// use cupel_gate::{CodeLanguage, CodeNode, LanguageClassifier};
     /// /// Trusts the file extension, and says "unknown" otherwise.
     /// struct ByPath;
     /// impl LanguageClassifier for ByPath {

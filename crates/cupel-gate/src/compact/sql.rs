@@ -26,7 +26,7 @@ use super::{Emitter, doubled_quote_end, line_end, space_run};
 /// must never be removed. The text before it is compacted as usual.
 ///
 /// ```
-/// use cupel_pipeline::compact_sql;
+/// use cupel_gate::compact_sql;
 /// let t = "CREATE PROCEDURE dbo.Get /* v2 */\nAS\nBEGIN\n    SELECT [Order Id], 'it''s -- fine'\n    FROM dbo.Orders; -- all\nEND\nGO\n";
 /// assert_eq!(
 ///     compact_sql(t),

@@ -70,7 +70,7 @@ impl<T: ContextCompactor + ?Sized> ContextCompactor for Arc<T> {
 ///
 /// ```
 /// use cupel_core::CupelError;
-/// use cupel_pipeline::{ContextCompactor, GateState, SummarizeWith};
+/// use cupel_gate::{ContextCompactor, GateState, SummarizeWith};
 /// // Keeps the last block only (a real one would ask a model for a summary).
 /// let keep_last = SummarizeWith(|ctx: &[String]| {
 ///     Ok::<_, CupelError>(ctx.last().cloned().into_iter().collect())

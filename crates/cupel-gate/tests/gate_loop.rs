@@ -8,7 +8,7 @@
 mod gate_loop;
 
 use cupel_core::CupelError;
-use cupel_pipeline::{
+use cupel_gate::{
     ContextCompactor, GateState, GaveUp, InboxMessage, LoopGuard, LoopOutcome, SummarizeWith,
 };
 use gate_loop::{run, scenario};

@@ -14,9 +14,8 @@ use crate::CodeLanguage;
 pub const GATE_EVENT: &str = "MANAGE_CONTEXT_BUDGET";
 
 /// The gate's verdict: exactly these two (a failure is an error, not a verdict).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum GateDecision {
     /// Everything fits: the batch is appended.
     Admitted,
@@ -51,9 +50,10 @@ impl fmt::Display for GateDecision {
 }
 
 /// The name of a compaction policy: `always`, `threshold` or `demand` on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum CompactionPolicyKind {
     /// Compact every node of the language.
@@ -83,9 +83,8 @@ impl fmt::Display for CompactionPolicyKind {
 }
 
 /// Why no compaction rule applied to a node (see [`NodeReport::unmatched`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Unmatched {
     /// The classifier could not tell the language: no rule can match
@@ -115,8 +114,7 @@ impl fmt::Display for Unmatched {
 }
 
 /// What the gate did with one node.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct NodeReport {
     /// The node's position in the buffer.
@@ -136,10 +134,7 @@ pub struct NodeReport {
     pub tokens_after: i64,
     /// Set when no compaction rule matched the node, and why; `None` when a
     /// rule matched (whether or not its policy compacted).
-    #[cfg_attr(
-        feature = "serde",
-        serde(default, skip_serializing_if = "Option::is_none")
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unmatched: Option<Unmatched>,
 }
 
@@ -166,7 +161,7 @@ impl NodeReport {
 /// G-3): `total_tokens = context_tokens + divider_tokens + retrieval_tokens`.
 ///
 /// ```
-/// use cupel_core::{GateDecision, GateReport};
+/// use cupel_gate::{GateDecision, GateReport};
 /// let mut r = GateReport::new("manage_budget", GateDecision::Over, 5000);
 /// r.context_tokens = 4900;
 /// r.retrieval_tokens = 300;
@@ -174,8 +169,7 @@ impl NodeReport {
 /// assert_eq!(r.decision.as_str(), "over");
 /// assert!(r.nodes.is_empty());
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct GateReport {
     /// The gate's id.
@@ -197,15 +191,15 @@ pub struct GateReport {
     pub nodes: Vec<NodeReport>,
     /// How many inbox messages the call was handed as consumed (all of them,
     /// whatever their target).
-    #[cfg_attr(feature = "serde", serde(default))]
+    #[serde(default)]
     pub consumed: usize,
     /// The demand topics present among the consumed messages addressed to
     /// this gate, in rule order, without repeats.
-    #[cfg_attr(feature = "serde", serde(default))]
+    #[serde(default)]
     pub demanded: Vec<String>,
     /// How many messages are handed back for re-enqueueing: one per
     /// `demanded` topic on Over, none on Admitted.
-    #[cfg_attr(feature = "serde", serde(default))]
+    #[serde(default)]
     pub requeued: usize,
 }
 

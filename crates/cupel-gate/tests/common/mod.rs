@@ -1,8 +1,9 @@
 //! Helpers shared by the gate's integration tests.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
-use cupel_core::{CodeLanguage, TokenCounter};
-use cupel_pipeline::{CompactionRule, ContextGate, GateConfig, GateState, RetrievalNode};
+use cupel_core::TokenCounter;
+use cupel_gate::CodeLanguage;
+use cupel_gate::{CompactionRule, ContextGate, GateConfig, GateState, RetrievalNode};
 
 /// Whitespace-separated words: a deterministic stand-in for a tokenizer.
 ///
