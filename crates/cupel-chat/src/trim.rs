@@ -311,7 +311,7 @@ fn thousands(n: i64) -> String {
     let digits = n.unsigned_abs().to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -546,8 +546,8 @@ pub fn trim(messages: &[Message], opts: &Trim) -> Result<Trimmed, ChatError> {
     // Orphans take their whole tool group with them (unless kept on request).
     let mut decision: Vec<Option<Decision>> = vec![None; n];
     let mut orphan_root: BTreeMap<usize, usize> = BTreeMap::new();
-    for i in 0..n {
-        if orphan[i].is_some() {
+    for (i, o) in orphan.iter().enumerate() {
+        if o.is_some() {
             let r = dsu.find(i);
             orphan_root.entry(r).or_insert(i);
         }
