@@ -221,9 +221,16 @@ impl Transcript {
 }
 
 fn parse_json(json: &str) -> Result<Value, ChatError> {
-    serde_json::from_str(json).map_err(|e| ChatError::Json {
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string(),
+    serde_json::from_str(json).map_err(|e| {
+        // serde_json's message ends with its own " at line L column C".
+        let mut message = e.to_string();
+        if let Some(at) = message.rfind(" at line ") {
+            message.truncate(at);
+        }
+        ChatError::Json {
+            line: e.line(),
+            column: e.column(),
+            message,
+        }
     })
 }

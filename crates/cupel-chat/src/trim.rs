@@ -319,10 +319,26 @@ fn thousands(n: i64) -> String {
     if n < 0 { format!("-{out}") } else { out }
 }
 
+impl MessageRow {
+    /// The decision in words, without the `#position label` prefix
+    /// (`kept: pinned`, `dropped with its call: the group needs ...`).
+    pub fn reason(&self) -> String {
+        Reason(self).to_string()
+    }
+}
+
 impl fmt::Display for MessageRow {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "#{} {} ", self.position, self.label)?;
-        match &self.decision {
+        write!(f, "#{} {} {}", self.position, self.label, Reason(self))
+    }
+}
+
+struct Reason<'a>(&'a MessageRow);
+
+impl fmt::Display for Reason<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let row = self.0;
+        match &row.decision {
             Decision::Pinned => write!(f, "kept: pinned"),
             Decision::Kept => write!(f, "kept"),
             Decision::KeptOrphan { call_id } => {
@@ -336,7 +352,7 @@ impl fmt::Display for MessageRow {
                 available_tokens,
                 unit_len,
             } => {
-                let (unit, with) = match self.granularity {
+                let (unit, with) = match row.granularity {
                     _ if *unit_len <= 1 => {
                         return write!(
                             f,
@@ -345,8 +361,8 @@ impl fmt::Display for MessageRow {
                             thousands(*available_tokens)
                         );
                     }
-                    Granularity::Message if self.is_result => ("group", "its call"),
-                    Granularity::Message if self.has_calls => ("group", "its results"),
+                    Granularity::Message if row.is_result => ("group", "its call"),
+                    Granularity::Message if row.has_calls => ("group", "its results"),
                     Granularity::Message => ("group", "its group"),
                     Granularity::Exchange => ("exchange", "its exchange"),
                     Granularity::Turn => ("turn", "its turn"),
@@ -360,7 +376,7 @@ impl fmt::Display for MessageRow {
             }
             Decision::OlderThanCut { cut_position } => write!(
                 f,
-                "dropped: older than #{cut_position}, the newest that did not fit (no holes in the window)"
+                "dropped: older than #{cut_position}, which did not fit (no holes)"
             ),
             Decision::OrphanResult { call_id } => write!(
                 f,
@@ -395,8 +411,7 @@ pub struct TokenTotals {
     pub kept: i64,
     /// The dropped messages.
     pub dropped: i64,
-    /// The request's input tokens: `overhead + kept` (at most `max_tokens`
-    /// unless orphans were kept on request... they are counted too).
+    /// The request's input tokens: `overhead + kept`, at most `max_tokens`.
     pub window: i64,
 }
 

@@ -78,9 +78,9 @@ fn newest_first_contiguous_with_the_tool_group_whole() {
         lines,
         [
             "#0 system kept: pinned",
-            "#1 user dropped: older than #4, the newest that did not fit (no holes in the window)",
-            "#2 assistant dropped: older than #4, the newest that did not fit (no holes in the window)",
-            "#3 user dropped: older than #4, the newest that did not fit (no holes in the window)",
+            "#1 user dropped: older than #4, which did not fit (no holes)",
+            "#2 assistant dropped: older than #4, which did not fit (no holes)",
+            "#3 user dropped: older than #4, which did not fit (no holes)",
             "#4 assistant tool call lookup (c1) dropped with its results: the group needs 105 tokens, 55 left",
             "#5 tool result for c1 dropped with its call: the group needs 105 tokens, 55 left",
             "#6 assistant dropped only so the conversation starts with a user message (provider rule)",
