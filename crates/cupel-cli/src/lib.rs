@@ -185,7 +185,7 @@ pub(crate) struct InputArgs {
     /// Named preset (see `cupel presets`)
     ///
     /// Overrides the input's [policy]. When no policy is given
-    /// anywhere, the `chat` preset is used.
+    /// anywhere, the `recent-dense` preset is used.
     #[arg(long, value_name = "NAME", verbatim_doc_comment)]
     pub(crate) preset: Option<String>,
 

@@ -87,7 +87,7 @@ fn select_text_with_the_default_preset() {
     let out = ok(&["select", CHAT]);
     assert_fits_80(&out);
     // No --policy, --preset or [policy]: the chat preset, and the output says so.
-    assert!(out.contains("preset `chat` (the default"));
+    assert!(out.contains("preset `recent-dense` (the default"));
     insta::assert_snapshot!(out);
 }
 
