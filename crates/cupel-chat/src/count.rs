@@ -51,16 +51,26 @@ impl<T: MessageCounter + ?Sized> MessageCounter for Arc<T> {
 fn load(name: &str) -> Result<&'static TiktokenCounter, ChatError> {
     static O200K: OnceLock<Option<TiktokenCounter>> = OnceLock::new();
     static CL100K: OnceLock<Option<TiktokenCounter>> = OnceLock::new();
+    use tiktoken_rs::tokenizer::{Tokenizer, get_tokenizer};
     let unknown = || ChatError::UnknownEncoding {
         name: name.to_string(),
     };
-    let canonical = TiktokenCounter::new(name)
-        .map_err(|_| unknown())?
-        .encoding();
-    let cell = match canonical {
-        "o200k_base" => &O200K,
-        "cl100k_base" => &CL100K,
-        _ => return Err(unknown()),
+    // Resolve the name without loading anything: loading an encoding takes
+    // a tenth of a second, so it happens once per process, below.
+    let wanted = name.trim().to_ascii_lowercase();
+    let canonical = match wanted.as_str() {
+        "o200k_base" => "o200k_base",
+        "cl100k_base" => "cl100k_base",
+        model => match get_tokenizer(model) {
+            Some(Tokenizer::O200kBase) => "o200k_base",
+            Some(Tokenizer::Cl100kBase) => "cl100k_base",
+            _ => return Err(unknown()),
+        },
+    };
+    let cell = if canonical == "o200k_base" {
+        &O200K
+    } else {
+        &CL100K
     };
     cell.get_or_init(|| TiktokenCounter::new(canonical).ok())
         .as_ref()

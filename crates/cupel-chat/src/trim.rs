@@ -90,6 +90,7 @@ pub struct Trim {
     end_on: Option<Vec<Role>>,
     keep_orphans: bool,
     tools: Option<Value>,
+    report: bool,
 }
 
 impl fmt::Debug for Trim {
@@ -137,6 +138,7 @@ impl Trim {
             end_on: None,
             keep_orphans: false,
             tools: None,
+            report: true,
         }
     }
 
@@ -197,6 +199,14 @@ impl Trim {
     /// [`Transcript`]'s own `tools` are used by [`trim_transcript`]).
     pub fn tools(mut self, tools: Value) -> Self {
         self.tools = Some(tools);
+        self
+    }
+
+    /// Whether to build [`Trimmed::report`] (default `true`). The rows
+    /// ([`Trimmed::rows`]) explain every message either way; without the
+    /// report a trim allocates one item less per message.
+    pub fn report(mut self, build: bool) -> Self {
+        self.report = build;
         self
     }
 
@@ -430,7 +440,8 @@ pub struct Trimmed {
     pub counter: String,
     /// The same decisions as a [`SelectionReport`]: one item per message,
     /// its content `#position label: text`, metadata `position` and `role`,
-    /// tool groups and units as atomic groups (`unit-N`).
+    /// tool groups and units as atomic groups (`unit-N`). Empty when
+    /// [`Trim::report`] was `false`.
     pub report: SelectionReport,
 }
 
@@ -754,7 +765,11 @@ pub fn trim(messages: &[Message], opts: &Trim) -> Result<Trimmed, ChatError> {
             has_calls: m.calls().next().is_some(),
         });
     }
-    let report = build_report(messages, &rows, &units);
+    let report = if opts.report {
+        build_report(messages, &rows, &units)
+    } else {
+        SelectionReport::default()
+    };
     Ok(Trimmed {
         messages: kept_msgs,
         positions,
@@ -773,8 +788,9 @@ pub fn trim(messages: &[Message], opts: &Trim) -> Result<Trimmed, ChatError> {
 }
 
 /// Trims a whole document: its messages with [`trim`], counting its `tools`
-/// (unless `opts` has its own), and writes the kept messages back into the
-/// same document.
+/// (unless `opts` has its own) under the rules of the document's own format
+/// (whatever format `opts` was made for), and writes the kept messages back
+/// into the same document.
 ///
 /// ```
 /// use cupel_chat::{Transcript, Trim, trim_transcript};
@@ -795,9 +811,9 @@ pub fn trim_transcript(
     if opts.tools.is_none() {
         opts.tools = transcript.tools().cloned();
     }
-    if opts.counter.is_none() {
-        opts.format = transcript.format();
-    }
+    // The document's format decides the provider rules (and, without a
+    // counter of the caller's, how tokens are counted).
+    opts.format = transcript.format();
     let out = trim(transcript.messages(), &opts)?;
     Ok((transcript.with_messages(out.messages.clone()), out))
 }
