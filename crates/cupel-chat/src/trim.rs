@@ -486,8 +486,12 @@ impl Dsu {
     }
 }
 
+/// One unit: its first and last member (input positions), how many members
+/// it has, and their tokens.
 struct Unit {
-    members: Vec<usize>,
+    first: usize,
+    last: usize,
+    len: usize,
     tokens: i64,
 }
 
@@ -621,7 +625,9 @@ pub fn trim(messages: &[Message], opts: &Trim) -> Result<Trimmed, ChatError> {
         }
         prev = Some(i);
     }
-    let mut unit_of_root: BTreeMap<usize, usize> = BTreeMap::new();
+    // Units in input order of their first member (a root is its set's
+    // smallest position, so the first member seen is the root).
+    let mut unit_of_root: Vec<usize> = vec![usize::MAX; n];
     let mut units: Vec<Unit> = Vec::new();
     let mut unit_of: Vec<Option<usize>> = vec![None; n];
     for i in 0..n {
@@ -629,15 +635,22 @@ pub fn trim(messages: &[Message], opts: &Trim) -> Result<Trimmed, ChatError> {
             continue;
         }
         let r = dsu.find(i);
-        let u = *unit_of_root.entry(r).or_insert_with(|| {
+        let u = if unit_of_root[r] == usize::MAX {
             units.push(Unit {
-                members: Vec::new(),
+                first: i,
+                last: i,
+                len: 0,
                 tokens: 0,
             });
+            unit_of_root[r] = units.len() - 1;
             units.len() - 1
-        });
-        units[u].members.push(i);
-        units[u].tokens = units[u].tokens.saturating_add(tokens[i]);
+        } else {
+            unit_of_root[r]
+        };
+        let unit = &mut units[u];
+        unit.last = i;
+        unit.len += 1;
+        unit.tokens = unit.tokens.saturating_add(tokens[i]);
         unit_of[i] = Some(u);
     }
 
@@ -658,14 +671,14 @@ pub fn trim(messages: &[Message], opts: &Trim) -> Result<Trimmed, ChatError> {
 
     // Newest units first (by their newest member), contiguous.
     let mut order: Vec<usize> = (0..units.len()).collect();
-    order.sort_by_key(|&u| std::cmp::Reverse(units[u].members.last().copied().unwrap_or(0)));
+    order.sort_by_key(|&u| std::cmp::Reverse(units[u].last));
     let mut remaining = available;
     let mut cut: Option<usize> = None;
     let mut kept_units: Vec<usize> = Vec::new();
     let mut unit_decision: Vec<Option<Decision>> = (0..units.len()).map(|_| None).collect();
     for &u in &order {
         let unit = &units[u];
-        let first = unit.members.first().copied().unwrap_or(0);
+        let first = unit.first;
         let d = if let Some(c) = cut {
             Decision::OlderThanCut { cut_position: c }
         } else if unit.tokens <= remaining {
@@ -677,7 +690,7 @@ pub fn trim(messages: &[Message], opts: &Trim) -> Result<Trimmed, ChatError> {
             Decision::DoesNotFit {
                 unit_tokens: unit.tokens,
                 available_tokens: remaining,
-                unit_len: unit.members.len(),
+                unit_len: unit.len,
             }
         };
         unit_decision[u] = Some(d);
@@ -685,7 +698,7 @@ pub fn trim(messages: &[Message], opts: &Trim) -> Result<Trimmed, ChatError> {
     if kept_units.is_empty()
         && let Some(&newest) = order.first()
     {
-        let first = units[newest].members.first().copied().unwrap_or(0);
+        let first = units[newest].first;
         return Err(ChatError::NothingFits {
             position: first,
             label: messages[first].label(),
@@ -695,7 +708,7 @@ pub fn trim(messages: &[Message], opts: &Trim) -> Result<Trimmed, ChatError> {
     }
 
     // Provider rules: start on a user message (always for Anthropic), end on `end_on`.
-    kept_units.sort_by_key(|&u| units[u].members.first().copied().unwrap_or(0));
+    kept_units.sort_by_key(|&u| units[u].first);
     let required = match (opts.format, &opts.start_on) {
         (_, Some(r)) => Some(r.clone()),
         (Format::Anthropic, None) => Some(Role::User),
@@ -703,7 +716,7 @@ pub fn trim(messages: &[Message], opts: &Trim) -> Result<Trimmed, ChatError> {
     };
     if let Some(required) = required {
         let starts_ok = |u: usize| {
-            let first = units[u].members.first().copied().unwrap_or(0);
+            let first = units[u].first;
             let m = &messages[first];
             m.role == required && !m.is_tool_result()
         };
@@ -717,7 +730,7 @@ pub fn trim(messages: &[Message], opts: &Trim) -> Result<Trimmed, ChatError> {
     }
     if let Some(end_on) = &opts.end_on {
         while let Some(&u) = kept_units.last() {
-            let last = units[u].members.last().copied().unwrap_or(0);
+            let last = units[u].last;
             if end_on.contains(&messages[last].role) {
                 break;
             }
@@ -850,7 +863,7 @@ fn build_report(messages: &[Message], rows: &[MessageRow], units: &[Unit]) -> Se
         };
         let group = r
             .unit
-            .filter(|&u| units[u].members.len() > 1)
+            .filter(|&u| units[u].len > 1)
             .map(|u| format!("unit-{u}"));
         let built = ContextItem::builder(content, r.tokens)
             .kind(kind)
