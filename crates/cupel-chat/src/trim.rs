@@ -297,15 +297,13 @@ impl Decision {
     }
 }
 
-/// One input message's fate.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MessageRow {
+/// One input message's fate (it borrows the message).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageRow<'a> {
     /// Input position (0-based; an Anthropic `system` is #0).
     pub position: usize,
-    /// The role.
-    pub role: Role,
-    /// `user`, `assistant tool call lookup (call_1)`, `tool result for call_1`, ...
-    pub label: String,
+    /// The message.
+    pub message: &'a Message,
     /// The message's tokens as counted.
     pub tokens: i64,
     /// The unit it moved with (an index into the units in input order), if any.
@@ -313,8 +311,6 @@ pub struct MessageRow {
     /// In or out, and why.
     pub decision: Decision,
     granularity: Granularity,
-    is_result: bool,
-    has_calls: bool,
 }
 
 fn thousands(n: i64) -> String {
@@ -329,7 +325,18 @@ fn thousands(n: i64) -> String {
     if n < 0 { format!("-{out}") } else { out }
 }
 
-impl MessageRow {
+impl MessageRow<'_> {
+    /// The message's role.
+    pub fn role(&self) -> &Role {
+        &self.message.role
+    }
+
+    /// `user`, `assistant tool call lookup (call_1)`, `tool result for call_1`, ...
+    /// (see [`Message::label`]).
+    pub fn label(&self) -> String {
+        self.message.label()
+    }
+
     /// The decision in words, without the `#position label` prefix
     /// (`kept: pinned`, `dropped with its call: the group needs ...`).
     pub fn reason(&self) -> String {
@@ -337,15 +344,21 @@ impl MessageRow {
     }
 }
 
-impl fmt::Display for MessageRow {
+impl fmt::Display for MessageRow<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "#{} {} {}", self.position, self.label, Reason(self))
+        write!(
+            f,
+            "#{} {} {}",
+            self.position,
+            self.message.label(),
+            Reason(self)
+        )
     }
 }
 
-struct Reason<'a>(&'a MessageRow);
+struct Reason<'a, 'm>(&'a MessageRow<'m>);
 
-impl fmt::Display for Reason<'_> {
+impl fmt::Display for Reason<'_, '_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let row = self.0;
         match &row.decision {
@@ -371,8 +384,10 @@ impl fmt::Display for Reason<'_> {
                             thousands(*available_tokens)
                         );
                     }
-                    Granularity::Message if row.is_result => ("group", "its call"),
-                    Granularity::Message if row.has_calls => ("group", "its results"),
+                    Granularity::Message if row.message.is_tool_result() => ("group", "its call"),
+                    Granularity::Message if row.message.calls().next().is_some() => {
+                        ("group", "its results")
+                    }
                     Granularity::Message => ("group", "its group"),
                     Granularity::Exchange => ("exchange", "its exchange"),
                     Granularity::Turn => ("turn", "its turn"),
@@ -425,15 +440,16 @@ pub struct TokenTotals {
     pub window: i64,
 }
 
-/// The result of a [`trim`].
+/// The result of a [`trim`]: it borrows the input messages (nothing is
+/// copied; [`cloned_messages`](Self::cloned_messages) makes owned copies).
 #[derive(Debug, Clone)]
-pub struct Trimmed {
+pub struct Trimmed<'a> {
     /// The kept messages, in input order.
-    pub messages: Vec<Message>,
+    pub messages: Vec<&'a Message>,
     /// Their input positions.
     pub positions: Vec<usize>,
     /// One row per input message, in input order.
-    pub rows: Vec<MessageRow>,
+    pub rows: Vec<MessageRow<'a>>,
     /// Token totals.
     pub tokens: TokenTotals,
     /// The counter used (`openai o200k_base`, ...).
@@ -445,10 +461,15 @@ pub struct Trimmed {
     pub report: SelectionReport,
 }
 
-impl Trimmed {
+impl<'a> Trimmed<'a> {
     /// The rows of the dropped messages.
-    pub fn dropped(&self) -> impl Iterator<Item = &MessageRow> {
+    pub fn dropped(&self) -> impl Iterator<Item = &MessageRow<'a>> {
         self.rows.iter().filter(|r| !r.decision.is_kept())
+    }
+
+    /// Owned copies of the kept messages.
+    pub fn cloned_messages(&self) -> Vec<Message> {
+        self.messages.iter().map(|m| (*m).clone()).collect()
     }
 
     /// One line per message (`#12 tool result for call_7 dropped with its call: ...`).
@@ -519,7 +540,7 @@ struct Unit {
 /// [`ChatError::UnknownEncoding`], [`ChatError::PinnedOverBudget`] when the
 /// pinned prompts and the request overhead alone exceed the budget, and
 /// [`ChatError::NothingFits`] when not even the newest unit fits.
-pub fn trim(messages: &[Message], opts: &Trim) -> Result<Trimmed, ChatError> {
+pub fn trim<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, ChatError> {
     if opts.max_tokens <= 0 {
         return Err(ChatError::InvalidBudget {
             max_tokens: opts.max_tokens,
@@ -761,21 +782,18 @@ pub fn trim(messages: &[Message], opts: &Trim) -> Result<Trimmed, ChatError> {
         }
         if d.is_kept() {
             kept_tokens = kept_tokens.saturating_add(tokens[i]);
-            kept_msgs.push(m.clone());
+            kept_msgs.push(m);
             positions.push(i);
         } else {
             dropped_tokens = dropped_tokens.saturating_add(tokens[i]);
         }
         rows.push(MessageRow {
             position: i,
-            role: m.role.clone(),
-            label: m.label(),
+            message: m,
             tokens: tokens[i],
             unit: unit_of[i],
             decision: d,
             granularity: opts.granularity,
-            is_result: m.is_tool_result(),
-            has_calls: m.calls().next().is_some(),
         });
     }
     let report = if opts.report {
@@ -816,10 +834,10 @@ pub fn trim(messages: &[Message], opts: &Trim) -> Result<Trimmed, ChatError> {
 ///
 /// # Errors
 /// As [`trim`].
-pub fn trim_transcript(
-    transcript: &Transcript,
+pub fn trim_transcript<'a>(
+    transcript: &'a Transcript,
     opts: &Trim,
-) -> Result<(Transcript, Trimmed), ChatError> {
+) -> Result<(Transcript, Trimmed<'a>), ChatError> {
     let mut opts = opts.clone();
     if opts.tools.is_none() {
         opts.tools = transcript.tools().cloned();
@@ -828,7 +846,7 @@ pub fn trim_transcript(
     // counter of the caller's, how tokens are counted).
     opts.format = transcript.format();
     let out = trim(transcript.messages(), &opts)?;
-    Ok((transcript.with_messages(out.messages.clone()), out))
+    Ok((transcript.with_messages(out.cloned_messages()), out))
 }
 
 fn excerpt(s: &str, max: usize) -> String {
@@ -842,21 +860,22 @@ fn excerpt(s: &str, max: usize) -> String {
     }
 }
 
-fn build_report(messages: &[Message], rows: &[MessageRow], units: &[Unit]) -> SelectionReport {
+fn build_report(messages: &[Message], rows: &[MessageRow<'_>], units: &[Unit]) -> SelectionReport {
     let n = rows.len().max(1) as f64;
     let mut included = Vec::new();
     let mut excluded = Vec::new();
     for r in rows {
         let m = &messages[r.position];
         let text = m.text();
+        let label = m.label();
         let content = if text.is_empty() {
-            format!("#{} {}", r.position, r.label)
+            format!("#{} {label}", r.position)
         } else {
-            format!("#{} {}: {}", r.position, r.label, excerpt(&text, 200))
+            format!("#{} {label}: {}", r.position, excerpt(&text, 200))
         };
         let kind = if m.role.is_prompt() {
             ContextKind::SYSTEM_PROMPT
-        } else if r.is_result {
+        } else if m.is_tool_result() {
             ContextKind::TOOL_OUTPUT
         } else {
             ContextKind::MESSAGE
@@ -870,7 +889,7 @@ fn build_report(messages: &[Message], rows: &[MessageRow], units: &[Unit]) -> Se
             .pinned(r.decision == Decision::Pinned)
             .group_opt(group.clone())
             .metadata("position", r.position.to_string())
-            .metadata("role", r.role.as_str())
+            .metadata("role", m.role.as_str())
             .build();
         // Content is never empty and the group id is `unit-N`: building cannot fail.
         let Ok(item) = built else { continue };

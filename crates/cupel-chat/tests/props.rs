@@ -140,7 +140,7 @@ proptest! {
             }
         }
         // Every pinned prompt is kept; the report covers every message.
-        prop_assert!(out.rows.iter().all(|r| !r.role.is_prompt() || r.decision == Decision::Pinned));
+        prop_assert!(out.rows.iter().all(|r| !r.role().is_prompt() || r.decision == Decision::Pinned));
         prop_assert_eq!(out.report.total_candidates, messages.len());
         prop_assert_eq!(out.report.included.len(), out.positions.len());
     }

@@ -68,7 +68,8 @@ fn newest_first_contiguous_with_the_tool_group_whole() {
     // #7 user 10 -> 80 left; #6 assistant 25 -> 55 left;
     // group {#4, #5} = 5 + 100 = 105 > 55: the cut; #3, #2, #1 are older: dropped.
     // The window would start with #6 (assistant): dropped by the start rule.
-    let out = trim(&agent(), &opts(100)).unwrap();
+    let m = agent();
+    let out = trim(&m, &opts(100)).unwrap();
     assert_eq!(out.positions, vec![0, 7]);
     assert_eq!(out.tokens.kept, 10 + 10);
     assert_eq!(out.tokens.dropped, 20 + 30 + 15 + 5 + 100 + 25);
@@ -93,14 +94,16 @@ fn newest_first_contiguous_with_the_tool_group_whole() {
 #[test]
 fn everything_fits_and_nothing_changes() {
     // 10 + 20 + 30 + 15 + 5 + 100 + 25 + 10 = 215 <= 250.
-    let out = trim(&agent(), &opts(250)).unwrap();
+    let m = agent();
+    let out = trim(&m, &opts(250)).unwrap();
     assert_eq!(out.positions, (0..8).collect::<Vec<_>>());
     assert_eq!(out.tokens.window, 215);
 }
 
 #[test]
 fn the_report_explains_every_message_with_its_position() {
-    let out = trim(&agent(), &opts(100)).unwrap();
+    let m = agent();
+    let out = trim(&m, &opts(100)).unwrap();
     let r = &out.report;
     assert_eq!(r.total_candidates, 8);
     assert_eq!(r.included.len(), 2);

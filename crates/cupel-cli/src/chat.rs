@@ -175,7 +175,7 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
             "{:>4}  {:>7}  {} {}\n",
             r.position,
             group(r.tokens),
-            r.label,
+            r.label(),
             r.reason()
         ));
     }
