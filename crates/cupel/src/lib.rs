@@ -39,7 +39,7 @@
 //! let pipeline = Pipeline::new(policy, ContextBudget::new(4_096, 20)?);
 //!
 //! let window = pipeline.run(&items)?;
-//! assert_eq!(window.len(), 2); // the pinned prompt + the most valuable turn that fits
+//! assert_eq!(window.len(), 2); // the pinned prompt + the newest turn that fits ("hi": 3 of 12)
 //!
 //! let report = pipeline.dry_run(&items)?;
 //! for excluded in &report.excluded {
