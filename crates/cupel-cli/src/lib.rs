@@ -37,6 +37,7 @@
 
 mod budget;
 mod chart;
+#[cfg(feature = "chat")]
 mod chat;
 mod compare;
 mod demo;
@@ -132,6 +133,7 @@ enum Command {
     #[command(after_help = compare::COMPARE_AFTER_HELP)]
     Compare(compare::CompareArgs),
     /// Trim an OpenAI or Anthropic chat transcript to a token budget.
+    #[cfg(feature = "chat")]
     #[command(after_help = chat::CHAT_AFTER_HELP)]
     Chat(chat::ChatArgs),
 }
@@ -358,6 +360,7 @@ pub fn main() -> ExitCode {
         Command::Marginal(a) => marginal::run(&a),
         Command::MinBudget(a) => min_budget::run(&a),
         Command::Compare(a) => compare::run(&a),
+        #[cfg(feature = "chat")]
         Command::Chat(a) => chat::run(&a),
     };
     match result {

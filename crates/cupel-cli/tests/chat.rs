@@ -1,4 +1,5 @@
 //! `cupel chat`: trimmed documents, the per-message table, errors.
+#![cfg(feature = "chat")]
 #![allow(clippy::unwrap_used, missing_docs)]
 
 mod common;
