@@ -61,9 +61,9 @@
 //!         .timestamp(ts("2025-03-01T10:02:00Z")?)
 //!         .build()?,
 //! ];
-//! // "chat" = recency 3 + kind 1, greedy, chronological. Target 120, 30 pinned:
-//! // the slicer has 90 tokens; the 400-token tool output cannot fit.
-//! let pipeline = Pipeline::new(preset("chat")?.config.build()?, ContextBudget::new(8_000, 120)?);
+//! // "recent-dense" = recency 3 + kind 1, greedy, chronological. Target 120,
+//! // 30 pinned: the slicer has 90 tokens; the 400-token tool output cannot fit.
+//! let pipeline = Pipeline::new(preset("recent-dense")?.config.build()?, ContextBudget::new(8_000, 120)?);
 //! let report = pipeline.dry_run(&items)?;
 //!
 //! report
