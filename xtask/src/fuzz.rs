@@ -37,6 +37,7 @@ const TARGETS: &[(&str, &[&str])] = &[
     ),
     ("budget_trace", &["crates/cupel-cli/tests/fixtures/budget"]),
     ("run_budget", &[]),
+    ("chat_transcript", &["crates/cupel-chat/tests/fixtures"]),
 ];
 
 /// `cargo +nightly ...` through the rustup proxy on PATH (not `$CARGO`, which

@@ -1,0 +1,65 @@
+//! (h) Chat transcripts: arbitrary text as an OpenAI or Anthropic document
+//! (a bare `messages` array or a whole request body), read, written back and
+//! trimmed to a budget taken from the input. Asserts no panic; that writing
+//! what was read and reading it again gives the same JSON value; and that
+//! every window is one the provider accepts: within the budget, every tool
+//! call answered and every answer's call present, and after the pinned
+//! system / developer prompt the first message is a user message.
+#![no_main]
+
+use std::collections::BTreeSet;
+
+use cupel_chat::{Role, Transcript, Trim, trim_transcript};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&budget, rest)) = data.split_first() else {
+        return;
+    };
+    let Ok(text) = std::str::from_utf8(rest) else {
+        return;
+    };
+    let Ok(doc) = Transcript::parse(text) else {
+        return;
+    };
+    // Round trip: what is written reads back as the same document.
+    let written = doc.to_value();
+    let back = Transcript::from_value(written.clone(), Some(doc.format()))
+        .expect("a written transcript reads back");
+    assert_eq!(back.to_value(), written, "round trip changed the document");
+
+    let max_tokens = i64::from(budget) * 16;
+    let opts = Trim::new(doc.format(), max_tokens);
+    let Ok((window, out)) = trim_transcript(&doc, &opts) else {
+        return;
+    };
+    assert!(
+        out.tokens.window <= max_tokens,
+        "window of {} tokens over the budget {max_tokens}",
+        out.tokens.window
+    );
+    let kept = window.messages();
+    let calls: BTreeSet<&str> = kept
+        .iter()
+        .flat_map(|m| m.calls().map(|c| c.id.as_str()))
+        .collect();
+    let answered: BTreeSet<&str> = kept.iter().flat_map(|m| m.answered_ids()).collect();
+    assert_eq!(
+        calls, answered,
+        "a call without its result or a result without its call"
+    );
+    if let Some(first) = kept
+        .iter()
+        .find(|m| !matches!(m.role, Role::System | Role::Developer))
+    {
+        assert_eq!(
+            first.role,
+            Role::User,
+            "the window starts after the system prompt with {:?}",
+            first.role
+        );
+    }
+    // Positions ascend and name input messages.
+    assert!(out.positions.windows(2).all(|w| w[0] < w[1]));
+    assert!(out.positions.iter().all(|&p| p < doc.messages().len()));
+});
