@@ -124,11 +124,33 @@ fn short_type_name(full: &'static str) -> &'static str {
 /// # Errors
 /// [`CupelError::NonFiniteScore`] for the first non-finite score.
 pub fn check_finite_scores(scores: &[f64], scorer: &str) -> Result<(), crate::CupelError> {
-    match scores.iter().position(|s| !s.is_finite()) {
-        Some(index) => Err(crate::CupelError::NonFiniteScore {
-            scorer: scorer.to_string(),
+    check_finite(scores.iter().copied(), || scorer.to_string())
+}
+
+/// The one non-finite-score check (spec H-1) behind
+/// [`check_finite_scores`], over any sequence of scores: the pipeline's
+/// Score stage and every slicer use it. `who` names the component in the
+/// error and is only called when a score fails; `index` is the failing
+/// score's position in the sequence.
+///
+/// ```
+/// use cupel_core::{check_finite, CupelError};
+/// let scores = [0.25, f64::NAN];
+/// let e = check_finite(scores.iter().copied(), || "MySlicer".into()).unwrap_err();
+/// assert!(matches!(e, CupelError::NonFiniteScore { index: 1, .. }));
+/// ```
+///
+/// # Errors
+/// [`CupelError::NonFiniteScore`] for the first non-finite score.
+pub fn check_finite(
+    scores: impl IntoIterator<Item = f64>,
+    who: impl FnOnce() -> String,
+) -> Result<(), crate::CupelError> {
+    match scores.into_iter().enumerate().find(|(_, s)| !s.is_finite()) {
+        Some((index, score)) => Err(crate::CupelError::NonFiniteScore {
+            scorer: who(),
             index,
-            score: scores[index],
+            score,
         }),
         None => Ok(()),
     }

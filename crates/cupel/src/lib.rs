@@ -76,8 +76,9 @@ pub use cupel_core::{
     RUN_BUDGET_TRACING_TARGET, RemainingTokens, Reservation, RunBudget, RunBudgetBuilder,
     ScoredItem, Scorer, SelectionReport, SliceBudget, SliceOutcome, SliceRoom, Slicer, SlicerKind,
     StageTrace, SystemTimeProvider, TableLimit, TimeProvider, TokenCounter, TokenLimit, TokenSign,
-    TokenUsage, TraceCollector, TraceDetailLevel, TraceEvent, UsageMeter, check_finite_scores,
-    check_token_totals, chrono, diagnostics, parse_timestamp, score_cmp_desc, serde_timestamp,
+    TokenUsage, TraceCollector, TraceDetailLevel, TraceEvent, UsageMeter, check_finite,
+    check_finite_scores, check_token_totals, chrono, diagnostics, parse_timestamp, score_cmp_desc,
+    serde_timestamp,
 };
 
 // Scorers (cupel-scorers).
