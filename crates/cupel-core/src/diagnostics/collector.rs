@@ -524,6 +524,7 @@ impl TraceCollector for DiagnosticTraceCollector {
             item: record.item.clone(),
             score: record.score,
             reason: record.reason,
+            position: record.index,
         });
     }
 
@@ -535,6 +536,7 @@ impl TraceCollector for DiagnosticTraceCollector {
             item: record.item.clone(),
             score: record.score,
             reason: record.reason,
+            position: record.index,
         });
     }
 
