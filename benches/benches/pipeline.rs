@@ -8,6 +8,7 @@
 //! N = 1M (10 samples; set `CUPEL_BENCH_NO_1M` to skip that size).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+use cupel_pipeline::RunOptions;
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -60,8 +61,10 @@ fn bench_pipeline(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("run_traced", n), &items, |b, items| {
             b.iter(|| {
                 let mut c = DiagnosticTraceCollector::new(TraceDetailLevel::Item);
-                #[allow(deprecated)]
-                let w = pipeline.run_traced(black_box(items), &mut c).unwrap();
+                let w = pipeline
+                    .run_with(black_box(items), RunOptions::new().collector(&mut c))
+                    .map(|o| o.items)
+                    .unwrap();
                 black_box((w, c))
             });
         });

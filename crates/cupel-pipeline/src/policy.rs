@@ -11,7 +11,7 @@ use cupel_core::{CupelError, OverflowStrategy, Placer, Scorer, Slicer};
 /// Cheap to clone (components are shared behind `Arc`), `Send + Sync`, and
 /// reusable across budgets — pair it with a budget in a
 /// [`Pipeline`](crate::Pipeline), or pass it to
-/// [`Pipeline::dry_run_with_policy`](crate::Pipeline::dry_run_with_policy).
+/// [`RunOptions::policy`](crate::RunOptions::policy).
 ///
 /// ```
 /// use cupel_core::{ContextBudget, ContextItem, OverflowStrategy};

@@ -1,6 +1,6 @@
 //! Per-request budgets (`run_with_budget` and friends) and the report of a
 //! traced run (`run_traced_with_report`). Every window is derived by hand.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, deprecated)]
 
 use std::sync::{Arc, Mutex};
 
