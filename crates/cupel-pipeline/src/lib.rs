@@ -159,7 +159,9 @@ pub use gate::{
 };
 #[cfg(feature = "config")]
 pub use names::{ComponentType, PlacerType, ScorerType, SlicerType};
-pub use pipeline::{OverflowObserver, Pipeline, PipelineBuilder, RunHold, RunOptions, RunOutput};
+pub use pipeline::{
+    OverflowObserver, Pipeline, PipelineBuilder, PipelineParts, RunHold, RunOptions, RunOutput,
+};
 pub use policy::{Policy, PolicyBuilder};
 #[cfg(feature = "config")]
 pub use presets::{Preset, preset, presets};

@@ -5,15 +5,15 @@ use std::sync::Arc;
 
 use cupel_core::{
     BudgetTracker, ContextBudget, ContextItem, CupelError, DiagnosticTraceCollector, FanOut,
-    NullTraceCollector, OverflowEvent, OverflowStrategy, Placer, Reservation, Scorer,
-    SelectionReport, Slicer, TraceCollector, TraceDetailLevel,
+    NullTraceCollector, OverflowEvent, Reservation, SelectionReport, TraceCollector,
+    TraceDetailLevel,
 };
 
 use crate::policy::{Policy, PolicyBuilder};
 use crate::run::execute;
 
 /// Callback receiving the [`OverflowEvent`] of a run that overflowed under
-/// [`OverflowStrategy::Proceed`].
+/// [`OverflowStrategy::Proceed`](cupel_core::OverflowStrategy::Proceed).
 pub type OverflowObserver = Arc<dyn Fn(&OverflowEvent) + Send + Sync>;
 
 /// A [`Policy`] bound to a [`ContextBudget`]: the object you run.
@@ -154,7 +154,7 @@ impl Pipeline {
     /// * [`CupelError::PinnedBudgetExceeded`] — pinned items need more than
     ///   `max_tokens - output_reserve`;
     /// * [`CupelError::BudgetOverflow`] — the selection exceeds the target
-    ///   under [`OverflowStrategy::Throw`];
+    ///   under [`OverflowStrategy::Throw`](cupel_core::OverflowStrategy::Throw);
     /// * [`CupelError::TokenOverflow`] — the items' token counts cannot be summed in `i64`;
     /// * errors from the slicer (e.g. `TableTooLarge`, `CountRequirementNotMet`);
     /// * [`CupelError::PipelineConfig`] — a custom component broke its contract.
@@ -656,96 +656,58 @@ pub struct RunHold {
     pub reservation: Reservation,
 }
 
-/// Builder for [`Pipeline`]: a budget plus either a whole [`Policy`] or its parts.
+/// Builder for [`Pipeline`]: a budget plus either a whole [`Policy`] or its
+/// parts.
+///
+/// It is a [`PolicyBuilder`] that also collects the pipeline's parts
+/// ([`PipelineParts`]): the component setters (`scorer`, `slicer_arc`,
+/// `overflow_strategy`, ...) are the policy builder's, written once; the
+/// methods below are the pipeline's own.
+pub type PipelineBuilder = PolicyBuilder<PipelineParts>;
+
+/// What a [`PipelineBuilder`] collects besides the policy: the budget and
+/// the overflow observer.
 #[derive(Clone, Default)]
-pub struct PipelineBuilder {
-    policy: PolicyBuilder,
+pub struct PipelineParts {
     budget: Option<ContextBudget>,
     overflow_observer: Option<OverflowObserver>,
 }
 
-impl fmt::Debug for PipelineBuilder {
+impl fmt::Debug for PipelineParts {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PipelineBuilder")
-            .field("policy", &self.policy)
+        f.debug_struct("PipelineParts")
             .field("budget", &self.budget)
-            .finish_non_exhaustive()
+            .field("overflow_observer", &self.overflow_observer.is_some())
+            .finish()
     }
 }
 
-impl PipelineBuilder {
+impl PolicyBuilder<PipelineParts> {
     /// Uses every component and setting of `policy`.
-    pub fn policy(mut self, policy: &Policy) -> Self {
-        self.policy = PolicyBuilder::new()
-            .scorer_arc(Arc::clone(&policy.scorer))
-            .slicer_arc(Arc::clone(&policy.slicer))
-            .placer_arc(Arc::clone(&policy.placer))
-            .overflow_strategy(policy.overflow_strategy)
-            .deduplication(policy.deduplication);
-        self
+    pub fn policy(self, policy: &Policy) -> Self {
+        PolicyBuilder {
+            scorer: Some(Arc::clone(&policy.scorer)),
+            slicer: Some(Arc::clone(&policy.slicer)),
+            placer: Some(Arc::clone(&policy.placer)),
+            overflow_strategy: policy.overflow_strategy,
+            deduplication: Some(policy.deduplication),
+            rest: self.rest,
+        }
     }
 
     /// Sets the budget (required).
     pub fn budget(mut self, budget: ContextBudget) -> Self {
-        self.budget = Some(budget);
-        self
-    }
-
-    /// Sets the scorer.
-    pub fn scorer(mut self, scorer: impl Scorer + 'static) -> Self {
-        self.policy = self.policy.scorer(scorer);
-        self
-    }
-
-    /// Sets the slicer.
-    pub fn slicer(mut self, slicer: impl Slicer + 'static) -> Self {
-        self.policy = self.policy.slicer(slicer);
-        self
-    }
-
-    /// Sets the placer.
-    pub fn placer(mut self, placer: impl Placer + 'static) -> Self {
-        self.policy = self.policy.placer(placer);
-        self
-    }
-
-    /// Sets a shared scorer (e.g. one built from a [`PolicyConfig`](crate::PolicyConfig)).
-    pub fn scorer_arc(mut self, scorer: Arc<dyn Scorer>) -> Self {
-        self.policy = self.policy.scorer_arc(scorer);
-        self
-    }
-
-    /// Sets a shared slicer.
-    pub fn slicer_arc(mut self, slicer: Arc<dyn Slicer>) -> Self {
-        self.policy = self.policy.slicer_arc(slicer);
-        self
-    }
-
-    /// Sets a shared placer.
-    pub fn placer_arc(mut self, placer: Arc<dyn Placer>) -> Self {
-        self.policy = self.policy.placer_arc(placer);
-        self
-    }
-
-    /// Sets the overflow strategy (default [`OverflowStrategy::Throw`]).
-    pub fn overflow_strategy(mut self, strategy: OverflowStrategy) -> Self {
-        self.policy = self.policy.overflow_strategy(strategy);
-        self
-    }
-
-    /// Enables or disables deduplication (default enabled).
-    pub fn deduplication(mut self, enabled: bool) -> Self {
-        self.policy = self.policy.deduplication(enabled);
+        self.rest.budget = Some(budget);
         self
     }
 
     /// Calls `observer` with the [`OverflowEvent`] whenever a run overflows
-    /// under [`OverflowStrategy::Proceed`].
+    /// under [`OverflowStrategy::Proceed`](cupel_core::OverflowStrategy::Proceed).
     pub fn on_overflow(
         mut self,
         observer: impl Fn(&OverflowEvent) + Send + Sync + 'static,
     ) -> Self {
-        self.overflow_observer = Some(Arc::new(observer));
+        self.rest.overflow_observer = Some(Arc::new(observer));
         self
     }
 
@@ -754,13 +716,19 @@ impl PipelineBuilder {
     /// # Errors
     /// [`CupelError::PipelineConfig`] naming what is missing.
     pub fn build(self) -> Result<Pipeline, CupelError> {
-        let budget = self.budget.ok_or_else(|| {
+        if self.rest.budget.is_none() {
+            return Err(CupelError::PipelineConfig(
+                "pipeline has no budget: call `.budget(...)`".into(),
+            ));
+        }
+        let (policy, rest) = self.into_policy()?;
+        let budget = rest.budget.ok_or_else(|| {
             CupelError::PipelineConfig("pipeline has no budget: call `.budget(...)`".into())
         })?;
         Ok(Pipeline {
-            policy: self.policy.build()?,
+            policy,
             budget,
-            overflow_observer: self.overflow_observer,
+            overflow_observer: rest.overflow_observer,
         })
     }
 }
