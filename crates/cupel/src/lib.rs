@@ -78,7 +78,7 @@ pub use cupel_core::{
     StageTrace, SystemTimeProvider, TableLimit, TimeProvider, TokenCounter, TokenLimit, TokenSign,
     TokenUsage, TraceCollector, TraceDetailLevel, TraceEvent, UsageMeter, check_finite,
     check_finite_scores, check_token_totals, chrono, diagnostics, parse_timestamp, score_cmp_desc,
-    serde_timestamp,
+    score_sort_key, serde_timestamp,
 };
 
 // Scorers (cupel-scorers).
