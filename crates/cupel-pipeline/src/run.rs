@@ -170,10 +170,11 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
 
     fn run(mut self) -> Result<Vec<ContextItem>, CupelError> {
         let (pinned, scoreable) = self.classify()?;
-        let scoreable = self.score(scoreable)?;
-        let keyed = self.deduplicate(&scoreable);
-        let (keyed, merged) = self.slice(keyed, pinned)?;
-        self.place(keyed, merged)
+        self.score(&scoreable)?;
+        let survivors = self.deduplicate(&scoreable);
+        drop(scoreable);
+        let merged = self.slice(survivors, &pinned)?;
+        self.place(merged)
     }
 
     fn start(&self) -> Option<Timer> {
@@ -286,9 +287,9 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
 
     /// Stage 2: every scoreable item, in input order, through the scorer,
     /// under its contract: one finite score per item (H-1).
-    fn score(&mut self, scoreable: Vec<usize>) -> Result<Vec<usize>, CupelError> {
+    fn score(&mut self, scoreable: &[usize]) -> Result<(), CupelError> {
         let timer = self.start();
-        let indices = self.member_items(&scoreable);
+        let indices = self.member_items(scoreable);
         let refs: Vec<&ContextItem> = indices.iter().map(|&i| &self.items[i]).collect();
         let scores = if refs.is_empty() {
             Vec::new()
@@ -323,7 +324,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         }
         let n = refs.len();
         self.finish(timer, PipelineStage::Score, || (n, n));
-        Ok(scoreable)
+        Ok(())
     }
 
     /// A unit's score: its item's, or the maximum of its members' (AG-5;
@@ -405,8 +406,8 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
     fn slice(
         &mut self,
         mut keyed: Vec<(f64, usize)>,
-        pinned: Vec<usize>,
-    ) -> Result<(Vec<(f64, usize)>, Merged), CupelError> {
+        pinned: &[usize],
+    ) -> Result<Merged, CupelError> {
         // (score key << 64 | unit): ascending order is score descending, then
         // unit id, i.e. input order (D-3). Every key is unique, so the
         // unstable sort gives the stable order; integer keys sort several
@@ -452,7 +453,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                 item_count(units, sliced),
             )
         });
-        Ok((keyed, merged))
+        Ok(merged)
     }
 
     /// Reports every sorted unit the slicer left out (D-8..D-10, AG rules):
@@ -512,12 +513,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
 
     /// Stage 6: the overflow rule, then the placer over the merged units,
     /// each placed unit expanded into its members (AG-7).
-    fn place(
-        &mut self,
-        keyed: Vec<(f64, usize)>,
-        mut merged: Merged,
-    ) -> Result<Vec<ContextItem>, CupelError> {
-        drop(keyed);
+    fn place(&mut self, mut merged: Merged) -> Result<Vec<ContextItem>, CupelError> {
         let timer = self.start();
         let units = self.units;
         let merged_in = item_count(units, merged.iter().map(|(u, _)| u));
