@@ -120,10 +120,12 @@
 //! Depends on `cupel-core`, `cupel-scorers`, `cupel-slicers` and `cupel-placers`.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
+mod blame;
 #[cfg(feature = "config")]
 mod config;
 #[cfg(feature = "config")]
 mod construct;
+mod contract;
 pub mod gate;
 mod grouped;
 #[cfg(feature = "config")]
