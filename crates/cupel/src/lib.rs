@@ -76,8 +76,9 @@ pub use cupel_core::{
     RUN_BUDGET_TRACING_TARGET, RemainingTokens, Reservation, RunBudget, RunBudgetBuilder,
     ScoredItem, Scorer, SelectionReport, SliceBudget, SliceOutcome, SliceRoom, Slicer, SlicerKind,
     StageTrace, SystemTimeProvider, TableLimit, TimeProvider, TokenCounter, TokenLimit, TokenSign,
-    TokenUsage, TraceCollector, TraceDetailLevel, TraceEvent, UsageMeter, check_finite_scores,
-    check_token_totals, chrono, diagnostics, parse_timestamp, score_cmp_desc, serde_timestamp,
+    TokenUsage, TraceCollector, TraceDetailLevel, TraceEvent, UsageMeter, check_finite,
+    check_finite_scores, check_token_totals, chrono, diagnostics, parse_timestamp, score_cmp_desc,
+    score_sort_key, serde_timestamp,
 };
 
 // Scorers (cupel-scorers).
@@ -107,11 +108,12 @@ pub use cupel_pipeline::{
     ContextGateBuilder, CountQuotaConfig, CurveConfig, GateConfig, GateConfigBuilder,
     GateConfigError, GateError, GateOutcome, GateSpec, GateState, InboxMessage, InnerScorer,
     KindWeightConfig, MAX_SCORER_DEPTH, NODE_HEADER, Over, OverflowObserver, Pipeline,
-    PipelineBuilder, PlacerConstructor, PlacerType, Policy, PolicyBuilder, PolicyConfig, Preset,
-    QuotaConfig, RetrievalNode, RuleSpec, ScorerConfig, ScorerConstructor, ScorerType,
-    SlicerConfig, SlicerConstructor, SlicerType, StepWindowConfig, TagWeightConfig, compact_csharp,
-    compact_sql, format_node, gate, header_value, overflow_strategy_name, preset, presets, samples,
-    scarcity_behavior_name, serde_json,
+    PipelineBuilder, PipelineParts, PlacerConstructor, PlacerType, Policy, PolicyBuilder,
+    PolicyConfig, Preset, QuotaConfig, RetrievalNode, RuleSpec, RunHold, RunOptions, RunOutput,
+    ScorerConfig, ScorerConstructor, ScorerType, SlicerConfig, SlicerConstructor, SlicerType,
+    StepWindowConfig, TagWeightConfig, compact_csharp, compact_sql, format_node, gate,
+    header_value, overflow_strategy_name, preset, presets, samples, scarcity_behavior_name,
+    serde_json,
 };
 #[cfg(feature = "tiktoken")]
 pub use cupel_pipeline::{TIKTOKEN_ENCODINGS, TiktokenCounter, TokenizerError};
