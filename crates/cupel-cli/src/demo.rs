@@ -12,7 +12,9 @@ const INTRO: &str = "\
 Cupel demo: a support chat about a thermostat that went offline after a
 firmware update. 31 candidate items (a pinned system prompt, chat turns, tool
 outputs, retrieved articles, memories, a duplicate and a broken item) compete
-for a 1536-token window with 384 tokens kept free for the answer.
+for a 1536-token window with 384 tokens kept free for the answer. Each
+exchange (a user turn, the tool outputs it prompted, the reply) is an atomic
+group: kept or dropped whole, so the window reads as a conversation.
 ";
 
 const OUTRO: &str = "\
@@ -22,7 +24,7 @@ Try it on your own data: `cupel demo --print-input > chat.toml`, edit, then
 Ask it what-if questions:
   cupel sweep chat.toml --from 512 --to 1536 --points 9 --plot sweep.svg
   cupel marginal chat.toml --slack 200           # what 200 tokens less loses
-  cupel min-budget chat.toml --item 13 --exact   # the budget #13 needs
+  cupel min-budget chat.toml --item 12 --exact   # the budget #12 needs
   cupel compare chat.toml --policy chat --policy rag
 ";
 

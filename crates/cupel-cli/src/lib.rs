@@ -20,7 +20,10 @@
 //! * `cupel min-budget INPUT --item I` — the smallest budget that selects an
 //!   item (the specification's binary search; `--exact` scans every budget);
 //! * `cupel compare INPUT --policy A --policy B` — one item set under several
-//!   policies: who is in under which, the differences and a summary.
+//!   policies: who is in under which, the differences and a summary;
+//! * `cupel chat FILE --max-tokens N` — an OpenAI or Anthropic chat
+//!   transcript trimmed to the budget, written back in its own format
+//!   (`--explain`: every message's fate).
 //!
 //! INPUT is a TOML or JSON file with `[budget]`, an optional `[policy]` and
 //! `[[items]]` (the item schema of the conformance vectors), or a JSON Lines
@@ -34,6 +37,7 @@
 
 mod budget;
 mod chart;
+mod chat;
 mod compare;
 mod demo;
 mod error;
@@ -127,6 +131,9 @@ enum Command {
     /// INPUT's items under two or more policies: who is in under which.
     #[command(after_help = compare::COMPARE_AFTER_HELP)]
     Compare(compare::CompareArgs),
+    /// Trim an OpenAI or Anthropic chat transcript to a token budget.
+    #[command(after_help = chat::CHAT_AFTER_HELP)]
+    Chat(chat::ChatArgs),
 }
 
 #[derive(Debug, Args)]
@@ -178,7 +185,7 @@ pub(crate) struct InputArgs {
     /// Named preset (see `cupel presets`)
     ///
     /// Overrides the input's [policy]. When no policy is given
-    /// anywhere, the `chat` preset is used.
+    /// anywhere, the `recent-dense` preset is used.
     #[arg(long, value_name = "NAME", verbatim_doc_comment)]
     pub(crate) preset: Option<String>,
 
@@ -354,6 +361,7 @@ pub fn main() -> ExitCode {
         Command::Marginal(a) => marginal::run(&a),
         Command::MinBudget(a) => min_budget::run(&a),
         Command::Compare(a) => compare::run(&a),
+        Command::Chat(a) => chat::run(&a),
     };
     match result {
         Ok(text) => match write_output(&mut std::io::stdout().lock(), text.as_bytes()) {

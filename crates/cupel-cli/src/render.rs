@@ -283,7 +283,7 @@ pub(crate) fn origin_text(origin: &PolicyOrigin) -> String {
         PolicyOrigin::Preset(n) => format!("preset `{n}`"),
         PolicyOrigin::Table(f) => format!("the [policy] table of {f}"),
         PolicyOrigin::DefaultPreset => {
-            "preset `chat` (the default: no --policy, --preset or [policy] given)".into()
+            "preset `recent-dense` (the default: no --policy, --preset or [policy])".into()
         }
     }
 }

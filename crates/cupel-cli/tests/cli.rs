@@ -25,35 +25,46 @@ fn demo_numbers_follow_from_the_scenario() {
     // KB-2231 (#5): undated (decay 0.5), hint 0.95, Document 0.4:
     //   0.2*0.5 + 0.6*0.95 + 0.2*0.4 = 0.1 + 0.57 + 0.08 = 0.75
     // Its copy (#9, hint 0.7): 0.1 + 0.42 + 0.08 = 0.6 -> deduplicated against #5.
-    // Effective target = 1024 - 71 pinned = 953; the slicer takes 950, so
-    // KB-0412 (#7, 85 tokens) is BudgetExceeded with 953 - 950 = 3 available.
-    // The other 9 items the slicer left out (28..=71 tokens) each fit the
-    // effective target 953 on their own: they lost to better items, not to the
-    // pinned prompt (D-9), so they too are BudgetExceeded with 3 available.
-    // No exclusion blames the 71-token prompt.
-    // Window: 71 + 950 = 1021 tokens; 1021 / 1536 = 66.47% -> 66.5%.
-    // Bar, 60 cells over max(1536, 1021 + 384) = 1536 tokens:
-    //   S 71 -> 2.77, Memory 93 -> 3.63, Message 125 -> 4.88, ToolOutput 318 -> 12.42,
-    //   Document 414 -> 16.17, free 131 -> 5.12, reserve 384 -> 15.0;
-    //   floors 2+3+4+12+16+5+15 = 57, the 3 largest remainders (.88, .77, .63)
-    //   round up Message, SystemPrompt, Memory -> 3, 4, 5, 12, 16, 5, 15.
+    // Each exchange is an atomic group: scored as its best member, sliced whole.
+    //   exchange-1 {13, 14}          max 0.073,  54 tokens, density 0.00135
+    //   exchange-2 {15, 16, 17, 18}  max 0.697, 243 tokens, density 0.00287
+    //   exchange-3 {19, 20, 21}      max 0.676, 144 tokens, density 0.00469
+    //   exchange-4 {22, 23}          max 0.097,  51 tokens, density 0.00190
+    //   exchange-5 {24, 25, 26}      max 0.672, 115 tokens, density 0.00584
+    //   exchange-6 {27, 28}          max 0.690, 110 tokens, density 0.00627
+    // Effective target 1024 - 71 pinned = 953. Greedy by density:
+    //   #3 12 (941 left), #1 26 (915), #2 28 (887), #4 27 (860), #29 24 (836),
+    //   #10 77 (759), #6 96 (663), #8 85 (578), exchange-6 110 (468),
+    //   exchange-5 115 (353), #5 156 (197), exchange-3 144 (53), #7 85 > 53,
+    //   #12 49 (4), then #11 64, exchange-2 243, exchange-4 51, exchange-1 54
+    //   do not fit the 4 left.
+    // Excluded: #7 and #11 BudgetExceeded (> 4 available); the 8 members of
+    // exchanges 2, 4 and 1 GroupExcluded; #9 Deduplicated; #30 NegativeTokens.
+    // Window: 71 + 949 = 1020 tokens; 1020 / 1536 = 66.41% -> 66.4%.
+    // Bar, 60 cells over max(1536, 1020 + 384) = 1536 tokens:
+    //   S 71 -> 2.77, Memory 93 -> 3.63, Message 175 -> 6.84, ToolOutput 218 -> 8.52,
+    //   Document 463 -> 18.09, free 132 -> 5.16, reserve 384 -> 15.0;
+    //   floors 2+3+6+8+18+5+15 = 57, the 3 largest remainders (.84, .77, .63)
+    //   round up Message, SystemPrompt, Memory -> 3, 4, 7, 8, 18, 5, 15.
     let out = ok(&["demo"]);
     assert!(out.contains("  5  included  0.750     156  Document      Scored"));
     assert!(
         out.contains("  9  excluded  0.600     156  Document      Deduplicated: duplicate of #5")
     );
-    assert!(out.contains("BudgetExceeded: 85 > 3 available"));
-    assert_eq!(out.matches(" > 3 available").count(), 10);
+    assert!(out.contains("BudgetExceeded: 85 > 4 available"));
+    assert!(out.contains("GroupExcluded exchange-2: 243 > 4"));
+    assert_eq!(out.matches(" > 4").count(), 10);
     assert!(!out.contains("PinnedOverride"));
-    assert!(out.contains("(BudgetExceeded 10, Deduplicated 1,"));
-    assert!(out.contains("window: 19 of 31 items, 1021 tokens (66.5% of max_tokens)"));
+    assert!(out.contains("(BudgetExceeded 2, Deduplicated 1,"));
+    assert!(out.contains("GroupExcluded 8, NegativeTokens 1)"));
+    assert!(out.contains("window: 19 of 31 items, 1020 tokens (66.4% of max_tokens)"));
     let bar = format!(
         "[{}{}{}{}{}{}{}]",
         "S".repeat(3),
         "M".repeat(4),
-        "m".repeat(5),
-        "T".repeat(12),
-        "D".repeat(16),
+        "m".repeat(7),
+        "T".repeat(8),
+        "D".repeat(18),
         ".".repeat(5),
         "~".repeat(15)
     );
@@ -73,7 +84,8 @@ fn demo_json_is_a_reproducible_report() {
     let v: serde_json::Value = serde_json::from_str(&a).unwrap();
     // 31 candidates; the demo's `window:` line says 19 included.
     assert_eq!(v["total_candidates"], 31);
-    // 31 - 19 = 12 excluded: 10 BudgetExceeded + 1 Deduplicated + 1 NegativeTokens
+    // 31 - 19 = 12 excluded: 2 BudgetExceeded + 8 GroupExcluded + 1 Deduplicated
+    // + 1 NegativeTokens
     // (see demo_numbers_follow_from_the_scenario).
     let included = v["included"].as_array().unwrap().len();
     let excluded = v["excluded"].as_array().unwrap().len();
@@ -87,7 +99,7 @@ fn select_text_with_the_default_preset() {
     let out = ok(&["select", CHAT]);
     assert_fits_80(&out);
     // No --policy, --preset or [policy]: the chat preset, and the output says so.
-    assert!(out.contains("preset `chat` (the default"));
+    assert!(out.contains("preset `recent-dense` (the default"));
     insta::assert_snapshot!(out);
 }
 

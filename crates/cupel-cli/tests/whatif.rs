@@ -357,7 +357,7 @@ fn min_budget_demo_exact_disagrees() {
         "min-budget",
         DEMO,
         "--content",
-        "user: Hi, my thermostat",
+        "Lumen Home holiday",
         "--exact",
     ]);
     assert_fits_80(&out);

@@ -9,12 +9,12 @@ use cupel_core::{
 use cupel_placers::{ChronologicalPlacer, UShapedPlacer};
 use cupel_scorers::{
     CompositeScorer, DecayCurve, DecayScorer, FrequencyScorer, KindScorer, MetadataKeyScorer,
-    MetadataTrustScorer, PriorityScorer, RecencyScorer, ReflexiveScorer, ScaledScorer, TagMatch,
-    TagScorer,
+    MetadataTrustScorer, PositionScorer, PriorityScorer, RecencyScorer, ReflexiveScorer,
+    ScaledScorer, TagMatch, TagScorer,
 };
 use cupel_slicers::{
-    CountConstrainedKnapsackSlice, CountQuotaEntry, CountQuotaSlice, GreedySlice, KnapsackSlice,
-    QuotaSet, QuotaSlice, ScarcityBehavior,
+    ContiguousSlice, CountConstrainedKnapsackSlice, CountQuotaEntry, CountQuotaSlice, GreedySlice,
+    KnapsackSlice, QuotaSet, QuotaSlice, ScarcityBehavior,
 };
 
 use crate::config::{CurveConfig, InnerScorer, ScorerConfig, SlicerConfig, kind_weights};
@@ -62,6 +62,7 @@ pub(crate) fn scorer(
         ScorerType::Priority => Arc::new(PriorityScorer::new()),
         ScorerType::Frequency => Arc::new(FrequencyScorer::new()),
         ScorerType::Reflexive => Arc::new(ReflexiveScorer::new()),
+        ScorerType::Position => Arc::new(PositionScorer::new()),
         ScorerType::Kind => match (&cfg.weights, cfg.use_default_weights) {
             (Some(w), Some(true)) if !w.is_empty() => {
                 return Err(CupelError::PipelineConfig(format!(
@@ -258,6 +259,7 @@ pub(crate) fn slicer(
     };
     Ok(match slicer_type {
         SlicerType::Greedy => Arc::new(GreedySlice::new()),
+        SlicerType::Contiguous => Arc::new(ContiguousSlice::new()),
         SlicerType::Knapsack => Arc::new(knapsack(cfg)?),
         SlicerType::Quota => {
             let mut b = QuotaSet::builder();

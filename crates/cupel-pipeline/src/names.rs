@@ -215,6 +215,8 @@ component_names! {
         MetadataTrust = "metadata_trust",
         /// `MetadataKeyScorer`.
         MetadataKey = "metadata_key",
+        /// `PositionScorer`.
+        Position = "position",
     ]
 }
 
@@ -232,6 +234,8 @@ component_names! {
         CountQuota = "count_quota",
         /// `CountConstrainedKnapsackSlice`.
         CountConstrainedKnapsack = "count_constrained_knapsack",
+        /// `ContiguousSlice`.
+        Contiguous = "contiguous",
     ]
 }
 

@@ -1,11 +1,22 @@
 //! Named presets: ready-made [`PolicyConfig`]s for common intents.
 //!
-//! Every preset deduplicates and uses [`OverflowStrategy::Throw`](cupel_core::OverflowStrategy::Throw).
-//! Weights are relative (a composite normalises them).
+//! Every preset uses [`OverflowStrategy::Throw`](cupel_core::OverflowStrategy::Throw)
+//! and deduplicates, except `newest-turns` and `chat` (a conversation may
+//! repeat itself: "yes", "thanks"). Weights are relative (a composite
+//! normalises them). How each fills the budget:
+//!
+//! * **contiguous** (`newest-turns`, `chat`): newest first by input position,
+//!   stopping at the first item (or atomic group) that does not fit, so the
+//!   window is the conversation's most recent stretch with no holes;
+//! * **greedy**: by score per token, skipping what does not fit and going on
+//!   with smaller items (dense, may leave holes);
+//! * **knapsack**: the best total score that fits (optimal packing).
 //!
 //! | name | scorers (weight) | slicer | placer | for |
 //! | --- | --- | --- | --- | --- |
-//! | `chat` | recency 3, kind 1 | greedy | chronological | conversations: recent turns first, in reading order |
+//! | `newest-turns` | position 1 | contiguous | chronological | conversations: the newest turns that fit, no holes, no timestamps needed |
+//! | `chat` | position 1 | contiguous | chronological | the same policy as `newest-turns` (the name conversations look for) |
+//! | `recent-dense` | recency 3, kind 1 | greedy | chronological | timestamped items: recent and cheap ones first, densely (the policy `chat` had until 0.1) |
 //! | `code-review` | kind 2, priority 2, recency 1 | greedy | chronological | reviews where file kind and caller priority matter most |
 //! | `rag` | reflexive 3, kind 1 | greedy | u-shaped | retrieval answers: the retriever's relevance hint drives selection; best at the edges |
 //! | `document-qa` | kind 2, reflexive 2, priority 1 | knapsack (bucket 100) | u-shaped | long documents competing for a tight budget: optimal packing |
@@ -27,6 +38,16 @@ pub struct Preset {
     pub description: &'static str,
     /// The policy it configures.
     pub config: PolicyConfig,
+}
+
+fn newest_turns() -> PolicyConfig {
+    let mut c = config(
+        &[(ScorerType::Position, 1.0)],
+        SlicerConfig::new(SlicerType::Contiguous),
+        PlacerType::Chronological,
+    );
+    c.deduplication = false;
+    c
 }
 
 fn config(scorers: &[(ScorerType, f64)], slicer: SlicerConfig, placer: PlacerType) -> PolicyConfig {
@@ -52,13 +73,23 @@ pub fn presets() -> Vec<Preset> {
     knapsack.bucket_size = Some(100);
     vec![
         Preset {
+            name: "newest-turns",
+            description: "Conversations: the newest turns that fit, by input position (no timestamps needed); fills newest first and stops at the first turn that does not fit, so nothing older enters (no holes); no deduplication; reading order.",
+            config: newest_turns(),
+        },
+        Preset {
             name: "chat",
-            description: "Conversations: recent turns first, kept in reading order.",
+            description: "Conversations: the same policy as `newest-turns` (newest first by position, contiguous, no deduplication).",
+            config: newest_turns(),
+        },
+        Preset {
+            name: "recent-dense",
+            description: "Timestamped items: recency and kind, filled greedily by score per token (dense: skips what does not fit and keeps older, smaller items); reading order.",
             config: config(&[(Recency, 3.0), (Kind, 1.0)], greedy(), Chronological),
         },
         Preset {
             name: "code-review",
-            description: "Code review: item kind and caller priority matter most, then recency.",
+            description: "Code review: item kind and caller priority matter most, then recency; filled greedily by score per token.",
             config: config(
                 &[(Kind, 2.0), (Priority, 2.0), (Recency, 1.0)],
                 greedy(),
@@ -67,12 +98,12 @@ pub fn presets() -> Vec<Preset> {
         },
         Preset {
             name: "rag",
-            description: "Retrieval-augmented answers: the relevance hint drives selection; best items at the edges.",
+            description: "Retrieval-augmented answers: the relevance hint drives selection, filled greedily by score per token; best items at the edges.",
             config: config(&[(Reflexive, 3.0), (Kind, 1.0)], greedy(), UShaped),
         },
         Preset {
             name: "document-qa",
-            description: "Questions over long documents: optimal knapsack packing of a tight budget.",
+            description: "Questions over long documents: kind and relevance, filled by optimal knapsack packing of a tight budget; best items at the edges.",
             config: config(
                 &[(Kind, 2.0), (Reflexive, 2.0), (Priority, 1.0)],
                 knapsack,
@@ -81,7 +112,7 @@ pub fn presets() -> Vec<Preset> {
         },
         Preset {
             name: "tool-use",
-            description: "Agent tool loops: fresh tool outputs and instructions first.",
+            description: "Agent tool loops: fresh tool outputs and instructions first, filled greedily by score per token.",
             config: config(
                 &[(Kind, 2.0), (Recency, 2.0), (Priority, 1.0)],
                 greedy(),
@@ -90,7 +121,7 @@ pub fn presets() -> Vec<Preset> {
         },
         Preset {
             name: "long-running",
-            description: "Long sessions: recency plus items that share tags with many others.",
+            description: "Long sessions: recency plus items that share tags with many others, filled greedily by score per token.",
             config: config(
                 &[(Recency, 3.0), (Frequency, 1.0), (Kind, 1.0)],
                 greedy(),
@@ -99,7 +130,7 @@ pub fn presets() -> Vec<Preset> {
         },
         Preset {
             name: "debugging",
-            description: "Incident and debugging work: caller-flagged priority first.",
+            description: "Incident and debugging work: caller-flagged priority first, filled greedily by score per token.",
             config: config(
                 &[(Priority, 3.0), (Kind, 2.0), (Recency, 1.0)],
                 greedy(),

@@ -113,7 +113,7 @@ fn bad_values_say_what_to_fix() {
         .unwrap_err();
     assert_eq!(
         e.to_string(),
-        "pipeline configuration: slicer: unknown slicer `fancy` (built-in: greedy, knapsack, quota, count_quota, count_constrained_knapsack; registered: none)"
+        "pipeline configuration: slicer: unknown slicer `fancy` (built-in: greedy, knapsack, quota, count_quota, count_constrained_knapsack, contiguous; registered: none)"
     );
     let e = PolicyConfig::from_toml_str("slicer = \"greedy\"\n").unwrap_err();
     assert!(e.to_string().contains("missing field `scorers`"), "{e}");
@@ -247,13 +247,13 @@ fn preset_lookup_is_case_insensitive_and_lists_names_on_error() {
     let e = preset("speedy").unwrap_err();
     assert_eq!(
         e.to_string(),
-        "pipeline configuration: unknown preset `speedy` (expected one of: chat, code-review, rag, document-qa, tool-use, long-running, debugging)"
+        "pipeline configuration: unknown preset `speedy` (expected one of: newest-turns, chat, recent-dense, code-review, rag, document-qa, tool-use, long-running, debugging)"
     );
 }
 
 #[test]
-fn chat_preset_selects_recent_turns_in_order() {
-    // chat = recency 3, kind 1 (composite, normalised 0.75 / 0.25); greedy; chronological.
+fn recent_dense_preset_selects_recent_turns_in_order() {
+    // recent-dense = recency 3, kind 1 (composite, normalised 0.75 / 0.25); greedy; chronological.
     // Scoreable: 5 items; timestamped: user-invoice (10:00), tool (10:01), doc (Dec), hello (09:59).
     // Recency ranks among 4 timestamped: doc 0, hello 1/3, invoice 2/3, tool 1; memory (none) 0.
     // Kind (defaults): message 0.2, tool 0.6, document 0.4, memory 0.8.
@@ -265,7 +265,7 @@ fn chat_preset_selects_recent_turns_in_order() {
     // Budget 400/150, pinned 20: effective target 130.
     // Greedy by density: hello 5 (125 left), invoice 30 (95), tool 60 (35), memory 15 (20), doc 200 no.
     // Chronological: hello 09:59, invoice 10:00, tool 10:01, then undated: system (pinned, merged first), memory.
-    let policy = preset("chat").unwrap().config.build().unwrap();
+    let policy = preset("recent-dense").unwrap().config.build().unwrap();
     let p = Pipeline::new(policy, ContextBudget::new(400, 150).unwrap());
     let window = p.run(&support_items()).unwrap();
     let got: Vec<&str> = window.iter().map(ContextItem::content).collect();

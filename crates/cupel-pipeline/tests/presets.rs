@@ -150,7 +150,8 @@ fn check_preset(
 }
 
 // ---------------------------------------------------------------------------
-// chat = recency 3, kind 1 -> normalised 3/4, 1/4; greedy; chronological.
+// recent-dense (the `chat` policy until 0.1) = recency 3, kind 1 -> normalised
+// 3/4, 1/4; greedy; chronological.
 //
 // Input (index: content, kind, time, tokens):
 //   0 "system: answer in English"          SystemPrompt, pinned, -,     100
@@ -189,7 +190,7 @@ fn check_preset(
 //   untimestamped in merged order: system, memory.
 // ---------------------------------------------------------------------------
 #[test]
-fn chat_preset_keeps_recent_cheap_turns_in_reading_order() -> Result<(), CupelError> {
+fn recent_dense_preset_keeps_recent_cheap_turns_in_reading_order() -> Result<(), CupelError> {
     let msg = |c: &str, t: DateTime<Utc>, n: i64| {
         ContextItem::builder(c, n).timestamp(t).build().unwrap()
     };
@@ -209,7 +210,7 @@ fn chat_preset_keeps_recent_cheap_turns_in_reading_order() -> Result<(), CupelEr
         msg("user: hi", at(9, 5), 10),
     ];
     check_preset(
-        "chat",
+        "recent-dense",
         ContextBudget::new(1000, 300)?,
         &items,
         &[
@@ -229,6 +230,73 @@ fn chat_preset_keeps_recent_cheap_turns_in_reading_order() -> Result<(), CupelEr
             ("user: hi", 1.0 / 20.0, deduplicated("user: hi")),
         ],
     )?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// newest-turns (and chat, the same policy) = position 1; contiguous;
+// chronological; no deduplication. Same input as recent-dense above.
+//
+// Scoreable = 1..7 (7 items, in input order): position scores index / 6:
+//   1 0, 2 1/6, 3 2/6, 4 3/6, 5 4/6, 6 5/6, 7 6/6.
+// No deduplication: both "user: hi" stay candidates.
+// Budget max 1000, target 300; pinned 100 -> effective target 200.
+// Contiguous, by score: 7 (10) -> 190 left; 6 (50) -> 140; 5 (40) -> 100;
+//   4 (120 > 100): the cut. Its room is 100; 3, 2, 1 come after the cut: room 0.
+// Chronological: 5 (09:04), 7 (09:05), then the untimestamped in merged
+//   order: system (pinned), memory.
+// ---------------------------------------------------------------------------
+#[test]
+fn newest_turns_and_chat_keep_the_newest_stretch_without_holes() -> Result<(), CupelError> {
+    let msg = |c: &str, t: DateTime<Utc>, n: i64| {
+        ContextItem::builder(c, n).timestamp(t).build().unwrap()
+    };
+    let items = vec![
+        pinned("system: answer in English", 100),
+        msg("user: hi", at(9, 0), 10),
+        msg("assistant: hello! how can I help?", at(9, 1), 20),
+        msg("user: what's the weather in Oslo?", at(9, 2), 30),
+        ContextItem::builder("tool(weather): Oslo 4C, light rain", 120)
+            .kind(ContextKind::TOOL_OUTPUT)
+            .timestamp(at(9, 3))
+            .build()?,
+        msg("assistant: it's 4C and raining", at(9, 4), 40),
+        ContextItem::builder("memory: user lives in Oslo", 50)
+            .kind(ContextKind::MEMORY)
+            .build()?,
+        msg("user: hi", at(9, 5), 10),
+    ];
+    for name in ["newest-turns", "chat"] {
+        check_preset(
+            name,
+            ContextBudget::new(1000, 300)?,
+            &items,
+            &[
+                scored("assistant: it's 4C and raining", 4.0 / 6.0),
+                scored("user: hi", 1.0),
+                pin("system: answer in English"),
+                scored("memory: user lives in Oslo", 5.0 / 6.0),
+            ],
+            &[
+                (
+                    "tool(weather): Oslo 4C, light rain",
+                    3.0 / 6.0,
+                    budget_exceeded(120, 100),
+                ),
+                (
+                    "user: what's the weather in Oslo?",
+                    2.0 / 6.0,
+                    budget_exceeded(30, 0),
+                ),
+                (
+                    "assistant: hello! how can I help?",
+                    1.0 / 6.0,
+                    budget_exceeded(20, 0),
+                ),
+                ("user: hi", 0.0, budget_exceeded(10, 0)),
+            ],
+        )?;
+    }
     Ok(())
 }
 

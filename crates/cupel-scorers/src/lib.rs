@@ -12,6 +12,7 @@
 //! | --- | --- | --- |
 //! | [`RecencyScorer`] | timestamp | relative: rank among timestamped items |
 //! | [`PriorityScorer`] | priority | relative: rank among prioritised items |
+//! | [`PositionScorer`] | input position | relative: `index / (count - 1)`, newest 1.0 |
 //! | [`FrequencyScorer`] | tags | relative: share of peers with a common tag |
 //! | [`KindScorer`] | kind | absolute: weight per kind |
 //! | [`TagScorer`] | tags | absolute: matched share of tag weights |
@@ -81,6 +82,7 @@ mod frequency;
 mod gather;
 mod kind;
 mod metadata_key;
+mod position;
 mod priority;
 mod rank;
 mod recency;
@@ -94,6 +96,7 @@ pub use decay::{DecayCurve, DecayScorer, StepWindow};
 pub use frequency::FrequencyScorer;
 pub use kind::KindScorer;
 pub use metadata_key::MetadataKeyScorer;
+pub use position::PositionScorer;
 pub use priority::PriorityScorer;
 pub use recency::RecencyScorer;
 pub use reflexive::ReflexiveScorer;

@@ -14,6 +14,7 @@
 //! | [`CountQuotaSlice`] | per-kind item counts ([`CountQuotaEntry`]) around an inner slicer | no |
 //! | [`CountConstrainedKnapsackSlice`] | per-kind item counts around a knapsack | no |
 //! | [`StreamSlice`] | first fit in arrival order (the optional streaming slicer) | yes |
+//! | [`ContiguousSlice`] | score order until the first item that does not fit (no holes) | yes |
 //!
 //! Slicers keep no per-run state: count shortfalls
 //! ([`ScarcityBehavior::Degrade`]) and cap exclusions come back in the
@@ -53,6 +54,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
+mod contiguous;
 mod count_knapsack;
 mod count_quota;
 mod greedy;
@@ -64,6 +66,7 @@ mod stream;
 #[cfg(test)]
 mod test_util;
 
+pub use contiguous::ContiguousSlice;
 pub use count_knapsack::CountConstrainedKnapsackSlice;
 pub use count_quota::{CountQuotaEntry, CountQuotaSlice, ScarcityBehavior};
 pub use greedy::GreedySlice;

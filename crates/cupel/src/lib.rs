@@ -61,6 +61,10 @@
 //! * `tiktoken` — `cupel::TiktokenCounter`, a [`TokenCounter`] backed by
 //!   tiktoken's BPE encodings (`cl100k_base`, `o200k_base`, ...), for the
 //!   context gate.
+//! * `chat` — `cupel::chat`: trim an OpenAI or Anthropic chat transcript in
+//!   one call (tool calls stay with their results, the window is one the
+//!   provider accepts, tokens counted as the provider counts them). The
+//!   README's examples run as doctests with this feature on.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -84,15 +88,16 @@ pub use cupel_core::{
 // Scorers (cupel-scorers).
 pub use cupel_scorers::{
     CompositeScorer, CompositeScorerBuilder, DecayCurve, DecayScorer, FrequencyScorer, KindScorer,
-    MetadataKeyScorer, MetadataTrustScorer, PriorityScorer, RecencyScorer, ReflexiveScorer,
-    ScaledScorer, StepWindow, TagMatch, TagScorer,
+    MetadataKeyScorer, MetadataTrustScorer, PositionScorer, PriorityScorer, RecencyScorer,
+    ReflexiveScorer, ScaledScorer, StepWindow, TagMatch, TagScorer,
 };
 
 // Slicers (cupel-slicers).
 pub use cupel_slicers::{
-    CountConstrainedKnapsackSlice, CountQuotaEntry, CountQuotaSlice, DEFAULT_BUCKET_SIZE,
-    DEFAULT_MAX_TABLE_CELLS, GreedySlice, KnapsackSlice, KnapsackTableSize, QuotaEntry, QuotaSet,
-    QuotaSetBuilder, QuotaSlice, SCORE_SCALE, ScarcityBehavior, StreamSelection, StreamSlice,
+    ContiguousSlice, CountConstrainedKnapsackSlice, CountQuotaEntry, CountQuotaSlice,
+    DEFAULT_BUCKET_SIZE, DEFAULT_MAX_TABLE_CELLS, GreedySlice, KnapsackSlice, KnapsackTableSize,
+    QuotaEntry, QuotaSet, QuotaSetBuilder, QuotaSlice, SCORE_SCALE, ScarcityBehavior,
+    StreamSelection, StreamSlice,
 };
 
 // Placers (cupel-placers).
@@ -133,7 +138,21 @@ pub use cupel_pipeline::{TIKTOKEN_ENCODINGS, TiktokenCounter, TokenizerError};
 #[cfg(feature = "analytics")]
 pub use cupel_analytics as analytics;
 
-/// The workspace README's examples, compiled and run as doctests.
+/// Chat transcripts in and out (feature `chat`): the `cupel-rs-chat` crate.
+///
+/// ```
+/// use cupel::chat::{Transcript, Trim, trim_transcript};
+/// let doc = Transcript::parse(r#"[{"role": "user", "content": "hi"}]"#)?;
+/// let (window, out) = trim_transcript(&doc, &Trim::openai(2_000))?;
+/// assert_eq!((window, out.positions), (doc, vec![0]));
+/// # Ok::<(), cupel::chat::ChatError>(())
+/// ```
+#[cfg(feature = "chat")]
+pub use cupel_chat as chat;
+
+/// The workspace README's examples, compiled and run as doctests (they use
+/// `cupel::chat`, so they run with the `chat` feature, as CI's
+/// `--all-features` does).
 #[doc = include_str!("../../../README.md")]
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "chat"))]
 pub struct ReadmeDoctests;

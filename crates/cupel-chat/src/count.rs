@@ -1,0 +1,596 @@
+//! Counting messages as the providers count them.
+//!
+//! * [`OpenAiCounter`]: OpenAI's documented chat overhead with a real
+//!   tiktoken encoding (`o200k_base` for the GPT-4o family and newer,
+//!   `cl100k_base` for GPT-4 / GPT-3.5).
+//! * [`AnthropicEstimate`]: Anthropic publishes no tokenizer, so this is an
+//!   estimate from character counts, made to track the provider by a
+//!   [`Calibration`] fitted to the `usage.input_tokens` of earlier requests.
+
+use std::sync::{Arc, OnceLock};
+
+use cupel_core::TokenCounter;
+use cupel_pipeline::TiktokenCounter;
+use serde_json::Value;
+
+use crate::error::ChatError;
+use crate::message::{Content, Image, Message, Part};
+
+/// Counts the tokens a message costs in a request.
+///
+/// Implement it for another provider or tokenizer and pass it with
+/// [`Trim::counter`](crate::Trim::counter). Counts are non-negative.
+pub trait MessageCounter: Send + Sync {
+    /// The tokens one message costs (content plus the per-message overhead).
+    fn count_message(&self, message: &Message) -> i64;
+
+    /// The tokens every request costs whatever its messages: the reply
+    /// priming and the tool definitions (`tools` of the request body). The
+    /// default is 0.
+    fn count_request(&self, tools: Option<&Value>) -> i64 {
+        let _ = tools;
+        0
+    }
+
+    /// A short description for reports (`openai o200k_base`).
+    fn describe(&self) -> String;
+}
+
+impl<T: MessageCounter + ?Sized> MessageCounter for Arc<T> {
+    fn count_message(&self, message: &Message) -> i64 {
+        (**self).count_message(message)
+    }
+    fn count_request(&self, tools: Option<&Value>) -> i64 {
+        (**self).count_request(tools)
+    }
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+}
+
+fn load(name: &str) -> Result<&'static TiktokenCounter, ChatError> {
+    static O200K: OnceLock<Option<TiktokenCounter>> = OnceLock::new();
+    static CL100K: OnceLock<Option<TiktokenCounter>> = OnceLock::new();
+    use tiktoken_rs::tokenizer::{Tokenizer, get_tokenizer};
+    let unknown = || ChatError::UnknownEncoding {
+        name: name.to_string(),
+    };
+    // Resolve the name without loading anything: loading an encoding takes
+    // a tenth of a second, so it happens once per process, below.
+    let wanted = name.trim().to_ascii_lowercase();
+    let canonical = match wanted.as_str() {
+        "o200k_base" => "o200k_base",
+        "cl100k_base" => "cl100k_base",
+        model => match get_tokenizer(model) {
+            Some(Tokenizer::O200kBase) => "o200k_base",
+            Some(Tokenizer::Cl100kBase) => "cl100k_base",
+            _ => return Err(unknown()),
+        },
+    };
+    let cell = if canonical == "o200k_base" {
+        &O200K
+    } else {
+        &CL100K
+    };
+    cell.get_or_init(|| TiktokenCounter::new(canonical).ok())
+        .as_ref()
+        .ok_or_else(unknown)
+}
+
+/// OpenAI's chat token count, as documented in OpenAI's cookbook
+/// ("How to count tokens with tiktoken"):
+///
+/// * every message costs 3 tokens plus the tokens of each of its string
+///   fields (`role`, the text content, `tool_call_id`), and a `name` costs its
+///   tokens plus 1;
+/// * every request costs 3 more: the reply is primed with
+///   `<|start|>assistant<|message|>`;
+/// * tool calls cost the tokens of their function name and arguments (an
+///   estimate: OpenAI does not document their framing);
+/// * tool definitions follow the cookbook's function-counting recipe (7
+///   tokens per function for `o200k_base`, 10 for `cl100k_base`, plus name,
+///   description and each parameter's `name:type:description` line, 3 per
+///   parameter, 3 per enum value plus its tokens, 12 at the end);
+/// * images follow OpenAI's tile rule: `low` detail costs 85; `high` and
+///   `auto` scale the image to fit 2048 x 2048, then its shortest side down
+///   to 768, and cost 170 per 512-pixel tile plus 85. When the size cannot be
+///   read from the data (only PNG and GIF headers are read), the image
+///   counts as the rule's maximum, 8 tiles: 1,445 tokens.
+///
+/// ```
+/// use cupel_chat::{Message, MessageCounter, OpenAiCounter};
+/// let c = OpenAiCounter::new("o200k_base")?;
+/// // 3 per message + "user" (1 token) + "hello world" (2 tokens).
+/// assert_eq!(c.count_message(&Message::user("hello world")), 6);
+/// assert_eq!(c.count_request(None), 3); // reply priming
+/// # Ok::<(), cupel_chat::ChatError>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct OpenAiCounter {
+    bpe: &'static TiktokenCounter,
+}
+
+/// Tokens every OpenAI message costs before its fields.
+pub const OPENAI_TOKENS_PER_MESSAGE: i64 = 3;
+/// Tokens a `name` field costs on top of its text.
+pub const OPENAI_TOKENS_PER_NAME: i64 = 1;
+/// Tokens every OpenAI request costs for priming the reply.
+pub const OPENAI_REPLY_PRIMING: i64 = 3;
+
+impl OpenAiCounter {
+    /// A counter with the encoding `name` (`o200k_base`, `cl100k_base`, or an
+    /// OpenAI model name such as `gpt-4o`). The encoding is loaded once per
+    /// process.
+    ///
+    /// # Errors
+    /// [`ChatError::UnknownEncoding`] for any other name.
+    pub fn new(name: &str) -> Result<Self, ChatError> {
+        Ok(OpenAiCounter { bpe: load(name)? })
+    }
+
+    /// The encoding's name.
+    pub fn encoding(&self) -> &'static str {
+        self.bpe.encoding()
+    }
+
+    fn text(&self, s: &str) -> i64 {
+        self.bpe.count_tokens(s)
+    }
+
+    fn content(&self, c: &Content) -> i64 {
+        match c {
+            Content::Absent | Content::Null => 0,
+            Content::Text(t) => self.text(t),
+            Content::Parts(parts) => parts
+                .iter()
+                .map(|p| self.part(p))
+                .fold(0, i64::saturating_add),
+        }
+    }
+
+    fn part(&self, p: &Part) -> i64 {
+        match p {
+            Part::Text { text, .. } => self.text(text),
+            Part::Image(img) => openai_image(img),
+            Part::ToolCall(c) => self
+                .text(&c.name)
+                .saturating_add(self.text(&c.arguments_text())),
+            Part::ToolResult(r) => self.content(&r.content),
+            Part::Thinking { thinking, .. } => self.text(thinking),
+            Part::RedactedThinking { data, .. } => self.text(data),
+            Part::Other(v) => self.text(&v.to_string()),
+        }
+    }
+
+    fn tools(&self, tools: &Value) -> i64 {
+        let Some(tools) = tools.as_array() else {
+            return 0;
+        };
+        if tools.is_empty() {
+            return 0;
+        }
+        let func_init = if self.encoding() == "cl100k_base" {
+            10
+        } else {
+            7
+        };
+        let mut n: i64 = 0;
+        for t in tools {
+            let f = t.get("function").unwrap_or(t);
+            let name = f.get("name").and_then(Value::as_str).unwrap_or("");
+            let desc = f.get("description").and_then(Value::as_str).unwrap_or("");
+            let desc = desc.strip_suffix('.').unwrap_or(desc);
+            n = n
+                .saturating_add(func_init)
+                .saturating_add(self.text(&format!("{name}:{desc}")));
+            let props = f
+                .get("parameters")
+                .and_then(|p| p.get("properties"))
+                .and_then(Value::as_object);
+            if let Some(props) = props.filter(|p| !p.is_empty()) {
+                n = n.saturating_add(3);
+                for (key, p) in props {
+                    n = n.saturating_add(3);
+                    if let Some(values) = p.get("enum").and_then(Value::as_array) {
+                        n = n.saturating_sub(3);
+                        for v in values {
+                            let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+                            n = n.saturating_add(3).saturating_add(self.text(&v));
+                        }
+                    }
+                    let ty = p.get("type").and_then(Value::as_str).unwrap_or("");
+                    let d = p.get("description").and_then(Value::as_str).unwrap_or("");
+                    let d = d.strip_suffix('.').unwrap_or(d);
+                    n = n.saturating_add(self.text(&format!("{key}:{ty}:{d}")));
+                }
+            }
+        }
+        n.saturating_add(12)
+    }
+}
+
+impl MessageCounter for OpenAiCounter {
+    fn count_message(&self, m: &Message) -> i64 {
+        let mut n = OPENAI_TOKENS_PER_MESSAGE
+            .saturating_add(self.text(m.role.as_str()))
+            .saturating_add(self.content(&m.content));
+        if let Some(name) = &m.name {
+            n = n
+                .saturating_add(self.text(name))
+                .saturating_add(OPENAI_TOKENS_PER_NAME);
+        }
+        if let Some(id) = &m.tool_call_id {
+            n = n.saturating_add(self.text(id));
+        }
+        for c in m.tool_calls.iter().flatten() {
+            n = n
+                .saturating_add(self.text(&c.name))
+                .saturating_add(self.text(&c.arguments_text()));
+        }
+        n
+    }
+
+    fn count_request(&self, tools: Option<&Value>) -> i64 {
+        OPENAI_REPLY_PRIMING.saturating_add(tools.map_or(0, |t| self.tools(t)))
+    }
+
+    fn describe(&self) -> String {
+        format!("openai {}", self.encoding())
+    }
+}
+
+/// OpenAI's image cost: `low` detail 85; otherwise 170 per 512-px tile after
+/// scaling to fit 2048 x 2048 and the shortest side to 768, plus 85.
+///
+/// ```
+/// use cupel_chat::openai_image_tokens;
+/// assert_eq!(openai_image_tokens(1024, 1024, "high"), 765); // 768x768: 4 tiles
+/// assert_eq!(openai_image_tokens(2048, 4096, "high"), 1105); // 768x1536: 6 tiles
+/// assert_eq!(openai_image_tokens(4096, 4096, "low"), 85);
+/// ```
+pub fn openai_image_tokens(width: u32, height: u32, detail: &str) -> i64 {
+    if detail.eq_ignore_ascii_case("low") {
+        return 85;
+    }
+    let (mut w, mut h) = (u64::from(width.max(1)), u64::from(height.max(1)));
+    let longest = w.max(h);
+    if longest > 2048 {
+        w = (w * 2048 / longest).max(1);
+        h = (h * 2048 / longest).max(1);
+    }
+    let shortest = w.min(h);
+    if shortest > 768 {
+        w = (w * 768 / shortest).max(1);
+        h = (h * 768 / shortest).max(1);
+    }
+    let tiles = w.div_ceil(512) * h.div_ceil(512);
+    // tiles <= 8 here (the longest side is at most 2048, the shortest at most 768).
+    i64::try_from(tiles).unwrap_or(8) * 170 + 85
+}
+
+/// The OpenAI cost of an image part when its size is unknown: 8 tiles.
+pub const OPENAI_IMAGE_MAX_TOKENS: i64 = 8 * 170 + 85;
+
+fn openai_image(img: &Image) -> i64 {
+    let detail = img.detail.as_deref().unwrap_or("auto");
+    if detail.eq_ignore_ascii_case("low") {
+        return 85;
+    }
+    match img.dimensions() {
+        Some((w, h)) => openai_image_tokens(w, h, detail),
+        None => OPENAI_IMAGE_MAX_TOKENS,
+    }
+}
+
+/// Decodes the first `max_bytes` bytes of base64 text (stops at the first
+/// character that is not base64).
+pub(crate) fn base64_prefix(text: &str, max_bytes: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(max_bytes);
+    let mut acc: u32 = 0;
+    let mut bits = 0;
+    for c in text.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => break,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push(((acc >> bits) & 0xff) as u8);
+            if out.len() >= max_bytes {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Width and height from a PNG or GIF header.
+pub(crate) fn image_header_dimensions(b: &[u8]) -> Option<(u32, u32)> {
+    if b.len() >= 24 && b.starts_with(b"\x89PNG\r\n\x1a\n") && &b[12..16] == b"IHDR" {
+        let w = u32::from_be_bytes([b[16], b[17], b[18], b[19]]);
+        let h = u32::from_be_bytes([b[20], b[21], b[22], b[23]]);
+        return Some((w, h));
+    }
+    if b.len() >= 10 && b.starts_with(b"GIF8") {
+        let w = u32::from(u16::from_le_bytes([b[6], b[7]]));
+        let h = u32::from(u16::from_le_bytes([b[8], b[9]]));
+        return Some((w, h));
+    }
+    None
+}
+
+/// An estimate of Anthropic's count, made to track the provider with a
+/// [`Calibration`].
+///
+/// Anthropic does not publish a tokenizer (its token-counting endpoint needs
+/// a network call), so the estimate is deliberately simple and stated here
+/// in full; a calibration corrects its scale:
+///
+/// * text: one token per 3.5 characters (Unicode scalar values), rounded up
+///   — an assumption for English text, not a published figure;
+/// * every message: 3 tokens of framing (an assumption);
+/// * tool calls: name and JSON input as text; thinking: its text;
+/// * images: Anthropic's documented `width * height / 750`, after the
+///   documented downscaling to a long edge of at most 1,568 px; an image whose
+///   size cannot be read counts 1,600 (the documented cost of the largest
+///   image that is not downscaled);
+/// * a request with tools: the tool definitions' JSON as text plus 346
+///   tokens, Anthropic's documented tool-use system prompt for recent models
+///   with `tool_choice` `auto` (set another with [`tool_system_tokens`](Self::tool_system_tokens)).
+///
+/// ```
+/// use cupel_chat::{AnthropicEstimate, Message, MessageCounter};
+/// let e = AnthropicEstimate::new();
+/// // 3 framing + ceil(35 chars / 3.5) = 3 + 10.
+/// assert_eq!(e.count_message(&Message::user("Where is my parcel? It is so late.")), 13);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnthropicEstimate {
+    chars_per_token: f64,
+    per_message: i64,
+    tool_system: i64,
+    scale: f64,
+}
+
+impl Default for AnthropicEstimate {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl AnthropicEstimate {
+    /// The estimate described above, uncalibrated (scale 1).
+    pub fn new() -> Self {
+        AnthropicEstimate {
+            chars_per_token: 3.5,
+            per_message: 3,
+            tool_system: 346,
+            scale: 1.0,
+        }
+    }
+
+    /// Sets the tokens of the tool-use system prompt (0 to leave it out).
+    pub fn tool_system_tokens(mut self, tokens: i64) -> Self {
+        self.tool_system = tokens.max(0);
+        self
+    }
+
+    /// Applies a calibration: every count is multiplied by its scale
+    /// (rounded up).
+    pub fn calibrated(mut self, calibration: &Calibration) -> Self {
+        self.scale = calibration.scale();
+        self
+    }
+
+    /// The scale in use (1 uncalibrated).
+    pub fn scale(&self) -> f64 {
+        self.scale
+    }
+
+    fn scaled(&self, raw: i64) -> i64 {
+        let v = (raw as f64 * self.scale).ceil();
+        if v.is_finite() && v >= 0.0 && v < i64::MAX as f64 {
+            v as i64
+        } else {
+            i64::MAX
+        }
+    }
+
+    fn text(&self, s: &str) -> i64 {
+        let chars = s.chars().count() as f64;
+        (chars / self.chars_per_token).ceil() as i64
+    }
+
+    fn content(&self, c: &Content) -> i64 {
+        match c {
+            Content::Absent | Content::Null => 0,
+            Content::Text(t) => self.text(t),
+            Content::Parts(parts) => parts
+                .iter()
+                .map(|p| self.part(p))
+                .fold(0, i64::saturating_add),
+        }
+    }
+
+    fn part(&self, p: &Part) -> i64 {
+        match p {
+            Part::Text { text, .. } => self.text(text),
+            Part::Image(img) => anthropic_image(img),
+            Part::ToolCall(c) => self
+                .text(&c.name)
+                .saturating_add(self.text(&c.arguments_text())),
+            Part::ToolResult(r) => self.content(&r.content),
+            Part::Thinking { thinking, .. } => self.text(thinking),
+            Part::RedactedThinking { data, .. } => self.text(data),
+            Part::Other(v) => self.text(&v.to_string()),
+        }
+    }
+
+    /// The estimate before calibration of a whole request: its messages and
+    /// tool definitions. Use it to make a calibration [`Observation`].
+    pub fn raw_request(&self, messages: &[Message], tools: Option<&Value>) -> i64 {
+        messages
+            .iter()
+            .map(|m| self.raw_message(m))
+            .fold(self.raw_tools(tools), i64::saturating_add)
+    }
+
+    fn raw_message(&self, m: &Message) -> i64 {
+        let calls = m
+            .tool_calls
+            .iter()
+            .flatten()
+            .map(|c| {
+                self.text(&c.name)
+                    .saturating_add(self.text(&c.arguments_text()))
+            })
+            .fold(0, i64::saturating_add);
+        self.per_message
+            .saturating_add(self.content(&m.content))
+            .saturating_add(calls)
+    }
+
+    fn raw_tools(&self, tools: Option<&Value>) -> i64 {
+        match tools.and_then(Value::as_array) {
+            Some(t) if !t.is_empty() => self
+                .text(&Value::Array(t.clone()).to_string())
+                .saturating_add(self.tool_system),
+            _ => 0,
+        }
+    }
+}
+
+/// Anthropic's documented image cost: `width * height / 750` after scaling
+/// the long edge down to 1,568 px.
+///
+/// ```
+/// assert_eq!(cupel_chat::anthropic_image_tokens(1000, 1000), 1334); // 1,000,000 / 750, rounded up
+/// ```
+pub fn anthropic_image_tokens(width: u32, height: u32) -> i64 {
+    let (mut w, mut h) = (u64::from(width), u64::from(height));
+    let longest = w.max(h);
+    if longest > 1568 {
+        w = w * 1568 / longest;
+        h = h * 1568 / longest;
+    }
+    i64::try_from((w * h).div_ceil(750)).unwrap_or(i64::MAX)
+}
+
+fn anthropic_image(img: &Image) -> i64 {
+    img.dimensions()
+        .map_or(1600, |(w, h)| anthropic_image_tokens(w, h))
+}
+
+impl MessageCounter for AnthropicEstimate {
+    fn count_message(&self, m: &Message) -> i64 {
+        self.scaled(self.raw_message(m))
+    }
+
+    fn count_request(&self, tools: Option<&Value>) -> i64 {
+        self.scaled(self.raw_tools(tools))
+    }
+
+    fn describe(&self) -> String {
+        if self.scale == 1.0 {
+            "anthropic estimate (uncalibrated)".into()
+        } else {
+            format!("anthropic estimate (calibrated, scale {:.3})", self.scale)
+        }
+    }
+}
+
+/// One earlier request: what the estimate said, and what the provider
+/// reported (`usage.input_tokens`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Observation {
+    /// The uncalibrated estimate ([`AnthropicEstimate::raw_request`]).
+    pub estimate: i64,
+    /// The provider's count.
+    pub actual: i64,
+}
+
+/// A fit of the estimate to the provider's counts: `actual ≈ scale *
+/// estimate` (least squares through the origin), with the errors before and
+/// after, so a caller knows how far to trust it.
+///
+/// ```
+/// use cupel_chat::{Calibration, Observation};
+/// // The estimate runs 20% low on every request.
+/// let obs = [Observation { estimate: 1000, actual: 1200 }, Observation { estimate: 500, actual: 600 }];
+/// let c = Calibration::fit(&obs)?;
+/// assert!((c.scale() - 1.2).abs() < 1e-9);
+/// assert!(c.mean_abs_error_after() < 1e-9);
+/// assert!((c.mean_abs_error_before() - 1.0 / 6.0).abs() < 1e-9); // |1000-1200|/1200
+/// # Ok::<(), cupel_chat::ChatError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Calibration {
+    scale: f64,
+    observations: usize,
+    before: f64,
+    after: f64,
+    max_after: f64,
+}
+
+impl Calibration {
+    /// Fits the scale. Observations with a non-positive estimate or actual
+    /// count are ignored.
+    ///
+    /// # Errors
+    /// [`ChatError::NoObservations`] when none is usable.
+    pub fn fit(observations: &[Observation]) -> Result<Self, ChatError> {
+        let usable: Vec<(f64, f64)> = observations
+            .iter()
+            .filter(|o| o.estimate > 0 && o.actual > 0)
+            .map(|o| (o.estimate as f64, o.actual as f64))
+            .collect();
+        if usable.is_empty() {
+            return Err(ChatError::NoObservations {
+                observations: observations.len(),
+            });
+        }
+        let ey: f64 = usable.iter().map(|(e, y)| e * y).sum();
+        let ee: f64 = usable.iter().map(|(e, _)| e * e).sum();
+        let scale = ey / ee;
+        let n = usable.len() as f64;
+        let rel = |s: f64| usable.iter().map(move |(e, y)| (s * e - y).abs() / y);
+        Ok(Calibration {
+            scale,
+            observations: usable.len(),
+            before: rel(1.0).sum::<f64>() / n,
+            after: rel(scale).sum::<f64>() / n,
+            max_after: rel(scale).fold(0.0, f64::max),
+        })
+    }
+
+    /// The fitted scale.
+    pub fn scale(&self) -> f64 {
+        self.scale
+    }
+
+    /// How many observations were used.
+    pub fn observations(&self) -> usize {
+        self.observations
+    }
+
+    /// Mean absolute relative error of the uncalibrated estimate (0.1 = 10%).
+    pub fn mean_abs_error_before(&self) -> f64 {
+        self.before
+    }
+
+    /// Mean absolute relative error once calibrated, on the same observations.
+    pub fn mean_abs_error_after(&self) -> f64 {
+        self.after
+    }
+
+    /// The largest absolute relative error once calibrated.
+    pub fn max_abs_error_after(&self) -> f64 {
+        self.max_after
+    }
+}

@@ -1,0 +1,84 @@
+//! [`ChatError`]: everything the chat crate can refuse, with the numbers and
+//! positions needed to act.
+
+/// Why a transcript could not be read, counted or trimmed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChatError {
+    /// The text is not JSON.
+    #[error("invalid JSON at line {line}, column {column}: {message}")]
+    Json {
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// The parser's message.
+        message: String,
+    },
+    /// The JSON is not a chat document of the expected format.
+    #[error("{path}: {message}")]
+    Shape {
+        /// Where (`messages[3].tool_calls[0]`), empty for the whole document.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// An encoding name tiktoken does not know.
+    #[error(
+        "unknown encoding `{name}` (expected o200k_base or cl100k_base, or an OpenAI model name)"
+    )]
+    UnknownEncoding {
+        /// The name as given.
+        name: String,
+    },
+    /// The budget is not positive.
+    #[error("max_tokens must be positive, got {max_tokens}")]
+    InvalidBudget {
+        /// The budget given.
+        max_tokens: i64,
+    },
+    /// What must always be sent (pinned prompts, tool definitions, reply
+    /// priming) is larger than the budget.
+    #[error(
+        "the pinned messages need {pinned_tokens} tokens and the request overhead {overhead_tokens}, {total} in all, over max_tokens {max_tokens}"
+    )]
+    PinnedOverBudget {
+        /// Tokens of the pinned messages.
+        pinned_tokens: i64,
+        /// Tool definitions and reply priming.
+        overhead_tokens: i64,
+        /// Their sum.
+        total: i64,
+        /// The budget.
+        max_tokens: i64,
+    },
+    /// Not even the newest message (with its group) fits, so the window would
+    /// hold no conversation at all, which providers refuse.
+    #[error(
+        "nothing fits: the newest unit (from #{position} {label}) needs {unit_tokens} tokens, {available_tokens} left after the pinned messages and the request overhead"
+    )]
+    NothingFits {
+        /// Input position of the unit's first message.
+        position: usize,
+        /// That message's label (`user`, `tool result for call_1`, ...).
+        label: String,
+        /// The unit's tokens.
+        unit_tokens: i64,
+        /// What was left for the conversation.
+        available_tokens: i64,
+    },
+    /// A calibration needs at least one observation with a positive estimate.
+    #[error(
+        "a calibration needs at least one observation with a positive estimate (got {observations})"
+    )]
+    NoObservations {
+        /// How many observations were given.
+        observations: usize,
+    },
+}
+
+impl From<ChatError> for cupel_core::CupelError {
+    fn from(e: ChatError) -> Self {
+        cupel_core::CupelError::InvalidArgument(e.to_string())
+    }
+}

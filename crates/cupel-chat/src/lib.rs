@@ -1,0 +1,67 @@
+//! Trim OpenAI and Anthropic chat transcripts to a token budget: tool calls
+//! stay with their results, the window is one the provider accepts, tokens
+//! are counted as the provider counts them, and every message's fate is
+//! explained.
+//!
+//! * [`Transcript`] reads and writes both wire formats ([`Format`]): OpenAI
+//!   Chat Completions and Anthropic Messages, a bare `messages` array or a
+//!   whole request body. Every field it does not model is kept, so a
+//!   document trimmed of nothing is written back as the same JSON value.
+//! * [`Message`] (with [`Role`], [`Content`], [`Part`], [`ToolCall`],
+//!   [`ToolResult`], [`Image`]) is the model both formats map to.
+//! * [`trim`] / [`trim_transcript`] with [`Trim`] options keep the newest
+//!   units that fit (a [`Granularity`]: messages with their tool groups,
+//!   exchanges or turns), contiguously, with the system prompt pinned, and
+//!   return a [`Trimmed`]: the kept messages, their input positions, token
+//!   totals, one [`MessageRow`] per input message and a
+//!   [`SelectionReport`](cupel_core::SelectionReport).
+//! * Counting: [`OpenAiCounter`] (tiktoken `o200k_base` / `cl100k_base` with
+//!   OpenAI's documented message overhead, tool definitions and image tiles),
+//!   [`AnthropicEstimate`] with a [`Calibration`] fitted to reported
+//!   `usage.input_tokens`; or any [`MessageCounter`].
+//!
+//! ```
+//! use cupel_chat::{Transcript, Trim, trim_transcript};
+//!
+//! let doc = Transcript::parse(r#"[
+//!   {"role": "system", "content": "You are a support agent."},
+//!   {"role": "user", "content": "My parcel is late."},
+//!   {"role": "assistant", "content": null, "tool_calls": [
+//!     {"id": "call_1", "type": "function",
+//!      "function": {"name": "track", "arguments": "{\"order\": 42}"}}]},
+//!   {"role": "tool", "tool_call_id": "call_1", "content": "In transit, due Friday."},
+//!   {"role": "assistant", "content": "It is in transit and due on Friday."},
+//!   {"role": "user", "content": "Thanks! Can I change the address?"}
+//! ]"#)?;
+//! let (window, out) = trim_transcript(&doc, &Trim::openai(60))?;
+//! // The tool call and its result moved together; the window starts with a user message.
+//! assert_eq!(out.positions, vec![0, 5]);
+//! for row in out.dropped() {
+//!     println!("{row}"); // "#3 tool result for call_1 dropped with its call: ..."
+//! }
+//! println!("{}", window.to_json_pretty());
+//! # Ok::<(), cupel_chat::ChatError>(())
+//! ```
+//!
+//! Depends on `cupel-core` and `cupel-pipeline` (for its tiktoken counter).
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod count;
+mod error;
+mod message;
+mod transcript;
+mod trim;
+mod wire;
+
+pub use count::{
+    AnthropicEstimate, Calibration, MessageCounter, OPENAI_IMAGE_MAX_TOKENS, OPENAI_REPLY_PRIMING,
+    OPENAI_TOKENS_PER_MESSAGE, OPENAI_TOKENS_PER_NAME, Observation, OpenAiCounter,
+    anthropic_image_tokens, openai_image_tokens,
+};
+pub use error::ChatError;
+pub use message::{Content, Extra, Image, ImageSource, Message, Part, Role, ToolCall, ToolResult};
+pub use transcript::Transcript;
+pub use trim::{
+    Decision, Granularity, MessageRow, Strategy, TokenTotals, Trim, Trimmed, trim, trim_transcript,
+};
+pub use wire::{Format, message_from_value, message_to_value};

@@ -1,0 +1,385 @@
+//! The message model: what OpenAI Chat Completions and Anthropic Messages
+//! requests carry, with every field a parser does not model kept in `extra`.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+/// A JSON object: the fields of a message or a part that the model does not
+/// name, kept verbatim so that writing a message back loses nothing.
+pub type Extra = Map<String, Value>;
+
+/// Who wrote a message.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Role {
+    /// The system prompt (OpenAI `system`; Anthropic's top-level `system`).
+    System,
+    /// OpenAI's `developer` prompt (the newer name of `system` for reasoning models).
+    Developer,
+    /// The user (Anthropic also sends tool results as `user` messages).
+    User,
+    /// The model.
+    Assistant,
+    /// An OpenAI tool result message.
+    Tool,
+    /// A role this version does not know (kept as written).
+    Other(String),
+}
+
+impl Role {
+    /// Reads a role name as written on the wire (exact, lowercase names).
+    pub fn from_wire(name: &str) -> Self {
+        match name {
+            "system" => Role::System,
+            "developer" => Role::Developer,
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "tool" => Role::Tool,
+            other => Role::Other(other.to_string()),
+        }
+    }
+
+    /// The wire name (`"user"`, ...).
+    pub fn as_str(&self) -> &str {
+        match self {
+            Role::System => "system",
+            Role::Developer => "developer",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+            Role::Other(s) => s,
+        }
+    }
+
+    /// `system` or `developer`: the prompts pinned by default.
+    pub fn is_prompt(&self) -> bool {
+        matches!(self, Role::System | Role::Developer)
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A message's `content` field, in the shape it was written.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Content {
+    /// The field was absent.
+    #[default]
+    Absent,
+    /// The field was `null` (an OpenAI assistant message that only calls tools).
+    Null,
+    /// A plain string.
+    Text(String),
+    /// An array of parts (content blocks).
+    Parts(Vec<Part>),
+}
+
+impl Content {
+    /// The parts (empty for a string, `null` or absent content).
+    pub fn parts(&self) -> &[Part] {
+        match self {
+            Content::Parts(p) => p,
+            _ => &[],
+        }
+    }
+
+    /// Every text this content holds (the string, or the text parts), in order.
+    pub fn texts(&self) -> Vec<&str> {
+        match self {
+            Content::Text(t) => vec![t.as_str()],
+            Content::Parts(p) => p
+                .iter()
+                .filter_map(|p| match p {
+                    Part::Text { text, .. } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect(),
+            Content::Absent | Content::Null => Vec::new(),
+        }
+    }
+}
+
+/// Where an image comes from.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ImageSource {
+    /// A URL (OpenAI also sends base64 images as `data:` URLs).
+    Url(String),
+    /// Base64 data with its media type (Anthropic's `base64` source).
+    Base64 {
+        /// `image/png`, ...
+        media_type: String,
+        /// The base64 text.
+        data: String,
+    },
+}
+
+/// An image part.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Image {
+    /// Where the image comes from.
+    pub source: ImageSource,
+    /// OpenAI's `detail` (`low`, `high`, `auto`), when given.
+    pub detail: Option<String>,
+    /// Unmodelled fields of the inner object (`image_url` for OpenAI,
+    /// `source` for Anthropic).
+    pub source_extra: Extra,
+    /// Unmodelled fields of the part itself (e.g. Anthropic `cache_control`).
+    pub extra: Extra,
+}
+
+impl Image {
+    /// The pixel size, when it can be read from the data without decoding the
+    /// image: PNG and GIF headers in base64 data or a `data:` URL.
+    pub fn dimensions(&self) -> Option<(u32, u32)> {
+        let b64 = match &self.source {
+            ImageSource::Base64 { data, .. } => data.as_str(),
+            ImageSource::Url(url) => url.strip_prefix("data:")?.split_once(";base64,")?.1,
+        };
+        let head = crate::count::base64_prefix(b64, 32);
+        crate::count::image_header_dimensions(&head)
+    }
+}
+
+/// A tool call made by the assistant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The call id results answer (`call_...`, `toolu_...`).
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments: a JSON string for OpenAI (`function.arguments`), a JSON
+    /// value for Anthropic (`input`).
+    pub arguments: Value,
+    /// Unmodelled fields of the call object.
+    pub extra: Extra,
+    /// Unmodelled fields of OpenAI's inner `function` object.
+    pub function_extra: Extra,
+}
+
+impl ToolCall {
+    /// The arguments as text: the string itself, or the value as compact JSON.
+    pub fn arguments_text(&self) -> String {
+        match &self.arguments {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// A tool result inside an Anthropic `user` message (`tool_result` block).
+/// OpenAI results are whole messages with role [`Role::Tool`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    /// The id of the call this answers (`tool_use_id`).
+    pub call_id: String,
+    /// The result content.
+    pub content: Content,
+    /// `is_error`, when given.
+    pub is_error: Option<bool>,
+    /// Unmodelled fields.
+    pub extra: Extra,
+}
+
+/// One content part (content block).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Part {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+        /// Unmodelled fields (`cache_control`, `citations`, ...).
+        extra: Extra,
+    },
+    /// An image.
+    Image(Image),
+    /// An Anthropic `tool_use` block (OpenAI calls live in [`Message::tool_calls`]).
+    ToolCall(ToolCall),
+    /// An Anthropic `tool_result` block.
+    ToolResult(ToolResult),
+    /// Reasoning the model showed (Anthropic `thinking`), with its signature.
+    Thinking {
+        /// The thinking text.
+        thinking: String,
+        /// The signature the provider checks when the block is sent back.
+        signature: Option<String>,
+        /// Unmodelled fields.
+        extra: Extra,
+    },
+    /// Encrypted reasoning (Anthropic `redacted_thinking`).
+    RedactedThinking {
+        /// The opaque data.
+        data: String,
+        /// Unmodelled fields.
+        extra: Extra,
+    },
+    /// A part this version does not model (audio, files, documents, ...),
+    /// kept verbatim.
+    Other(Value),
+}
+
+/// One chat message.
+///
+/// The fields are the union of what the two wire formats use; a parser fills
+/// the ones its format has and keeps every other field in [`extra`](Self::extra).
+///
+/// ```
+/// use cupel_chat::{Message, Role};
+/// let m = Message::user("Where is my parcel?");
+/// assert_eq!(m.role, Role::User);
+/// assert_eq!(m.text(), "Where is my parcel?");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    /// Who wrote it.
+    pub role: Role,
+    /// The content, in the shape it was written.
+    pub content: Content,
+    /// OpenAI's optional participant `name`.
+    pub name: Option<String>,
+    /// OpenAI assistant `tool_calls` (`None` when the field was absent).
+    pub tool_calls: Option<Vec<ToolCall>>,
+    /// OpenAI tool message `tool_call_id`.
+    pub tool_call_id: Option<String>,
+    /// Every other field, verbatim.
+    pub extra: Extra,
+}
+
+impl Message {
+    /// A message with `role` and string content.
+    pub fn new(role: Role, text: impl Into<String>) -> Self {
+        Message {
+            role,
+            content: Content::Text(text.into()),
+            name: None,
+            tool_calls: None,
+            tool_call_id: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// A system message.
+    pub fn system(text: impl Into<String>) -> Self {
+        Self::new(Role::System, text)
+    }
+
+    /// A user message.
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::new(Role::User, text)
+    }
+
+    /// An assistant message.
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self::new(Role::Assistant, text)
+    }
+
+    /// An OpenAI assistant message that calls tools (`content: null`); each
+    /// call is `(id, name, arguments JSON text)`.
+    pub fn assistant_calls<'a>(
+        calls: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
+    ) -> Self {
+        let calls = calls
+            .into_iter()
+            .map(|(id, name, args)| {
+                let mut extra = Extra::new();
+                extra.insert("type".into(), Value::String("function".into()));
+                ToolCall {
+                    id: id.into(),
+                    name: name.into(),
+                    arguments: Value::String(args.into()),
+                    extra,
+                    function_extra: Extra::new(),
+                }
+            })
+            .collect();
+        Message {
+            role: Role::Assistant,
+            content: Content::Null,
+            name: None,
+            tool_calls: Some(calls),
+            tool_call_id: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// An OpenAI tool result message answering `call_id`.
+    pub fn tool(call_id: impl Into<String>, text: impl Into<String>) -> Self {
+        Message {
+            tool_call_id: Some(call_id.into()),
+            ..Self::new(Role::Tool, text)
+        }
+    }
+
+    /// The text of the message: its string content or its text parts joined
+    /// by newlines (tool result blocks included).
+    pub fn text(&self) -> String {
+        let mut out: Vec<String> = self.content.texts().iter().map(|s| s.to_string()).collect();
+        for p in self.content.parts() {
+            if let Part::ToolResult(r) = p {
+                out.extend(r.content.texts().iter().map(|s| s.to_string()));
+            }
+        }
+        out.join("\n")
+    }
+
+    /// Every tool call this message makes (OpenAI `tool_calls` and Anthropic
+    /// `tool_use` blocks), in order.
+    pub fn calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.tool_calls
+            .iter()
+            .flatten()
+            .chain(self.content.parts().iter().filter_map(|p| match p {
+                Part::ToolCall(c) => Some(c),
+                _ => None,
+            }))
+    }
+
+    /// The ids of the calls this message answers (OpenAI `tool_call_id`,
+    /// Anthropic `tool_result` blocks), in order.
+    pub fn answered_ids(&self) -> impl Iterator<Item = &str> {
+        self.tool_call_id
+            .as_deref()
+            .into_iter()
+            .chain(self.content.parts().iter().filter_map(|p| match p {
+                Part::ToolResult(r) => Some(r.call_id.as_str()),
+                _ => None,
+            }))
+    }
+
+    /// Whether the message answers tool calls and says nothing else: an
+    /// OpenAI tool message, or an Anthropic user message of `tool_result`
+    /// blocks only.
+    pub fn is_tool_result(&self) -> bool {
+        match self.role {
+            Role::Tool => true,
+            Role::User => {
+                let parts = self.content.parts();
+                !parts.is_empty() && parts.iter().all(|p| matches!(p, Part::ToolResult(_)))
+            }
+            _ => false,
+        }
+    }
+
+    /// A short label for reports: `user`, `assistant tool call lookup (call_1)`,
+    /// `tool result for call_1`, ...
+    pub fn label(&self) -> String {
+        if self.is_tool_result() {
+            let ids: Vec<&str> = self.answered_ids().collect();
+            return format!("tool result for {}", ids.join(", "));
+        }
+        let calls: Vec<String> = self
+            .calls()
+            .map(|c| format!("{} ({})", c.name, c.id))
+            .collect();
+        match calls.len() {
+            0 => self.role.to_string(),
+            1 => format!("{} tool call {}", self.role, calls.join("")),
+            _ => format!("{} tool calls {}", self.role, calls.join(", ")),
+        }
+    }
+}

@@ -1,0 +1,952 @@
+//! [`trim`]: the newest-turns window of a transcript, valid for the provider,
+//! with every message explained.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use cupel_core::{
+    ContextItem, ContextKind, ExcludedItem, ExclusionReason, IncludedItem, InclusionReason,
+    SelectionReport, score_cmp_desc,
+};
+use serde_json::Value;
+
+use crate::count::{AnthropicEstimate, MessageCounter, OpenAiCounter};
+use crate::error::ChatError;
+use crate::message::{Message, Role};
+use crate::transcript::Transcript;
+use crate::wire::Format;
+
+/// What moves in and out of the window as one piece. Tool calls and their
+/// results are always one piece, whatever the granularity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Granularity {
+    /// One message, or one tool group (an assistant message with tool calls
+    /// and every result answering them, parallel calls included).
+    #[default]
+    Message,
+    /// A user message with everything up to the next user message: the
+    /// assistant's answer and any tool traffic in between.
+    Exchange,
+    /// A run of messages from one side: the user's messages, or the
+    /// assistant's messages with their tool traffic.
+    Turn,
+}
+
+impl Granularity {
+    /// `message`, `exchange` or `turn`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Granularity::Message => "message",
+            Granularity::Exchange => "exchange",
+            Granularity::Turn => "turn",
+        }
+    }
+
+    /// Reads `message` / `exchange` / `turn` (ASCII case ignored).
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "message" => Some(Granularity::Message),
+            "exchange" => Some(Granularity::Exchange),
+            "turn" => Some(Granularity::Turn),
+            _ => None,
+        }
+    }
+}
+
+/// How the window is filled. One strategy today; the enum leaves room for a
+/// cache-aware session that keeps the previous window's prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Strategy {
+    /// Newest units first by input position, contiguous: once a unit does not
+    /// fit, nothing older enters. Pinned prompts always; no deduplication.
+    #[default]
+    NewestTurns,
+}
+
+/// The options of a [`trim`]: budget, provider, counter, granularity and the
+/// provider rules.
+///
+/// ```
+/// use cupel_chat::{Granularity, Role, Trim};
+/// let opts = Trim::openai(2_000)
+///     .encoding("cl100k_base")
+///     .granularity(Granularity::Exchange)
+///     .end_on([Role::User]);
+/// assert_eq!(opts.max_tokens(), 2_000);
+/// ```
+#[derive(Clone)]
+pub struct Trim {
+    max_tokens: i64,
+    format: Format,
+    encoding: String,
+    counter: Option<Arc<dyn MessageCounter>>,
+    granularity: Granularity,
+    strategy: Strategy,
+    pin_system: bool,
+    start_on: Option<Role>,
+    end_on: Option<Vec<Role>>,
+    keep_orphans: bool,
+    tools: Option<Value>,
+    report: bool,
+}
+
+impl fmt::Debug for Trim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Trim")
+            .field("max_tokens", &self.max_tokens)
+            .field("format", &self.format)
+            .field("encoding", &self.encoding)
+            .field("counter", &self.counter.as_ref().map(|c| c.describe()))
+            .field("granularity", &self.granularity)
+            .field("strategy", &self.strategy)
+            .field("pin_system", &self.pin_system)
+            .field("start_on", &self.start_on)
+            .field("end_on", &self.end_on)
+            .field("keep_orphans", &self.keep_orphans)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Trim {
+    /// Options for an OpenAI request of at most `max_tokens` input tokens,
+    /// counted with `o200k_base` (GPT-4o and newer).
+    pub fn openai(max_tokens: i64) -> Self {
+        Self::new(Format::OpenAi, max_tokens)
+    }
+
+    /// Options for an Anthropic request of at most `max_tokens` input
+    /// tokens, counted with the [`AnthropicEstimate`] (calibrate it and pass
+    /// it with [`counter`](Self::counter) for better numbers).
+    pub fn anthropic(max_tokens: i64) -> Self {
+        Self::new(Format::Anthropic, max_tokens)
+    }
+
+    /// Options for `format`.
+    pub fn new(format: Format, max_tokens: i64) -> Self {
+        Trim {
+            max_tokens,
+            format,
+            encoding: "o200k_base".into(),
+            counter: None,
+            granularity: Granularity::Message,
+            strategy: Strategy::NewestTurns,
+            pin_system: true,
+            start_on: Some(Role::User),
+            end_on: None,
+            keep_orphans: false,
+            tools: None,
+            report: true,
+        }
+    }
+
+    /// The tiktoken encoding of the OpenAI counter (`o200k_base`,
+    /// `cl100k_base`, or a model name). Ignored when a counter is given.
+    pub fn encoding(mut self, name: impl Into<String>) -> Self {
+        self.encoding = name.into();
+        self
+    }
+
+    /// Counts with `counter` instead of the provider's default.
+    pub fn counter(mut self, counter: impl MessageCounter + 'static) -> Self {
+        self.counter = Some(Arc::new(counter));
+        self
+    }
+
+    /// What moves as one piece (default [`Granularity::Message`]).
+    pub fn granularity(mut self, g: Granularity) -> Self {
+        self.granularity = g;
+        self
+    }
+
+    /// How the window is filled (default [`Strategy::NewestTurns`]).
+    pub fn strategy(mut self, s: Strategy) -> Self {
+        self.strategy = s;
+        self
+    }
+
+    /// Whether system and developer messages are pinned (default `true`).
+    pub fn pin_system(mut self, pin: bool) -> Self {
+        self.pin_system = pin;
+        self
+    }
+
+    /// The role the conversation must start with after the pinned prompts
+    /// (default [`Role::User`]; `None` for no rule — Anthropic windows still
+    /// start with a user message).
+    pub fn start_on(mut self, role: Option<Role>) -> Self {
+        self.start_on = role;
+        self
+    }
+
+    /// Roles the window may end with; newer units are dropped until it does.
+    pub fn end_on(mut self, roles: impl IntoIterator<Item = Role>) -> Self {
+        self.end_on = Some(roles.into_iter().collect());
+        self
+    }
+
+    /// Keep orphans (a result whose call is absent, a call never answered)
+    /// as units of their own instead of dropping them. The window may then
+    /// be one the provider refuses; the report still names them.
+    pub fn keep_orphans(mut self, keep: bool) -> Self {
+        self.keep_orphans = keep;
+        self
+    }
+
+    /// The request's tool definitions, counted as overhead (a
+    /// [`Transcript`]'s own `tools` are used by [`trim_transcript`]).
+    pub fn tools(mut self, tools: Value) -> Self {
+        self.tools = Some(tools);
+        self
+    }
+
+    /// Whether to build [`Trimmed::report`] (default `true`). The rows
+    /// ([`Trimmed::rows`]) explain every message either way; without the
+    /// report a trim allocates one item less per message.
+    pub fn report(mut self, build: bool) -> Self {
+        self.report = build;
+        self
+    }
+
+    /// The budget.
+    pub fn max_tokens(&self) -> i64 {
+        self.max_tokens
+    }
+
+    /// The provider format.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    fn make_counter(&self) -> Result<Arc<dyn MessageCounter>, ChatError> {
+        if let Some(c) = &self.counter {
+            return Ok(Arc::clone(c));
+        }
+        Ok(match self.format {
+            Format::OpenAi => Arc::new(OpenAiCounter::new(&self.encoding)?),
+            Format::Anthropic => Arc::new(AnthropicEstimate::new()),
+        })
+    }
+}
+
+/// Why a message is in or out of the window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Decision {
+    /// Kept: a pinned system or developer prompt.
+    Pinned,
+    /// Kept: its unit fit.
+    Kept,
+    /// Kept on request although its tool traffic is incomplete.
+    KeptOrphan {
+        /// The call id without its counterpart.
+        call_id: String,
+    },
+    /// Dropped: its unit did not fit what was left.
+    DoesNotFit {
+        /// The unit's tokens.
+        unit_tokens: i64,
+        /// What was left when the unit came up.
+        available_tokens: i64,
+        /// How many messages the unit holds.
+        unit_len: usize,
+    },
+    /// Dropped: older than a unit that did not fit (the window has no holes).
+    OlderThanCut {
+        /// Position of the first message of the unit that did not fit.
+        cut_position: usize,
+    },
+    /// Dropped: a tool result whose call is not in the transcript (before it).
+    OrphanResult {
+        /// The call id it answers.
+        call_id: String,
+    },
+    /// Dropped: a tool call no message answers.
+    UnansweredCall {
+        /// The unanswered call id.
+        call_id: String,
+    },
+    /// Dropped with the orphan at `position`, whose tool traffic is incomplete.
+    WithOrphan {
+        /// Position of the orphan.
+        position: usize,
+    },
+    /// Dropped only so the conversation starts with `required` (a provider rule).
+    StartRule {
+        /// The role the window must start with.
+        required: Role,
+    },
+    /// Dropped only so the window ends with one of the `end_on` roles.
+    EndRule,
+}
+
+impl Decision {
+    /// Whether the message is in the window.
+    pub fn is_kept(&self) -> bool {
+        matches!(
+            self,
+            Decision::Pinned | Decision::Kept | Decision::KeptOrphan { .. }
+        )
+    }
+
+    /// Whether the message was dropped only to satisfy a provider rule.
+    pub fn is_provider_rule(&self) -> bool {
+        matches!(self, Decision::StartRule { .. } | Decision::EndRule)
+    }
+}
+
+/// One input message's fate (it borrows the message).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageRow<'a> {
+    /// Input position (0-based; an Anthropic `system` is #0).
+    pub position: usize,
+    /// The message.
+    pub message: &'a Message,
+    /// The message's tokens as counted.
+    pub tokens: i64,
+    /// The unit it moved with (an index into the units in input order), if any.
+    pub unit: Option<usize>,
+    /// In or out, and why.
+    pub decision: Decision,
+    granularity: Granularity,
+}
+
+fn thousands(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n < 0 { format!("-{out}") } else { out }
+}
+
+impl MessageRow<'_> {
+    /// The message's role.
+    pub fn role(&self) -> &Role {
+        &self.message.role
+    }
+
+    /// `user`, `assistant tool call lookup (call_1)`, `tool result for call_1`, ...
+    /// (see [`Message::label`]).
+    pub fn label(&self) -> String {
+        self.message.label()
+    }
+
+    /// The decision in words, without the `#position label` prefix
+    /// (`kept: pinned`, `dropped with its call: the group needs ...`).
+    pub fn reason(&self) -> String {
+        Reason(self).to_string()
+    }
+}
+
+impl fmt::Display for MessageRow<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "#{} {} {}",
+            self.position,
+            self.message.label(),
+            Reason(self)
+        )
+    }
+}
+
+struct Reason<'a, 'm>(&'a MessageRow<'m>);
+
+impl fmt::Display for Reason<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let row = self.0;
+        match &row.decision {
+            Decision::Pinned => write!(f, "kept: pinned"),
+            Decision::Kept => write!(f, "kept"),
+            Decision::KeptOrphan { call_id } => {
+                write!(
+                    f,
+                    "kept on request although {call_id} has no counterpart (orphan)"
+                )
+            }
+            Decision::DoesNotFit {
+                unit_tokens,
+                available_tokens,
+                unit_len,
+            } => {
+                let (unit, with) = match row.granularity {
+                    _ if *unit_len <= 1 => {
+                        return write!(
+                            f,
+                            "dropped: needs {} tokens, {} left",
+                            thousands(*unit_tokens),
+                            thousands(*available_tokens)
+                        );
+                    }
+                    Granularity::Message if row.message.is_tool_result() => ("group", "its call"),
+                    Granularity::Message if row.message.calls().next().is_some() => {
+                        ("group", "its results")
+                    }
+                    Granularity::Message => ("group", "its group"),
+                    Granularity::Exchange => ("exchange", "its exchange"),
+                    Granularity::Turn => ("turn", "its turn"),
+                };
+                write!(
+                    f,
+                    "dropped with {with}: the {unit} needs {} tokens, {} left",
+                    thousands(*unit_tokens),
+                    thousands(*available_tokens)
+                )
+            }
+            Decision::OlderThanCut { cut_position } => write!(
+                f,
+                "dropped: older than #{cut_position}, which did not fit (no holes)"
+            ),
+            Decision::OrphanResult { call_id } => write!(
+                f,
+                "dropped: no earlier message makes call {call_id} (orphan result)"
+            ),
+            Decision::UnansweredCall { call_id } => {
+                write!(f, "dropped: call {call_id} is never answered (orphan call)")
+            }
+            Decision::WithOrphan { position } => write!(
+                f,
+                "dropped with #{position}, whose tool traffic is incomplete"
+            ),
+            Decision::StartRule { required } => write!(
+                f,
+                "dropped only so the conversation starts with a {required} message (provider rule)"
+            ),
+            Decision::EndRule => write!(f, "dropped only so the window ends on an `end_on` role"),
+        }
+    }
+}
+
+/// Token totals of a trim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenTotals {
+    /// The budget.
+    pub max_tokens: i64,
+    /// What every request costs: reply priming and tool definitions.
+    pub overhead: i64,
+    /// The pinned messages.
+    pub pinned: i64,
+    /// The kept messages, pinned included.
+    pub kept: i64,
+    /// The dropped messages.
+    pub dropped: i64,
+    /// The request's input tokens: `overhead + kept`, at most `max_tokens`.
+    pub window: i64,
+}
+
+/// The result of a [`trim`]: it borrows the input messages (nothing is
+/// copied; [`cloned_messages`](Self::cloned_messages) makes owned copies).
+#[derive(Debug, Clone)]
+pub struct Trimmed<'a> {
+    /// The kept messages, in input order.
+    pub messages: Vec<&'a Message>,
+    /// Their input positions.
+    pub positions: Vec<usize>,
+    /// One row per input message, in input order.
+    pub rows: Vec<MessageRow<'a>>,
+    /// Token totals.
+    pub tokens: TokenTotals,
+    /// The counter used (`openai o200k_base`, ...).
+    pub counter: String,
+    /// The same decisions as a [`SelectionReport`]: one item per message,
+    /// its content `#position label: text`, metadata `position` and `role`,
+    /// tool groups and units as atomic groups (`unit-N`). Empty when
+    /// [`Trim::report`] was `false`.
+    pub report: SelectionReport,
+}
+
+impl<'a> Trimmed<'a> {
+    /// The rows of the dropped messages.
+    pub fn dropped(&self) -> impl Iterator<Item = &MessageRow<'a>> {
+        self.rows.iter().filter(|r| !r.decision.is_kept())
+    }
+
+    /// Owned copies of the kept messages.
+    pub fn cloned_messages(&self) -> Vec<Message> {
+        self.messages.iter().map(|m| (*m).clone()).collect()
+    }
+
+    /// One line per message (`#12 tool result for call_7 dropped with its call: ...`).
+    pub fn explain(&self) -> String {
+        let mut out = String::new();
+        for r in &self.rows {
+            out.push_str(&r.to_string());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// Union-find over message positions.
+struct Dsu(Vec<usize>);
+
+impl Dsu {
+    fn new(n: usize) -> Self {
+        Dsu((0..n).collect())
+    }
+    fn find(&mut self, mut x: usize) -> usize {
+        while self.0[x] != x {
+            self.0[x] = self.0[self.0[x]];
+            x = self.0[x];
+        }
+        x
+    }
+    fn union(&mut self, a: usize, b: usize) {
+        let (ra, rb) = (self.find(a), self.find(b));
+        if ra != rb {
+            // The smaller position is the root: roots are first members.
+            let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
+            self.0[hi] = lo;
+        }
+    }
+}
+
+/// One unit: its first and last member (input positions), how many members
+/// it has, and their tokens.
+struct Unit {
+    first: usize,
+    last: usize,
+    len: usize,
+    tokens: i64,
+}
+
+/// Trims `messages` to the budget of `opts`: the newest units that fit, with
+/// the pinned prompts, valid for the provider.
+///
+/// ```
+/// use cupel_chat::{Message, Trim, trim};
+/// let messages = vec![
+///     Message::system("You are terse."),
+///     Message::user("What is 2+2?"),
+///     Message::assistant("4"),
+///     Message::user("And 3+3?"),
+/// ];
+/// let out = trim(&messages, &Trim::openai(30))?;
+/// // o200k_base: system 3+1+4 = 8, "And 3+3?" 3+1+5 = 9, priming 3: 20 of 30;
+/// // "4" (3+1+1 = 5) would fit, but the window must start with a user message.
+/// assert_eq!(out.positions, vec![0, 3]);
+/// println!("{}", out.explain());
+/// # Ok::<(), cupel_chat::ChatError>(())
+/// ```
+///
+/// # Errors
+/// [`ChatError::InvalidBudget`] for `max_tokens <= 0`,
+/// [`ChatError::UnknownEncoding`], [`ChatError::PinnedOverBudget`] when the
+/// pinned prompts and the request overhead alone exceed the budget, and
+/// [`ChatError::NothingFits`] when not even the newest unit fits.
+pub fn trim<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, ChatError> {
+    if opts.max_tokens <= 0 {
+        return Err(ChatError::InvalidBudget {
+            max_tokens: opts.max_tokens,
+        });
+    }
+    let counter = opts.make_counter()?;
+    let n = messages.len();
+    let tokens: Vec<i64> = messages
+        .iter()
+        .map(|m| counter.count_message(m).max(0))
+        .collect();
+    let overhead = counter.count_request(opts.tools.as_ref()).max(0);
+    let pinned: Vec<bool> = messages
+        .iter()
+        .map(|m| opts.pin_system && m.role.is_prompt())
+        .collect();
+
+    // Tool groups: each result joins the message that made its call.
+    let mut dsu = Dsu::new(n);
+    let mut call_owner: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut answered: BTreeMap<&str, bool> = BTreeMap::new();
+    let mut orphan: Vec<Option<Decision>> = vec![None; n];
+    for (i, m) in messages.iter().enumerate() {
+        for id in m.answered_ids() {
+            match call_owner.get(id) {
+                Some(&owner) => {
+                    dsu.union(owner, i);
+                    answered.insert(id, true);
+                }
+                None if orphan[i].is_none() => {
+                    orphan[i] = Some(Decision::OrphanResult {
+                        call_id: id.to_string(),
+                    });
+                }
+                None => {}
+            }
+        }
+        for c in m.calls() {
+            call_owner.entry(c.id.as_str()).or_insert(i);
+            answered.entry(c.id.as_str()).or_insert(false);
+        }
+    }
+    for (i, m) in messages.iter().enumerate() {
+        if orphan[i].is_none()
+            && let Some(c) = m
+                .calls()
+                .find(|c| answered.get(c.id.as_str()) == Some(&false))
+        {
+            orphan[i] = Some(Decision::UnansweredCall {
+                call_id: c.id.clone(),
+            });
+        }
+    }
+    // Orphans take their whole tool group with them (unless kept on request).
+    let mut decision: Vec<Option<Decision>> = vec![None; n];
+    let mut orphan_root: BTreeMap<usize, usize> = BTreeMap::new();
+    for (i, o) in orphan.iter().enumerate() {
+        if o.is_some() {
+            let r = dsu.find(i);
+            orphan_root.entry(r).or_insert(i);
+        }
+    }
+    for i in 0..n {
+        if pinned[i] {
+            decision[i] = Some(Decision::Pinned);
+            continue;
+        }
+        if opts.keep_orphans {
+            continue;
+        }
+        let r = dsu.find(i);
+        if let Some(&o) = orphan_root.get(&r) {
+            decision[i] = Some(match &orphan[i] {
+                Some(d) => d.clone(),
+                None => Decision::WithOrphan { position: o },
+            });
+        }
+    }
+
+    // Units: tool groups, merged into exchanges or turns when asked.
+    let side = |m: &Message| -> u8 {
+        if m.role == Role::User && !m.is_tool_result() {
+            0
+        } else {
+            1
+        }
+    };
+    let mut prev: Option<usize> = None;
+    for i in 0..n {
+        if decision[i].is_some() {
+            continue;
+        }
+        let m = &messages[i];
+        if let Some(p) = prev {
+            let joins = match opts.granularity {
+                Granularity::Message => false,
+                Granularity::Exchange => side(m) != 0,
+                Granularity::Turn => side(m) == side(&messages[p]),
+            };
+            if joins {
+                dsu.union(p, i);
+            }
+        }
+        prev = Some(i);
+    }
+    // Units in input order of their first member (a root is its set's
+    // smallest position, so the first member seen is the root).
+    let mut unit_of_root: Vec<usize> = vec![usize::MAX; n];
+    let mut units: Vec<Unit> = Vec::new();
+    let mut unit_of: Vec<Option<usize>> = vec![None; n];
+    for i in 0..n {
+        if decision[i].is_some() {
+            continue;
+        }
+        let r = dsu.find(i);
+        let u = if unit_of_root[r] == usize::MAX {
+            units.push(Unit {
+                first: i,
+                last: i,
+                len: 0,
+                tokens: 0,
+            });
+            unit_of_root[r] = units.len() - 1;
+            units.len() - 1
+        } else {
+            unit_of_root[r]
+        };
+        let unit = &mut units[u];
+        unit.last = i;
+        unit.len += 1;
+        unit.tokens = unit.tokens.saturating_add(tokens[i]);
+        unit_of[i] = Some(u);
+    }
+
+    let pinned_tokens = (0..n)
+        .filter(|&i| pinned[i])
+        .map(|i| tokens[i])
+        .fold(0i64, i64::saturating_add);
+    let fixed = pinned_tokens.saturating_add(overhead);
+    if fixed > opts.max_tokens {
+        return Err(ChatError::PinnedOverBudget {
+            pinned_tokens,
+            overhead_tokens: overhead,
+            total: fixed,
+            max_tokens: opts.max_tokens,
+        });
+    }
+    let available = opts.max_tokens - fixed;
+
+    // Newest units first (by their newest member), contiguous.
+    let mut order: Vec<usize> = (0..units.len()).collect();
+    order.sort_by_key(|&u| std::cmp::Reverse(units[u].last));
+    let mut remaining = available;
+    let mut cut: Option<usize> = None;
+    let mut kept_units: Vec<usize> = Vec::new();
+    let mut unit_decision: Vec<Option<Decision>> = (0..units.len()).map(|_| None).collect();
+    for &u in &order {
+        let unit = &units[u];
+        let first = unit.first;
+        let d = if let Some(c) = cut {
+            Decision::OlderThanCut { cut_position: c }
+        } else if unit.tokens <= remaining {
+            remaining -= unit.tokens;
+            kept_units.push(u);
+            Decision::Kept
+        } else {
+            cut = Some(first);
+            Decision::DoesNotFit {
+                unit_tokens: unit.tokens,
+                available_tokens: remaining,
+                unit_len: unit.len,
+            }
+        };
+        unit_decision[u] = Some(d);
+    }
+    if kept_units.is_empty()
+        && let Some(&newest) = order.first()
+    {
+        let first = units[newest].first;
+        return Err(ChatError::NothingFits {
+            position: first,
+            label: messages[first].label(),
+            unit_tokens: units[newest].tokens,
+            available_tokens: available,
+        });
+    }
+
+    // Provider rules: start on a user message (always for Anthropic), end on `end_on`.
+    kept_units.sort_by_key(|&u| units[u].first);
+    let required = match (opts.format, &opts.start_on) {
+        (_, Some(r)) => Some(r.clone()),
+        (Format::Anthropic, None) => Some(Role::User),
+        (Format::OpenAi, None) => None,
+    };
+    if let Some(required) = required {
+        let starts_ok = |u: usize| {
+            let first = units[u].first;
+            let m = &messages[first];
+            m.role == required && !m.is_tool_result()
+        };
+        let drop_n = kept_units.iter().take_while(|&&u| !starts_ok(u)).count();
+        for &u in &kept_units[..drop_n] {
+            unit_decision[u] = Some(Decision::StartRule {
+                required: required.clone(),
+            });
+        }
+        kept_units.drain(..drop_n);
+    }
+    if let Some(end_on) = &opts.end_on {
+        while let Some(&u) = kept_units.last() {
+            let last = units[u].last;
+            if end_on.contains(&messages[last].role) {
+                break;
+            }
+            unit_decision[u] = Some(Decision::EndRule);
+            kept_units.pop();
+        }
+    }
+
+    // Rows, kept messages and totals.
+    let mut rows = Vec::with_capacity(n);
+    let mut kept_msgs = Vec::new();
+    let mut positions = Vec::new();
+    let (mut kept_tokens, mut dropped_tokens) = (0i64, 0i64);
+    for i in 0..n {
+        let m = &messages[i];
+        let mut d = match (&decision[i], unit_of[i]) {
+            (Some(d), _) => d.clone(),
+            (None, Some(u)) => unit_decision[u].clone().unwrap_or(Decision::Kept),
+            (None, None) => Decision::Kept,
+        };
+        if d == Decision::Kept
+            && let Some(Decision::OrphanResult { call_id } | Decision::UnansweredCall { call_id }) =
+                &orphan[i]
+        {
+            d = Decision::KeptOrphan {
+                call_id: call_id.clone(),
+            };
+        }
+        if d.is_kept() {
+            kept_tokens = kept_tokens.saturating_add(tokens[i]);
+            kept_msgs.push(m);
+            positions.push(i);
+        } else {
+            dropped_tokens = dropped_tokens.saturating_add(tokens[i]);
+        }
+        rows.push(MessageRow {
+            position: i,
+            message: m,
+            tokens: tokens[i],
+            unit: unit_of[i],
+            decision: d,
+            granularity: opts.granularity,
+        });
+    }
+    let report = if opts.report {
+        build_report(messages, &rows, &units)
+    } else {
+        SelectionReport::default()
+    };
+    Ok(Trimmed {
+        messages: kept_msgs,
+        positions,
+        tokens: TokenTotals {
+            max_tokens: opts.max_tokens,
+            overhead,
+            pinned: pinned_tokens,
+            kept: kept_tokens,
+            dropped: dropped_tokens,
+            window: overhead.saturating_add(kept_tokens),
+        },
+        counter: counter.describe(),
+        rows,
+        report,
+    })
+}
+
+/// Trims a whole document: its messages with [`trim`], counting its `tools`
+/// (unless `opts` has its own) under the rules of the document's own format
+/// (whatever format `opts` was made for), and writes the kept messages back
+/// into the same document.
+///
+/// ```
+/// use cupel_chat::{Transcript, Trim, trim_transcript};
+/// let doc = Transcript::parse(r#"[{"role": "user", "content": "hi"}]"#)?;
+/// let (window, report) = trim_transcript(&doc, &Trim::openai(100))?;
+/// assert_eq!(window, doc); // everything fits: the same document
+/// assert_eq!(report.positions, vec![0]);
+/// # Ok::<(), cupel_chat::ChatError>(())
+/// ```
+///
+/// # Errors
+/// As [`trim`].
+pub fn trim_transcript<'a>(
+    transcript: &'a Transcript,
+    opts: &Trim,
+) -> Result<(Transcript, Trimmed<'a>), ChatError> {
+    let mut opts = opts.clone();
+    if opts.tools.is_none() {
+        opts.tools = transcript.tools().cloned();
+    }
+    // The document's format decides the provider rules (and, without a
+    // counter of the caller's, how tokens are counted).
+    opts.format = transcript.format();
+    let out = trim(transcript.messages(), &opts)?;
+    Ok((transcript.with_messages(out.cloned_messages()), out))
+}
+
+fn excerpt(s: &str, max: usize) -> String {
+    let one_line: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= max {
+        one_line
+    } else {
+        let mut t: String = one_line.chars().take(max).collect();
+        t.push('…');
+        t
+    }
+}
+
+fn build_report(messages: &[Message], rows: &[MessageRow<'_>], units: &[Unit]) -> SelectionReport {
+    let n = rows.len().max(1) as f64;
+    let mut included = Vec::new();
+    let mut excluded = Vec::new();
+    for r in rows {
+        let m = &messages[r.position];
+        let text = m.text();
+        let label = m.label();
+        let content = if text.is_empty() {
+            format!("#{} {label}", r.position)
+        } else {
+            format!("#{} {label}: {}", r.position, excerpt(&text, 200))
+        };
+        let kind = if m.role.is_prompt() {
+            ContextKind::SYSTEM_PROMPT
+        } else if m.is_tool_result() {
+            ContextKind::TOOL_OUTPUT
+        } else {
+            ContextKind::MESSAGE
+        };
+        let group = r
+            .unit
+            .filter(|&u| units[u].len > 1)
+            .map(|u| format!("unit-{u}"));
+        let built = ContextItem::builder(content, r.tokens)
+            .kind(kind)
+            .pinned(r.decision == Decision::Pinned)
+            .group_opt(group.clone())
+            .metadata("position", r.position.to_string())
+            .metadata("role", m.role.as_str())
+            .build();
+        // Content is never empty and the group id is `unit-N`: building cannot fail.
+        let Ok(item) = built else { continue };
+        // Newest scores highest: the order the newest-turns policy fills in.
+        let score = (r.position as f64 + 1.0) / n;
+        match &r.decision {
+            Decision::Pinned => {
+                included.push(IncludedItem::new(item, 1.0, InclusionReason::Pinned))
+            }
+            d if d.is_kept() => {
+                included.push(IncludedItem::new(item, score, InclusionReason::Scored))
+            }
+            d => {
+                let reason = match (d, group) {
+                    (
+                        Decision::DoesNotFit {
+                            unit_tokens,
+                            available_tokens,
+                            ..
+                        },
+                        Some(group),
+                    ) => ExclusionReason::GroupExcluded {
+                        group,
+                        group_tokens: *unit_tokens,
+                        available_tokens: *available_tokens,
+                    },
+                    (
+                        Decision::DoesNotFit {
+                            unit_tokens,
+                            available_tokens,
+                            ..
+                        },
+                        None,
+                    ) => ExclusionReason::BudgetExceeded {
+                        item_tokens: *unit_tokens,
+                        available_tokens: *available_tokens,
+                    },
+                    (other, _) => ExclusionReason::Filtered {
+                        filter_name: filter_name(other).into(),
+                    },
+                };
+                excluded.push(ExcludedItem::new(item, score, reason));
+            }
+        }
+    }
+    excluded.sort_by(|a, b| score_cmp_desc(a.score, b.score));
+    SelectionReport::new(included, excluded)
+}
+
+fn filter_name(d: &Decision) -> &'static str {
+    match d {
+        Decision::OlderThanCut { .. } => "chat:older-than-cut",
+        Decision::OrphanResult { .. } => "chat:orphan-tool-result",
+        Decision::UnansweredCall { .. } => "chat:unanswered-tool-call",
+        Decision::WithOrphan { .. } => "chat:with-orphan",
+        Decision::StartRule { .. } => "chat:start-on",
+        Decision::EndRule => "chat:end-on",
+        _ => "chat",
+    }
+}

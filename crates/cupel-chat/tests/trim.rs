@@ -1,0 +1,369 @@
+//! Hand-derived trims. Token counts are set per message (field `t`, read by
+//! a test counter) so every expected value follows from the arithmetic in
+//! the comments.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use cupel_chat::{
+    ChatError, Decision, Format, Granularity, Message, MessageCounter, Role, Transcript, Trim, trim,
+};
+use serde_json::{Value, json};
+
+/// Counts a message as its `t` field; a request costs `overhead`.
+struct Fixed {
+    overhead: i64,
+}
+
+impl MessageCounter for Fixed {
+    fn count_message(&self, m: &Message) -> i64 {
+        m.extra.get("t").and_then(Value::as_i64).unwrap_or(0)
+    }
+    fn count_request(&self, _tools: Option<&Value>) -> i64 {
+        self.overhead
+    }
+    fn describe(&self) -> String {
+        "fixed".into()
+    }
+}
+
+fn doc(messages: Value) -> Vec<Message> {
+    Transcript::from_value(messages, None)
+        .unwrap()
+        .into_messages()
+}
+
+fn opts(max: i64) -> Trim {
+    Trim::openai(max).counter(Fixed { overhead: 0 })
+}
+
+fn call(id: &str, t: i64) -> Value {
+    json!({"role": "assistant", "content": null, "t": t, "tool_calls": [
+        {"id": id, "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]})
+}
+
+fn result(id: &str, t: i64) -> Value {
+    json!({"role": "tool", "tool_call_id": id, "content": "ok", "t": t})
+}
+
+fn msg(role: &str, t: i64) -> Value {
+    json!({"role": role, "content": format!("{role} says something"), "t": t})
+}
+
+/// system 10 | user 20 | assistant 30 | user 15 | call c1 5 | result c1 100 | assistant 25 | user 10
+fn agent() -> Vec<Message> {
+    doc(json!([
+        msg("system", 10),
+        msg("user", 20),
+        msg("assistant", 30),
+        msg("user", 15),
+        call("c1", 5),
+        result("c1", 100),
+        msg("assistant", 25),
+        msg("user", 10)
+    ]))
+}
+
+#[test]
+fn newest_first_contiguous_with_the_tool_group_whole() {
+    // Budget 100, pinned system 10: 90 left.
+    // #7 user 10 -> 80 left; #6 assistant 25 -> 55 left;
+    // group {#4, #5} = 5 + 100 = 105 > 55: the cut; #3, #2, #1 are older: dropped.
+    // The window would start with #6 (assistant): dropped by the start rule.
+    let m = agent();
+    let out = trim(&m, &opts(100)).unwrap();
+    assert_eq!(out.positions, vec![0, 7]);
+    assert_eq!(out.tokens.kept, 10 + 10);
+    assert_eq!(out.tokens.dropped, 20 + 30 + 15 + 5 + 100 + 25);
+    assert_eq!(out.tokens.window, 20);
+    let lines: Vec<String> = out.rows.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        lines,
+        [
+            "#0 system kept: pinned",
+            "#1 user dropped: older than #4, which did not fit (no holes)",
+            "#2 assistant dropped: older than #4, which did not fit (no holes)",
+            "#3 user dropped: older than #4, which did not fit (no holes)",
+            "#4 assistant tool call lookup (c1) dropped with its results: the group needs 105 tokens, 55 left",
+            "#5 tool result for c1 dropped with its call: the group needs 105 tokens, 55 left",
+            "#6 assistant dropped only so the conversation starts with a user message (provider rule)",
+            "#7 user kept",
+        ]
+    );
+    assert!(out.rows[6].decision.is_provider_rule());
+}
+
+#[test]
+fn everything_fits_and_nothing_changes() {
+    // 10 + 20 + 30 + 15 + 5 + 100 + 25 + 10 = 215 <= 250.
+    let m = agent();
+    let out = trim(&m, &opts(250)).unwrap();
+    assert_eq!(out.positions, (0..8).collect::<Vec<_>>());
+    assert_eq!(out.tokens.window, 215);
+}
+
+#[test]
+fn the_report_explains_every_message_with_its_position() {
+    let m = agent();
+    let out = trim(&m, &opts(100)).unwrap();
+    let r = &out.report;
+    assert_eq!(r.total_candidates, 8);
+    assert_eq!(r.included.len(), 2);
+    let positions: Vec<&str> = r
+        .included
+        .iter()
+        .map(|i| i.item.metadata()["position"].as_str())
+        .collect();
+    assert_eq!(positions, ["0", "7"]);
+    // The group's two members carry GroupExcluded with the numbers of the row.
+    let group: Vec<_> = r
+        .excluded
+        .iter()
+        .filter(|e| e.reason.variant_name() == "GroupExcluded")
+        .map(|e| (e.item.metadata()["position"].clone(), e.reason.to_string()))
+        .collect();
+    assert_eq!(group.len(), 2);
+    assert!(
+        group
+            .iter()
+            .all(|(_, r)| r.contains("(105 tokens)") && r.contains("55 available"))
+    );
+    assert!(r.excluded.iter().any(|e| matches!(
+        &e.reason,
+        cupel_core::ExclusionReason::Filtered { filter_name } if filter_name == "chat:start-on"
+    )));
+    // Excluded rows, newest first (score = (position + 1) / 8).
+    let order: Vec<&str> = r
+        .excluded
+        .iter()
+        .map(|e| e.item.metadata()["position"].as_str())
+        .collect();
+    assert_eq!(order, ["6", "5", "4", "3", "2", "1"]);
+}
+
+#[test]
+fn parallel_calls_form_one_group() {
+    // user 10 | call c1+c2 5 | result c1 40 | result c2 40 | assistant 10 | user 10
+    let mut m = doc(json!([
+        msg("user", 10),
+        {"role": "assistant", "content": null, "t": 5, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "a", "arguments": "{}"}},
+            {"id": "c2", "type": "function", "function": {"name": "b", "arguments": "{}"}}]},
+        result("c1", 40),
+        result("c2", 40),
+        msg("assistant", 10),
+        msg("user", 10)
+    ]));
+    // Budget 100: #5 10 -> 90, #4 10 -> 80, group {1,2,3} = 85 > 80: cut; #0 dropped.
+    // Kept #4, #5: starts with an assistant -> dropped by the start rule; window [#5].
+    let out = trim(&m, &opts(100)).unwrap();
+    assert_eq!(out.positions, vec![5]);
+    assert_eq!(
+        out.rows[2].decision,
+        Decision::DoesNotFit {
+            unit_tokens: 85,
+            available_tokens: 80,
+            unit_len: 3
+        }
+    );
+    // Budget 115: 115 - 20 = 95 >= 85 -> group kept, 10 left; #0 10 -> 0: everything.
+    let out = trim(&m, &opts(115)).unwrap();
+    assert_eq!(out.positions, vec![0, 1, 2, 3, 4, 5]);
+    // Results that come in reverse order still join their call.
+    m.swap(2, 3);
+    let out = trim(&m, &opts(115)).unwrap();
+    assert_eq!(out.positions.len(), 6);
+}
+
+#[test]
+fn orphans_are_dropped_with_their_own_reason_or_kept_on_request() {
+    // user 5 | result for "ghost" 7 | call c9 never answered 4 | assistant 6 | user 5
+    let m = doc(json!([
+        msg("user", 5),
+        result("ghost", 7),
+        call("c9", 4),
+        msg("assistant", 6),
+        msg("user", 5)
+    ]));
+    let out = trim(&m, &opts(100)).unwrap();
+    assert_eq!(out.positions, vec![0, 3, 4]);
+    assert_eq!(
+        out.rows[1].decision,
+        Decision::OrphanResult {
+            call_id: "ghost".into()
+        }
+    );
+    assert_eq!(
+        out.rows[2].decision,
+        Decision::UnansweredCall {
+            call_id: "c9".into()
+        }
+    );
+    assert_eq!(
+        out.rows[1].to_string(),
+        "#1 tool result for ghost dropped: no earlier message makes call ghost (orphan result)"
+    );
+    assert_eq!(
+        out.rows[2].to_string(),
+        "#2 assistant tool call lookup (c9) dropped: call c9 is never answered (orphan call)"
+    );
+    let out = trim(&m, &opts(100).keep_orphans(true)).unwrap();
+    assert_eq!(out.positions, vec![0, 1, 2, 3, 4]);
+    assert_eq!(
+        out.rows[1].decision,
+        Decision::KeptOrphan {
+            call_id: "ghost".into()
+        }
+    );
+}
+
+#[test]
+fn a_half_answered_parallel_call_takes_its_answered_result_with_it() {
+    let m = doc(json!([
+        msg("user", 5),
+        {"role": "assistant", "content": null, "t": 5, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "a", "arguments": "{}"}},
+            {"id": "c2", "type": "function", "function": {"name": "b", "arguments": "{}"}}]},
+        result("c1", 5),
+        msg("user", 5)
+    ]));
+    let out = trim(&m, &opts(100)).unwrap();
+    assert_eq!(out.positions, vec![0, 3]);
+    assert_eq!(
+        out.rows[1].decision,
+        Decision::UnansweredCall {
+            call_id: "c2".into()
+        }
+    );
+    assert_eq!(out.rows[2].decision, Decision::WithOrphan { position: 1 });
+}
+
+#[test]
+fn exchanges_move_as_one() {
+    // system 10 | user 20 asst 30 | user 15 asst 25 | user 10
+    // Exchanges: {1,2} = 50, {3,4} = 40, {5} = 10. Budget 70: 60 left after the system.
+    // {5} -> 50 left; {3,4} -> 10 left; {1,2} = 50 > 10: dropped.
+    let m = doc(json!([
+        msg("system", 10),
+        msg("user", 20),
+        msg("assistant", 30),
+        msg("user", 15),
+        msg("assistant", 25),
+        msg("user", 10)
+    ]));
+    let out = trim(&m, &opts(70).granularity(Granularity::Exchange)).unwrap();
+    assert_eq!(out.positions, vec![0, 3, 4, 5]);
+    assert_eq!(
+        out.rows[2].to_string(),
+        "#2 assistant dropped with its exchange: the exchange needs 50 tokens, 10 left"
+    );
+}
+
+#[test]
+fn turns_group_one_sides_messages_with_their_tool_traffic() {
+    // user 5 user 5 | asst 10, call c1 3, result c1 7, asst 10 | user 8
+    // Turns: {0,1} = 10, {2,3,4,5} = 30, {6} = 8.
+    let m = doc(json!([
+        msg("user", 5),
+        msg("user", 5),
+        msg("assistant", 10),
+        call("c1", 3),
+        result("c1", 7),
+        msg("assistant", 10),
+        msg("user", 8)
+    ]));
+    // Budget 48: {6} -> 40 left, {2..5} -> 10 left, {0,1} -> 0 left: all kept.
+    let out = trim(&m, &opts(48).granularity(Granularity::Turn)).unwrap();
+    assert_eq!(out.positions, (0..7).collect::<Vec<_>>());
+    // Budget 47: {0,1} = 10 > 9: dropped; the window would start with the
+    // assistant's turn, which the start rule drops too: only #6 remains.
+    let out = trim(&m, &opts(47).granularity(Granularity::Turn)).unwrap();
+    assert_eq!(out.positions, vec![6]);
+    assert!(out.rows[2].decision.is_provider_rule());
+}
+
+#[test]
+fn end_on_drops_from_the_newest_end() {
+    let m = doc(json!([msg("user", 5), msg("assistant", 5)]));
+    let out = trim(&m, &opts(100).end_on([Role::User])).unwrap();
+    assert_eq!(out.positions, vec![0]);
+    assert_eq!(out.rows[1].decision, Decision::EndRule);
+}
+
+#[test]
+fn anthropic_windows_start_with_a_user_turn_even_without_start_on() {
+    let m = doc(json!([
+        msg("user", 50),
+        msg("assistant", 5),
+        msg("user", 5)
+    ]));
+    // Budget 20: #2 -> 15, #1 -> 10, #0 50 > 10: cut. Starts with assistant: dropped.
+    let out = trim(
+        &m,
+        &Trim::anthropic(20)
+            .counter(Fixed { overhead: 0 })
+            .start_on(None),
+    )
+    .unwrap();
+    assert_eq!(out.positions, vec![2]);
+    // OpenAI without a start rule keeps the assistant.
+    let out = trim(&m, &opts(20).start_on(None)).unwrap();
+    assert_eq!(out.positions, vec![1, 2]);
+    assert_eq!(Trim::anthropic(1).format(), Format::Anthropic);
+}
+
+#[test]
+fn unpinned_system_is_an_ordinary_unit() {
+    let m = doc(json!([msg("system", 30), msg("user", 5)]));
+    let out = trim(&m, &opts(20).pin_system(false).start_on(None)).unwrap();
+    assert_eq!(out.positions, vec![1]);
+}
+
+#[test]
+fn errors_carry_the_numbers() {
+    let m = doc(json!([msg("system", 90), msg("user", 50)]));
+    let e = trim(&m, &Trim::openai(100).counter(Fixed { overhead: 20 })).unwrap_err();
+    assert_eq!(
+        e,
+        ChatError::PinnedOverBudget {
+            pinned_tokens: 90,
+            overhead_tokens: 20,
+            total: 110,
+            max_tokens: 100
+        }
+    );
+    // 100 - 90 = 10 left; the newest unit needs 50.
+    let e = trim(&m, &opts(100)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "nothing fits: the newest unit (from #1 user) needs 50 tokens, 10 left after the pinned messages and the request overhead"
+    );
+    assert_eq!(
+        trim(&m, &opts(0)).unwrap_err(),
+        ChatError::InvalidBudget { max_tokens: 0 }
+    );
+    let e = trim(&m, &Trim::openai(10).encoding("bogus")).unwrap_err();
+    assert!(matches!(e, ChatError::UnknownEncoding { .. }));
+}
+
+#[test]
+fn anthropic_tool_results_in_user_messages_join_their_call() {
+    let m = doc(json!({"system": "s", "messages": [
+        {"role": "user", "content": "q", "t": 5},
+        {"role": "assistant", "t": 5, "content": [
+            {"type": "thinking", "thinking": "hm", "signature": "sig"},
+            {"type": "tool_use", "id": "t1", "name": "a", "input": {}},
+            {"type": "tool_use", "id": "t2", "name": "b", "input": {}}]},
+        {"role": "user", "t": 50, "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "x"},
+            {"type": "tool_result", "tool_use_id": "t2", "content": "y"}]},
+        {"role": "assistant", "content": "done", "t": 5},
+        {"role": "user", "content": "thanks", "t": 5}
+    ]}));
+    // #0 is the system (t absent: 0). Budget 30: #5 -> 25, #4 -> 20,
+    // group {2,3} = 55 > 20: cut; #1 dropped. #4 is an assistant: start rule.
+    let out = trim(&m, &Trim::anthropic(30).counter(Fixed { overhead: 0 })).unwrap();
+    assert_eq!(out.positions, vec![0, 5]);
+    assert_eq!(
+        out.rows[3].to_string(),
+        "#3 tool result for t1, t2 dropped with its call: the group needs 55 tokens, 20 left"
+    );
+}

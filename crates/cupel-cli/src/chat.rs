@@ -1,0 +1,207 @@
+//! `cupel chat FILE`: trim an OpenAI or Anthropic transcript to a token
+//! budget and write it back in its own format (or explain every message).
+
+use clap::{Args, ValueEnum};
+use cupel_chat::{ChatError, Format, Granularity, Transcript, Trim, trim_transcript};
+
+use crate::error::CliError;
+
+pub(crate) const CHAT_AFTER_HELP: &str = "\
+FILE is an OpenAI Chat Completions or Anthropic Messages document: a bare
+`messages` array or a whole request body (its other fields, such as `model`
+and `tools`, are written back unchanged). The newest messages that fit are
+kept, without holes; a tool call and its results move together; the system
+prompt is pinned; the conversation starts with a user message.
+
+Examples:
+  cupel chat transcript.json --max-tokens 2000 > trimmed.json
+  cupel chat transcript.json --max-tokens 2000 --explain
+  cat body.json | cupel chat - --max-tokens 8000 --provider anthropic
+
+Exit codes:
+  0  success
+  1  the window cannot be made: the pinned prompts and the request overhead
+     exceed --max-tokens, or not even the newest message fits
+  2  usage or input error: bad flags, unreadable file, invalid JSON, a
+     document that is not a chat transcript, an unknown encoding";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Provider {
+    /// OpenAI Chat Completions.
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Unit {
+    /// A message, or a tool call with all its results.
+    Message,
+    /// A user message with the replies and tool traffic up to the next one.
+    Exchange,
+    /// A run of one side's messages.
+    Turn,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ChatArgs {
+    /// Chat transcript (JSON); `-` is stdin
+    #[arg(value_name = "FILE")]
+    input: String,
+
+    /// The most input tokens the trimmed request may cost
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    max_tokens: i64,
+
+    /// openai or anthropic (default: detected from the document)
+    #[arg(long, value_enum, value_name = "PROVIDER", hide_possible_values = true)]
+    provider: Option<Provider>,
+
+    /// OpenAI token encoding: o200k_base (default) or cl100k_base
+    ///
+    /// Or an OpenAI model name such as gpt-4o or gpt-4. Anthropic
+    /// documents are counted with a documented estimate instead.
+    #[arg(long, value_name = "ENCODING", verbatim_doc_comment)]
+    encoding: Option<String>,
+
+    /// What moves in and out as one piece: message (default), exchange or turn
+    #[arg(long, value_enum, value_name = "UNIT", hide_possible_values = true)]
+    granularity: Option<Unit>,
+
+    /// Keep tool results without their call and calls never answered
+    ///
+    /// By default they are dropped (and named in --explain): a
+    /// provider refuses a window that holds them.
+    #[arg(long, verbatim_doc_comment)]
+    keep_orphans: bool,
+
+    /// Treat system and developer messages like any other (not pinned)
+    #[arg(long)]
+    no_pin_system: bool,
+
+    /// Print the per-message table instead of the trimmed document
+    #[arg(long)]
+    explain: bool,
+}
+
+fn map_err(e: ChatError, input: &str) -> CliError {
+    match e {
+        ChatError::Json { .. } | ChatError::Shape { .. } => {
+            CliError::input(format!("{input}: {e}"))
+        }
+        ChatError::UnknownEncoding { .. } => {
+            CliError::input(e.to_string()).hint("use --encoding o200k_base or cl100k_base")
+        }
+        ChatError::PinnedOverBudget { .. } => CliError::selection(e.to_string())
+            .hint("raise --max-tokens, or unpin the system prompt with --no-pin-system"),
+        ChatError::NothingFits { .. } => {
+            CliError::selection(e.to_string()).hint("raise --max-tokens")
+        }
+        other => CliError::input(other.to_string()),
+    }
+}
+
+fn read(input: &str) -> Result<String, CliError> {
+    let mut text = if input == "-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+            .map_err(|e| CliError::input(format!("cannot read the transcript from stdin: {e}")))?;
+        s
+    } else {
+        std::fs::read_to_string(input)
+            .map_err(|e| CliError::input(format!("cannot read transcript `{input}`: {e}")))?
+    };
+    if text.starts_with('\u{feff}') {
+        text.drain(..3);
+    }
+    Ok(text)
+}
+
+pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
+    let name = if a.input == "-" {
+        "<stdin>"
+    } else {
+        a.input.as_str()
+    };
+    let text = read(&a.input)?;
+    let format = a.provider.map(|p| match p {
+        Provider::Openai => Format::OpenAi,
+        Provider::Anthropic => Format::Anthropic,
+    });
+    let detected = format.is_none();
+    let doc = match format {
+        Some(f) => Transcript::parse_as(&text, f),
+        None => Transcript::parse(&text),
+    }
+    .map_err(|e| map_err(e, name))?;
+    if a.max_tokens <= 0 {
+        return Err(CliError::input(format!(
+            "--max-tokens must be positive, got {}",
+            a.max_tokens
+        )));
+    }
+    let mut opts = Trim::new(doc.format(), a.max_tokens)
+        .keep_orphans(a.keep_orphans)
+        .pin_system(!a.no_pin_system)
+        .granularity(match a.granularity.unwrap_or(Unit::Message) {
+            Unit::Message => Granularity::Message,
+            Unit::Exchange => Granularity::Exchange,
+            Unit::Turn => Granularity::Turn,
+        });
+    if let Some(e) = &a.encoding {
+        opts = opts.encoding(e.clone());
+    }
+    let (window, out) = trim_transcript(&doc, &opts).map_err(|e| map_err(e, name))?;
+    if !a.explain {
+        let mut s = window.to_json_pretty();
+        s.push('\n');
+        return Ok(s);
+    }
+    let total = doc.messages().len();
+    let mut s = format!(
+        "chat     {name}: {} ({}), {total} messages\ncounted  {}\nbudget   max_tokens {}; request overhead {} (reply priming, tool definitions)\nwindow   {} of {total} messages, {} tokens ({:.1}% of max_tokens)\n\n",
+        doc.format(),
+        if detected { "detected" } else { "--provider" },
+        out.counter,
+        group(a.max_tokens),
+        group(out.tokens.overhead),
+        out.positions.len(),
+        group(out.tokens.window),
+        out.tokens.window as f64 * 100.0 / a.max_tokens as f64,
+    );
+    s.push_str("   #   tokens  message\n");
+    for r in &out.rows {
+        s.push_str(&format!(
+            "{:>4}  {:>7}  {} {}\n",
+            r.position,
+            group(r.tokens),
+            r.label(),
+            r.reason()
+        ));
+    }
+    let rules = out
+        .dropped()
+        .filter(|r| r.decision.is_provider_rule())
+        .count();
+    s.push_str(&format!(
+        "\nkept {} messages ({} tokens), dropped {} ({} tokens, {rules} of them only for the provider's rules)\n",
+        out.positions.len(),
+        group(out.tokens.kept),
+        total - out.positions.len(),
+        group(out.tokens.dropped),
+    ));
+    Ok(s)
+}
+
+/// `15865` -> `15,865`.
+fn group(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n < 0 { format!("-{out}") } else { out }
+}

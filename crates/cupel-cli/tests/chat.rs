@@ -1,0 +1,124 @@
+//! `cupel chat`: trimmed documents, the per-message table, errors.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+mod common;
+
+use common::{cupel, fails, ok, stdout};
+use serde_json::Value;
+
+const AGENT: &str = "tests/fixtures/chat/openai-agent.json";
+const ANTHROPIC: &str = "tests/fixtures/chat/anthropic-parallel.json";
+
+fn json_of(path: &str) -> Value {
+    let text = std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn explain_openai_agent_at_2000() {
+    let out = ok(&["chat", AGENT, "--max-tokens", "2000", "--explain"]);
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn the_trimmed_openai_document_keeps_the_body_and_each_kept_message_verbatim() {
+    let out = ok(&["chat", AGENT, "--max-tokens", "2000"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let original = json_of(AGENT);
+    assert_eq!(v["tools"], original["tools"]);
+    assert_eq!(v["model"], original["model"]);
+    let kept = v["messages"].as_array().unwrap();
+    // The system prompt and #22..=#40 (see the explain snapshot).
+    assert_eq!(kept.len(), 20);
+    assert_eq!(kept[0], original["messages"][0]);
+    assert_eq!(kept[1], original["messages"][22]);
+    assert_eq!(kept[19], original["messages"][40]);
+}
+
+#[test]
+fn a_budget_that_holds_everything_gives_the_same_document() {
+    let out = ok(&["chat", AGENT, "--max-tokens", "100000"]);
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), json_of(AGENT));
+    let out = ok(&["chat", ANTHROPIC, "--max-tokens", "100000"]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap(),
+        json_of(ANTHROPIC)
+    );
+}
+
+#[test]
+fn explain_anthropic_parallel_tool_use() {
+    // The Anthropic estimate: the tool_use group (#2, #3) moves as one.
+    let out = ok(&["chat", ANTHROPIC, "--max-tokens", "1500", "--explain"]);
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn anthropic_output_keeps_the_system_and_starts_with_a_user_turn() {
+    let out = ok(&["chat", ANTHROPIC, "--max-tokens", "1500"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let original = json_of(ANTHROPIC);
+    assert_eq!(v["system"], original["system"]);
+    assert_eq!(v["thinking"], original["thinking"]);
+    let m = v["messages"].as_array().unwrap();
+    assert_eq!(m[0]["role"], "user");
+    // Every tool_use kept has its tool_result kept, and the other way round.
+    let text = serde_json::to_string(m).unwrap();
+    assert_eq!(
+        text.contains("toolu_01"),
+        text.contains("\"tool_use_id\":\"toolu_01\"")
+    );
+}
+
+#[test]
+fn stdin_and_an_explicit_provider() {
+    let doc = r#"[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"},{"role":"user","content":"bye"}]"#;
+    let o = cupel(
+        &["chat", "-", "--max-tokens", "12", "--provider", "openai"],
+        Some(doc),
+    );
+    assert_eq!(o.status.code(), Some(0));
+    // o200k_base: "bye" is 3 + "user" 1 + "bye" 1 = 5; with 3 for priming, 8 of 12;
+    // "hello" (3 + 1 + 1 = 5) would make 13 > 12: cut.
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v, serde_json::json!([{"role": "user", "content": "bye"}]));
+}
+
+#[test]
+fn errors() {
+    let e = fails(&["chat", "-", "--max-tokens", "10"], Some("[1,"), 2);
+    insta::assert_snapshot!("chat_error_bad_json", e);
+    let e = fails(
+        &["chat", "-", "--max-tokens", "10"],
+        Some(r#"[{"role": 1}]"#),
+        2,
+    );
+    insta::assert_snapshot!("chat_error_not_a_message", e);
+    let e = fails(&["chat", AGENT, "--max-tokens", "50"], None, 1);
+    insta::assert_snapshot!("chat_error_pinned_over_budget", e);
+    // 27 pinned + 115 overhead = 142; 160 leaves 18 for #40 (22 tokens).
+    let e = fails(&["chat", AGENT, "--max-tokens", "160"], None, 1);
+    insta::assert_snapshot!("chat_error_nothing_fits", e);
+    let e = fails(
+        &["chat", AGENT, "--max-tokens", "2000", "--encoding", "bogus"],
+        None,
+        2,
+    );
+    insta::assert_snapshot!("chat_error_unknown_encoding", e);
+    let e = fails(&["chat", AGENT, "--max-tokens", "-5"], None, 2);
+    assert_eq!(e, "error: --max-tokens must be positive, got -5\n");
+    let e = fails(
+        &[
+            "chat",
+            "tests/fixtures/chat/missing.json",
+            "--max-tokens",
+            "5",
+        ],
+        None,
+        2,
+    );
+    assert!(
+        e.starts_with("error: cannot read transcript `tests/fixtures/chat/missing.json`"),
+        "{e}"
+    );
+}
