@@ -46,6 +46,7 @@
 //! Depends on `cupel-core` and `cupel-pipeline` (for its tiktoken counter).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod cache;
 mod count;
 mod error;
 mod message;
@@ -53,6 +54,11 @@ mod transcript;
 mod trim;
 mod wire;
 
+pub use cache::{
+    Block, CacheError, CacheMode, CacheProfile, CacheSession, CacheTurn, CacheUsage, Cut, LowWater,
+    PrefixBreak, PromptCache, SimStrategy, SimTurn, Simulation, StrategyRun, apply_breakpoints,
+    plan_breakpoints, request_ends, simulate, simulate_with,
+};
 pub use count::{
     AnthropicEstimate, Calibration, MessageCounter, OPENAI_IMAGE_MAX_TOKENS, OPENAI_REPLY_PRIMING,
     OPENAI_TOKENS_PER_MESSAGE, OPENAI_TOKENS_PER_NAME, Observation, OpenAiCounter,

@@ -887,7 +887,10 @@ fn finish(
         })?;
         (cfg, origin_table)
     } else {
-        (lookup_preset("recent-dense")?.config, PolicyOrigin::DefaultPreset)
+        (
+            lookup_preset("recent-dense")?.config,
+            PolicyOrigin::DefaultPreset,
+        )
     };
     let policy = build_policy(&config, &origin)?;
 
