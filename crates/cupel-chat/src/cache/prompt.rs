@@ -81,19 +81,20 @@ pub fn plan_breakpoints(
             wanted.push(b);
         }
     }
-    // A fourth marker where the lookback from the end runs out.
+    // A fourth marker where the lookback from the end runs out before it
+    // reaches the previous marker: the furthest position the end still sees.
     let before_end = wanted.iter().copied().filter(|&b| b < n).max().unwrap_or(0);
     let mut blocks = 0usize;
     let mut b = n;
-    while b > before_end + 1 {
+    while b > before_end {
         blocks = blocks.saturating_add(window[b - 1].blocks);
         if blocks > profile.lookback_blocks {
+            if b < n && ok(b) && !wanted.contains(&b) {
+                wanted.push(b);
+            }
             break;
         }
         b -= 1;
-    }
-    if b > before_end && b < n && ok(b) && !wanted.contains(&b) {
-        wanted.push(b);
     }
     wanted.truncate(profile.max_breakpoints);
     wanted.sort_unstable();
