@@ -82,6 +82,11 @@ pub(crate) struct ChatArgs {
     /// Print the per-message table instead of the trimmed document
     #[arg(long)]
     explain: bool,
+
+    /// Cache-aware session: read the previous window from FILE (if it
+    /// exists), keep its prefix, write the new window back to FILE
+    #[arg(long, value_name = "FILE")]
+    state: Option<String>,
 }
 
 fn map_err(e: ChatError, input: &str) -> CliError {
@@ -150,6 +155,14 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
         });
     if let Some(e) = &a.encoding {
         opts = opts.encoding(e.clone());
+    }
+    if let Some(state) = &a.state {
+        let g = a.granularity.map(|u| match u {
+            Unit::Message => Granularity::Message,
+            Unit::Exchange => Granularity::Exchange,
+            Unit::Turn => Granularity::Turn,
+        });
+        return crate::cache_sim::run_with_state(&doc, opts, g, state, a.explain, name);
     }
     let (window, out) = trim_transcript(&doc, &opts).map_err(|e| map_err(e, name))?;
     if !a.explain {

@@ -36,6 +36,7 @@
 #![allow(rustdoc::broken_intra_doc_links)]
 
 mod budget;
+mod cache_sim;
 mod chart;
 mod chat;
 mod compare;
@@ -134,6 +135,9 @@ enum Command {
     /// Trim an OpenAI or Anthropic chat transcript to a token budget.
     #[command(after_help = chat::CHAT_AFTER_HELP)]
     Chat(chat::ChatArgs),
+    /// Replay a chat transcript request by request: what three window strategies pay the prompt cache.
+    #[command(name = "cache-sim", after_help = cache_sim::CACHE_SIM_AFTER_HELP)]
+    CacheSim(cache_sim::CacheSimArgs),
 }
 
 #[derive(Debug, Args)]
@@ -362,6 +366,7 @@ pub fn main() -> ExitCode {
         Command::MinBudget(a) => min_budget::run(&a),
         Command::Compare(a) => compare::run(&a),
         Command::Chat(a) => chat::run(&a),
+        Command::CacheSim(a) => cache_sim::run(&a),
     };
     match result {
         Ok(text) => match write_output(&mut std::io::stdout().lock(), text.as_bytes()) {

@@ -262,10 +262,13 @@ impl CacheSession {
 
     /// Continues from a window sent earlier (e.g. read back from a state
     /// file): the next window keeps as much of it as it can, and the expected
-    /// usage assumes it is in the provider's cache.
+    /// usage assumes it is in the provider's cache. Turns are numbered from
+    /// the resumed window (turn 1), so the next is turn 2.
     pub fn resume(mut self, previous_window: Vec<Message>) -> Self {
         self.previous = Some(previous_window);
         self.seed_pending = true;
+        // The resumed window counts as a turn: the next one is turn 2.
+        self.turn = self.turn.max(1);
         self
     }
 
