@@ -19,6 +19,13 @@
 //!   OpenAI's documented message overhead, tool definitions and image tiles),
 //!   [`AnthropicEstimate`] with a [`Calibration`] fitted to reported
 //!   `usage.input_tokens`; or any [`MessageCounter`].
+//! * Prompt caching: a [`CacheSession`] keeps the previous turn's window
+//!   byte-identical and appends to it, cutting once and deep to a
+//!   [`LowWater`] mark when the budget is reached; [`CacheProfile`] holds a
+//!   provider's cache rules and prices, [`PromptCache`] bills requests as
+//!   read / written / uncached, [`plan_breakpoints`] and
+//!   [`apply_breakpoints`] place Anthropic `cache_control` markers, and
+//!   [`simulate`] replays a transcript under three strategies.
 //!
 //! ```
 //! use cupel_chat::{Transcript, Trim, trim_transcript};

@@ -23,7 +23,11 @@
 //!   policies: who is in under which, the differences and a summary;
 //! * `cupel chat FILE --max-tokens N` — an OpenAI or Anthropic chat
 //!   transcript trimmed to the budget, written back in its own format
-//!   (`--explain`: every message's fate).
+//!   (`--explain`: every message's fate; `--state FILE`: the cache-aware
+//!   session, keeping the previous window's prefix);
+//! * `cupel cache-sim FILE --max-tokens N --provider P` — a transcript
+//!   replayed request by request: what three window strategies pay the
+//!   provider's prompt cache (`--plot FILE.svg`: cost per request).
 //!
 //! INPUT is a TOML or JSON file with `[budget]`, an optional `[policy]` and
 //! `[[items]]` (the item schema of the conformance vectors), or a JSON Lines
