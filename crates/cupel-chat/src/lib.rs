@@ -62,9 +62,9 @@ mod trim;
 mod wire;
 
 pub use cache::{
-    Block, CacheError, CacheMode, CacheProfile, CacheSession, CacheTurn, CacheUsage, Cut, LowWater,
-    PrefixBreak, PromptCache, SimStrategy, SimTurn, Simulation, StrategyRun, apply_breakpoints,
-    plan_breakpoints, request_ends, simulate, simulate_with,
+    AttributeValue, Block, CacheError, CacheMode, CacheProfile, CacheSession, CacheTurn,
+    CacheUsage, Cut, LowWater, PrefixBreak, PromptCache, SimStrategy, SimTurn, Simulation,
+    StrategyRun, apply_breakpoints, plan_breakpoints, request_ends, simulate, simulate_with,
 };
 pub use count::{
     AnthropicEstimate, Calibration, MessageCounter, OPENAI_IMAGE_MAX_TOKENS, OPENAI_REPLY_PRIMING,

@@ -118,12 +118,62 @@ fn thousands(n: i64) -> String {
     if n < 0 { format!("-{out}") } else { out }
 }
 
+/// The value of one of [`CacheTurn::attributes`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AttributeValue {
+    /// A count of tokens or messages.
+    Int(i64),
+    /// Text.
+    Str(String),
+}
+
 impl CacheTurn<'_> {
     /// One line: what was kept, appended or removed and why, and the
     /// expected cache use ("turn 37: window reached 8,000 of 8,000; removed
     /// exchanges 1–12 down to the 5,600-token low-water mark; ...").
     pub fn explain(&self) -> String {
         self.to_string()
+    }
+
+    /// The turn as span attributes (for OpenTelemetry or any tracer), in a
+    /// fixed order: `cupel.cache.turn`, `.window_tokens`, `.max_tokens`,
+    /// `.low_water_tokens`, `.kept_prefix_messages`, `.kept_prefix_tokens`,
+    /// `.read_tokens`, `.written_tokens`, `.uncached_tokens`,
+    /// `.removed_messages` (0 without a cut), `.breakpoints`, and
+    /// `cupel.cache.explanation` (the [`explain`](Self::explain) line).
+    ///
+    /// ```
+    /// use cupel_chat::{AttributeValue, CacheProfile, CacheSession, Message, Trim};
+    /// let mut s = CacheSession::new(Trim::openai(100), CacheProfile::openai());
+    /// let t = vec![Message::user("hi")];
+    /// let attrs = s.next(&t)?.attributes();
+    /// assert_eq!(attrs[0], ("cupel.cache.turn", AttributeValue::Int(1)));
+    /// # Ok::<(), cupel_chat::CacheError>(())
+    /// ```
+    pub fn attributes(&self) -> Vec<(&'static str, AttributeValue)> {
+        use AttributeValue::{Int, Str};
+        let n = |v: usize| Int(i64::try_from(v).unwrap_or(i64::MAX));
+        vec![
+            ("cupel.cache.turn", n(self.turn)),
+            ("cupel.cache.window_tokens", Int(self.window_tokens)),
+            ("cupel.cache.max_tokens", Int(self.max_tokens)),
+            ("cupel.cache.low_water_tokens", Int(self.low_water)),
+            ("cupel.cache.kept_prefix_messages", n(self.kept_prefix)),
+            (
+                "cupel.cache.kept_prefix_tokens",
+                Int(self.kept_prefix_tokens),
+            ),
+            ("cupel.cache.read_tokens", Int(self.usage.read)),
+            ("cupel.cache.written_tokens", Int(self.usage.written)),
+            ("cupel.cache.uncached_tokens", Int(self.usage.uncached)),
+            (
+                "cupel.cache.removed_messages",
+                n(self.cut.map_or(0, |c| c.removed_messages)),
+            ),
+            ("cupel.cache.breakpoints", n(self.breakpoints.len())),
+            ("cupel.cache.explanation", Str(self.explain())),
+        ]
     }
 }
 
