@@ -407,3 +407,77 @@ fn simulation_bills_the_three_strategies() {
     assert_eq!(aware.turns[6].usage.read, 60);
     assert!(aware.cost < newest.cost);
 }
+
+/// S 10, U1 10, A1 call 10 + result 10, A1 text 10, U2 10, A2 30, U3 20:
+/// the request before A3. The conversation is 10 + 20 + 10 + 10 + 30 + 20
+/// = 100 > 90.
+fn tool_chat() -> Vec<Message> {
+    vec![
+        t(Message::system("Be brief."), 10),
+        t(Message::user("u1"), 10),
+        t(Message::assistant_calls([("c1", "grep", "{}")]), 10),
+        t(Message::tool("c1", "r1"), 10),
+        t(Message::assistant("a1"), 10),
+        t(Message::user("u2"), 10),
+        t(Message::assistant("a2"), 30),
+        t(Message::user("u3"), 20),
+    ]
+}
+
+#[test]
+fn exchange_cuts_keep_whole_exchanges() {
+    // Low-water 40 -> 30 for the conversation. Exchanges: E1 = #1..#4 (40),
+    // E2 = #5 #6 (40), E3 = #7 (20). Remove E1 (100 > 90, must) -> 60; E2
+    // would leave 20 < 30: stop. Window S, U2, A2, U3 = 10 + 60 = 70.
+    let all = tool_chat();
+    let mut s = session().low_water(LowWater::Tokens(40));
+    let w = s.next(&all).unwrap();
+    assert_eq!(w.positions, vec![0, 5, 6, 7]);
+    assert_eq!(w.window_tokens, 70);
+}
+
+#[test]
+fn message_cuts_still_start_on_a_user_message() {
+    // Units of one message (the call with its result is one): U1 10, call
+    // group 20, A1 10, U2 10, A2 30, U3 20. Remove U1 (must) -> 90, the
+    // group (70 >= 30) -> 70, A1 (60 >= 30) -> 60, U2 (50 >= 30) -> 50; A2
+    // would leave 20 < 30: stop at A2. A2 cannot start the conversation, so
+    // the chat trim removes it too: S, U3 = 30 tokens (under the mark: the
+    // price of cutting by message).
+    let all = tool_chat();
+    let mut s = session()
+        .low_water(LowWater::Tokens(40))
+        .granularity(cupel_chat::Granularity::Message);
+    let w = s.next(&all).unwrap();
+    assert_eq!(w.positions, vec![0, 7]);
+    let cut = w.cut.unwrap();
+    assert_eq!((cut.removed_messages, cut.removed_tokens), (6, 80));
+}
+
+#[test]
+fn an_edited_message_breaks_the_prefix_where_it_differs() {
+    let all = chat(3);
+    let mut s = session();
+    s.next(&all[..4]).unwrap(); // S U1 A1 U2
+    let mut edited = all[..6].to_vec();
+    edited[3] = t(Message::user("question 2, rephrased"), 10);
+    let w = s.next(&edited).unwrap();
+    // S, U1, A1 are kept; the window's message #3 differs.
+    assert_eq!(w.broke, Some(PrefixBreak::Diverged { at: 3 }));
+    assert_eq!(w.kept_prefix, 3);
+    assert_eq!(w.positions, vec![0, 1, 2, 3, 4, 5]);
+}
+
+#[test]
+fn gemini_caches_from_2048_tokens() {
+    let g = CacheProfile::gemini();
+    assert_eq!(g.cacheable(2_047), 0);
+    assert_eq!(g.cacheable(3_001), 3_001); // step 1: any length above
+    // 1,000 uncached + 0.1 * 3,000 read = 1,300.
+    let u = CacheUsage {
+        uncached: 1_000,
+        written: 0,
+        read: 3_000,
+    };
+    assert!((g.cost(&u) - 1_300.0).abs() < 1e-9);
+}
