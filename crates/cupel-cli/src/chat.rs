@@ -17,6 +17,13 @@ Examples:
   cupel chat transcript.json --max-tokens 2000 > trimmed.json
   cupel chat transcript.json --max-tokens 2000 --explain
   cat body.json | cupel chat - --max-tokens 8000 --provider anthropic
+  cupel chat turn.json --max-tokens 40000 --state window.json > request.json
+
+With --state FILE the window is cache-aware: the previous window (read from
+FILE, if it exists) is kept byte for byte and new messages are appended;
+when the budget is reached, whole exchanges are cut from the front down to
+a low-water mark, once. The new window is written back to FILE; an Anthropic
+request gets cache_control markers (see `cupel cache-sim`).
 
 Exit codes:
   0  success

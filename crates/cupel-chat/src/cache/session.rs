@@ -248,6 +248,12 @@ impl fmt::Display for CacheTurn<'_> {
 ///    [`trim`] forms, and every cut is checked by [`trim`] itself (a window
 ///    starting with a non-user message loses its leading units).
 ///
+/// **The low-water mark** ([`LowWater`]): once the history is above it, a
+/// window holds at least the mark, except when the budget forces less (the
+/// last unit removed would not fit back) or, with
+/// [`Granularity::Message`], when the provider rules remove the units that
+/// cannot start a conversation after the cut.
+///
 /// **When new content displaces the prefix:** never while the window fits.
 /// A newly arrived message never takes the place of an older one; only when
 /// appending it would exceed the budget does the cut remove the oldest units,
