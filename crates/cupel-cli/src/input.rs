@@ -887,10 +887,7 @@ fn finish(
         })?;
         (cfg, origin_table)
     } else {
-        (
-            lookup_preset("recent-dense")?.config,
-            PolicyOrigin::DefaultPreset,
-        )
+        (lookup_preset("recent-dense")?.config, PolicyOrigin::DefaultPreset)
     };
     let policy = build_policy(&config, &origin)?;
 
