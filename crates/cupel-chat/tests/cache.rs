@@ -85,6 +85,7 @@ fn appends_while_it_fits_then_cuts_deep_and_appends_again() {
         (120, 6, 60)
     );
     assert_eq!(t6.broke, Some(PrefixBreak::Cut));
+    assert_eq!(t6.removed, vec![1, 2, 3, 4, 5, 6]); // U1 A1 U2 A2 U3 A3
     assert_eq!(t6.kept_prefix, 1); // only the system prompt
     assert!(
         t6.explain().starts_with(

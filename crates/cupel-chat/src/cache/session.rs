@@ -96,6 +96,8 @@ pub struct CacheTurn<'a> {
     pub broke: Option<PrefixBreak>,
     /// The cut, when the budget forced one.
     pub cut: Option<Cut>,
+    /// The input positions the cut removed (empty without a cut), in order.
+    pub removed: Vec<usize>,
     /// Anthropic `cache_control` markers, as prefix lengths of
     /// [`messages`](Self::messages) (see [`plan_breakpoints`]).
     pub breakpoints: Vec<usize>,
@@ -445,6 +447,7 @@ impl CacheSession {
             .fold(0, i64::saturating_add);
         let mut front = start;
         let mut cut = None;
+        let mut removed = Vec::new();
         if conv > available {
             // Cut once and deep: whole units from the front.
             let unit_rank = |i: usize| (0..=i).filter(|&k| unit_start(k)).count();
@@ -511,6 +514,7 @@ impl CacheSession {
                 removed_messages,
                 removed_tokens,
             });
+            removed = eligible[start..new_front].iter().map(|e| e.0).collect();
             front = new_front;
             broke = Some(PrefixBreak::Cut);
         }
@@ -565,6 +569,7 @@ impl CacheSession {
             kept_prefix_tokens,
             broke,
             cut,
+            removed,
             breakpoints,
             cost: self.profile.cost(&usage),
             usage,
