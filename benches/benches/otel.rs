@@ -18,6 +18,7 @@
 //! * `dry_run` — the pipeline's own traced path building a report, for scale;
 //! * `floor` — stable sort of N `(f64, u32)` pairs.
 
+use cupel_pipeline::RunOptions;
 use std::future::Future;
 use std::hint::black_box;
 use std::time::Duration;
@@ -88,7 +89,16 @@ fn bench_otel(c: &mut Criterion) {
     group.bench_with_input(
         BenchmarkId::new("run_traced/noop", N),
         &items,
-        |b, items| b.iter(|| black_box(pipeline.run_traced(black_box(items), &mut noop).unwrap())),
+        |b, items| {
+            b.iter(|| {
+                black_box(
+                    pipeline
+                        .run_with(black_box(items), RunOptions::new().collector(&mut noop))
+                        .map(|o| o.items)
+                        .unwrap(),
+                )
+            })
+        },
     );
 
     let mut ignoring = EnabledIgnoring;
@@ -99,7 +109,8 @@ fn bench_otel(c: &mut Criterion) {
             b.iter(|| {
                 black_box(
                     pipeline
-                        .run_traced(black_box(items), &mut ignoring)
+                        .run_with(black_box(items), RunOptions::new().collector(&mut ignoring))
+                        .map(|o| o.items)
                         .unwrap(),
                 )
             })
@@ -123,7 +134,11 @@ fn bench_otel(c: &mut Criterion) {
             b.iter(|| {
                 black_box(
                     pipeline
-                        .run_traced(black_box(items), &mut collector)
+                        .run_with(
+                            black_box(items),
+                            RunOptions::new().collector(&mut collector),
+                        )
+                        .map(|o| o.items)
                         .unwrap(),
                 )
             })

@@ -3,6 +3,8 @@
 //! Items, budgets, knapsack scores and the sort floor are all produced here, so
 //! numbers are comparable across components, commits and implementations.
 
+pub mod agent;
+
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};

@@ -8,7 +8,7 @@ use cupel_core::{
     ContextBudget, ContextItem, CupelError, ExclusionRecord, InclusionRecord, Scorer, StageTrace,
     TraceCollector,
 };
-use cupel_pipeline::{Pipeline, Policy};
+use cupel_pipeline::{Pipeline, Policy, RunOptions};
 
 /// Records the input position of every included item, in placed order.
 ///
@@ -132,14 +132,14 @@ impl<'a> Prober<'a> {
     ///
     /// The run goes through a fresh [`Pipeline`] without the original's
     /// overflow observer, so it has no side effects, like
-    /// [`Pipeline::dry_run_with_budget`].
+    /// a dry run.
     pub(crate) fn included_positions(
         &self,
         budget: &ContextBudget,
     ) -> Result<Vec<usize>, CupelError> {
         let mut collector = IncludedIndices::default();
         Pipeline::new(self.policy.clone(), budget.clone())
-            .run_traced(self.items, &mut collector)?;
+            .run_with(self.items, RunOptions::new().collector(&mut collector))?;
         Ok(collector.placed)
     }
 

@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 
 use cupel_core::{ContextBudget, ContextItem, CupelError, SelectionReport};
-use cupel_pipeline::{Pipeline, Policy};
+use cupel_pipeline::{Pipeline, Policy, RunOptions};
 
 /// Whether an item made it into one variant's window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -134,7 +134,11 @@ pub fn policy_sensitivity_from_pipelines(
     variants: &[(impl AsRef<str>, &Pipeline)],
 ) -> Result<PolicySensitivityReport, CupelError> {
     compare(items, variants, |pipeline| {
-        pipeline.dry_run_with_budget(items, budget)
+        let options = RunOptions::new().budget(budget).dry(true).report(true);
+        Ok(pipeline
+            .run_with(items, options)?
+            .report
+            .unwrap_or_default())
     })
 }
 

@@ -1,4 +1,4 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, deprecated)]
 //! Greedy inclusion is not monotonic in the budget (clarification S-1), what
 //! that does to the specification's binary search, and a property test of the
 //! exact search against it.

@@ -19,6 +19,13 @@
 //!   OpenAI's documented message overhead, tool definitions and image tiles),
 //!   [`AnthropicEstimate`] with a [`Calibration`] fitted to reported
 //!   `usage.input_tokens`; or any [`MessageCounter`].
+//! * Prompt caching: a [`CacheSession`] keeps the previous turn's window
+//!   byte-identical and appends to it, cutting once and deep to a
+//!   [`LowWater`] mark when the budget is reached; [`CacheProfile`] holds a
+//!   provider's cache rules and prices, [`PromptCache`] bills requests as
+//!   read / written / uncached, [`plan_breakpoints`] and
+//!   [`apply_breakpoints`] place Anthropic `cache_control` markers, and
+//!   [`simulate`] replays a transcript under three strategies.
 //!
 //! ```
 //! use cupel_chat::{Transcript, Trim, trim_transcript};
@@ -46,6 +53,7 @@
 //! Depends on `cupel-core` and `cupel-pipeline` (for its tiktoken counter).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod cache;
 mod count;
 mod error;
 mod message;
@@ -53,6 +61,11 @@ mod transcript;
 mod trim;
 mod wire;
 
+pub use cache::{
+    AttributeValue, Block, CacheError, CacheMode, CacheProfile, CacheSession, CacheTurn,
+    CacheUsage, Cut, LowWater, PrefixBreak, PromptCache, SimStrategy, SimTurn, Simulation,
+    StrategyRun, apply_breakpoints, plan_breakpoints, request_ends, simulate, simulate_with,
+};
 pub use count::{
     AnthropicEstimate, Calibration, MessageCounter, OPENAI_IMAGE_MAX_TOKENS, OPENAI_REPLY_PRIMING,
     OPENAI_TOKENS_PER_MESSAGE, OPENAI_TOKENS_PER_NAME, Observation, OpenAiCounter,

@@ -210,6 +210,13 @@ impl Trim {
         self
     }
 
+    /// The same options with another budget (a cache session trims the
+    /// same transcript at several budgets).
+    pub fn with_max_tokens(mut self, max_tokens: i64) -> Self {
+        self.max_tokens = max_tokens;
+        self
+    }
+
     /// The budget.
     pub fn max_tokens(&self) -> i64 {
         self.max_tokens

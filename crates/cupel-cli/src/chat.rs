@@ -17,6 +17,13 @@ Examples:
   cupel chat transcript.json --max-tokens 2000 > trimmed.json
   cupel chat transcript.json --max-tokens 2000 --explain
   cat body.json | cupel chat - --max-tokens 8000 --provider anthropic
+  cupel chat turn.json --max-tokens 40000 --state window.json > request.json
+
+With --state FILE the window is cache-aware: the previous window (read from
+FILE, if it exists) is kept byte for byte and new messages are appended;
+when the budget is reached, whole exchanges are cut from the front down to
+a low-water mark, once. The new window is written back to FILE; an Anthropic
+request gets cache_control markers (see `cupel cache-sim`).
 
 Exit codes:
   0  success
@@ -82,6 +89,11 @@ pub(crate) struct ChatArgs {
     /// Print the per-message table instead of the trimmed document
     #[arg(long)]
     explain: bool,
+
+    /// Cache-aware session: read the previous window from FILE (if it
+    /// exists), keep its prefix, write the new window back to FILE
+    #[arg(long, value_name = "FILE")]
+    state: Option<String>,
 }
 
 fn map_err(e: ChatError, input: &str) -> CliError {
@@ -150,6 +162,14 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
         });
     if let Some(e) = &a.encoding {
         opts = opts.encoding(e.clone());
+    }
+    if let Some(state) = &a.state {
+        let g = a.granularity.map(|u| match u {
+            Unit::Message => Granularity::Message,
+            Unit::Exchange => Granularity::Exchange,
+            Unit::Turn => Granularity::Turn,
+        });
+        return crate::cache_sim::run_with_state(&doc, opts, g, state, a.explain, name);
     }
     let (window, out) = trim_transcript(&doc, &opts).map_err(|e| map_err(e, name))?;
     if !a.explain {

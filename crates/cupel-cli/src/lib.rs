@@ -23,7 +23,11 @@
 //!   policies: who is in under which, the differences and a summary;
 //! * `cupel chat FILE --max-tokens N` — an OpenAI or Anthropic chat
 //!   transcript trimmed to the budget, written back in its own format
-//!   (`--explain`: every message's fate).
+//!   (`--explain`: every message's fate; `--state FILE`: the cache-aware
+//!   session, keeping the previous window's prefix);
+//! * `cupel cache-sim FILE --max-tokens N --provider P` — a transcript
+//!   replayed request by request: what three window strategies pay the
+//!   provider's prompt cache (`--plot FILE.svg`: cost per request).
 //!
 //! INPUT is a TOML or JSON file with `[budget]`, an optional `[policy]` and
 //! `[[items]]` (the item schema of the conformance vectors), or a JSON Lines
@@ -36,6 +40,7 @@
 #![allow(rustdoc::broken_intra_doc_links)]
 
 mod budget;
+mod cache_sim;
 mod chart;
 #[cfg(feature = "chat")]
 mod chat;
@@ -136,6 +141,9 @@ enum Command {
     #[cfg(feature = "chat")]
     #[command(after_help = chat::CHAT_AFTER_HELP)]
     Chat(chat::ChatArgs),
+    /// Replay a chat transcript request by request: what three window strategies pay the prompt cache.
+    #[command(name = "cache-sim", after_help = cache_sim::CACHE_SIM_AFTER_HELP)]
+    CacheSim(cache_sim::CacheSimArgs),
 }
 
 #[derive(Debug, Args)]
@@ -365,6 +373,7 @@ pub fn main() -> ExitCode {
         Command::Compare(a) => compare::run(&a),
         #[cfg(feature = "chat")]
         Command::Chat(a) => chat::run(&a),
+        Command::CacheSim(a) => cache_sim::run(&a),
     };
     match result {
         Ok(text) => match write_output(&mut std::io::stdout().lock(), text.as_bytes()) {

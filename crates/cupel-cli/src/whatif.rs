@@ -10,7 +10,7 @@ use cupel_core::{
     ContextBudget, ContextItem, CupelError, ExclusionReason, ExclusionRecord, InclusionReason,
     InclusionRecord, StageTrace, TraceCollector,
 };
-use cupel_pipeline::{Pipeline, Policy};
+use cupel_pipeline::{Pipeline, Policy, RunOptions};
 
 use crate::error::CliError;
 use crate::input::Prepared;
@@ -100,7 +100,8 @@ pub(crate) fn run(
     items: &[ContextItem],
 ) -> Result<Run, CupelError> {
     let mut rec = Positions::default();
-    Pipeline::new(policy.clone(), budget.clone()).run_traced(items, &mut rec)?;
+    Pipeline::new(policy.clone(), budget.clone())
+        .run_with(items, RunOptions::new().collector(&mut rec))?;
     // The item a duplicate lost to: the first of its content that was not
     // itself deduplicated. The pinned item a displaced one names: the first
     // pinned item with that content.

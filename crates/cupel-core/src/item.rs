@@ -363,7 +363,7 @@ impl ContextItemBuilder {
     /// [`CupelError::InvalidArgument`] when the group id is empty. (Negative token
     /// counts are accepted here: the pipeline reports them as
     /// `NegativeTokens` exclusions, as the specification requires.)
-    pub fn build(self) -> Result<ContextItem, CupelError> {
+    pub fn build(mut self) -> Result<ContextItem, CupelError> {
         if self.data.content.is_empty() {
             return Err(CupelError::EmptyContent);
         }
@@ -372,6 +372,11 @@ impl ContextItemBuilder {
                 "an item's group id must not be empty (omit it for no group)".into(),
             ));
         }
+        // An item lives as long as its caller keeps it: drop the spare
+        // capacity that `format!` and pushes leave (often a third of the
+        // content's allocation), once, here.
+        self.data.content.shrink_to_fit();
+        self.data.tags.shrink_to_fit();
         Ok(ContextItem {
             inner: Arc::new(self.data),
         })

@@ -77,7 +77,7 @@ pub use run_budget::{
 };
 pub use stage::{
     OverflowStrategy, Placer, ScoredItem, Scorer, SliceOutcome, SliceRoom, Slicer, SlicerKind,
-    check_finite_scores, score_cmp_desc,
+    check_finite, check_finite_scores, score_cmp_desc, score_sort_key,
 };
 pub use time::{FixedTimeProvider, ManualTimeProvider, SystemTimeProvider, TimeProvider};
 pub use timestamp::parse_timestamp;

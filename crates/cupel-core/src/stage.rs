@@ -50,6 +50,36 @@ pub fn score_cmp_desc(a: f64, b: f64) -> Ordering {
     }
 }
 
+/// A `u64` whose ascending order is [`score_cmp_desc`]'s order on `score`:
+/// larger scores first, `-0.0 == 0.0`, every NaN last (and equal).
+///
+/// Sorting integer keys is several times faster than calling a float
+/// comparator; the pipeline's Sort stage and the greedy slicer pack this key
+/// with an index into one `u128` and sort those.
+///
+/// ```
+/// use cupel_core::score_sort_key;
+/// assert!(score_sort_key(0.9) < score_sort_key(0.1));
+/// assert!(score_sort_key(-1.0) < score_sort_key(f64::NAN));
+/// assert_eq!(score_sort_key(-0.0), score_sort_key(0.0));
+/// ```
+pub fn score_sort_key(score: f64) -> u64 {
+    if score.is_nan() {
+        return u64::MAX;
+    }
+    // `+ 0.0` turns -0.0 into 0.0, so both get one key.
+    let bits = (score + 0.0).to_bits();
+    // Standard order-preserving map of IEEE doubles onto unsigned integers...
+    let ascending = if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | 1 << 63
+    };
+    // ...reversed for descending order. Finite and infinite values never map
+    // to u64::MAX (that would need ascending == 0, i.e. a NaN bit pattern).
+    !ascending
+}
+
 /// Computes a relevance score for an item among its peers.
 ///
 /// The item is identified by its **index** in `items` (the scoreable list of
@@ -124,11 +154,33 @@ fn short_type_name(full: &'static str) -> &'static str {
 /// # Errors
 /// [`CupelError::NonFiniteScore`] for the first non-finite score.
 pub fn check_finite_scores(scores: &[f64], scorer: &str) -> Result<(), crate::CupelError> {
-    match scores.iter().position(|s| !s.is_finite()) {
-        Some(index) => Err(crate::CupelError::NonFiniteScore {
-            scorer: scorer.to_string(),
+    check_finite(scores.iter().copied(), || scorer.to_string())
+}
+
+/// The one non-finite-score check (spec H-1) behind
+/// [`check_finite_scores`], over any sequence of scores: the pipeline's
+/// Score stage and every slicer use it. `who` names the component in the
+/// error and is only called when a score fails; `index` is the failing
+/// score's position in the sequence.
+///
+/// ```
+/// use cupel_core::{check_finite, CupelError};
+/// let scores = [0.25, f64::NAN];
+/// let e = check_finite(scores.iter().copied(), || "MySlicer".into()).unwrap_err();
+/// assert!(matches!(e, CupelError::NonFiniteScore { index: 1, .. }));
+/// ```
+///
+/// # Errors
+/// [`CupelError::NonFiniteScore`] for the first non-finite score.
+pub fn check_finite(
+    scores: impl IntoIterator<Item = f64>,
+    who: impl FnOnce() -> String,
+) -> Result<(), crate::CupelError> {
+    match scores.into_iter().enumerate().find(|(_, s)| !s.is_finite()) {
+        Some((index, score)) => Err(crate::CupelError::NonFiniteScore {
+            scorer: who(),
             index,
-            score: scores[index],
+            score,
         }),
         None => Ok(()),
     }

@@ -30,8 +30,9 @@ fn sample_report() -> SelectionReport {
     let dup = ContextItem::new("Recent conversation turn", 256).unwrap();
     let mut report = SelectionReport::new(
         vec![
-            IncludedItem::new(system, 1.0, InclusionReason::Pinned),
-            IncludedItem::new(recent, 0.92, InclusionReason::Scored),
+            // Input order: system 0, recent 1, old 2, dup 3.
+            IncludedItem::new(system, 1.0, InclusionReason::Pinned).at_position(0),
+            IncludedItem::new(recent, 0.92, InclusionReason::Scored).at_position(1),
         ],
         vec![
             ExcludedItem::new(
@@ -41,14 +42,16 @@ fn sample_report() -> SelectionReport {
                     item_tokens: 2048,
                     available_tokens: 512,
                 },
-            ),
+            )
+            .at_position(2),
             ExcludedItem::new(
                 dup,
                 0.3,
                 ExclusionReason::Deduplicated {
                     deduplicated_against: "Recent conversation turn".into(),
                 },
-            ),
+            )
+            .at_position(3),
         ],
     );
     report.events = vec![
@@ -68,6 +71,19 @@ fn sample_report() -> SelectionReport {
 #[test]
 fn report_json_shape_is_pinned() {
     insta::assert_json_snapshot!(sample_report());
+}
+
+#[test]
+fn a_report_row_without_a_position_reads_as_position_zero() {
+    // Written by a version (or another implementation) without positions.
+    let json = r#"{"item": {"content": "a", "tokens": 5}, "score": 0.5,
+        "reason": {"reason": "BudgetExceeded", "item_tokens": 5, "available_tokens": 2}}"#;
+    let row: ExcludedItem = serde_json::from_str(json).unwrap();
+    assert_eq!(row.position, 0);
+    let json = r#"{"item": {"content": "a", "tokens": 5}, "score": 0.5,
+        "reason": {"reason": "Scored"}, "position": 7}"#;
+    let row: IncludedItem = serde_json::from_str(json).unwrap();
+    assert_eq!(row.position, 7);
 }
 
 #[test]

@@ -16,7 +16,7 @@ use std::error::Error;
 
 use cupel_core::ContextItem;
 use cupel_otel::{CupelVerbosity, OtelCollector};
-use cupel_pipeline::{Pipeline, samples};
+use cupel_pipeline::{Pipeline, RunOptions, samples};
 use opentelemetry::trace::{TraceContextExt, Tracer, TracerProvider};
 use opentelemetry_sdk::trace::SdkTracerProvider;
 
@@ -49,7 +49,9 @@ fn main() -> Result<(), Box<dyn Error>> {
     let window = {
         let _guard = cx.clone().attach();
         let mut collector = OtelCollector::with_tracer_provider(&provider, verbosity);
-        pipeline.run_traced(&items, &mut collector)?
+        pipeline
+            .run_with(&items, RunOptions::new().collector(&mut collector))?
+            .items
     };
     cx.span().end();
 

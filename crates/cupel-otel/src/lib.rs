@@ -1,7 +1,7 @@
 //! OpenTelemetry spans (and, optionally, `tracing` events) for every Cupel pipeline run.
 //!
 //! [`OtelCollector`] is a [`TraceCollector`](cupel_core::TraceCollector):
-//! pass it to `Pipeline::run_traced` and each run becomes one span tree in the
+//! pass it to a run (`RunOptions::collector`) and each run becomes one span tree in the
 //! trace of whatever span is current — typically the model call the context
 //! window is built for:
 //!
@@ -34,7 +34,7 @@
 //! through `tracing-opentelemetry`.
 //!
 //! To export spans *and* get the run's [`SelectionReport`](cupel_core::SelectionReport),
-//! use `Pipeline::run_traced_with_report`, or feed the collector and a
+//! ask the same run for its report (`RunOptions::report`), or feed the collector and a
 //! [`DiagnosticTraceCollector`](cupel_core::DiagnosticTraceCollector) from
 //! one run with [`FanOut`](cupel_core::FanOut).
 //!
@@ -57,7 +57,7 @@
 //! ```
 //! use cupel_core::{ContextBudget, ContextItem, OverflowStrategy};
 //! use cupel_otel::{OtelCollector, CupelVerbosity};
-//! use cupel_pipeline::Pipeline;
+//! use cupel_pipeline::{Pipeline, RunOptions};
 //! use cupel_placers::ChronologicalPlacer;
 //! use cupel_scorers::PriorityScorer;
 //! use cupel_slicers::GreedySlice;
@@ -83,7 +83,7 @@
 //!
 //! let mut collector =
 //!     OtelCollector::with_tracer_provider(&provider, CupelVerbosity::StageAndExclusions);
-//! let window = pipeline.run_traced(&items, &mut collector)?;
+//! let window = pipeline.run_with(&items, RunOptions::new().collector(&mut collector))?.items;
 //! assert_eq!(window.len(), 1);
 //!
 //! let spans = exporter.get_finished_spans().unwrap();

@@ -1,4 +1,4 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, deprecated)]
 //! One run, two collectors: OpenTelemetry spans and a `SelectionReport` from
 //! the same run, and the public name constants against what is exported.
 //!
@@ -12,6 +12,7 @@ use cupel_core::{
     DiagnosticTraceCollector, FanOut, SelectionReport, TraceCollector, TraceDetailLevel,
 };
 use cupel_otel::{CupelVerbosity, OtelCollector, names};
+use cupel_pipeline::RunOptions;
 use opentelemetry::trace::SpanId;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 
@@ -103,7 +104,10 @@ fn a_fan_out_feeds_otel_and_an_item_level_diagnostic_collector() {
         DiagnosticTraceCollector::new(TraceDetailLevel::Item),
     );
     assert!(both.is_enabled());
-    let window = pipeline().run_traced(&scenario(), &mut both).unwrap();
+    let window = pipeline()
+        .run_with(&scenario(), RunOptions::new().collector(&mut both))
+        .map(|o| o.items)
+        .unwrap();
     let (_, diagnostics) = both.into_inner();
     let report = diagnostics.into_report();
     assert_eq!(report.included.len(), window.len());

@@ -7,6 +7,7 @@ mod common;
 use common::{pipeline, scenario};
 use cupel_core::TraceCollector;
 use cupel_otel::{CupelVerbosity, OtelCollector};
+use cupel_pipeline::RunOptions;
 use opentelemetry::global;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 
@@ -17,7 +18,10 @@ fn new_follows_the_global_provider_installed_at_construction() {
     assert!(!before.is_enabled());
     let plain = pipeline().run(&scenario()).unwrap();
     assert_eq!(
-        pipeline().run_traced(&scenario(), &mut before).unwrap(),
+        pipeline()
+            .run_with(&scenario(), RunOptions::new().collector(&mut before))
+            .map(|o| o.items)
+            .unwrap(),
         plain
     );
 
@@ -29,13 +33,19 @@ fn new_follows_the_global_provider_installed_at_construction() {
 
     // A collector built before installation keeps its no-op tracer.
     assert!(!before.is_enabled());
-    pipeline().run_traced(&scenario(), &mut before).unwrap();
+    pipeline()
+        .run_with(&scenario(), RunOptions::new().collector(&mut before))
+        .map(|o| o.items)
+        .unwrap();
     assert!(exporter.get_finished_spans().unwrap().is_empty());
 
     // One built after it records: root + 5 stages.
     let mut after = OtelCollector::new(CupelVerbosity::StageOnly);
     assert!(after.is_enabled());
-    pipeline().run_traced(&scenario(), &mut after).unwrap();
+    pipeline()
+        .run_with(&scenario(), RunOptions::new().collector(&mut after))
+        .map(|o| o.items)
+        .unwrap();
     let spans = exporter.get_finished_spans().unwrap();
     assert_eq!(spans.len(), 6);
     assert!(

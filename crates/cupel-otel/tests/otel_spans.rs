@@ -26,7 +26,7 @@ use cupel_core::{
     OverflowStrategy, PipelineStage, Scorer, StageTrace, TraceCollector,
 };
 use cupel_otel::{CupelVerbosity, OtelCollector, TRACER_NAME};
-use cupel_pipeline::Pipeline;
+use cupel_pipeline::{Pipeline, RunOptions};
 use cupel_slicers::GreedySlice;
 use opentelemetry::trace::{SpanId, Status, TraceContextExt, Tracer, TracerProvider};
 use opentelemetry::{Context, KeyValue, Value};
@@ -59,7 +59,10 @@ fn run_scenario_with(verbosity: CupelVerbosity, extras: bool) -> Vec<SpanData> {
     let mut collector =
         OtelCollector::with_tracer_provider(&provider, verbosity).with_extras(extras);
     assert!(collector.is_enabled());
-    let window = pipeline().run_traced(&scenario(), &mut collector).unwrap();
+    let window = pipeline()
+        .run_with(&scenario(), RunOptions::new().collector(&mut collector))
+        .map(|o| o.items)
+        .unwrap();
     assert_eq!(window.len(), 4);
     exporter.get_finished_spans().unwrap()
 }
@@ -204,7 +207,8 @@ fn each_tier_records_exactly_the_spec_names_by_default() {
         let (provider, exporter) = sdk();
         let mut c = OtelCollector::with_tracer_provider(&provider, verbosity);
         take_all_pipeline(OverflowStrategy::Proceed)
-            .run_traced(&scenario(), &mut c)
+            .run_with(&scenario(), RunOptions::new().collector(&mut c))
+            .map(|o| o.items)
             .unwrap();
         let spans = exporter.get_finished_spans().unwrap();
         let mut span_attrs: Vec<&str> = spans
@@ -440,7 +444,10 @@ fn stage_spans_carry_the_time_the_stage_really_took() {
         .build()
         .unwrap();
     let mut collector = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::StageOnly);
-    pipeline.run_traced(&scenario(), &mut collector).unwrap();
+    pipeline
+        .run_with(&scenario(), RunOptions::new().collector(&mut collector))
+        .map(|o| o.items)
+        .unwrap();
     let spans = exporter.get_finished_spans().unwrap();
     let score = span(&spans, "cupel.stage.score");
     let took = score.end_time.duration_since(score.start_time).unwrap();
@@ -491,7 +498,8 @@ fn truncate_exclusions_land_on_the_place_span() {
     let (provider, exporter) = sdk();
     let mut c = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::StageAndExclusions);
     let window = take_all_pipeline(OverflowStrategy::Truncate)
-        .run_traced(&scenario(), &mut c)
+        .run_with(&scenario(), RunOptions::new().collector(&mut c))
+        .map(|o| o.items)
         .unwrap();
     assert_eq!(window.len(), 4);
     let spans = exporter.get_finished_spans().unwrap();
@@ -528,7 +536,8 @@ fn proceed_overflow_is_an_extra_event_on_the_place_span_at_every_tier() {
         let (provider, exporter) = sdk();
         let mut c = OtelCollector::with_tracer_provider(&provider, verbosity).with_extras(true);
         let window = take_all_pipeline(OverflowStrategy::Proceed)
-            .run_traced(&scenario(), &mut c)
+            .run_with(&scenario(), RunOptions::new().collector(&mut c))
+            .map(|o| o.items)
             .unwrap();
         assert_eq!(window.len(), 5);
         let spans = exporter.get_finished_spans().unwrap();
@@ -564,7 +573,10 @@ fn a_failure_in_classify_marks_that_stage_and_the_root_as_errors() {
         .unwrap();
     let mut c = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::StageAndExclusions)
         .with_extras(true);
-    let err = pipeline().run_traced(&items, &mut c).unwrap_err();
+    let err = pipeline()
+        .run_with(&items, RunOptions::new().collector(&mut c))
+        .map(|o| o.items)
+        .unwrap_err();
     assert!(matches!(err, CupelError::PinnedBudgetExceeded { .. }));
     let spans = exporter.get_finished_spans().unwrap();
     let names: Vec<&str> = spans.iter().map(|s| s.name.as_ref()).collect();
@@ -598,7 +610,8 @@ fn a_failure_in_place_keeps_the_four_finished_stages() {
     let (provider, exporter) = sdk();
     let mut c = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::StageOnly);
     let err = take_all_pipeline(OverflowStrategy::Throw)
-        .run_traced(&scenario(), &mut c)
+        .run_with(&scenario(), RunOptions::new().collector(&mut c))
+        .map(|o| o.items)
         .unwrap_err();
     assert!(matches!(
         err,
@@ -631,7 +644,10 @@ fn the_root_nests_under_the_callers_span() {
     let outer_cx = Context::current_with_span(outer);
     {
         let _guard = outer_cx.clone().attach();
-        pipeline().run_traced(&scenario(), &mut c).unwrap();
+        pipeline()
+            .run_with(&scenario(), RunOptions::new().collector(&mut c))
+            .map(|o| o.items)
+            .unwrap();
     }
     outer_cx.span().end();
     let spans = exporter.get_finished_spans().unwrap();
@@ -655,7 +671,10 @@ fn an_explicit_parent_context_wins_over_the_current_one() {
     let parent_cx = Context::new().with_span(parent);
     let mut c = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::StageOnly)
         .with_parent_context(parent_cx.clone());
-    pipeline().run_traced(&scenario(), &mut c).unwrap();
+    pipeline()
+        .run_with(&scenario(), RunOptions::new().collector(&mut c))
+        .map(|o| o.items)
+        .unwrap();
     parent_cx.span().end();
     let spans = exporter.get_finished_spans().unwrap();
     let request = span(&spans, "request");
@@ -667,8 +686,14 @@ fn an_explicit_parent_context_wins_over_the_current_one() {
 fn a_collector_is_reusable_and_each_run_is_its_own_trace() {
     let (provider, exporter) = sdk();
     let mut c = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::StageOnly);
-    pipeline().run_traced(&scenario(), &mut c).unwrap();
-    pipeline().run_traced(&scenario(), &mut c).unwrap();
+    pipeline()
+        .run_with(&scenario(), RunOptions::new().collector(&mut c))
+        .map(|o| o.items)
+        .unwrap();
+    pipeline()
+        .run_with(&scenario(), RunOptions::new().collector(&mut c))
+        .map(|o| o.items)
+        .unwrap();
     let spans = exporter.get_finished_spans().unwrap();
     assert_eq!(spans.len(), 12);
     let roots: Vec<&SpanData> = spans
@@ -699,7 +724,10 @@ fn sampled_out_runs_export_nothing() {
     let mut c = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::Full);
     // A real SDK tracer: enabled (a later run could be sampled in).
     assert!(c.is_enabled());
-    let window = pipeline().run_traced(&scenario(), &mut c).unwrap();
+    let window = pipeline()
+        .run_with(&scenario(), RunOptions::new().collector(&mut c))
+        .map(|o| o.items)
+        .unwrap();
     assert_eq!(window.len(), 4);
     assert!(exporter.get_finished_spans().unwrap().is_empty());
 }
@@ -864,7 +892,10 @@ fn full_reports_the_zero_token_items_computed_score_like_the_report() {
         })
         .collect();
     let mut diag = cupel_core::DiagnosticTraceCollector::new(cupel_core::TraceDetailLevel::Item);
-    pipeline().run_traced(&scenario(), &mut diag).unwrap();
+    pipeline()
+        .run_with(&scenario(), RunOptions::new().collector(&mut diag))
+        .map(|o| o.items)
+        .unwrap();
     let traced = diag.into_report();
     let dry = pipeline().dry_run(&scenario()).unwrap();
     for report in [&traced, &dry] {
@@ -891,7 +922,10 @@ fn a_noop_provider_disables_the_collector_and_the_run_is_unchanged() {
     let noop = opentelemetry::trace::noop::NoopTracerProvider::new();
     let mut c = OtelCollector::with_tracer_provider(&noop, CupelVerbosity::Full);
     assert!(!c.is_enabled());
-    let traced = pipeline().run_traced(&scenario(), &mut c).unwrap();
+    let traced = pipeline()
+        .run_with(&scenario(), RunOptions::new().collector(&mut c))
+        .map(|o| o.items)
+        .unwrap();
     let plain = pipeline().run(&scenario()).unwrap();
     assert_eq!(traced, plain);
 }
@@ -901,7 +935,10 @@ fn a_shut_down_provider_records_nothing() {
     let (provider, exporter) = sdk();
     let mut c = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::StageOnly);
     provider.shutdown().unwrap();
-    pipeline().run_traced(&scenario(), &mut c).unwrap();
+    pipeline()
+        .run_with(&scenario(), RunOptions::new().collector(&mut c))
+        .map(|o| o.items)
+        .unwrap();
     assert!(exporter.get_finished_spans().unwrap_or_default().is_empty());
 }
 
@@ -929,7 +966,9 @@ fn shortfall_events_appear_only_with_extras() {
         let (provider, exporter) = sdk();
         let mut c = OtelCollector::with_tracer_provider(&provider, CupelVerbosity::Full)
             .with_extras(extras);
-        p.run_traced(&scenario(), &mut c).unwrap();
+        p.run_with(&scenario(), RunOptions::new().collector(&mut c))
+            .map(|o| o.items)
+            .unwrap();
         let spans = exporter.get_finished_spans().unwrap();
         let shortfalls: Vec<_> = spans
             .iter()

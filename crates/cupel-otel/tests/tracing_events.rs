@@ -8,6 +8,7 @@
 
 mod common;
 
+use cupel_pipeline::RunOptions;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -117,7 +118,10 @@ fn debug_shows_one_span_per_run_and_one_event_per_stage() {
     let (window, cap) = capture(LevelFilter::DEBUG, || {
         let mut c = TracingCollector::new();
         assert!(c.is_enabled());
-        pipeline().run_traced(&scenario(), &mut c).unwrap()
+        pipeline()
+            .run_with(&scenario(), RunOptions::new().collector(&mut c))
+            .map(|o| o.items)
+            .unwrap()
     });
     assert_eq!(window.len(), 4);
     let events = cap.events.lock().unwrap().clone();
@@ -198,7 +202,10 @@ fn debug_shows_one_span_per_run_and_one_event_per_stage() {
 fn trace_adds_one_event_per_excluded_and_included_item() {
     let (_, cap) = capture(LevelFilter::TRACE, || {
         let mut c = TracingCollector::new();
-        pipeline().run_traced(&scenario(), &mut c).unwrap()
+        pipeline()
+            .run_with(&scenario(), RunOptions::new().collector(&mut c))
+            .map(|o| o.items)
+            .unwrap()
     });
     let events = cap.events.lock().unwrap().clone();
     let excluded: Vec<(String, String, String, String)> = events
@@ -247,7 +254,8 @@ fn overflow_is_a_debug_event() {
     let (_, cap) = capture(LevelFilter::DEBUG, || {
         let mut c = TracingCollector::new();
         take_all_pipeline(OverflowStrategy::Proceed)
-            .run_traced(&scenario(), &mut c)
+            .run_with(&scenario(), RunOptions::new().collector(&mut c))
+            .map(|o| o.items)
             .unwrap()
     });
     let events = cap.events.lock().unwrap().clone();
@@ -266,7 +274,8 @@ fn a_failed_run_says_so() {
     let (err, cap) = capture(LevelFilter::DEBUG, || {
         let mut c = TracingCollector::new();
         take_all_pipeline(OverflowStrategy::Throw)
-            .run_traced(&scenario(), &mut c)
+            .run_with(&scenario(), RunOptions::new().collector(&mut c))
+            .map(|o| o.items)
             .unwrap_err()
     });
     let events = cap.events.lock().unwrap().clone();
@@ -297,7 +306,10 @@ fn the_run_span_nests_under_the_current_span() {
         let outer = tracing::info_span!("request");
         let _entered = outer.enter();
         let mut c = TracingCollector::new();
-        pipeline().run_traced(&scenario(), &mut c).unwrap()
+        pipeline()
+            .run_with(&scenario(), RunOptions::new().collector(&mut c))
+            .map(|o| o.items)
+            .unwrap()
     });
     let spans = cap.spans.lock().unwrap().clone();
     let run = spans.iter().find(|s| s.0 == "cupel.pipeline").unwrap();
@@ -309,7 +321,10 @@ fn below_debug_the_collector_is_disabled() {
     let (window, cap) = capture(LevelFilter::INFO, || {
         let mut c = TracingCollector::new();
         assert!(!c.is_enabled());
-        pipeline().run_traced(&scenario(), &mut c).unwrap()
+        pipeline()
+            .run_with(&scenario(), RunOptions::new().collector(&mut c))
+            .map(|o| o.items)
+            .unwrap()
     });
     assert_eq!(window.len(), 4);
     assert!(cap.events.lock().unwrap().is_empty());

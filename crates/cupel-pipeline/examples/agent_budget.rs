@@ -2,7 +2,7 @@
 //!
 //! The orchestrator answers a support question with a (simulated) model and
 //! a search tool. Every turn selects its context window with
-//! `Pipeline::run_within`, so the window shrinks as the run's input
+//! `RunOptions::run_budget`, so the window shrinks as the run's input
 //! allowance runs down; tool calls reserve their projected cost first. A
 //! summariser subagent works on its own thread *at the same time*, in a
 //! child scope named `"summariser"` with a tighter input cap that still
@@ -32,7 +32,7 @@ use cupel_core::{
     CupelError, Deadline, ManualTimeProvider, RunBudget, TimeProvider, TokenLimit, TokenUsage,
     UsageMeter,
 };
-use cupel_pipeline::Pipeline;
+use cupel_pipeline::{Pipeline, RunOptions};
 use cupel_placers::ChronologicalPlacer;
 use cupel_scorers::RecencyScorer;
 use cupel_slicers::GreedySlice;
@@ -96,9 +96,12 @@ fn model_turn(
     session: &mut ModelSession,
     meter: &mut UsageMeter,
 ) -> Result<TokenUsage, CupelError> {
-    let window = pipeline.run_within(history, meter.tracker())?;
-    let running_total = session.call(&window.items, window.max_output_tokens)?;
-    meter.settle_total(window.reservation, running_total)
+    let out = pipeline.run_with(history, RunOptions::new().run_budget(meter.tracker()))?;
+    let Some(hold) = out.hold else {
+        return Err(CupelError::PipelineConfig("a run budget was given".into()));
+    };
+    let running_total = session.call(&out.items, hold.max_output_tokens)?;
+    meter.settle_total(hold.reservation, running_total)
 }
 
 /// What the subagent tells the orchestrator at the end of a round.

@@ -15,11 +15,10 @@
 //!    the placer orders the window.
 //!
 //! The main types: [`Policy`] (how to select), [`Pipeline`] (a policy plus a
-//! budget; [`run`](Pipeline::run), [`run_traced`](Pipeline::run_traced),
-//! [`dry_run`](Pipeline::dry_run); [`run_with_budget`](Pipeline::run_with_budget)
-//! for a per-request budget; [`run_traced_with_report`](Pipeline::run_traced_with_report)
-//! for a traced run that also returns its report; [`run_within`](Pipeline::run_within)
-//! selects under a shared run budget and returns a [`BudgetedWindow`]).
+//! budget; [`run`](Pipeline::run) for the window, [`dry_run`](Pipeline::dry_run)
+//! for a report, and [`run_with`](Pipeline::run_with) with [`RunOptions`] for
+//! any combination of a per-request budget or policy, a collector, a report
+//! and a shared run budget, returning a [`RunOutput`]).
 //!
 //! ```
 //! use cupel_core::{ContextBudget, ContextItem, ContextKind, ExclusionReason};
@@ -119,10 +118,12 @@
 //! Depends on `cupel-core`, `cupel-scorers`, `cupel-slicers` and `cupel-placers`.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
+mod blame;
 #[cfg(feature = "config")]
 mod config;
 #[cfg(feature = "config")]
 mod construct;
+mod contract;
 mod grouped;
 #[cfg(feature = "config")]
 mod names;
@@ -170,7 +171,9 @@ pub use cupel_gate::{
 };
 #[cfg(feature = "config")]
 pub use names::{ComponentType, PlacerType, ScorerType, SlicerType};
-pub use pipeline::{OverflowObserver, Pipeline, PipelineBuilder};
+pub use pipeline::{
+    OverflowObserver, Pipeline, PipelineBuilder, PipelineParts, RunHold, RunOptions, RunOutput,
+};
 pub use policy::{Policy, PolicyBuilder};
 #[cfg(feature = "config")]
 pub use presets::{Preset, preset, presets};

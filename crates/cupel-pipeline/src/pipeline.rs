@@ -4,8 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use cupel_core::{
-    ContextBudget, ContextItem, CupelError, DiagnosticTraceCollector, FanOut, NullTraceCollector,
-    OverflowEvent, OverflowStrategy, Placer, Scorer, SelectionReport, Slicer, TraceCollector,
+    BudgetTracker, ContextBudget, ContextItem, CupelError, DiagnosticTraceCollector, FanOut,
+    NullTraceCollector, OverflowEvent, Reservation, SelectionReport, TraceCollector,
     TraceDetailLevel,
 };
 
@@ -13,7 +13,7 @@ use crate::policy::{Policy, PolicyBuilder};
 use crate::run::execute;
 
 /// Callback receiving the [`OverflowEvent`] of a run that overflowed under
-/// [`OverflowStrategy::Proceed`].
+/// [`OverflowStrategy::Proceed`](cupel_core::OverflowStrategy::Proceed).
 pub type OverflowObserver = Arc<dyn Fn(&OverflowEvent) + Send + Sync>;
 
 /// A [`Policy`] bound to a [`ContextBudget`]: the object you run.
@@ -24,14 +24,14 @@ pub type OverflowObserver = Arc<dyn Fn(&OverflowEvent) + Send + Sync>;
 /// | method | returns | builds a report |
 /// | --- | --- | --- |
 /// | [`run`](Self::run) | the window | no (the hot path) |
-/// | [`run_traced`](Self::run_traced) | the window | whatever the collector records |
-/// | [`run_traced_with_report`](Self::run_traced_with_report) | the window and a [`SelectionReport`] | yes, and feeds the collector too |
-/// | [`run_with_budget`](Self::run_with_budget) | the window under another budget | no |
-/// | [`run_traced_with_budget`](Self::run_traced_with_budget) | the window under another budget | whatever the collector records |
-/// | [`dry_run`](Self::dry_run) | a [`SelectionReport`] | yes |
-/// | [`dry_run_with_budget`](Self::dry_run_with_budget) | a report under another budget | yes |
-/// | [`dry_run_with_policy`](Self::dry_run_with_policy) | a report under another policy and budget | yes |
-/// | [`run_within`](Self::run_within) | the window under a run budget, with its reservation | no |
+/// | [`dry_run`](Self::dry_run) | a [`SelectionReport`], no side effects | yes |
+/// | [`run_with`](Self::run_with) | a [`RunOutput`], as [`RunOptions`] ask | if asked |
+///
+/// [`RunOptions`] combine freely: a per-request budget or policy, a
+/// [`TraceCollector`] to feed, a report, a dry run, a run budget. The
+/// earlier one-per-combination methods (`run_traced`, `run_with_budget`,
+/// `dry_run_with_budget`, `run_within`, ...) remain, deprecated, for one
+/// minor version.
 ///
 /// The returned window holds clones of the input items; since
 /// [`ContextItem`] is reference-counted, a clone costs one atomic increment.
@@ -40,16 +40,14 @@ pub type OverflowObserver = Arc<dyn Fn(&OverflowEvent) + Send + Sync>;
 ///
 /// The budget given at build time is a default. An application serving models
 /// with different context lengths keeps one pipeline and passes each
-/// request's budget to [`run_with_budget`](Self::run_with_budget) (or
-/// [`run_traced_with_budget`](Self::run_traced_with_budget),
-/// [`dry_run_with_budget`](Self::dry_run_with_budget)): the policy is used in
-/// place, nothing is cloned or rebuilt. [`with_budget`](Self::with_budget)
-/// makes a pipeline with another default budget that shares this one's
-/// components (`Arc` clones).
+/// request's budget in [`RunOptions::budget`]: the policy is used in place,
+/// nothing is cloned or rebuilt. [`with_budget`](Self::with_budget) makes a
+/// pipeline with another default budget that shares this one's components
+/// (`Arc` clones).
 ///
 /// ```
 /// use cupel_core::{ContextBudget, ContextItem};
-/// use cupel_pipeline::Pipeline;
+/// use cupel_pipeline::{Pipeline, RunOptions};
 /// use cupel_placers::ChronologicalPlacer;
 /// use cupel_scorers::PriorityScorer;
 /// use cupel_slicers::GreedySlice;
@@ -68,7 +66,7 @@ pub type OverflowObserver = Arc<dyn Fn(&OverflowEvent) + Send + Sync>;
 /// // Scores 1.0, 0.5, 0.0; densities 0.02, 0.0125, 0.0. A small model with
 /// // target 100 takes 50 (50 left) and 40 (10 left); the 30 no longer fits.
 /// let small = ContextBudget::new(128, 100)?;
-/// let window = pipeline.run_with_budget(&items, &small)?;
+/// let window = pipeline.run_with(&items, RunOptions::new().budget(&small))?.items;
 /// assert_eq!(window.len(), 2);
 /// // The pipeline's own (large) budget takes everything.
 /// assert_eq!(pipeline.run(&items)?.len(), 3);
@@ -148,13 +146,15 @@ impl Pipeline {
         &self.budget
     }
 
-    /// Selects and orders the window for `items`.
+    /// Selects and orders the window for `items` under the pipeline's own
+    /// budget: the hot path, no report built. The same as
+    /// [`run_with`](Self::run_with) with default [`RunOptions`].
     ///
     /// # Errors
     /// * [`CupelError::PinnedBudgetExceeded`] — pinned items need more than
     ///   `max_tokens - output_reserve`;
     /// * [`CupelError::BudgetOverflow`] — the selection exceeds the target
-    ///   under [`OverflowStrategy::Throw`];
+    ///   under [`OverflowStrategy::Throw`](cupel_core::OverflowStrategy::Throw);
     /// * [`CupelError::TokenOverflow`] — the items' token counts cannot be summed in `i64`;
     /// * errors from the slicer (e.g. `TableTooLarge`, `CountRequirementNotMet`);
     /// * [`CupelError::PipelineConfig`] — a custom component broke its contract.
@@ -168,38 +168,35 @@ impl Pipeline {
         )
     }
 
-    /// Like [`run`](Self::run), reporting every stage and decision to `collector`.
+    /// Runs without side effects (no overflow observer is called) and
+    /// explains every decision: the same as [`run_with`](Self::run_with)
+    /// with `RunOptions::new().dry(true).report(true)`.
+    ///
+    /// Deterministic: the same items give the same report, byte for byte once
+    /// serialised (durations in `events` aside).
     ///
     /// # Errors
     /// As [`run`](Self::run).
-    pub fn run_traced<C: TraceCollector + ?Sized>(
-        &self,
-        items: &[ContextItem],
-        collector: &mut C,
-    ) -> Result<Vec<ContextItem>, CupelError> {
-        execute(
+    pub fn dry_run(&self, items: &[ContextItem]) -> Result<SelectionReport, CupelError> {
+        let (_, report) = select(
             &self.policy,
             &self.budget,
             items,
-            collector,
-            self.overflow_observer.as_ref(),
-        )
+            None::<&mut NullTraceCollector>,
+            true,
+            None,
+        )?;
+        Ok(report.unwrap_or_default())
     }
 
-    /// Like [`run_traced`](Self::run_traced), and also builds the run's
-    /// [`SelectionReport`]: one run feeds `collector` (an OpenTelemetry
-    /// bridge, say) and explains itself.
-    ///
-    /// The report equals what [`dry_run`](Self::dry_run) returns for the same
-    /// items (durations in `events` aside); it is built by a
-    /// [`DiagnosticTraceCollector`] at stage level running beside `collector`
-    /// in a [`FanOut`] — use those two directly for another detail level or
-    /// more collectors. Unlike a dry run this is a real run: an overflow
-    /// observer set with [`PipelineBuilder::on_overflow`] is called.
+    /// The one run method: selects the window for `items` as `options` asks
+    /// — under another budget or policy, feeding a collector, building a
+    /// report, without side effects, under a run budget, in any combination.
+    /// [`run`](Self::run) and [`dry_run`](Self::dry_run) are shorthands.
     ///
     /// ```
-    /// use cupel_core::{ContextBudget, ContextItem, NullTraceCollector};
-    /// use cupel_pipeline::Pipeline;
+    /// use cupel_core::{ContextBudget, ContextItem, DiagnosticTraceCollector, ExclusionReason};
+    /// use cupel_pipeline::{Pipeline, RunOptions};
     /// use cupel_placers::ChronologicalPlacer;
     /// use cupel_scorers::PriorityScorer;
     /// use cupel_slicers::GreedySlice;
@@ -208,80 +205,141 @@ impl Pipeline {
     ///     .scorer(PriorityScorer)
     ///     .slicer(GreedySlice::new())
     ///     .placer(ChronologicalPlacer)
-    ///     .budget(ContextBudget::new(100, 60)?)
+    ///     .budget(ContextBudget::new(8_000, 6_000)?)
     ///     .build()?;
     /// let items = vec![
     ///     ContextItem::builder("kept", 50).priority(9).build()?,
     ///     ContextItem::builder("dropped", 40).priority(1).build()?,
     /// ];
-    /// let (window, report) = pipeline.run_traced_with_report(&items, &mut NullTraceCollector)?;
-    /// assert_eq!(window.len(), 1);
-    /// assert_eq!(report.excluded[0].item.content(), "dropped");
+    /// // A request for a small model: its own budget, a report, and a collector
+    /// // (an OpenTelemetry bridge, say) fed by the same run.
+    /// let small = ContextBudget::new(100, 60)?;
+    /// let mut telemetry = DiagnosticTraceCollector::default();
+    /// let out = pipeline.run_with(
+    ///     &items,
+    ///     RunOptions::new().budget(&small).collector(&mut telemetry).report(true),
+    /// )?;
+    /// // Scores 1.0 and 0.0: "kept" (50) fits the target 60, "dropped" (40) no longer does.
+    /// assert_eq!(out.items.len(), 1);
+    /// let report = out.report.expect("asked for");
+    /// assert_eq!(report.excluded[0].position, 1);
+    /// assert!(matches!(report.excluded[0].reason, ExclusionReason::BudgetExceeded { .. }));
+    /// assert_eq!(telemetry.into_report(), report);
     /// # Ok::<(), cupel_core::CupelError>(())
     /// ```
     ///
     /// # Errors
+    /// As [`run`](Self::run), against the budget and policy in effect; with
+    /// a run budget, those of [`RunOptions::run_budget`]; a dry run with a
+    /// run budget is a [`CupelError::PipelineConfig`] (holding tokens is a
+    /// side effect).
+    pub fn run_with<C: TraceCollector + ?Sized>(
+        &self,
+        items: &[ContextItem],
+        options: RunOptions<'_, C>,
+    ) -> Result<RunOutput, CupelError> {
+        let RunOptions {
+            budget,
+            policy,
+            collector,
+            report,
+            dry,
+            run_budget,
+        } = options;
+        let policy = policy.unwrap_or(&self.policy);
+        let budget = budget.unwrap_or(&self.budget);
+        let observer = if dry {
+            None
+        } else {
+            self.overflow_observer.as_ref()
+        };
+        match run_budget {
+            Some(_) if dry => Err(CupelError::PipelineConfig(
+                "a dry run cannot hold tokens on a run budget: drop `dry` or `run_budget`".into(),
+            )),
+            Some(tracker) => crate::run_budget::select_within(
+                policy, budget, items, tracker, collector, report, observer,
+            ),
+            None => {
+                let (items, report) = select(policy, budget, items, collector, report, observer)?;
+                Ok(RunOutput {
+                    items,
+                    report,
+                    hold: None,
+                })
+            }
+        }
+    }
+
+    /// Like [`run`](Self::run), reporting every stage and decision to `collector`.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `run_with(items, RunOptions::new().collector(c))`"
+    )]
+    pub fn run_traced<C: TraceCollector + ?Sized>(
+        &self,
+        items: &[ContextItem],
+        collector: &mut C,
+    ) -> Result<Vec<ContextItem>, CupelError> {
+        self.run_with(items, RunOptions::new().collector(collector))
+            .map(|o| o.items)
+    }
+
+    /// Like [`run_traced`](Self::run_traced), and also builds the run's
+    /// [`SelectionReport`] (a [`DiagnosticTraceCollector`] at stage level
+    /// beside `collector` in a [`FanOut`]).
+    ///
+    /// # Errors
     /// As [`run`](Self::run); `collector` still sees the failure.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `run_with(items, RunOptions::new().collector(c).report(true))`"
+    )]
     pub fn run_traced_with_report<C: TraceCollector + ?Sized>(
         &self,
         items: &[ContextItem],
         collector: &mut C,
     ) -> Result<(Vec<ContextItem>, SelectionReport), CupelError> {
-        let mut both = FanOut::new(
-            DiagnosticTraceCollector::new(TraceDetailLevel::Stage),
-            collector,
-        );
-        let window = execute(
-            &self.policy,
-            &self.budget,
-            items,
-            &mut both,
-            self.overflow_observer.as_ref(),
-        )?;
-        let (diagnostics, _) = both.into_inner();
-        Ok((window, diagnostics.into_report()))
+        let out = self.run_with(items, RunOptions::new().collector(collector).report(true))?;
+        Ok((out.items, out.report.unwrap_or_default()))
     }
 
     /// [`run`](Self::run) under another budget: the per-request form.
     ///
-    /// The pipeline's policy is used in place (no component is cloned or
-    /// rebuilt) and its own budget is ignored; the overflow observer still
-    /// applies. The result is exactly what a pipeline built with `budget`
-    /// would return. See [Per-request budgets](Self#per-request-budgets).
-    ///
     /// # Errors
     /// As [`run`](Self::run), against `budget`.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `run_with(items, RunOptions::new().budget(b))`"
+    )]
     pub fn run_with_budget(
         &self,
         items: &[ContextItem],
         budget: &ContextBudget,
     ) -> Result<Vec<ContextItem>, CupelError> {
-        execute(
-            &self.policy,
-            budget,
-            items,
-            &mut NullTraceCollector,
-            self.overflow_observer.as_ref(),
-        )
+        self.run_with(items, RunOptions::new().budget(budget))
+            .map(|o| o.items)
     }
 
     /// [`run_traced`](Self::run_traced) under another budget.
     ///
     /// # Errors
     /// As [`run`](Self::run), against `budget`.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `run_with(items, RunOptions::new().budget(b).collector(c))`"
+    )]
     pub fn run_traced_with_budget<C: TraceCollector + ?Sized>(
         &self,
         items: &[ContextItem],
         budget: &ContextBudget,
         collector: &mut C,
     ) -> Result<Vec<ContextItem>, CupelError> {
-        execute(
-            &self.policy,
-            budget,
-            items,
-            collector,
-            self.overflow_observer.as_ref(),
-        )
+        self.run_with(items, RunOptions::new().budget(budget).collector(collector))
+            .map(|o| o.items)
     }
 
     /// A pipeline with the same policy (its components shared, not cloned)
@@ -294,27 +352,21 @@ impl Pipeline {
         }
     }
 
-    /// Runs without side effects and explains every decision.
-    ///
-    /// Deterministic: the same items give the same report, byte for byte once
-    /// serialised (durations in `events` aside).
-    ///
-    /// # Errors
-    /// As [`run`](Self::run).
-    pub fn dry_run(&self, items: &[ContextItem]) -> Result<SelectionReport, CupelError> {
-        report(&self.policy, &self.budget, items)
-    }
-
     /// [`dry_run`](Self::dry_run) under another budget.
     ///
     /// # Errors
     /// As [`run`](Self::run).
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `run_with(items, RunOptions::new().budget(b).dry(true).report(true))`"
+    )]
     pub fn dry_run_with_budget(
         &self,
         items: &[ContextItem],
         budget: &ContextBudget,
     ) -> Result<SelectionReport, CupelError> {
-        report(&self.policy, budget, items)
+        let options = RunOptions::new().budget(budget).dry(true).report(true);
+        Ok(self.run_with(items, options)?.report.unwrap_or_default())
     }
 
     /// [`dry_run`](Self::dry_run) under another policy and budget, without
@@ -322,116 +374,340 @@ impl Pipeline {
     ///
     /// # Errors
     /// As [`run`](Self::run).
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `run_with(items, RunOptions::new().policy(p).budget(b).dry(true).report(true))`"
+    )]
     pub fn dry_run_with_policy(
         &self,
         items: &[ContextItem],
         budget: &ContextBudget,
         policy: &Policy,
     ) -> Result<SelectionReport, CupelError> {
-        report(policy, budget, items)
+        let options = RunOptions::new()
+            .policy(policy)
+            .budget(budget)
+            .dry(true)
+            .report(true);
+        Ok(self.run_with(items, options)?.report.unwrap_or_default())
     }
 }
 
-fn report(
+/// One selection, fed to `collector` if any, with a stage-level report if
+/// `report` asks for one. Each combination is its own compiled engine: an
+/// untraced run never builds a record.
+pub(crate) fn select<C: TraceCollector + ?Sized>(
     policy: &Policy,
     budget: &ContextBudget,
     items: &[ContextItem],
-) -> Result<SelectionReport, CupelError> {
-    let mut collector = DiagnosticTraceCollector::new(TraceDetailLevel::Stage);
-    execute(policy, budget, items, &mut collector, None)?;
-    Ok(collector.into_report())
+    collector: Option<&mut C>,
+    report: bool,
+    observer: Option<&OverflowObserver>,
+) -> Result<(Vec<ContextItem>, Option<SelectionReport>), CupelError> {
+    let diagnostics = || DiagnosticTraceCollector::new(TraceDetailLevel::Stage);
+    match (collector, report) {
+        (None, false) => Ok((
+            execute(policy, budget, items, &mut NullTraceCollector, observer)?,
+            None,
+        )),
+        (None, true) => {
+            let mut d = diagnostics();
+            let window = execute(policy, budget, items, &mut d, observer)?;
+            Ok((window, Some(d.into_report())))
+        }
+        (Some(c), false) => Ok((execute(policy, budget, items, c, observer)?, None)),
+        (Some(c), true) => {
+            let mut both = FanOut::new(diagnostics(), c);
+            let window = execute(policy, budget, items, &mut both, observer)?;
+            Ok((window, Some(both.into_inner().0.into_report())))
+        }
+    }
 }
 
-/// Builder for [`Pipeline`]: a budget plus either a whole [`Policy`] or its parts.
-#[derive(Clone, Default)]
-pub struct PipelineBuilder {
-    policy: PolicyBuilder,
-    budget: Option<ContextBudget>,
-    overflow_observer: Option<OverflowObserver>,
+/// What a run should do besides selecting, for [`Pipeline::run_with`]:
+/// another budget or policy for this request, a collector to feed, a
+/// report to build, no side effects, a run budget to hold tokens on. Every
+/// option is independent of the others; the default is a plain
+/// [`run`](Pipeline::run).
+///
+/// `C` is the collector's type; [`collector`](Self::collector) sets it.
+pub struct RunOptions<'a, C: TraceCollector + ?Sized = NullTraceCollector> {
+    budget: Option<&'a ContextBudget>,
+    policy: Option<&'a Policy>,
+    collector: Option<&'a mut C>,
+    report: bool,
+    dry: bool,
+    run_budget: Option<&'a BudgetTracker>,
 }
 
-impl fmt::Debug for PipelineBuilder {
+impl RunOptions<'_> {
+    /// The options of a plain run: the pipeline's own budget and policy, no
+    /// collector, no report.
+    pub fn new() -> Self {
+        RunOptions {
+            budget: None,
+            policy: None,
+            collector: None,
+            report: false,
+            dry: false,
+            run_budget: None,
+        }
+    }
+}
+
+impl Default for RunOptions<'_> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<C: TraceCollector + ?Sized> fmt::Debug for RunOptions<'_, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PipelineBuilder")
-            .field("policy", &self.policy)
+        f.debug_struct("RunOptions")
             .field("budget", &self.budget)
-            .finish_non_exhaustive()
+            .field("policy", &self.policy)
+            .field("collector", &self.collector.is_some())
+            .field("report", &self.report)
+            .field("dry", &self.dry)
+            .field("run_budget", &self.run_budget.is_some())
+            .finish()
     }
 }
 
-impl PipelineBuilder {
-    /// Uses every component and setting of `policy`.
-    pub fn policy(mut self, policy: &Policy) -> Self {
-        self.policy = PolicyBuilder::new()
-            .scorer_arc(Arc::clone(&policy.scorer))
-            .slicer_arc(Arc::clone(&policy.slicer))
-            .placer_arc(Arc::clone(&policy.placer))
-            .overflow_strategy(policy.overflow_strategy)
-            .deduplication(policy.deduplication);
-        self
-    }
-
-    /// Sets the budget (required).
-    pub fn budget(mut self, budget: ContextBudget) -> Self {
+impl<'a, C: TraceCollector + ?Sized> RunOptions<'a, C> {
+    /// Runs under `budget` instead of the pipeline's own (a per-request
+    /// budget: the policy is used in place, nothing is rebuilt).
+    #[must_use]
+    pub fn budget(mut self, budget: &'a ContextBudget) -> Self {
         self.budget = Some(budget);
         self
     }
 
-    /// Sets the scorer.
-    pub fn scorer(mut self, scorer: impl Scorer + 'static) -> Self {
-        self.policy = self.policy.scorer(scorer);
+    /// Runs `policy` instead of the pipeline's own (the overflow observer
+    /// still applies unless the run is [`dry`](Self::dry)).
+    #[must_use]
+    pub fn policy(mut self, policy: &'a Policy) -> Self {
+        self.policy = Some(policy);
         self
     }
 
-    /// Sets the slicer.
-    pub fn slicer(mut self, slicer: impl Slicer + 'static) -> Self {
-        self.policy = self.policy.slicer(slicer);
+    /// Reports every stage and decision of the run to `collector`.
+    pub fn collector<D: TraceCollector + ?Sized>(self, collector: &'a mut D) -> RunOptions<'a, D> {
+        RunOptions {
+            budget: self.budget,
+            policy: self.policy,
+            collector: Some(collector),
+            report: self.report,
+            dry: self.dry,
+            run_budget: self.run_budget,
+        }
+    }
+
+    /// Builds the run's [`SelectionReport`] ([`RunOutput::report`]), at
+    /// stage level, beside any collector.
+    #[must_use]
+    pub fn report(mut self, wanted: bool) -> Self {
+        self.report = wanted;
         self
     }
 
-    /// Sets the placer.
-    pub fn placer(mut self, placer: impl Placer + 'static) -> Self {
-        self.policy = self.policy.placer(placer);
+    /// A dry run: no side effects (the overflow observer set with
+    /// [`PipelineBuilder::on_overflow`] is not called).
+    #[must_use]
+    pub fn dry(mut self, dry: bool) -> Self {
+        self.dry = dry;
         self
     }
 
-    /// Sets a shared scorer (e.g. one built from a [`PolicyConfig`](crate::PolicyConfig)).
-    pub fn scorer_arc(mut self, scorer: Arc<dyn Scorer>) -> Self {
-        self.policy = self.policy.scorer_arc(scorer);
+    /// Selects under the run budget tracked by `tracker` ([`RunOutput::hold`]).
+    ///
+    /// 1. **Pre-flight**: an expired deadline or a depleted dimension on the
+    ///    tracker fails the call before anything is selected.
+    /// 2. **Clamp**: with `R` input tokens left on the tracker (the smallest
+    ///    allowance of its scope and ancestors, reservations counted), the
+    ///    window may hold at most `R` tokens: when `R` is below
+    ///    `max_tokens - output_reserve`, the selection runs under
+    ///    `max_tokens = R + output_reserve` and `target_tokens =
+    ///    min(target_tokens, R)`. The clamp never raises a limit: the
+    ///    pipeline's own budget stays the upper bound.
+    /// 3. **Select** as the other options ask (a per-request
+    ///    [`budget`](Self::budget) is the one clamped; a collector sees the
+    ///    clamped budget).
+    /// 4. **Reserve** the request on the tracker, atomically: the selected
+    ///    tokens as input, and for the output the pipeline's
+    ///    `output_reserve` (lowered to the output allowance left).
+    ///
+    /// # `output_reserve` and the output ceiling
+    /// `output_reserve` is the room kept in the context window for the
+    /// model's answer, i.e. the longest answer this request allows. Under a
+    /// run budget it is also the request's *projected output cost*: it is
+    /// reserved against the output ceiling, so concurrent subagents cannot
+    /// together promise more output than the run has left. When less output
+    /// allowance remains than `output_reserve`, only what remains is reserved
+    /// and [`RunHold::max_output_tokens`] says so — pass it to the
+    /// provider as the generation limit. The reserve does not shrink the
+    /// input clamp: input and output are separate ceilings.
+    ///
+    /// **With `output_reserve = 0` nothing is reserved for the answer.**
+    /// `max_output_tokens` is then the whole output allowance left (or
+    /// `None` when output is unbounded) — a number, not a hold: concurrent
+    /// holders that select at the same time are each told the same
+    /// remaining tokens, and if they all use them the run's output ceiling is
+    /// passed (recorded when they settle; the next checkpoint fails). Use a
+    /// positive `output_reserve` — the longest answer one request may write —
+    /// whenever subagents share an output ceiling (R-20).
+    ///
+    /// # Pinned items that do not fit the run
+    /// If the pinned items alone fit the pipeline's own budget but not the
+    /// input the run has left, the call fails with the run-budget error of a
+    /// `provider_request` check for the pinned tokens — found with the
+    /// non-latching [`BudgetTracker::would_fit`], so the tracker is **not**
+    /// halted: nothing was requested, and the caller may retry with fewer
+    /// pins, a smaller pipeline or after other holders release their
+    /// reservations (R-19).
+    ///
+    /// # Projected duration
+    /// The window's reservation carries no duration. To refuse a request
+    /// that would outlive the deadline (R-17), check the time first:
+    /// `tracker.check_request(&BudgetRequest::provider_request(TokenUsage::ZERO)
+    /// .with_duration(expected)?)` — the time rule does not depend on the
+    /// tokens.
+    ///
+    /// # Errors (of [`Pipeline::run_with`])
+    /// * [`CupelError::RunBudgetExceeded`] — the pre-flight check failed
+    ///   (phase `preflight`; the tracker is halted), pinned items alone need
+    ///   more input tokens than remain (phase `provider_request`; not
+    ///   halted, see above), or another holder consumed the room between the
+    ///   clamp and the reservation (phase `provider_request`; halted).
+    /// * every error of [`Pipeline::run`].
+    ///
+    /// ```
+    /// use cupel_core::{
+    ///     BudgetTracker, ContextBudget, ContextItem, FixedTimeProvider, RunBudget, TokenLimit,
+    ///     TokenUsage,
+    /// };
+    /// use cupel_pipeline::{Pipeline, RunOptions};
+    /// use cupel_placers::ChronologicalPlacer;
+    /// use cupel_scorers::ReflexiveScorer;
+    /// use cupel_slicers::GreedySlice;
+    ///
+    /// let clock = FixedTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
+    /// let run = BudgetTracker::new(
+    ///     RunBudget::new(None, Some(TokenLimit::new(Some(100), Some(1_000))?), &clock)?,
+    ///     clock,
+    /// )?;
+    /// run.record(TokenUsage::new(40, 0)?); // earlier turns used 40 input tokens
+    ///
+    /// let pipeline = Pipeline::builder()
+    ///     .scorer(ReflexiveScorer::new())
+    ///     .slicer(GreedySlice::new())
+    ///     .placer(ChronologicalPlacer)
+    ///     .budget(ContextBudget::builder(4_096, 4_000).output_reserve(256).build()?)
+    ///     .build()?;
+    /// let items = vec![
+    ///     ContextItem::builder("best", 50).future_relevance_hint(0.9).build()?,
+    ///     ContextItem::builder("good", 30).future_relevance_hint(0.5).build()?,
+    /// ];
+    /// // 100 - 40 = 60 input tokens left: "best" (50) fits, "good" (30) no longer does.
+    /// let out = pipeline.run_with(&items, RunOptions::new().run_budget(&run))?;
+    /// assert_eq!(out.items.len(), 1);
+    /// let hold = out.hold.expect("a run budget was given");
+    /// assert_eq!(hold.context_budget.target_tokens(), 60);
+    /// assert_eq!(hold.max_output_tokens, Some(256));
+    /// // ... call the model, then settle with what it reports:
+    /// hold.reservation.settle(TokenUsage::new(50, 120)?);
+    /// assert_eq!(run.usage(), TokenUsage::new(90, 120)?);
+    /// # Ok::<(), cupel_core::CupelError>(())
+    /// ```
+    #[must_use]
+    pub fn run_budget(mut self, tracker: &'a BudgetTracker) -> Self {
+        self.run_budget = Some(tracker);
         self
     }
+}
 
-    /// Sets a shared slicer.
-    pub fn slicer_arc(mut self, slicer: Arc<dyn Slicer>) -> Self {
-        self.policy = self.policy.slicer_arc(slicer);
-        self
+/// The result of [`Pipeline::run_with`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct RunOutput {
+    /// The window, in placed order.
+    pub items: Vec<ContextItem>,
+    /// The run's report, when [`RunOptions::report`] asked for one.
+    pub report: Option<SelectionReport>,
+    /// What the run holds on its run budget, when
+    /// [`RunOptions::run_budget`] gave one.
+    pub hold: Option<RunHold>,
+}
+
+/// The tokens a run holds on its run budget ([`RunOptions::run_budget`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct RunHold {
+    /// The sum of the selected items' tokens (reserved as input usage).
+    pub input_tokens: i64,
+    /// The most the model may generate for this request without breaking the
+    /// output ceiling: the `output_reserve`, lowered to the output allowance
+    /// left; `None` when neither bounds it (see [`RunOptions::run_budget`]).
+    pub max_output_tokens: Option<i64>,
+    /// The budget the selection ran under, clamped to the run's remaining
+    /// input allowance.
+    pub context_budget: ContextBudget,
+    /// The tokens held on the tracker; settle it with the provider's usage.
+    pub reservation: Reservation,
+}
+
+/// Builder for [`Pipeline`]: a budget plus either a whole [`Policy`] or its
+/// parts.
+///
+/// It is a [`PolicyBuilder`] that also collects the pipeline's parts
+/// ([`PipelineParts`]): the component setters (`scorer`, `slicer_arc`,
+/// `overflow_strategy`, ...) are the policy builder's, written once; the
+/// methods below are the pipeline's own.
+pub type PipelineBuilder = PolicyBuilder<PipelineParts>;
+
+/// What a [`PipelineBuilder`] collects besides the policy: the budget and
+/// the overflow observer.
+#[derive(Clone, Default)]
+pub struct PipelineParts {
+    budget: Option<ContextBudget>,
+    overflow_observer: Option<OverflowObserver>,
+}
+
+impl fmt::Debug for PipelineParts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PipelineParts")
+            .field("budget", &self.budget)
+            .field("overflow_observer", &self.overflow_observer.is_some())
+            .finish()
+    }
+}
+
+impl PolicyBuilder<PipelineParts> {
+    /// Uses every component and setting of `policy`.
+    pub fn policy(self, policy: &Policy) -> Self {
+        PolicyBuilder {
+            scorer: Some(Arc::clone(&policy.scorer)),
+            slicer: Some(Arc::clone(&policy.slicer)),
+            placer: Some(Arc::clone(&policy.placer)),
+            overflow_strategy: policy.overflow_strategy,
+            deduplication: Some(policy.deduplication),
+            rest: self.rest,
+        }
     }
 
-    /// Sets a shared placer.
-    pub fn placer_arc(mut self, placer: Arc<dyn Placer>) -> Self {
-        self.policy = self.policy.placer_arc(placer);
-        self
-    }
-
-    /// Sets the overflow strategy (default [`OverflowStrategy::Throw`]).
-    pub fn overflow_strategy(mut self, strategy: OverflowStrategy) -> Self {
-        self.policy = self.policy.overflow_strategy(strategy);
-        self
-    }
-
-    /// Enables or disables deduplication (default enabled).
-    pub fn deduplication(mut self, enabled: bool) -> Self {
-        self.policy = self.policy.deduplication(enabled);
+    /// Sets the budget (required).
+    pub fn budget(mut self, budget: ContextBudget) -> Self {
+        self.rest.budget = Some(budget);
         self
     }
 
     /// Calls `observer` with the [`OverflowEvent`] whenever a run overflows
-    /// under [`OverflowStrategy::Proceed`].
+    /// under [`OverflowStrategy::Proceed`](cupel_core::OverflowStrategy::Proceed).
     pub fn on_overflow(
         mut self,
         observer: impl Fn(&OverflowEvent) + Send + Sync + 'static,
     ) -> Self {
-        self.overflow_observer = Some(Arc::new(observer));
+        self.rest.overflow_observer = Some(Arc::new(observer));
         self
     }
 
@@ -440,13 +716,19 @@ impl PipelineBuilder {
     /// # Errors
     /// [`CupelError::PipelineConfig`] naming what is missing.
     pub fn build(self) -> Result<Pipeline, CupelError> {
-        let budget = self.budget.ok_or_else(|| {
+        if self.rest.budget.is_none() {
+            return Err(CupelError::PipelineConfig(
+                "pipeline has no budget: call `.budget(...)`".into(),
+            ));
+        }
+        let (policy, rest) = self.into_policy()?;
+        let budget = rest.budget.ok_or_else(|| {
             CupelError::PipelineConfig("pipeline has no budget: call `.budget(...)`".into())
         })?;
         Ok(Pipeline {
-            policy: self.policy.build()?,
+            policy,
             budget,
-            overflow_observer: self.overflow_observer,
+            overflow_observer: rest.overflow_observer,
         })
     }
 }

@@ -11,7 +11,7 @@ use cupel_core::{CupelError, OverflowStrategy, Placer, Scorer, Slicer};
 /// Cheap to clone (components are shared behind `Arc`), `Send + Sync`, and
 /// reusable across budgets — pair it with a budget in a
 /// [`Pipeline`](crate::Pipeline), or pass it to
-/// [`Pipeline::dry_run_with_policy`](crate::Pipeline::dry_run_with_policy).
+/// [`RunOptions::policy`](crate::RunOptions::policy).
 ///
 /// ```
 /// use cupel_core::{ContextBudget, ContextItem, OverflowStrategy};
@@ -112,16 +112,23 @@ impl Policy {
 /// assert!(PolicyBuilder::new().scorer(RecencyScorer::new()).build().is_err());
 /// # Ok::<(), cupel_core::CupelError>(())
 /// ```
+///
+/// The component setters are shared with
+/// [`PipelineBuilder`](crate::PipelineBuilder), which is this builder with a
+/// budget to collect (`PolicyBuilder<PipelineParts>`): they are written once,
+/// here.
 #[derive(Clone, Default)]
-pub struct PolicyBuilder {
-    scorer: Option<Arc<dyn Scorer>>,
-    slicer: Option<Arc<dyn Slicer>>,
-    placer: Option<Arc<dyn Placer>>,
-    overflow_strategy: OverflowStrategy,
-    deduplication: Option<bool>,
+pub struct PolicyBuilder<P = ()> {
+    pub(crate) scorer: Option<Arc<dyn Scorer>>,
+    pub(crate) slicer: Option<Arc<dyn Slicer>>,
+    pub(crate) placer: Option<Arc<dyn Placer>>,
+    pub(crate) overflow_strategy: OverflowStrategy,
+    pub(crate) deduplication: Option<bool>,
+    /// What the builder collects besides the policy (nothing for a policy).
+    pub(crate) rest: P,
 }
 
-impl fmt::Debug for PolicyBuilder {
+impl<P: fmt::Debug> fmt::Debug for PolicyBuilder<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PolicyBuilder")
             .field("scorer", &self.scorer.is_some())
@@ -129,6 +136,7 @@ impl fmt::Debug for PolicyBuilder {
             .field("placer", &self.placer.is_some())
             .field("overflow_strategy", &self.overflow_strategy)
             .field("deduplication", &self.deduplication)
+            .field("rest", &self.rest)
             .finish()
     }
 }
@@ -139,13 +147,24 @@ impl PolicyBuilder {
         Self::default()
     }
 
+    /// Builds the policy.
+    ///
+    /// # Errors
+    /// [`CupelError::PipelineConfig`] naming the missing component.
+    pub fn build(self) -> Result<Policy, CupelError> {
+        self.into_policy().map(|(policy, ())| policy)
+    }
+}
+
+impl<P> PolicyBuilder<P> {
     /// Sets the scorer (any `Scorer`, including an `Arc<dyn Scorer>` you share elsewhere).
     pub fn scorer(mut self, scorer: impl Scorer + 'static) -> Self {
         self.scorer = Some(Arc::new(scorer));
         self
     }
 
-    /// Sets a shared scorer without re-wrapping it.
+    /// Sets a shared scorer without re-wrapping it (e.g. one built from a
+    /// [`PolicyConfig`](crate::PolicyConfig)).
     pub fn scorer_arc(mut self, scorer: Arc<dyn Scorer>) -> Self {
         self.scorer = Some(scorer);
         self
@@ -175,7 +194,7 @@ impl PolicyBuilder {
         self
     }
 
-    /// Sets the overflow strategy (default `Throw`).
+    /// Sets the overflow strategy (default [`OverflowStrategy::Throw`]).
     pub fn overflow_strategy(mut self, strategy: OverflowStrategy) -> Self {
         self.overflow_strategy = strategy;
         self
@@ -187,20 +206,18 @@ impl PolicyBuilder {
         self
     }
 
-    /// Builds the policy.
-    ///
-    /// # Errors
-    /// [`CupelError::PipelineConfig`] naming the missing component.
-    pub fn build(self) -> Result<Policy, CupelError> {
+    /// The policy and the rest, or the error naming a missing component.
+    pub(crate) fn into_policy(self) -> Result<(Policy, P), CupelError> {
         let missing = |what: &str, call: &str| {
             CupelError::PipelineConfig(format!("policy has no {what}: call `.{call}(...)`"))
         };
-        Ok(Policy {
+        let policy = Policy {
             scorer: self.scorer.ok_or_else(|| missing("scorer", "scorer"))?,
             slicer: self.slicer.ok_or_else(|| missing("slicer", "slicer"))?,
             placer: self.placer.ok_or_else(|| missing("placer", "placer"))?,
             overflow_strategy: self.overflow_strategy,
             deduplication: self.deduplication.unwrap_or(true),
-        })
+        };
+        Ok((policy, self.rest))
     }
 }

@@ -1,5 +1,10 @@
-//! The six stages of one run. Stages pass indices and scores; items are cloned
-//! (an `Arc` bump each) only for the returned window and for diagnostics.
+//! The one stage engine: Classify, Score, Deduplicate, Sort, Slice and Place,
+//! written once over a [`Units`] table. A plain run is the table where every
+//! unit is one item ([`Plain`]); a run with atomic groups uses
+//! [`Grouped`](crate::grouped::Grouped). Each table gets its own compiled
+//! copy of the engine, so a group-free input builds no table and pays
+//! nothing for groups. Stages pass unit ids and scores; items are cloned (an
+//! `Arc` bump each) only for the returned window and for diagnostics.
 
 use std::collections::hash_map::Entry;
 use std::time::{Instant, SystemTime};
@@ -7,44 +12,77 @@ use std::time::{Instant, SystemTime};
 use cupel_core::{
     CapExclusion, ContextBudget, ContextItem, CupelError, ExclusionReason, ExclusionRecord,
     InclusionReason, InclusionRecord, OverflowEvent, OverflowStrategy, PipelineStage, ScoredItem,
-    SliceBudget, SliceOutcome, StageTrace, TraceCollector, check_token_totals, score_cmp_desc,
+    SliceOutcome, StageTrace, TraceCollector, check_finite, check_token_totals, score_cmp_desc,
+    score_sort_key,
 };
-
 use rustc_hash::FxHashMap;
 
 use crate::Policy;
+use crate::blame::PinnedBlame;
+use crate::contract::{check_permutation, checked_selection};
+use crate::grouped::{Group, Grouped};
 use crate::pipeline::OverflowObserver;
 
-/// Wall-clock and monotonic start of a stage; only taken when tracing.
-pub(crate) struct Timer {
-    started_at: SystemTime,
-    started: Instant,
+/// What the engine needs to know about the units of one run. Unit ids are
+/// `0..count()`, in the input order of each unit's first member.
+pub(crate) trait Units {
+    /// The input indices of a unit's members, ascending.
+    type Members<'s>: Iterator<Item = usize>
+    where
+        Self: 's;
+    /// Whether a unit can have more than one member.
+    const GROUPED: bool;
+    fn count(&self) -> usize;
+    fn members(&self, u: usize) -> Self::Members<'_>;
+    /// Sum of the unit's non-negative member tokens.
+    fn tokens(&self, u: usize) -> i64;
+    fn pinned(&self, u: usize) -> bool;
+    /// Whether a member has negative tokens (the unit is excluded at Classify).
+    fn negative(&self, u: usize) -> bool;
+    /// The item the slicer and placer see for the unit.
+    fn item(&self, u: usize) -> &ContextItem;
+    /// The group of a unit with more than one member.
+    fn group(&self, u: usize) -> Option<&Group<'_>>;
 }
 
-impl Timer {
-    pub(crate) fn start(traced: bool) -> Option<Timer> {
-        traced.then(|| Timer {
-            started_at: SystemTime::now(),
-            started: Instant::now(),
-        })
+/// The number of items in the units `ids` of `units`.
+fn item_count<'u, T: Units>(units: &T, ids: impl Iterator<Item = &'u usize>) -> usize {
+    if T::GROUPED {
+        ids.map(|&u| units.members(u).count()).sum()
+    } else {
+        ids.count()
     }
 }
 
-pub(crate) fn finish<C: TraceCollector + ?Sized>(
-    collector: &mut C,
-    timer: Option<Timer>,
-    stage: PipelineStage,
-    item_count_in: usize,
-    item_count_out: usize,
-) {
-    if let Some(t) = timer {
-        collector.on_stage_completed(&StageTrace::new(
-            stage,
-            t.started_at,
-            t.started.elapsed(),
-            item_count_in,
-            item_count_out,
-        ));
+/// The unit table of a run without groups: unit `u` is item `u`.
+pub(crate) struct Plain<'a>(pub(crate) &'a [ContextItem]);
+
+impl Units for Plain<'_> {
+    type Members<'s>
+        = std::iter::Once<usize>
+    where
+        Self: 's;
+    const GROUPED: bool = false;
+    fn count(&self) -> usize {
+        self.0.len()
+    }
+    fn members(&self, u: usize) -> Self::Members<'_> {
+        std::iter::once(u)
+    }
+    fn tokens(&self, u: usize) -> i64 {
+        self.0[u].tokens()
+    }
+    fn pinned(&self, u: usize) -> bool {
+        self.0[u].pinned()
+    }
+    fn negative(&self, u: usize) -> bool {
+        self.0[u].tokens() < 0
+    }
+    fn item(&self, u: usize) -> &ContextItem {
+        &self.0[u]
+    }
+    fn group(&self, _: usize) -> Option<&Group<'_>> {
+        None
     }
 }
 
@@ -60,13 +98,16 @@ pub(crate) fn execute<C: TraceCollector + ?Sized>(
     if traced {
         collector.on_run_started(items, budget);
     }
-    // Atomic groups (an extension) take their own path, so that a run without
-    // any grouped item goes through exactly the specification's stages.
-    let result = if items.iter().any(|i| i.group().is_some()) {
-        crate::grouped::stages(policy, budget, items, collector, traced, observer)
-    } else {
-        stages(policy, budget, items, collector, traced, observer)
-    };
+    let result = check_token_totals(items).and_then(|()| {
+        // Atomic groups (an extension) need a unit table; a run without any
+        // grouped item goes through exactly the specification's stages.
+        if items.iter().any(|i| i.group().is_some()) {
+            let table = Grouped::build(items)?;
+            Engine::new(policy, budget, items, &table, collector, observer).run()
+        } else {
+            Engine::new(policy, budget, items, &Plain(items), collector, observer).run()
+        }
+    });
     if traced {
         match &result {
             Ok(_) => collector.on_run_completed(),
@@ -76,530 +117,506 @@ pub(crate) fn execute<C: TraceCollector + ?Sized>(
     result
 }
 
-fn stages<C: TraceCollector + ?Sized>(
-    policy: &Policy,
-    budget: &ContextBudget,
-    items: &[ContextItem],
-    collector: &mut C,
+/// Wall-clock and monotonic start of a stage; only taken when tracing.
+struct Timer {
+    started_at: SystemTime,
+    started: Instant,
+}
+
+/// The state of one run, shared by its stages.
+struct Engine<'r, T, C: ?Sized> {
+    policy: &'r Policy,
+    budget: &'r ContextBudget,
+    items: &'r [ContextItem],
+    units: &'r T,
+    collector: &'r mut C,
+    observer: Option<&'r OverflowObserver>,
     traced: bool,
-    observer: Option<&OverflowObserver>,
-) -> Result<Vec<ContextItem>, CupelError> {
-    // After this check every sum of non-negative token counts fits in i64.
-    check_token_totals(items)?;
+    /// Score of each input item: its scorer's score, 1.0 when pinned.
+    score_of: Vec<f64>,
+    pinned_tokens: i64,
+    /// Input indices of the pinned items, in input order.
+    pinned_items: Vec<usize>,
+    /// Built at Slice when tracing; shared with Truncate so that a pinned
+    /// item is never blamed for more tokens than it holds over the run.
+    blame: Option<PinnedBlame>,
+}
 
-    // ----- 1. Classify ---------------------------------------------------------
-    let timer = Timer::start(traced);
-    let mut pinned: Vec<usize> = Vec::new();
-    let mut scoreable: Vec<usize> = Vec::with_capacity(items.len());
-    let mut pinned_tokens: i64 = 0;
-    for (i, item) in items.iter().enumerate() {
-        let tokens = item.tokens();
-        if tokens < 0 {
-            if traced {
-                collector.on_item_excluded(ExclusionRecord::new(
-                    PipelineStage::Classify,
-                    i,
-                    item,
-                    0.0,
-                    ExclusionReason::NegativeTokens { tokens },
-                ));
-            }
-        } else if item.pinned() {
-            pinned.push(i);
-            pinned_tokens += tokens;
-        } else {
-            scoreable.push(i);
-        }
-    }
-    let available_for_pinned = budget.available_for_pinned();
-    if pinned_tokens > available_for_pinned {
-        return Err(CupelError::PinnedBudgetExceeded {
-            pinned_tokens,
-            available_tokens: available_for_pinned,
-        });
-    }
-    finish(
-        collector,
-        timer,
-        PipelineStage::Classify,
-        items.len(),
-        pinned.len() + scoreable.len(),
-    );
+/// The merged list of the Place stage: (unit, score).
+type Merged = Vec<(usize, f64)>;
 
-    // ----- 2. Score --------------------------------------------------------------
-    let timer = Timer::start(traced);
-    let refs: Vec<&ContextItem> = scoreable.iter().map(|&i| &items[i]).collect();
-    let scores = score_items(policy, &refs, &scoreable)?;
-    finish(
-        collector,
-        timer,
-        PipelineStage::Score,
-        refs.len(),
-        refs.len(),
-    );
-
-    // ----- 3. Deduplicate ----------------------------------------------------------
-    // Positions below are indices into `scoreable` / `scores`. The survivors go
-    // straight into the Sort stage's `(score, position)` keys.
-    let timer = Timer::start(traced);
-    let mut keyed: Vec<(f64, usize)> = if policy.deduplication && !refs.is_empty() {
-        let mut survivor = vec![true; refs.len()];
-        // Only looked up, never iterated: hash order cannot reach the output.
-        let mut best: FxHashMap<&str, usize> =
-            FxHashMap::with_capacity_and_hasher(refs.len(), Default::default());
-        for (p, item) in refs.iter().enumerate() {
-            match best.entry(item.content()) {
-                Entry::Vacant(v) => {
-                    v.insert(p);
-                }
-                Entry::Occupied(mut o) => {
-                    let existing = *o.get();
-                    // Strictly better replaces; equal keeps the earlier position.
-                    if score_cmp_desc(scores[p], scores[existing]).is_lt() {
-                        survivor[existing] = false;
-                        o.insert(p);
-                    } else {
-                        survivor[p] = false;
-                    }
-                }
-            }
-        }
-        if traced {
-            for (p, &alive) in survivor.iter().enumerate() {
-                if !alive {
-                    let item = refs[p];
-                    // Byte-identical by definition: the survivor's content is this content.
-                    collector.on_item_excluded(ExclusionRecord::new(
-                        PipelineStage::Deduplicate,
-                        scoreable[p],
-                        item,
-                        scores[p],
-                        ExclusionReason::Deduplicated {
-                            deduplicated_against: item.content().to_owned(),
-                        },
-                    ));
-                }
-            }
-        }
-        (0..refs.len())
-            .filter(|&p| survivor[p])
-            .map(|p| (scores[p], p))
-            .collect()
-    } else {
-        scores.iter().copied().zip(0..).collect()
-    };
-    finish(
-        collector,
-        timer,
-        PipelineStage::Deduplicate,
-        refs.len(),
-        keyed.len(),
-    );
-
-    // ----- 4. Sort (no event) --------------------------------------------------------
-    // Sort (score, position) pairs: the index tie-break makes every key unique,
-    // so an unstable sort gives the stable order, and the keys sit in one array.
-    keyed.sort_unstable_by(|a, b| score_cmp_desc(a.0, b.0).then(a.1.cmp(&b.1)));
-    let sorted: Vec<usize> = keyed.into_iter().map(|(_, p)| p).collect();
-    let sorted_scored: Vec<ScoredItem<'_>> = sorted
-        .iter()
-        .map(|&p| ScoredItem::new(refs[p], scores[p]))
-        .collect();
-
-    // ----- 5. Slice ----------------------------------------------------------------------
-    let timer = Timer::start(traced);
-    let effective = budget.effective(pinned_tokens);
-    let outcome = policy.slicer.slice(&sorted_scored, effective)?;
-    let n_sorted = sorted_scored.len();
-    let selected = checked_selection(&outcome, n_sorted)?;
-    // The merged list of the Place stage, as (input index, score): pinned items
-    // first with score 1.0, then the sliced items in Sort-stage order (score
-    // descending, clarification D-4), not in the slicer's output order.
-    let mut merged: Vec<(usize, f64)> = Vec::with_capacity(pinned.len() + outcome.selected.len());
-    merged.extend(pinned.iter().map(|&i| (i, 1.0)));
-    let mut sliced_tokens: i64 = 0;
-    for s in (0..n_sorted).filter(|&s| selected[s]) {
-        let scored = sorted_scored[s];
-        sliced_tokens += scored.item.tokens();
-        merged.push((scoreable[sorted[s]], scored.score));
-    }
-    let n_sliced = merged.len() - pinned.len();
-    // Built only when tracing; shared by Slice and Truncate so that a pinned
-    // item is never blamed for more tokens than it holds over the whole run.
-    let mut blame = traced.then(|| PinnedBlame::new(budget, items, &pinned));
-    if let Some(blame) = blame.as_mut() {
-        if !outcome.shortfalls.is_empty() {
-            collector.on_shortfalls(&outcome.shortfalls);
-        }
-        report_slice_exclusions(
+impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
+    fn new(
+        policy: &'r Policy,
+        budget: &'r ContextBudget,
+        items: &'r [ContextItem],
+        units: &'r T,
+        collector: &'r mut C,
+        observer: Option<&'r OverflowObserver>,
+    ) -> Self {
+        let traced = collector.is_enabled();
+        Engine {
+            policy,
+            budget,
+            items,
+            units,
             collector,
-            blame,
-            &scoreable,
-            &sorted,
-            &sorted_scored,
-            &selected,
-            &outcome,
-            effective,
-            sliced_tokens,
-        );
-    }
-    finish(collector, timer, PipelineStage::Slice, n_sorted, n_sliced);
-
-    // ----- 6. Place ----------------------------------------------------------------------
-    let timer = Timer::start(traced);
-    let merged_in = merged.len();
-    // Distinct non-negative counts of the checked input: the sum fits in i64.
-    let merged_tokens = pinned_tokens + sliced_tokens;
-    // The real room: the target, capped at max - reserve (S-15a).
-    let target = budget.overflow_limit();
-    if merged_tokens > target {
-        match policy.overflow_strategy {
-            OverflowStrategy::Truncate => {
-                merged = truncate(collector, blame.as_mut(), items, merged, target);
-            }
-            OverflowStrategy::Proceed => {
-                let event = OverflowEvent::new(
-                    merged_tokens - target,
-                    merged.iter().map(|&(i, _)| items[i].clone()).collect(),
-                    budget.clone(),
-                );
-                collector.on_overflow(&event);
-                if let Some(obs) = observer {
-                    obs(&event);
-                }
-            }
-            // Throw, and any strategy this version does not know: refuse.
-            _ => {
-                return Err(CupelError::BudgetOverflow {
-                    selected_tokens: merged_tokens,
-                    target_tokens: target,
-                });
-            }
+            observer,
+            traced,
+            score_of: Vec::new(),
+            pinned_tokens: 0,
+            pinned_items: Vec::new(),
+            blame: None,
         }
     }
 
-    let merged_scored: Vec<ScoredItem<'_>> = merged
-        .iter()
-        .map(|&(i, s)| ScoredItem::new(&items[i], s))
-        .collect();
-    let order = policy.placer.place(&merged_scored);
-    check_permutation(&order, merged.len())?;
-    if traced {
-        for &m in &order {
-            let (index, score) = merged[m];
-            let item = &items[index];
-            let reason = inclusion_reason(item.pinned(), item.tokens());
-            collector.on_item_included(InclusionRecord::new(index, item, score, reason));
-        }
-    }
-    let window: Vec<ContextItem> = order.iter().map(|&m| items[merged[m].0].clone()).collect();
-    finish(
-        collector,
-        timer,
-        PipelineStage::Place,
-        merged_in,
-        window.len(),
-    );
-    Ok(window)
-}
-
-/// Reports every sorted item the slicer left out (see clarifications D-8..D-10).
-#[allow(clippy::too_many_arguments)]
-fn report_slice_exclusions<C: TraceCollector + ?Sized>(
-    collector: &mut C,
-    blame: &mut PinnedBlame,
-    scoreable: &[usize],
-    sorted: &[usize],
-    sorted_scored: &[ScoredItem<'_>],
-    selected: &[bool],
-    outcome: &SliceOutcome,
-    effective: SliceBudget,
-    sliced_tokens: i64,
-) {
-    let n = sorted_scored.len();
-    // Indices were validated by the caller.
-    let mut capped: Vec<Option<&CapExclusion>> = vec![None; n];
-    for cap in &outcome.cap_exclusions {
-        if let Some(slot) = capped.get_mut(cap.index) {
-            *slot = Some(cap);
-        }
-    }
-    // The room each item actually had: the first room the slicer lists it in,
-    // else the whole effective target minus everything selected (D-8).
-    let whole_room = effective.target_tokens.saturating_sub(sliced_tokens);
-    let mut room_of: Vec<Option<i64>> = vec![None; if outcome.rooms.is_empty() { 0 } else { n }];
-    for room in &outcome.rooms {
-        for &m in &room.members {
-            if let Some(slot) = room_of.get_mut(m) {
-                slot.get_or_insert(room.room_tokens);
-            }
-        }
-    }
-    for s in 0..n {
-        if selected[s] {
-            continue;
-        }
-        let scored = sorted_scored[s];
-        let tokens = scored.item.tokens();
-        let reason = if let Some(cap) = capped[s] {
-            ExclusionReason::CountCapExceeded {
-                kind: cap.kind.to_string(),
-                cap: i64::try_from(cap.cap).unwrap_or(i64::MAX),
-                count: i64::try_from(cap.count).unwrap_or(i64::MAX),
-            }
-        } else if let Some(reason) = blame.at_slice(tokens) {
-            reason
-        } else {
-            let room = room_of.get(s).copied().flatten().unwrap_or(whole_room);
-            ExclusionReason::BudgetExceeded {
-                item_tokens: tokens,
-                available_tokens: room.max(0),
-            }
-        };
-        collector.on_item_excluded(ExclusionRecord::new(
-            PipelineStage::Slice,
-            scoreable[sorted[s]],
-            scored.item,
-            scored.score,
-            reason,
-        ));
-    }
-}
-
-/// Decides which exclusions the pinned items are to blame for (clarification
-/// D-9), keeping count of the tokens blamed on each pinned item so that no
-/// pinned item is ever said to have displaced more tokens than it holds.
-pub(crate) struct PinnedBlame {
-    /// Content of each pinned item, in input order.
-    names: Vec<String>,
-    /// Tokens of the pinned items `0..=k` together.
-    cumulative: Vec<i64>,
-    /// Effective target with the pinned items `0..=k` subtracted (non-increasing).
-    targets: Vec<i64>,
-    /// Effective target with no pinned tokens subtracted.
-    target_without: i64,
-    /// Tokens each pinned item can still be blamed for.
-    unblamed: Vec<i64>,
-}
-
-impl PinnedBlame {
-    pub(crate) fn new(budget: &ContextBudget, items: &[ContextItem], pinned: &[usize]) -> Self {
-        let mut b = PinnedBlame {
-            names: Vec::with_capacity(pinned.len()),
-            cumulative: Vec::with_capacity(pinned.len()),
-            targets: Vec::with_capacity(pinned.len()),
-            target_without: budget.effective(0).target_tokens,
-            unblamed: Vec::with_capacity(pinned.len()),
-        };
-        let mut sum: i64 = 0;
-        for &i in pinned {
-            let item = &items[i];
-            // Pinned tokens were checked against the budget: the sum fits.
-            sum = sum.saturating_add(item.tokens());
-            b.names.push(item.content().to_owned());
-            b.cumulative.push(sum);
-            b.targets.push(budget.effective(sum).target_tokens);
-            b.unblamed.push(item.tokens());
-        }
-        b
+    fn run(mut self) -> Result<Vec<ContextItem>, CupelError> {
+        let (pinned, scoreable) = self.classify()?;
+        self.score(&scoreable)?;
+        let survivors = self.deduplicate(&scoreable);
+        drop(scoreable);
+        let merged = self.slice(survivors, &pinned)?;
+        self.place(merged)
     }
 
-    /// At Slice: the item alone is larger than the effective target computed
-    /// with the pinned tokens yet fits the one computed without them. Names
-    /// the first pinned item (input order) whose tokens, added to those before
-    /// it, make the item too large.
-    pub(crate) fn at_slice(&mut self, tokens: i64) -> Option<ExclusionReason> {
-        let with_all = *self.targets.last()?;
-        if tokens <= with_all || tokens > self.target_without {
-            return None;
-        }
-        let k = self.targets.partition_point(|&t| tokens <= t);
-        self.charge(k, tokens)
-    }
-
-    /// At Truncate: the item, dropped with `kept_unpinned` non-pinned tokens
-    /// kept before it, would have been kept had the pinned tokens not counted.
-    /// Names the first pinned item at which the pinned tokens so far push it
-    /// over `target`.
-    pub(crate) fn at_truncate(
-        &mut self,
-        tokens: i64,
-        kept_unpinned: i64,
-        target: i64,
-    ) -> Option<ExclusionReason> {
-        if self.names.is_empty() || kept_unpinned.saturating_add(tokens) > target {
-            return None;
-        }
-        let k = self
-            .cumulative
-            .partition_point(|&p| kept_unpinned.saturating_add(p).saturating_add(tokens) <= target);
-        self.charge(k, tokens)
-    }
-
-    /// Blames pinned item `k` for `tokens`, if it still holds that many.
-    fn charge(&mut self, k: usize, tokens: i64) -> Option<ExclusionReason> {
-        let left = self.unblamed.get_mut(k)?;
-        if tokens > *left {
-            return None;
-        }
-        *left -= tokens;
-        Some(ExclusionReason::PinnedOverride {
-            displaced_by: self.names[k].clone(),
+    fn start(&self) -> Option<Timer> {
+        self.traced.then(|| Timer {
+            started_at: SystemTime::now(),
+            started: Instant::now(),
         })
     }
-}
 
-/// The Truncate strategy: keep pinned items, keep others from the front while they fit.
-fn truncate<C: TraceCollector + ?Sized>(
-    collector: &mut C,
-    blame: Option<&mut PinnedBlame>,
-    items: &[ContextItem],
-    merged: Vec<(usize, f64)>,
-    target: i64,
-) -> Vec<(usize, f64)> {
-    let mut kept = Vec::with_capacity(merged.len());
-    // (entry, non-pinned tokens kept before it, room it had)
-    let mut removed: Vec<((usize, f64), i64, i64)> = Vec::new();
-    let mut current: i64 = 0;
-    let mut kept_unpinned: i64 = 0;
-    for entry in merged {
-        let tokens = items[entry.0].tokens();
-        if items[entry.0].pinned() {
-            current += tokens;
-            kept.push(entry);
-        } else if current + tokens <= target {
-            current += tokens;
-            kept_unpinned += tokens;
-            kept.push(entry);
-        } else {
-            removed.push((entry, kept_unpinned, target.saturating_sub(current)));
-        }
-    }
-    if let Some(blame) = blame {
-        for ((index, score), kept_before, room) in removed {
-            let item = &items[index];
-            let tokens = item.tokens();
-            let reason = blame.at_truncate(tokens, kept_before, target).unwrap_or(
-                ExclusionReason::BudgetExceeded {
-                    item_tokens: tokens,
-                    available_tokens: room.max(0),
-                },
-            );
-            collector.on_item_excluded(ExclusionRecord::new(
-                PipelineStage::Place,
-                index,
-                item,
-                score,
-                reason,
+    /// Reports a stage; the item counts are only computed when tracing.
+    fn finish(
+        &mut self,
+        timer: Option<Timer>,
+        stage: PipelineStage,
+        counts: impl Fn() -> (usize, usize),
+    ) {
+        if let Some(t) = timer {
+            let (count_in, count_out) = counts();
+            self.collector.on_stage_completed(&StageTrace::new(
+                stage,
+                t.started_at,
+                t.started.elapsed(),
+                count_in,
+                count_out,
             ));
         }
     }
-    kept
-}
 
-/// The slicer's selection as flags over its input, after checking that every
-/// index it returned (selected, rooms, cap exclusions) is in range and that
-/// nothing is selected twice or both selected and cap-excluded.
-pub(crate) fn checked_selection(
-    outcome: &SliceOutcome,
-    n_sorted: usize,
-) -> Result<Vec<bool>, CupelError> {
-    let mut selected = vec![false; n_sorted];
-    for &s in &outcome.selected {
-        match selected.get_mut(s) {
-            Some(flag) if !*flag => *flag = true,
-            Some(_) => {
-                return Err(CupelError::PipelineConfig(format!(
-                    "slicer selected index {s} more than once"
-                )));
-            }
-            None => {
-                return Err(CupelError::PipelineConfig(format!(
-                    "slicer selected index {s}, but only {n_sorted} items were given"
-                )));
+    /// Reports every member of unit `u` excluded at `stage` for `reason`,
+    /// each with its own score.
+    fn exclude(&mut self, stage: PipelineStage, u: usize, reason: ExclusionReason) {
+        let units = self.units;
+        let mut members = units.members(u).peekable();
+        let mut reason = Some(reason);
+        while let Some(i) = members.next() {
+            let r = if members.peek().is_some() {
+                reason.clone()
+            } else {
+                reason.take()
+            };
+            if let Some(r) = r {
+                let record = ExclusionRecord::new(stage, i, &self.items[i], self.score_of[i], r);
+                self.collector.on_item_excluded(record);
             }
         }
     }
-    // Checked on every path (not only when tracing) so `run` and `dry_run` agree.
-    if let Some(m) = outcome
-        .rooms
-        .iter()
-        .flat_map(|r| r.members.iter())
-        .find(|&&m| m >= n_sorted)
-    {
-        return Err(CupelError::PipelineConfig(format!(
-            "slicer reported a room for index {m}, but only {n_sorted} items were given"
-        )));
-    }
-    if let Some(cap) = outcome
-        .cap_exclusions
-        .iter()
-        .find(|c| selected.get(c.index).is_none_or(|&sel| sel))
-    {
-        return Err(CupelError::PipelineConfig(format!(
-            "slicer reported a cap exclusion for index {} which is selected or out of range ({n_sorted} items)",
-            cap.index
-        )));
-    }
-    Ok(selected)
-}
 
-pub(crate) fn check_permutation(order: &[usize], n: usize) -> Result<(), CupelError> {
-    if order.len() != n {
-        return Err(CupelError::PipelineConfig(format!(
-            "placer returned {} positions for {n} items",
-            order.len()
-        )));
-    }
-    let mut seen = vec![false; n];
-    for &i in order {
-        match seen.get_mut(i) {
-            Some(flag) if !*flag => *flag = true,
-            _ => {
-                return Err(CupelError::PipelineConfig(format!(
-                    "placer output is not a permutation of 0..{n} (index {i} repeated or out of range)"
-                )));
+    /// Stage 1: negative units out, pinned units aside, the rest scoreable.
+    fn classify(&mut self) -> Result<(Vec<usize>, Vec<usize>), CupelError> {
+        let timer = self.start();
+        let units = self.units;
+        let mut pinned = Vec::new();
+        let mut scoreable = Vec::with_capacity(units.count());
+        for u in 0..units.count() {
+            if units.negative(u) {
+                if self.traced {
+                    // AG-2: a negative member excludes its whole group.
+                    for i in units.members(u) {
+                        let tokens = self.items[i].tokens();
+                        let reason = match units.group(u) {
+                            Some(g) if tokens >= 0 => g.excluded(0),
+                            _ => ExclusionReason::NegativeTokens { tokens },
+                        };
+                        let record = ExclusionRecord::new(
+                            PipelineStage::Classify,
+                            i,
+                            &self.items[i],
+                            0.0,
+                            reason,
+                        );
+                        self.collector.on_item_excluded(record);
+                    }
+                }
+            } else if units.pinned(u) {
+                // Non-negative counts of a checked input: the sum fits.
+                self.pinned_tokens = self.pinned_tokens.saturating_add(units.tokens(u));
+                pinned.push(u);
+            } else {
+                scoreable.push(u);
             }
         }
-    }
-    Ok(())
-}
-
-/// Scores `refs` (the items at input indices `indices`) with the policy's
-/// scorer, checking its contract: one score per item, and the one rule for
-/// non-finite scores (spec H-1) — an error naming the scorer and the item's
-/// input index, before any later stage sees the score. Shared by the plain
-/// and the grouped paths.
-pub(crate) fn score_items(
-    policy: &Policy,
-    refs: &[&ContextItem],
-    indices: &[usize],
-) -> Result<Vec<f64>, CupelError> {
-    let scores: Vec<f64> = if refs.is_empty() {
-        Vec::new()
-    } else {
-        policy.scorer.score_all(refs)
-    };
-    if scores.len() != refs.len() {
-        return Err(CupelError::PipelineConfig(format!(
-            "scorer returned {} scores for {} items",
-            scores.len(),
-            refs.len()
-        )));
-    }
-    if let Some(p) = scores.iter().position(|s| !s.is_finite()) {
-        return Err(CupelError::NonFiniteScore {
-            scorer: policy.scorer.name().to_string(),
-            index: indices.get(p).copied().unwrap_or(p),
-            score: scores[p],
+        let available = self.budget.available_for_pinned();
+        if self.pinned_tokens > available {
+            return Err(CupelError::PinnedBudgetExceeded {
+                pinned_tokens: self.pinned_tokens,
+                available_tokens: available,
+            });
+        }
+        self.pinned_items = self.member_items(&pinned);
+        let count_in = self.items.len();
+        self.finish(timer, PipelineStage::Classify, || {
+            (count_in, item_count(units, pinned.iter().chain(&scoreable)))
         });
+        Ok((pinned, scoreable))
     }
-    Ok(scores)
+
+    /// The input indices of the members of `units`, in input order.
+    fn member_items(&self, units: &[usize]) -> Vec<usize> {
+        if !T::GROUPED {
+            // Unit `u` is item `u`, and `units` ascend.
+            return units.to_vec();
+        }
+        // Members of different groups interleave: mark, then collect in order (O(N)).
+        let mut marked = vec![false; self.items.len()];
+        for i in units.iter().flat_map(|&u| self.units.members(u)) {
+            marked[i] = true;
+        }
+        (0..marked.len()).filter(|&i| marked[i]).collect()
+    }
+
+    /// Stage 2: every scoreable item, in input order, through the scorer,
+    /// under its contract: one finite score per item (H-1).
+    fn score(&mut self, scoreable: &[usize]) -> Result<(), CupelError> {
+        let timer = self.start();
+        let indices = self.member_items(scoreable);
+        let refs: Vec<&ContextItem> = indices.iter().map(|&i| &self.items[i]).collect();
+        let scores = if refs.is_empty() {
+            Vec::new()
+        } else {
+            self.policy.scorer.score_all(&refs)
+        };
+        if scores.len() != refs.len() {
+            return Err(CupelError::PipelineConfig(format!(
+                "scorer returned {} scores for {} items",
+                scores.len(),
+                refs.len()
+            )));
+        }
+        check_finite(scores.iter().copied(), || {
+            self.policy.scorer.name().to_string()
+        })
+        .map_err(|e| match e {
+            CupelError::NonFiniteScore {
+                scorer,
+                index,
+                score,
+            } => CupelError::NonFiniteScore {
+                scorer,
+                index: indices.get(index).copied().unwrap_or(index),
+                score,
+            },
+            e => e,
+        })?;
+        self.score_of = vec![1.0; self.items.len()];
+        for (&i, &s) in indices.iter().zip(&scores) {
+            self.score_of[i] = s;
+        }
+        let n = refs.len();
+        self.finish(timer, PipelineStage::Score, || (n, n));
+        Ok(())
+    }
+
+    /// A unit's score: its item's, or the maximum of its members' (AG-5;
+    /// NaN ignored, NaN only if every member's is).
+    fn unit_score(&self, u: usize) -> f64 {
+        self.units
+            .members(u)
+            .map(|i| self.score_of[i])
+            .fold(f64::NAN, |acc, s| {
+                if acc.is_nan() || (!s.is_nan() && s > acc) {
+                    s
+                } else {
+                    acc
+                }
+            })
+    }
+
+    /// Stage 3: byte-identical contents among single-item units; the best
+    /// score survives, ties keep the earlier item. A multi-member group is
+    /// never compared (AG-4). Returns the survivors as `(score, unit)`.
+    fn deduplicate(&mut self, scoreable: &[usize]) -> Vec<(f64, usize)> {
+        let timer = self.start();
+        let units = self.units;
+        let mut keyed: Vec<(f64, usize)> =
+            scoreable.iter().map(|&u| (self.unit_score(u), u)).collect();
+        if self.policy.deduplication && !keyed.is_empty() {
+            let mut survivor = vec![true; keyed.len()];
+            // Only looked up, never iterated: hash order cannot reach the output.
+            let mut best: FxHashMap<&str, usize> =
+                FxHashMap::with_capacity_and_hasher(keyed.len(), Default::default());
+            for (k, &(score, u)) in keyed.iter().enumerate() {
+                if T::GROUPED && units.group(u).is_some() {
+                    continue;
+                }
+                match best.entry(units.item(u).content()) {
+                    Entry::Vacant(v) => {
+                        v.insert(k);
+                    }
+                    Entry::Occupied(mut o) => {
+                        let existing = *o.get();
+                        // Strictly better replaces; equal keeps the earlier one.
+                        if score_cmp_desc(score, keyed[existing].0).is_lt() {
+                            survivor[existing] = false;
+                            o.insert(k);
+                        } else {
+                            survivor[k] = false;
+                        }
+                    }
+                }
+            }
+            if self.traced {
+                for (k, &(_, u)) in keyed.iter().enumerate() {
+                    if !survivor[k] {
+                        // Byte-identical by definition: the survivor's content is this content.
+                        let against = units.item(u).content().to_owned();
+                        let reason = ExclusionReason::Deduplicated {
+                            deduplicated_against: against,
+                        };
+                        self.exclude(PipelineStage::Deduplicate, u, reason);
+                    }
+                }
+            }
+            let mut k = 0;
+            keyed.retain(|_| {
+                k += 1;
+                survivor[k - 1]
+            });
+        }
+        self.finish(timer, PipelineStage::Deduplicate, || {
+            let count_in = item_count(units, scoreable.iter());
+            (count_in, item_count(units, keyed.iter().map(|(_, u)| u)))
+        });
+        keyed
+    }
+
+    /// Stages 4 and 5: sort the units (score descending, ties by input
+    /// order), slice them, and build the merged list: pinned units first
+    /// (score 1.0), then the sliced units in sort order (D-4).
+    fn slice(
+        &mut self,
+        mut keyed: Vec<(f64, usize)>,
+        pinned: &[usize],
+    ) -> Result<Merged, CupelError> {
+        // (score key << 64 | unit): ascending order is score descending, then
+        // unit id, i.e. input order (D-3). Every key is unique, so the
+        // unstable sort gives the stable order; integer keys sort several
+        // times faster than a float comparator.
+        let mut keys: Vec<u128> = keyed
+            .iter()
+            .map(|&(s, u)| u128::from(score_sort_key(s)) << 64 | u as u128)
+            .collect();
+        keys.sort_unstable();
+        for (slot, key) in keyed.iter_mut().zip(keys) {
+            // The low 64 bits: the unit id packed above.
+            let u = key as u64 as usize;
+            *slot = (self.unit_score(u), u);
+        }
+        let timer = self.start();
+        let units = self.units;
+        let sorted: Vec<ScoredItem<'_>> = keyed
+            .iter()
+            .map(|&(s, u)| ScoredItem::new(units.item(u), s))
+            .collect();
+        let effective = self.budget.effective(self.pinned_tokens);
+        let outcome = self.policy.slicer.slice(&sorted, effective)?;
+        let selected = checked_selection(&outcome, sorted.len())?;
+        let mut merged: Merged = Vec::with_capacity(pinned.len() + outcome.selected.len());
+        merged.extend(pinned.iter().map(|&u| (u, 1.0)));
+        let mut sliced_tokens: i64 = 0;
+        for (&(score, u), _) in keyed.iter().zip(&selected).filter(|(_, sel)| **sel) {
+            sliced_tokens = sliced_tokens.saturating_add(units.tokens(u));
+            merged.push((u, score));
+        }
+        if self.traced {
+            if !outcome.shortfalls.is_empty() {
+                self.collector.on_shortfalls(&outcome.shortfalls);
+            }
+            let whole_room = effective.target_tokens.saturating_sub(sliced_tokens);
+            self.report_slice_exclusions(&keyed, &selected, &outcome, whole_room);
+        }
+        let n_pinned = pinned.len();
+        self.finish(timer, PipelineStage::Slice, || {
+            let sliced = merged[n_pinned..].iter().map(|(u, _)| u);
+            (
+                item_count(units, keyed.iter().map(|(_, u)| u)),
+                item_count(units, sliced),
+            )
+        });
+        Ok(merged)
+    }
+
+    /// Reports every sorted unit the slicer left out (D-8..D-10, AG rules):
+    /// a count cap's reason, else a group's `GroupExcluded`, else pinned
+    /// blame, else `BudgetExceeded` with the room the unit had.
+    fn report_slice_exclusions(
+        &mut self,
+        keyed: &[(f64, usize)],
+        selected: &[bool],
+        outcome: &SliceOutcome,
+        whole_room: i64,
+    ) {
+        let n = keyed.len();
+        // Indices were validated by `checked_selection`.
+        let mut capped: Vec<Option<&CapExclusion>> = vec![None; n];
+        for cap in &outcome.cap_exclusions {
+            if let Some(slot) = capped.get_mut(cap.index) {
+                *slot = Some(cap);
+            }
+        }
+        // The room each unit actually had: the first room the slicer lists
+        // it in, else the whole effective target minus everything selected.
+        let mut room_of: Vec<Option<i64>> =
+            vec![None; if outcome.rooms.is_empty() { 0 } else { n }];
+        for room in &outcome.rooms {
+            for &m in &room.members {
+                if let Some(slot) = room_of.get_mut(m) {
+                    slot.get_or_insert(room.room_tokens);
+                }
+            }
+        }
+        let mut blame = PinnedBlame::new(self.budget, self.items, &self.pinned_items);
+        let units = self.units;
+        for (s, &(_, u)) in keyed.iter().enumerate().filter(|&(s, _)| !selected[s]) {
+            let tokens = units.tokens(u);
+            let room = room_of.get(s).copied().flatten().unwrap_or(whole_room);
+            let reason = if let Some(cap) = capped[s] {
+                ExclusionReason::CountCapExceeded {
+                    kind: cap.kind.to_string(),
+                    cap: i64::try_from(cap.cap).unwrap_or(i64::MAX),
+                    count: i64::try_from(cap.count).unwrap_or(i64::MAX),
+                }
+            } else if let Some(g) = units.group(u) {
+                g.excluded(room)
+            } else if let Some(reason) = blame.at_slice(tokens) {
+                reason
+            } else {
+                ExclusionReason::BudgetExceeded {
+                    item_tokens: tokens,
+                    available_tokens: room.max(0),
+                }
+            };
+            self.exclude(PipelineStage::Slice, u, reason);
+        }
+        self.blame = Some(blame);
+    }
+
+    /// Stage 6: the overflow rule, then the placer over the merged units,
+    /// each placed unit expanded into its members (AG-7).
+    fn place(&mut self, mut merged: Merged) -> Result<Vec<ContextItem>, CupelError> {
+        let timer = self.start();
+        let units = self.units;
+        let merged_in = item_count(units, merged.iter().map(|(u, _)| u));
+        let merged_tokens = merged
+            .iter()
+            .fold(0i64, |acc, &(u, _)| acc.saturating_add(units.tokens(u)));
+        // The real room: the target, capped at max - reserve (S-15a).
+        let target = self.budget.overflow_limit();
+        if merged_tokens > target {
+            match self.policy.overflow_strategy {
+                OverflowStrategy::Truncate => merged = self.truncate(merged, target),
+                OverflowStrategy::Proceed => {
+                    let items = merged
+                        .iter()
+                        .flat_map(|&(u, _)| units.members(u))
+                        .map(|i| self.items[i].clone())
+                        .collect();
+                    let event =
+                        OverflowEvent::new(merged_tokens - target, items, self.budget.clone());
+                    self.collector.on_overflow(&event);
+                    if let Some(obs) = self.observer {
+                        obs(&event);
+                    }
+                }
+                // Throw, and any strategy this version does not know: refuse.
+                _ => {
+                    return Err(CupelError::BudgetOverflow {
+                        selected_tokens: merged_tokens,
+                        target_tokens: target,
+                    });
+                }
+            }
+        }
+        let scored: Vec<ScoredItem<'_>> = merged
+            .iter()
+            .map(|&(u, s)| ScoredItem::new(units.item(u), s))
+            .collect();
+        let order = self.policy.placer.place(&scored);
+        check_permutation(&order, merged.len())?;
+        let mut window = Vec::with_capacity(merged_in);
+        for &m in &order {
+            let u = merged[m].0;
+            for i in units.members(u) {
+                let item = &self.items[i];
+                if self.traced {
+                    let reason = inclusion_reason(units.pinned(u), item.tokens());
+                    let record = InclusionRecord::new(i, item, self.score_of[i], reason);
+                    self.collector.on_item_included(record);
+                }
+                window.push(item.clone());
+            }
+        }
+        let count_out = window.len();
+        self.finish(timer, PipelineStage::Place, || (merged_in, count_out));
+        Ok(window)
+    }
+
+    /// The Truncate strategy (S-10, AG-8): pinned units are kept, any other
+    /// unit is kept while it fits, else dropped whole.
+    fn truncate(&mut self, merged: Merged, target: i64) -> Merged {
+        let units = self.units;
+        let mut kept = Vec::with_capacity(merged.len());
+        // (unit, non-pinned tokens kept before it, room it had)
+        let mut removed: Vec<(usize, i64, i64)> = Vec::new();
+        let mut current: i64 = 0;
+        let mut kept_unpinned: i64 = 0;
+        for (u, score) in merged {
+            let tokens = units.tokens(u);
+            if units.pinned(u) {
+                current = current.saturating_add(tokens);
+                kept.push((u, score));
+            } else if current.saturating_add(tokens) <= target {
+                current += tokens;
+                kept_unpinned += tokens;
+                kept.push((u, score));
+            } else {
+                removed.push((u, kept_unpinned, target.saturating_sub(current)));
+            }
+        }
+        if let Some(mut blame) = self.blame.take() {
+            for (u, kept_before, room) in removed {
+                let tokens = units.tokens(u);
+                let reason = match units.group(u) {
+                    Some(g) => g.excluded(room),
+                    None => blame.at_truncate(tokens, kept_before, target).unwrap_or(
+                        ExclusionReason::BudgetExceeded {
+                            item_tokens: tokens,
+                            available_tokens: room.max(0),
+                        },
+                    ),
+                };
+                self.exclude(PipelineStage::Place, u, reason);
+            }
+        }
+        kept
+    }
 }
 
 /// Why an item in the window is there: pinned (an item, or a member of a
-/// pinned group), zero tokens, or its score. Shared by both paths.
-pub(crate) fn inclusion_reason(pinned: bool, tokens: i64) -> InclusionReason {
+/// pinned group), zero tokens, or its score.
+fn inclusion_reason(pinned: bool, tokens: i64) -> InclusionReason {
     if pinned {
         InclusionReason::Pinned
     } else if tokens == 0 {

@@ -7,10 +7,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use cupel_core::{
-    ContextBudget, ContextItem, ContextKind, CupelError, ExclusionReason, OverflowStrategy, Placer,
-    Slicer,
+    ContextBudget, ContextItem, ContextKind, CupelError, ExclusionReason, ExclusionRecord,
+    InclusionRecord, OverflowStrategy, PipelineStage, Placer, SelectionReport, Slicer,
+    TraceCollector,
 };
-use cupel_pipeline::Pipeline;
+use cupel_pipeline::{Pipeline, RunOptions};
 use cupel_placers::{ChronologicalPlacer, UShapedPlacer};
 use cupel_scorers::ReflexiveScorer;
 use cupel_slicers::{
@@ -203,12 +204,13 @@ proptest! {
                 let a: Vec<&ContextItem> = window.iter().collect();
                 let b: Vec<&ContextItem> = report.included.iter().map(|i| &i.item).collect();
                 prop_assert_eq!(a, b);
-                // A grouped item is never deduplicated; a dropped group's
-                // members share one reason.
+                // A member of a group of two or more is never deduplicated
+                // (one alone in its group is an item like any other); a
+                // dropped group's members share one reason.
                 for e in &report.excluded {
                     if let Some(g) = e.item.group() {
                         let dedup = matches!(e.reason, ExclusionReason::Deduplicated { .. });
-                        prop_assert!(!dedup, "grouped item deduplicated");
+                        prop_assert!(!dedup || groups[g].len() == 1, "grouped item deduplicated");
                         if let ExclusionReason::GroupExcluded { group, .. } = &e.reason {
                             prop_assert_eq!(group.as_str(), g);
                         }
@@ -228,20 +230,23 @@ proptest! {
         }
     }
 
-    /// Giving every item a group of its own changes nothing about the window
-    /// (with deduplication off, since grouped items are exempt from it).
+    /// Giving every item a group of its own changes nothing: the same
+    /// window, the same report (reasons, scores, positions, stage events)
+    /// and the same decisions stage by stage, deduplication included — an
+    /// item alone in its group is an item of its own (spec chapter 18).
     #[test]
-    fn singleton_groups_select_like_ungrouped_items(
+    fn singleton_groups_select_and_report_like_ungrouped_items(
         items in prop::collection::vec(arb_item(), 0..20),
         max in 0i64..600,
         target_frac in 0.0f64..=1.0,
         which in 0usize..6,
         u_shaped in any::<bool>(),
         overflow in overflow_strategy(),
+        dedup in any::<bool>(),
     ) {
         let target = (max as f64 * target_frac) as i64;
         let budget = ContextBudget::new(max, target).unwrap();
-        let p = pipeline(budget, which, u_shaped, overflow, false);
+        let p = pipeline(budget, which, u_shaped, overflow, dedup);
         let plain: Vec<ContextItem> = items
             .iter()
             .map(|i| i.to_builder().group_opt(None).build().unwrap())
@@ -259,7 +264,108 @@ proptest! {
             (Err(a), Err(b)) => prop_assert_eq!(a, b),
             (a, b) => prop_assert!(false, "{a:?} vs {b:?}"),
         }
+        match (decisions(&p, &plain), decisions(&p, &single)) {
+            (Ok(a), Ok(b)) => {
+                prop_assert_eq!(&a.0, &b.0, "stage-by-stage decisions differ");
+                prop_assert_eq!(report_rows(&a.1), report_rows(&b.1));
+                // Every row names its item's input position.
+                for r in &a.1.included {
+                    prop_assert!(r.item.ptr_eq(&plain[r.position]));
+                }
+                for r in &a.1.excluded {
+                    prop_assert!(r.item.ptr_eq(&plain[r.position]));
+                }
+            }
+            (Err(a), Err(b)) => prop_assert_eq!(a, b),
+            (a, b) => prop_assert!(false, "{:?} vs {:?}", a.err(), b.err()),
+        }
     }
+}
+
+/// Every decision of one run as the collector saw it: `(stage, input
+/// position, score, reason)`, in call order (included items as stage
+/// `Place`), with the run's report built from the same run.
+type Decisions = Vec<(PipelineStage, usize, String, String)>;
+
+#[derive(Default)]
+struct Recorder(Decisions);
+
+impl TraceCollector for Recorder {
+    fn is_enabled(&self) -> bool {
+        true
+    }
+    fn on_item_excluded(&mut self, r: ExclusionRecord<'_>) {
+        self.0.push((
+            r.stage,
+            r.index,
+            format!("{:?}", r.score),
+            format!("{:?}", r.reason),
+        ));
+    }
+    fn on_item_included(&mut self, r: InclusionRecord<'_>) {
+        let reason = format!("{:?}", r.reason);
+        self.0.push((
+            PipelineStage::Place,
+            r.index,
+            format!("{:?}", r.score),
+            reason,
+        ));
+    }
+}
+
+fn decisions(
+    p: &Pipeline,
+    items: &[ContextItem],
+) -> Result<(Decisions, SelectionReport), CupelError> {
+    let mut rec = Recorder::default();
+    let out = p.run_with(
+        items,
+        RunOptions::new().collector(&mut rec).dry(true).report(true),
+    )?;
+    Ok((rec.0, out.report.unwrap()))
+}
+
+/// A report without what legitimately differs between the two inputs (the
+/// items' group field, stage durations): positions, scores, reasons, item
+/// contents and tokens, stage events, totals and shortfalls.
+fn report_rows(r: &SelectionReport) -> String {
+    let included: Vec<String> = r
+        .included
+        .iter()
+        .map(|i| {
+            format!(
+                "{} {:?} {:?} {}/{}",
+                i.position,
+                i.score,
+                i.reason,
+                i.item.content(),
+                i.item.tokens()
+            )
+        })
+        .collect();
+    let excluded: Vec<String> = r
+        .excluded
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {:?} {:?} {}/{}",
+                e.position,
+                e.score,
+                e.reason,
+                e.item.content(),
+                e.item.tokens()
+            )
+        })
+        .collect();
+    let events: Vec<String> = r
+        .events
+        .iter()
+        .map(|e| format!("{:?} {} {:?}", e.stage, e.item_count, e.message))
+        .collect();
+    format!(
+        "{included:#?}\n{excluded:#?}\n{events:#?}\n{} {} {:?}",
+        r.total_candidates, r.total_tokens_considered, r.count_requirement_shortfalls
+    )
 }
 
 fn item(content: &str, tokens: i64, hint: f64, group: Option<&str>) -> ContextItem {

@@ -1,15 +1,18 @@
-//! Per-request budgets (`run_with_budget` and friends) and the report of a
-//! traced run (`run_traced_with_report`). Every window is derived by hand.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Per-request budgets and the report of a traced run: the one entry point
+//! (`run_with` and `RunOptions`), and the deprecated variants it replaces
+//! (`run_with_budget` and friends), which must keep working. Every window is
+//! derived by hand.
+#![allow(clippy::unwrap_used, clippy::expect_used, deprecated)]
 
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use cupel_core::{
-    ContextBudget, ContextItem, CupelError, DiagnosticTraceCollector, ExclusionReason, FanOut,
-    NullTraceCollector, OverflowStrategy, SelectionReport, TraceCollector, TraceDetailLevel,
+    BudgetTracker, ContextBudget, ContextItem, CupelError, DiagnosticTraceCollector,
+    ExclusionReason, FanOut, FixedTimeProvider, NullTraceCollector, OverflowStrategy, RunBudget,
+    SelectionReport, TokenLimit, TraceCollector, TraceDetailLevel,
 };
-use cupel_pipeline::Pipeline;
+use cupel_pipeline::{Pipeline, RunOptions};
 use cupel_placers::ChronologicalPlacer;
 use cupel_scorers::ReflexiveScorer;
 use cupel_slicers::GreedySlice;
@@ -277,4 +280,115 @@ fn a_fan_out_of_dyn_collectors_builds_the_same_report() {
     // Item level: five stage events plus five inclusion events.
     assert_eq!(report.events.len(), 10);
     assert_eq!(counter.stages, 5);
+}
+
+// ----- The one entry point: `run_with` and `RunOptions` ---------------------
+
+#[test]
+fn run_with_combines_a_budget_a_collector_and_a_report_in_one_run() {
+    let pipeline = pipeline();
+    let items = items();
+    // Small model: effective target min(80 - 10, 100 - 10) = 70; greedy takes
+    // b 30 (40 left) and a 40 (0 left); d 60 and c 20 no longer fit.
+    let small = ContextBudget::new(100, 80).unwrap();
+    let mut mine = DiagnosticTraceCollector::new(TraceDetailLevel::Stage);
+    let out = pipeline
+        .run_with(
+            &items,
+            RunOptions::new()
+                .budget(&small)
+                .collector(&mut mine)
+                .report(true),
+        )
+        .unwrap();
+    assert_eq!(contents(&out.items), ["sys", "a", "b"]);
+    assert!(out.hold.is_none());
+    let report = zero_durations(out.report.unwrap());
+    // The caller's collector saw the same run the report describes.
+    assert_eq!(zero_durations(mine.into_report()), report);
+    // Rows carry input positions: sys 0, a 1, b 2 placed; excluded by score,
+    // d (position 4, 0.9) before c (position 3, 0.2).
+    let placed: Vec<usize> = report.included.iter().map(|i| i.position).collect();
+    assert_eq!(placed, [0, 1, 2]);
+    let left_out: Vec<usize> = report.excluded.iter().map(|e| e.position).collect();
+    assert_eq!(left_out, [4, 3]);
+}
+
+#[test]
+fn run_with_defaults_to_run_and_its_dry_report_to_dry_run() {
+    let pipeline = pipeline();
+    let items = items();
+    let out = pipeline.run_with(&items, RunOptions::new()).unwrap();
+    assert_eq!(out.items, pipeline.run(&items).unwrap());
+    assert!(out.report.is_none());
+    let dry = pipeline
+        .run_with(&items, RunOptions::new().dry(true).report(true))
+        .unwrap();
+    assert_eq!(
+        zero_durations(dry.report.unwrap()),
+        zero_durations(pipeline.dry_run(&items).unwrap())
+    );
+}
+
+#[test]
+fn a_dry_run_calls_no_overflow_observer_and_holds_no_run_budget() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let pipeline = Pipeline::builder()
+        .scorer(ReflexiveScorer::new())
+        .slicer(GreedySlice::new())
+        .placer(ChronologicalPlacer)
+        .overflow_strategy(OverflowStrategy::Proceed)
+        .budget(ContextBudget::new(1_000, 1_000).unwrap())
+        .on_overflow(move |e| sink.lock().unwrap().push(e.tokens_over_budget))
+        .build()
+        .unwrap();
+    // Target 5: the pinned sys (10 tokens) alone overflows it by 5.
+    let tiny = ContextBudget::new(100, 5).unwrap();
+    let dry = pipeline
+        .run_with(&items(), RunOptions::new().budget(&tiny).dry(true))
+        .unwrap();
+    assert_eq!(contents(&dry.items), ["sys"]);
+    assert!(seen.lock().unwrap().is_empty());
+    // The same run, not dry, calls it once with the 5 tokens over.
+    pipeline
+        .run_with(&items(), RunOptions::new().budget(&tiny))
+        .unwrap();
+    assert_eq!(*seen.lock().unwrap(), [5]);
+
+    let clock = FixedTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
+    let run = BudgetTracker::new(RunBudget::new(None, None, &clock).unwrap(), clock).unwrap();
+    let err = pipeline
+        .run_with(&items(), RunOptions::new().run_budget(&run).dry(true))
+        .unwrap_err();
+    assert!(matches!(err, CupelError::PipelineConfig(_)), "{err:?}");
+}
+
+#[test]
+fn run_with_a_run_budget_clamps_a_per_request_budget_and_reports() {
+    let pipeline = pipeline();
+    let clock = FixedTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
+    let limits = TokenLimit::new(Some(50), None).unwrap();
+    let run =
+        BudgetTracker::new(RunBudget::new(None, Some(limits), &clock).unwrap(), clock).unwrap();
+    // Request budget 100 / 80; the run has 50 input tokens left, below
+    // 100 - 0, so the selection runs under max 50, target min(80, 50) = 50.
+    // Effective target 50 - 10 = 40: b 30 (10 left); a 40, d 60, c 20 do not fit.
+    let request = ContextBudget::new(100, 80).unwrap();
+    let out = pipeline
+        .run_with(
+            &items(),
+            RunOptions::new()
+                .budget(&request)
+                .run_budget(&run)
+                .report(true),
+        )
+        .unwrap();
+    assert_eq!(contents(&out.items), ["sys", "b"]);
+    let hold = out.hold.unwrap();
+    assert_eq!(hold.context_budget.target_tokens(), 50);
+    assert_eq!(hold.input_tokens, 40); // sys 10 + b 30
+    let report = out.report.unwrap();
+    assert_eq!(report.included.len(), 2);
+    assert_eq!(report.excluded.len(), 3);
 }

@@ -39,7 +39,7 @@
 //!   Excluded is sorted by score descending.
 //!
 //! All times are on 2025-03-14 (UTC); "09:30" below means 09:30:00 that day.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, deprecated)]
 
 use chrono::{DateTime, TimeZone, Utc};
 use cupel_core::{

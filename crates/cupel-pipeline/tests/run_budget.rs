@@ -1,5 +1,5 @@
 //! `Pipeline::run_within`: selecting a context window under a shared run budget.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, deprecated)]
 
 use chrono::{DateTime, TimeDelta, Utc};
 use cupel_core::{

@@ -9,7 +9,7 @@ use cupel_core::{
     InclusionReason, OverflowEvent, OverflowStrategy, PipelineStage, Placer, ScoredItem, Scorer,
     SelectionReport, SliceBudget, SliceOutcome, Slicer, TraceCollector, TraceDetailLevel,
 };
-use cupel_pipeline::Pipeline;
+use cupel_pipeline::{Pipeline, RunOptions};
 
 /// Score = the item's future-relevance hint (0 when absent).
 struct Hint;
@@ -405,7 +405,9 @@ fn proceed_keeps_everything_and_reports_the_overflow() {
         }
     }
     let mut c = Overflows(vec![]);
-    p.run_traced(&items, &mut c).unwrap();
+    p.run_with(&items, RunOptions::new().collector(&mut c))
+        .map(|o| o.items)
+        .unwrap();
     assert_eq!(c.0.len(), 1);
     assert_eq!(c.0[0].overflowing_items.len(), 2);
     assert_eq!(c.0[0].budget.target_tokens(), 50);
@@ -473,7 +475,10 @@ fn stage_events_count_items_entering_each_stage() {
     ];
     let p = pipeline(100, 15, OverflowStrategy::Throw);
     let mut c = DiagnosticTraceCollector::new(TraceDetailLevel::Item);
-    let window = p.run_traced(&items, &mut c).unwrap();
+    let window = p
+        .run_with(&items, RunOptions::new().collector(&mut c))
+        .map(|o| o.items)
+        .unwrap();
     assert_eq!(contents(&window), ["p", "x"]);
     let stage_counts: Vec<(PipelineStage, usize)> = c
         .events()

@@ -72,27 +72,9 @@ pub(crate) fn density(score: f64, tokens: i64) -> f64 {
     }
 }
 
-/// A `u64` whose ascending order is [`score_cmp_desc`](cupel_core::score_cmp_desc)'s order on `d`:
-/// larger values first, `-0.0 == 0.0`, every NaN last (and equal).
-///
-/// Sorting integer keys is several times faster than calling a float
-/// comparator; `key_matches_score_cmp_desc` in the tests checks the two
-/// orders agree.
+/// The score order as an integer key (see [`cupel_core::score_sort_key`]).
 pub(crate) fn desc_key(d: f64) -> u64 {
-    if d.is_nan() {
-        return u64::MAX;
-    }
-    // `+ 0.0` turns -0.0 into 0.0, so both get one key.
-    let bits = (d + 0.0).to_bits();
-    // Standard order-preserving map of IEEE doubles onto unsigned integers...
-    let ascending = if bits >> 63 == 1 {
-        !bits
-    } else {
-        bits | 1 << 63
-    };
-    // ...reversed for descending order. Finite and infinite values never map
-    // to u64::MAX (that would need ascending == 0, i.e. a NaN bit pattern).
-    !ascending
+    cupel_core::score_sort_key(d)
 }
 
 impl Slicer for GreedySlice {

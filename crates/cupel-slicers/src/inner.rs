@@ -2,18 +2,14 @@
 
 use cupel_core::{CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer};
 
-/// The one rule for non-finite scores (spec H-1): a slicer given a NaN or
-/// infinite score fails with [`CupelError::NonFiniteScore`] naming itself
-/// and the item's position in its input.
+/// The one rule for non-finite scores (spec H-1, checked by
+/// [`cupel_core::check_finite`]): a slicer given a NaN or infinite score
+/// fails with [`CupelError::NonFiniteScore`] naming itself and the item's
+/// position in its input.
 pub(crate) fn check_scores(slicer: &str, items: &[ScoredItem<'_>]) -> Result<(), CupelError> {
-    match items.iter().position(|s| !s.score.is_finite()) {
-        Some(index) => Err(CupelError::NonFiniteScore {
-            scorer: format!("the caller of {slicer}"),
-            index,
-            score: items[index].score,
-        }),
-        None => Ok(()),
-    }
+    cupel_core::check_finite(items.iter().map(|s| s.score), || {
+        format!("the caller of {slicer}")
+    })
 }
 
 /// Runs `inner` on the items at `map` (indices into `items`) and returns its

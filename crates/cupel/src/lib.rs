@@ -81,8 +81,9 @@ pub use cupel_core::{
     RUN_BUDGET_TRACING_TARGET, RemainingTokens, Reservation, RunBudget, RunBudgetBuilder,
     ScoredItem, Scorer, SelectionReport, SliceBudget, SliceOutcome, SliceRoom, Slicer, SlicerKind,
     StageTrace, SystemTimeProvider, TableLimit, TimeProvider, TokenCounter, TokenLimit, TokenSign,
-    TokenUsage, TraceCollector, TraceDetailLevel, TraceEvent, UsageMeter, check_finite_scores,
-    check_token_totals, chrono, diagnostics, parse_timestamp, score_cmp_desc, serde_timestamp,
+    TokenUsage, TraceCollector, TraceDetailLevel, TraceEvent, UsageMeter, check_finite,
+    check_finite_scores, check_token_totals, chrono, diagnostics, parse_timestamp, score_cmp_desc,
+    score_sort_key, serde_timestamp,
 };
 
 // Scorers (cupel-scorers).
@@ -105,14 +106,13 @@ pub use cupel_placers::{ChronologicalPlacer, UShapedPlacer};
 
 // Pipeline, policy, declarative configuration, presets and registry
 // (cupel-pipeline).
-
 pub use cupel_pipeline::{
     BudgetedWindow, ComponentRegistry, ComponentType, CountQuotaConfig, CurveConfig, InnerScorer,
-    KindWeightConfig, MAX_SCORER_DEPTH, OverflowObserver, Pipeline, PipelineBuilder,
+    KindWeightConfig, MAX_SCORER_DEPTH, OverflowObserver, Pipeline, PipelineBuilder, PipelineParts,
     PlacerConstructor, PlacerType, Policy, PolicyBuilder, PolicyConfig, Preset, QuotaConfig,
-    ScorerConfig, ScorerConstructor, ScorerType, SlicerConfig, SlicerConstructor, SlicerType,
-    StepWindowConfig, TagWeightConfig, overflow_strategy_name, preset, presets, samples,
-    scarcity_behavior_name, serde_json,
+    RunHold, RunOptions, RunOutput, ScorerConfig, ScorerConstructor, ScorerType, SlicerConfig,
+    SlicerConstructor, SlicerType, StepWindowConfig, TagWeightConfig, overflow_strategy_name,
+    preset, presets, samples, scarcity_behavior_name, serde_json,
 };
 // Issue 28: remaining time for people.
 pub use cupel_core::RemainingTime;

@@ -7,7 +7,7 @@
 //! * a **custom scorer** ([`KeywordScorer`]) next to the built-in slicer and
 //!   placer;
 //! * **per-request budgets**: one [`Pipeline`] serves models with different
-//!   context lengths through [`Pipeline::run_with_budget`] ([`select_for`]);
+//!   context lengths through [`Pipeline::run_with`] and a per-request budget ([`select_for`]);
 //! * **one run, two collectors**: [`traced_select`] feeds any collector (the
 //!   OpenTelemetry bridge, in the tests) and returns the run's
 //!   [`SelectionReport`] from the same run;
@@ -26,7 +26,7 @@ use cupel_core::{
     ContextBudget, ContextItem, ContextKind, CupelError, Scorer, SelectionReport, TraceCollector,
 };
 use cupel_pipeline::serde_json::Value;
-use cupel_pipeline::{ComponentRegistry, Pipeline, PolicyConfig};
+use cupel_pipeline::{ComponentRegistry, Pipeline, PolicyConfig, RunOptions};
 use cupel_placers::ChronologicalPlacer;
 use cupel_slicers::GreedySlice;
 
@@ -154,29 +154,36 @@ pub fn pipeline_from_policy(policy: &str) -> Result<Pipeline, CupelError> {
 /// Selects the window for `model`: the same pipeline, the model's budget.
 ///
 /// # Errors
-/// As [`Pipeline::run_with_budget`].
+/// As [`Pipeline::run_with`].
 pub fn select_for(
     pipeline: &Pipeline,
     items: &[ContextItem],
     model: Model,
 ) -> Result<Vec<ContextItem>, CupelError> {
-    pipeline.run_with_budget(items, &model.budget()?)
+    let budget = model.budget()?;
+    Ok(pipeline
+        .run_with(items, RunOptions::new().budget(&budget))?
+        .items)
 }
 
 /// Selects the window for `model`, reporting the run to `collector` and
 /// returning the run's report with the window.
 ///
 /// # Errors
-/// As [`Pipeline::run_traced_with_report`].
+/// As [`Pipeline::run_with`].
 pub fn traced_select<C: TraceCollector + ?Sized>(
     pipeline: &Pipeline,
     items: &[ContextItem],
     model: Model,
     collector: &mut C,
 ) -> Result<(Vec<ContextItem>, SelectionReport), CupelError> {
-    pipeline
-        .with_budget(model.budget()?)
-        .run_traced_with_report(items, collector)
+    let budget = model.budget()?;
+    let options = RunOptions::new()
+        .budget(&budget)
+        .collector(collector)
+        .report(true);
+    let out = pipeline.run_with(items, options)?;
+    Ok((out.items, out.report.unwrap_or_default()))
 }
 
 fn at(minute: u32) -> DateTime<Utc> {

@@ -6,6 +6,7 @@ use cupel_downstream_example::{
     LARGE, SMALL, SUPPORT_POLICY, billing_conversation, pipeline_from_policy, select_for,
     support_pipeline, traced_select,
 };
+use cupel_pipeline::RunOptions;
 
 /// Prints one line per completed stage: a collector of the application's own.
 struct StagePrinter;
@@ -71,7 +72,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         StagePrinter,
     );
     println!("fan-out run ({} model):", LARGE.name);
-    pipeline.run_traced_with_budget(&items, &LARGE.budget()?, &mut both)?;
+    let large = LARGE.budget()?;
+    pipeline.run_with(
+        &items,
+        RunOptions::new().budget(&large).collector(&mut both),
+    )?;
     let (diagnostics, _) = both.into_inner();
     println!("  {} events recorded", diagnostics.events().len());
     Ok(())

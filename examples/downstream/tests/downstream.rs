@@ -7,7 +7,7 @@
 //! the rest 0.0; greedy densities are request 1/30, policy 1/60, then the
 //! weather message and the FAQ (0.0, input order); the 20-token system prompt
 //! is pinned; chronological placement keeps input order.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, deprecated)]
 
 use cupel_core::{
     ContextKind, DiagnosticTraceCollector, ExclusionReason, FanOut, SelectionReport,

@@ -1,5 +1,11 @@
 //! Shared builders for the integration tests.
-#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    dead_code,
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    deprecated
+)]
 
 use std::sync::Arc;
 

@@ -38,7 +38,8 @@ pub struct InclusionRecord<'a> {
     pub reason: InclusionReason,
 }
 
-/// Observer of a pipeline run, passed per call (`run_traced(&items, &mut collector)`).
+/// Observer of a pipeline run, passed per call
+/// (`run_with(&items, RunOptions::new().collector(&mut collector))`).
 ///
 /// The pipeline checks [`is_enabled`](TraceCollector::is_enabled) once per
 /// run; when it is `false` no record is built, no clock is read and no hook is
@@ -180,7 +181,7 @@ forward_collector!(&mut T, Box<T>);
 /// let mut both = FanOut::new(DiagnosticTraceCollector::default(), NullTraceCollector);
 /// // Enabled when either side is.
 /// assert!(both.is_enabled());
-/// // ... `pipeline.run_traced(&items, &mut both)?` ...
+/// // ... `pipeline.run_with(&items, RunOptions::new().collector(&mut both))?` ...
 /// let (diagnostics, _other) = both.into_inner();
 /// let report = diagnostics.into_report();
 /// assert_eq!(report.total_candidates, 0);
@@ -524,6 +525,7 @@ impl TraceCollector for DiagnosticTraceCollector {
             item: record.item.clone(),
             score: record.score,
             reason: record.reason,
+            position: record.index,
         });
     }
 
@@ -535,6 +537,7 @@ impl TraceCollector for DiagnosticTraceCollector {
             item: record.item.clone(),
             score: record.score,
             reason: record.reason,
+            position: record.index,
         });
     }
 

@@ -14,6 +14,10 @@ pub struct IncludedItem {
     pub score: f64,
     /// Why it was included.
     pub reason: InclusionReason,
+    /// The item's index in the input slice of the run (an extension to the
+    /// specification's three fields; 0 when absent from JSON input).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub position: usize,
 }
 
 /// An item left out, with its score and reason.
@@ -27,6 +31,10 @@ pub struct ExcludedItem {
     pub score: f64,
     /// Why it was excluded.
     pub reason: ExclusionReason,
+    /// The item's index in the input slice of the run (an extension to the
+    /// specification's three fields; 0 when absent from JSON input).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub position: usize,
 }
 
 /// Everything a run decided, item by item.
@@ -123,24 +131,50 @@ impl SelectionReport {
 }
 
 impl IncludedItem {
-    /// An included item with its score and reason.
+    /// An included item with its score and reason, at input position 0
+    /// (set another with [`at_position`](Self::at_position)).
     pub fn new(item: ContextItem, score: f64, reason: InclusionReason) -> Self {
         Self {
             item,
             score,
             reason,
+            position: 0,
         }
+    }
+
+    /// The same row, for the item at `position` in the run's input.
+    ///
+    /// ```
+    /// use cupel_core::{ContextItem, IncludedItem, InclusionReason};
+    /// let row = IncludedItem::new(ContextItem::new("a", 1)?, 0.5, InclusionReason::Scored)
+    ///     .at_position(3);
+    /// assert_eq!(row.position, 3);
+    /// # Ok::<(), cupel_core::CupelError>(())
+    /// ```
+    #[must_use]
+    pub fn at_position(mut self, position: usize) -> Self {
+        self.position = position;
+        self
     }
 }
 
 impl ExcludedItem {
-    /// An excluded item with its score and reason.
+    /// An excluded item with its score and reason, at input position 0
+    /// (set another with [`at_position`](Self::at_position)).
     pub fn new(item: ContextItem, score: f64, reason: ExclusionReason) -> Self {
         Self {
             item,
             score,
             reason,
+            position: 0,
         }
+    }
+
+    /// The same row, for the item at `position` in the run's input.
+    #[must_use]
+    pub fn at_position(mut self, position: usize) -> Self {
+        self.position = position;
+        self
     }
 }
 

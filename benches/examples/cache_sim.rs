@@ -1,0 +1,90 @@
+//! Replays the seeded 300-request agent transcript under the three window
+//! strategies with the Anthropic profile and prints the totals and the
+//! issue-26 targets (`cargo run --release -p cupel-benches --example
+//! cache_sim [MAX_TOKENS] [--write FILE.json]`).
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use cupel_benches::agent::{AGENT_SEED, agent_transcript, chat_transcript};
+use cupel_chat::{CacheProfile, SimStrategy, Transcript, Trim, simulate};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let max: i64 = args.first().and_then(|s| s.parse().ok()).unwrap_or(40_000);
+    let agent = agent_transcript(AGENT_SEED, 300).unwrap();
+    let chat = chat_transcript(AGENT_SEED, 300).unwrap();
+    if let Some(i) = args.iter().position(|a| a == "--write") {
+        std::fs::write(&args[i + 1], agent.to_json_pretty()).unwrap();
+    }
+    report(
+        "agent transcript (tool calls, a user message every 2-6 steps)",
+        &agent,
+        max,
+    );
+    println!();
+    report(
+        "chat transcript (one user/assistant exchange per request)",
+        &chat,
+        max,
+    );
+}
+
+fn report(title: &str, doc: &Transcript, max: i64) {
+    let profile = CacheProfile::anthropic();
+    let sim = simulate(doc.messages(), &Trim::anthropic(max), &profile).unwrap();
+    if std::env::var_os("CACHE_SIM_DEBUG").is_some() {
+        debug(&sim);
+    }
+    let aware = sim.run(SimStrategy::CacheAware).unwrap();
+    let newest = sim.run(SimStrategy::NewestMessages).unwrap();
+    let history = aware.turns.last().map_or(0, |t| t.history_tokens);
+    let cuts = aware
+        .turns
+        .iter()
+        .filter(|t| t.note.as_deref().is_some_and(|n| n.contains("removed")))
+        .count();
+    let under = aware
+        .turns
+        .iter()
+        .filter(|t| t.history_tokens >= t.low_water && t.window_tokens < t.low_water)
+        .count();
+    let min_after = aware
+        .turns
+        .iter()
+        .filter(|t| t.history_tokens >= t.low_water)
+        .map(|t| t.window_tokens)
+        .min()
+        .unwrap_or(0);
+    println!("## {title}");
+    println!(
+        "{} requests, {} messages, history {} tokens, budget {max}, low-water {} ({})",
+        aware.turns.len(),
+        doc.messages().len(),
+        history,
+        aware.turns.last().map_or(0, |t| t.low_water),
+        profile
+    );
+    print!("{}", sim.totals_table());
+    println!(
+        "cache-aware: {:.1}% of input from cache (target >= 80%); newest-messages {:.1}% (target <= 20%)",
+        aware.total.read_share() * 100.0,
+        newest.total.read_share() * 100.0
+    );
+    println!(
+        "cost ratio cache-aware / newest-messages: {:.1}% (target <= 40%)",
+        aware.cost / newest.cost * 100.0
+    );
+    println!(
+        "cuts: {cuts}; turns under the low-water mark once the history exceeds it: {under}; smallest window then: {min_after}"
+    );
+}
+
+#[allow(dead_code)]
+fn debug(sim: &cupel_chat::Simulation) {
+    let newest = sim.run(SimStrategy::NewestMessages).unwrap();
+    for t in newest.turns.iter().skip(60).take(30) {
+        println!(
+            "{:>4} end {:>4} msgs {:>4} win {:>6} read {:>6} written {:>6}",
+            t.turn, t.end, t.window_messages, t.window_tokens, t.usage.read, t.usage.written
+        );
+    }
+}

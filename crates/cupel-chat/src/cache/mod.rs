@@ -1,0 +1,19 @@
+//! Cache-aware windows: provider cache profiles and a cost model, sessions
+//! that keep the previous window's prefix, Anthropic breakpoints, and a
+//! turn-by-turn simulation of what each strategy pays.
+
+mod anthropic;
+mod error;
+mod profile;
+mod prompt;
+mod session;
+mod sim;
+
+pub use anthropic::apply_breakpoints;
+pub use error::CacheError;
+pub use profile::{CacheMode, CacheProfile, CacheUsage};
+pub use prompt::{Block, PromptCache, plan_breakpoints};
+pub use session::{AttributeValue, CacheSession, CacheTurn, Cut, LowWater, PrefixBreak};
+pub use sim::{
+    SimStrategy, SimTurn, Simulation, StrategyRun, request_ends, simulate, simulate_with,
+};

@@ -1,0 +1,620 @@
+//! [`CacheSession`]: windows that keep the previous turn's prefix
+//! byte-identical, append while they fit, and cut once and deep when they
+//! no longer do.
+
+use std::fmt;
+
+use crate::cache::error::CacheError;
+use crate::cache::profile::{CacheProfile, CacheUsage};
+use crate::cache::prompt::{Block, PromptCache, plan_breakpoints};
+use crate::error::ChatError;
+use crate::message::Message;
+use crate::trim::{Decision, Granularity, Trim, Trimmed, trim};
+
+/// A budget no transcript reaches: trims at it only group and validate.
+const UNLIMITED: i64 = i64::MAX / 4;
+
+/// Where a cut stops: the low-water mark, as the whole window's tokens
+/// (pinned prompts and request overhead included).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[non_exhaustive]
+pub enum LowWater {
+    /// Derived from the profile's cost model:
+    /// pinned + overhead + [`CacheProfile::default_low_water`] of the rest.
+    #[default]
+    Auto,
+    /// A fixed number of window tokens.
+    Tokens(i64),
+    /// A fraction (0 < f <= 1) of the budget left after the pinned prompts
+    /// and the request overhead, plus those.
+    Fraction(f64),
+}
+
+/// Why the window of a turn does not start with the whole previous window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PrefixBreak {
+    /// The first turn of the session: there is no previous window.
+    NoPrevious,
+    /// The pinned prompts differ from the previous window's.
+    PinnedChanged,
+    /// The previous window's first conversation message is not in the
+    /// transcript (at the start of a unit).
+    NotFound,
+    /// The transcript differs from the previous window at this window
+    /// position (a message was edited or removed).
+    Diverged {
+        /// Position in the previous window of the first differing message.
+        at: usize,
+    },
+    /// The budget forced a cut (see [`CacheTurn::cut`]).
+    Cut,
+}
+
+/// A deep cut: whole units removed from the front of the conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cut {
+    /// The window tokens had nothing been removed.
+    pub reached: i64,
+    /// 1-based number of the first unit removed (units of the transcript,
+    /// counted from its first conversation unit).
+    pub first_unit: usize,
+    /// 1-based number of the last unit removed.
+    pub last_unit: usize,
+    /// Messages removed.
+    pub removed_messages: usize,
+    /// Tokens removed.
+    pub removed_tokens: i64,
+}
+
+/// One turn's window with its cache accounting.
+#[derive(Debug, Clone)]
+pub struct CacheTurn<'a> {
+    /// 1-based turn number within the session.
+    pub turn: usize,
+    /// The window's messages, in order: the pinned prompts, then the
+    /// conversation.
+    pub messages: Vec<&'a Message>,
+    /// Their input positions.
+    pub positions: Vec<usize>,
+    /// How many pinned messages lead the window.
+    pub pinned: usize,
+    /// The request's input tokens (overhead included).
+    pub window_tokens: i64,
+    /// The budget.
+    pub max_tokens: i64,
+    /// The low-water mark in effect (window tokens).
+    pub low_water: i64,
+    /// The transcript's tokens had everything been sent (overhead, pinned
+    /// and every message the provider rules allow).
+    pub history_tokens: i64,
+    /// How many leading messages equal the previous window's leading messages.
+    pub kept_prefix: usize,
+    /// Their tokens.
+    pub kept_prefix_tokens: i64,
+    /// Why the previous window is not all kept (`None` when it is).
+    pub broke: Option<PrefixBreak>,
+    /// The cut, when the budget forced one.
+    pub cut: Option<Cut>,
+    /// The input positions the cut removed (empty without a cut), in order.
+    pub removed: Vec<usize>,
+    /// Anthropic `cache_control` markers, as prefix lengths of
+    /// [`messages`](Self::messages) (see [`plan_breakpoints`]).
+    pub breakpoints: Vec<usize>,
+    /// Expected billing of this request, if every turn of the session was sent.
+    pub usage: CacheUsage,
+    /// Its price in base input tokens.
+    pub cost: f64,
+    granularity: Granularity,
+}
+
+fn thousands(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n < 0 { format!("-{out}") } else { out }
+}
+
+/// The value of one of [`CacheTurn::attributes`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AttributeValue {
+    /// A count of tokens or messages.
+    Int(i64),
+    /// Text.
+    Str(String),
+}
+
+impl CacheTurn<'_> {
+    /// One line: what was kept, appended or removed and why, and the
+    /// expected cache use ("turn 37: window reached 8,000 of 8,000; removed
+    /// exchanges 1–12 down to the 5,600-token low-water mark; ...").
+    pub fn explain(&self) -> String {
+        self.to_string()
+    }
+
+    /// The turn as span attributes (for OpenTelemetry or any tracer), in a
+    /// fixed order: `cupel.cache.turn`, `.window_tokens`, `.max_tokens`,
+    /// `.low_water_tokens`, `.kept_prefix_messages`, `.kept_prefix_tokens`,
+    /// `.read_tokens`, `.written_tokens`, `.uncached_tokens`,
+    /// `.removed_messages` (0 without a cut), `.breakpoints`, and
+    /// `cupel.cache.explanation` (the [`explain`](Self::explain) line).
+    ///
+    /// ```
+    /// use cupel_chat::{AttributeValue, CacheProfile, CacheSession, Message, Trim};
+    /// let mut s = CacheSession::new(Trim::openai(100), CacheProfile::openai());
+    /// let t = vec![Message::user("hi")];
+    /// let attrs = s.next(&t)?.attributes();
+    /// assert_eq!(attrs[0], ("cupel.cache.turn", AttributeValue::Int(1)));
+    /// # Ok::<(), cupel_chat::CacheError>(())
+    /// ```
+    pub fn attributes(&self) -> Vec<(&'static str, AttributeValue)> {
+        use AttributeValue::{Int, Str};
+        let n = |v: usize| Int(i64::try_from(v).unwrap_or(i64::MAX));
+        vec![
+            ("cupel.cache.turn", n(self.turn)),
+            ("cupel.cache.window_tokens", Int(self.window_tokens)),
+            ("cupel.cache.max_tokens", Int(self.max_tokens)),
+            ("cupel.cache.low_water_tokens", Int(self.low_water)),
+            ("cupel.cache.kept_prefix_messages", n(self.kept_prefix)),
+            (
+                "cupel.cache.kept_prefix_tokens",
+                Int(self.kept_prefix_tokens),
+            ),
+            ("cupel.cache.read_tokens", Int(self.usage.read)),
+            ("cupel.cache.written_tokens", Int(self.usage.written)),
+            ("cupel.cache.uncached_tokens", Int(self.usage.uncached)),
+            (
+                "cupel.cache.removed_messages",
+                n(self.cut.map_or(0, |c| c.removed_messages)),
+            ),
+            ("cupel.cache.breakpoints", n(self.breakpoints.len())),
+            ("cupel.cache.explanation", Str(self.explain())),
+        ]
+    }
+}
+
+impl fmt::Display for CacheTurn<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "turn {}: ", self.turn)?;
+        let units = match self.granularity {
+            Granularity::Exchange => "exchanges",
+            Granularity::Turn => "turns",
+            _ => "messages",
+        };
+        if let Some(c) = &self.cut {
+            let range = if c.first_unit == c.last_unit {
+                format!("{} {}", &units[..units.len() - 1], c.first_unit)
+            } else {
+                format!("{units} {}–{}", c.first_unit, c.last_unit)
+            };
+            write!(
+                f,
+                "window reached {} of {}; removed {range} down to the {}-token low-water mark",
+                thousands(c.reached),
+                thousands(self.max_tokens),
+                thousands(self.low_water)
+            )?;
+        } else {
+            match &self.broke {
+                None => write!(
+                    f,
+                    "kept the previous window ({} messages), appended {}",
+                    self.kept_prefix,
+                    self.messages.len().saturating_sub(self.kept_prefix)
+                )?,
+                Some(PrefixBreak::NoPrevious) => write!(f, "first window")?,
+                Some(PrefixBreak::PinnedChanged) => write!(f, "the pinned prompts changed")?,
+                Some(PrefixBreak::NotFound) => {
+                    write!(f, "the previous window is not in the transcript")?
+                }
+                Some(PrefixBreak::Diverged { at }) => write!(
+                    f,
+                    "the transcript differs from the previous window at its message #{at}"
+                )?,
+                Some(PrefixBreak::Cut) => write!(f, "cut")?,
+            }
+        }
+        write!(
+            f,
+            "; {} of {} tokens: {} from cache, {} written, {} uncached",
+            thousands(self.window_tokens),
+            thousands(self.max_tokens),
+            thousands(self.usage.read),
+            thousands(self.usage.written),
+            thousands(self.usage.uncached)
+        )
+    }
+}
+
+/// A conversation's windows across turns, kept cache-friendly.
+///
+/// Each [`next`](Self::next) takes the whole transcript so far and returns a
+/// window that:
+///
+/// 1. starts with the pinned prompts (system / developer), which never move;
+/// 2. keeps the previous window's conversation byte-identical, in the same
+///    order, and appends every newer message after it, while that fits the
+///    budget;
+/// 3. when it no longer fits, cuts once and deep: removes whole units
+///    ([`Granularity::Exchange`] by default; tool groups are never split)
+///    from the front of the conversation while the window exceeds the
+///    budget or stays at or above the low-water mark without the unit; the
+///    following turns append after the new front again;
+/// 4. satisfies the chat crate's provider rules: it is built from the units
+///    [`trim`] forms, and every cut is checked by [`trim`] itself (a window
+///    starting with a non-user message loses its leading units).
+///
+/// **The low-water mark** ([`LowWater`]): once the history is above it, a
+/// window holds at least the mark, except when the budget forces less (the
+/// last unit removed would not fit back) or, with
+/// [`Granularity::Message`], when the provider rules remove the units that
+/// cannot start a conversation after the cut.
+///
+/// **When new content displaces the prefix:** never while the window fits.
+/// A newly arrived message never takes the place of an older one; only when
+/// appending it would exceed the budget does the cut remove the oldest units,
+/// and then the removal is decided by position alone, not by score.
+///
+/// ```
+/// use cupel_chat::{CacheProfile, CacheSession, Message, Trim};
+/// let mut s = CacheSession::new(Trim::openai(60), CacheProfile::openai());
+/// let mut transcript = vec![Message::system("Be terse."), Message::user("Hi")];
+/// let t1 = s.next(&transcript)?;
+/// assert_eq!(t1.positions, vec![0, 1]);
+/// transcript.push(Message::assistant("Hello."));
+/// transcript.push(Message::user("How are you?"));
+/// let t2 = s.next(&transcript)?;
+/// assert_eq!(t2.kept_prefix, 2); // the first window, byte for byte
+/// assert_eq!(t2.positions, vec![0, 1, 2, 3]);
+/// println!("{t2}");
+/// # Ok::<(), cupel_chat::CacheError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct CacheSession {
+    opts: Trim,
+    profile: CacheProfile,
+    low_water: LowWater,
+    granularity: Granularity,
+    previous: Option<Vec<Message>>,
+    prev_breakpoints: Vec<usize>,
+    seed_pending: bool,
+    turn: usize,
+    cache: PromptCache,
+}
+
+impl CacheSession {
+    /// A session trimming with `opts` (budget, provider, counter, rules)
+    /// and accounting with `profile`. Units are exchanges unless
+    /// [`granularity`](Self::granularity) says otherwise.
+    pub fn new(opts: Trim, profile: CacheProfile) -> Self {
+        CacheSession {
+            opts,
+            cache: PromptCache::new(profile.clone()),
+            profile,
+            low_water: LowWater::Auto,
+            granularity: Granularity::Exchange,
+            previous: None,
+            prev_breakpoints: Vec::new(),
+            seed_pending: false,
+            turn: 0,
+        }
+    }
+
+    /// Sets the low-water mark (default [`LowWater::Auto`]).
+    pub fn low_water(mut self, mark: LowWater) -> Self {
+        self.low_water = mark;
+        self
+    }
+
+    /// What a cut removes as one piece (default [`Granularity::Exchange`]).
+    pub fn granularity(mut self, g: Granularity) -> Self {
+        self.granularity = g;
+        self
+    }
+
+    /// Continues from a window sent earlier (e.g. read back from a state
+    /// file): the next window keeps as much of it as it can, and the expected
+    /// usage assumes it is in the provider's cache. Turns are numbered from
+    /// the resumed window (turn 1), so the next is turn 2.
+    pub fn resume(mut self, previous_window: Vec<Message>) -> Self {
+        self.previous = Some(previous_window);
+        self.seed_pending = true;
+        // The resumed window counts as a turn: the next one is turn 2.
+        self.turn = self.turn.max(1);
+        self
+    }
+
+    /// The last window made (or resumed from).
+    pub fn window(&self) -> Option<&[Message]> {
+        self.previous.as_deref()
+    }
+
+    /// The profile.
+    pub fn profile(&self) -> &CacheProfile {
+        &self.profile
+    }
+
+    fn blocks(&self, messages: &[&Message], rows_tokens: &[i64]) -> Vec<Block> {
+        messages
+            .iter()
+            .zip(rows_tokens)
+            .map(|(m, &t)| Block::of(m, t, self.opts.format()))
+            .collect()
+    }
+
+    /// Seeds the modelled cache with a resumed window, as if it was sent.
+    fn seed(&mut self, opts: &Trim) -> Result<(), CacheError> {
+        self.seed_pending = false;
+        let Some(prev) = self.previous.clone() else {
+            return Ok(());
+        };
+        let out = trim(&prev, &opts.clone().with_max_tokens(UNLIMITED))?;
+        let refs: Vec<&Message> = prev.iter().collect();
+        let tokens: Vec<i64> = out.rows.iter().map(|r| r.tokens).collect();
+        let blocks = self.blocks(&refs, &tokens);
+        let pinned = out
+            .rows
+            .iter()
+            .take_while(|r| r.decision == Decision::Pinned)
+            .count();
+        let bps = plan_breakpoints(&blocks, pinned, None, &self.profile);
+        self.cache.request(&blocks, &bps, out.tokens.overhead);
+        self.prev_breakpoints = bps;
+        Ok(())
+    }
+
+    /// The window for `messages`, the whole transcript so far.
+    ///
+    /// # Errors
+    /// [`CacheError::Chat`] as [`trim`] (invalid budget, unknown encoding,
+    /// pinned prompts over the budget, not even the newest unit fits);
+    /// [`CacheError::InvalidLowWater`] / [`CacheError::InvalidLowWaterFraction`].
+    pub fn next<'a>(&mut self, messages: &'a [Message]) -> Result<CacheTurn<'a>, CacheError> {
+        let max = self.opts.max_tokens();
+        if max <= 0 {
+            return Err(ChatError::InvalidBudget { max_tokens: max }.into());
+        }
+        let opts = self
+            .opts
+            .clone()
+            .granularity(self.granularity)
+            .report(false);
+        if self.seed_pending {
+            self.seed(&opts)?;
+        }
+        let full = trim(messages, &opts.clone().with_max_tokens(UNLIMITED))?;
+        let overhead = full.tokens.overhead;
+        let pinned: Vec<usize> = full
+            .rows
+            .iter()
+            .filter(|r| r.decision == Decision::Pinned)
+            .map(|r| r.position)
+            .collect();
+        // Eligible conversation: (position, unit, tokens).
+        let eligible: Vec<(usize, usize, i64)> = full
+            .rows
+            .iter()
+            .filter(|r| r.decision.is_kept() && r.decision != Decision::Pinned)
+            .map(|r| {
+                (
+                    r.position,
+                    r.unit.unwrap_or(usize::MAX - r.position),
+                    r.tokens,
+                )
+            })
+            .collect();
+        let fixed = overhead.saturating_add(full.tokens.pinned);
+        if fixed > max {
+            return Err(ChatError::PinnedOverBudget {
+                pinned_tokens: full.tokens.pinned,
+                overhead_tokens: overhead,
+                total: fixed,
+                max_tokens: max,
+            }
+            .into());
+        }
+        let available = max - fixed;
+        let low_conv = match self.low_water {
+            LowWater::Auto => self.profile.default_low_water(available),
+            LowWater::Tokens(t) => {
+                if !(0..=max).contains(&t) {
+                    return Err(CacheError::InvalidLowWater {
+                        low_water: t,
+                        max_tokens: max,
+                    });
+                }
+                (t - fixed).clamp(0, available)
+            }
+            LowWater::Fraction(f) => {
+                if !(f > 0.0 && f <= 1.0) {
+                    return Err(CacheError::InvalidLowWaterFraction { fraction: f });
+                }
+                ((available as f64 * f).floor() as i64).clamp(0, available)
+            }
+        };
+        let unit_start = |i: usize| i == 0 || eligible[i - 1].1 != eligible[i].1;
+        let (start, mut broke) = self.locate(messages, &pinned, &eligible, &unit_start);
+
+        let conv: i64 = eligible[start..]
+            .iter()
+            .map(|e| e.2)
+            .fold(0, i64::saturating_add);
+        let mut front = start;
+        let mut cut = None;
+        let mut removed = Vec::new();
+        if conv > available {
+            // Cut once and deep: whole units from the front.
+            let unit_rank = |i: usize| (0..=i).filter(|&k| unit_start(k)).count();
+            let mut remaining = conv;
+            let mut removed_messages = 0usize;
+            let mut idx = start;
+            while idx < eligible.len() {
+                let mut end = idx + 1;
+                while end < eligible.len() && !unit_start(end) {
+                    end += 1;
+                }
+                let u_tok: i64 = eligible[idx..end]
+                    .iter()
+                    .map(|e| e.2)
+                    .fold(0, i64::saturating_add);
+                let must = remaining > available;
+                let may = remaining - u_tok >= low_conv;
+                if end == eligible.len() || !(must || may) {
+                    break;
+                }
+                remaining -= u_tok;
+                removed_messages += end - idx;
+                idx = end;
+            }
+            if remaining > available {
+                let first = eligible[idx].0;
+                return Err(ChatError::NothingFits {
+                    position: first,
+                    label: messages[first].label(),
+                    unit_tokens: remaining,
+                    available_tokens: available,
+                }
+                .into());
+            }
+            // The provider rules, checked by the chat crate's own trim.
+            let subset: Vec<Message> = pinned
+                .iter()
+                .map(|&p| messages[p].clone())
+                .chain(eligible[idx..].iter().map(|e| messages[e.0].clone()))
+                .collect();
+            let check: Trimmed<'_> = trim(&subset, &opts.clone().with_max_tokens(UNLIMITED))?;
+            let first_kept = check.positions.iter().copied().find(|&p| p >= pinned.len());
+            let Some(first_kept) = first_kept else {
+                let first = eligible[idx].0;
+                return Err(ChatError::NothingFits {
+                    position: first,
+                    label: messages[first].label(),
+                    unit_tokens: remaining,
+                    available_tokens: available,
+                }
+                .into());
+            };
+            let skip = first_kept - pinned.len();
+            removed_messages += skip;
+            let new_front = idx + skip;
+            let removed_tokens = eligible[start..new_front]
+                .iter()
+                .map(|e| e.2)
+                .fold(0, i64::saturating_add);
+            cut = Some(Cut {
+                reached: fixed.saturating_add(conv),
+                first_unit: unit_rank(start),
+                last_unit: unit_rank(new_front.saturating_sub(1).max(start)),
+                removed_messages,
+                removed_tokens,
+            });
+            removed = eligible[start..new_front].iter().map(|e| e.0).collect();
+            front = new_front;
+            broke = Some(PrefixBreak::Cut);
+        }
+
+        let positions: Vec<usize> = pinned
+            .iter()
+            .copied()
+            .chain(eligible[front..].iter().map(|e| e.0))
+            .collect();
+        let window: Vec<&'a Message> = positions.iter().map(|&p| &messages[p]).collect();
+        let tokens: Vec<i64> = positions.iter().map(|&p| full.rows[p].tokens).collect();
+        let conv_tokens: i64 = tokens.iter().copied().fold(0, i64::saturating_add);
+        let kept_prefix = match &self.previous {
+            Some(prev) => prev
+                .iter()
+                .zip(&window)
+                .take_while(|(a, b)| a == *b)
+                .count(),
+            None => 0,
+        };
+        let kept_prefix_tokens = tokens[..kept_prefix]
+            .iter()
+            .copied()
+            .fold(0, i64::saturating_add);
+        let blocks = self.blocks(&window, &tokens);
+        let reuse_at = self
+            .prev_breakpoints
+            .iter()
+            .copied()
+            .filter(|&b| b <= kept_prefix)
+            .max();
+        let breakpoints = plan_breakpoints(&blocks, pinned.len(), reuse_at, &self.profile);
+        let usage = self.cache.request(&blocks, &breakpoints, overhead);
+        let history = eligible
+            .iter()
+            .map(|e| e.2)
+            .fold(fixed, i64::saturating_add);
+
+        self.turn += 1;
+        self.previous = Some(window.iter().map(|m| (*m).clone()).collect());
+        self.prev_breakpoints = breakpoints.clone();
+        Ok(CacheTurn {
+            turn: self.turn,
+            messages: window,
+            positions,
+            pinned: pinned.len(),
+            window_tokens: overhead.saturating_add(conv_tokens),
+            max_tokens: max,
+            low_water: fixed.saturating_add(low_conv),
+            history_tokens: history,
+            kept_prefix,
+            kept_prefix_tokens,
+            broke,
+            cut,
+            removed,
+            breakpoints,
+            cost: self.profile.cost(&usage),
+            usage,
+            granularity: self.granularity,
+        })
+    }
+
+    /// Where the previous window's conversation starts among the eligible
+    /// messages, and why the prefix is not all kept.
+    fn locate(
+        &self,
+        messages: &[Message],
+        pinned: &[usize],
+        eligible: &[(usize, usize, i64)],
+        unit_start: &dyn Fn(usize) -> bool,
+    ) -> (usize, Option<PrefixBreak>) {
+        let Some(prev) = &self.previous else {
+            return (0, Some(PrefixBreak::NoPrevious));
+        };
+        let p = pinned.len();
+        if prev.len() < p || pinned.iter().zip(prev).any(|(&i, m)| &messages[i] != m) {
+            return (0, Some(PrefixBreak::PinnedChanged));
+        }
+        let prev_conv = &prev[p..];
+        let Some(first) = prev_conv.first() else {
+            return (0, Some(PrefixBreak::NotFound));
+        };
+        let mut best: Option<(usize, usize)> = None; // (matched, index)
+        for (j, e) in eligible.iter().enumerate() {
+            if &messages[e.0] != first || !unit_start(j) {
+                continue;
+            }
+            let m = prev_conv
+                .iter()
+                .zip(&eligible[j..])
+                .take_while(|(a, e)| &messages[e.0] == *a)
+                .count();
+            if best.is_none_or(|(bm, _)| m >= bm) {
+                best = Some((m, j));
+            }
+        }
+        match best {
+            None => (0, Some(PrefixBreak::NotFound)),
+            Some((m, j)) if m < prev_conv.len() => (j, Some(PrefixBreak::Diverged { at: p + m })),
+            Some((_, j)) => (j, None),
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! [`simulate`]: replay a transcript request by request under three window
+//! strategies and bill each request with a [`PromptCache`].
+
+use std::fmt;
+
+use crate::cache::error::CacheError;
+use crate::cache::profile::{CacheProfile, CacheUsage};
+use crate::cache::prompt::{Block, PromptCache, plan_breakpoints};
+use crate::cache::session::CacheSession;
+use crate::message::{Message, Role};
+use crate::trim::{Decision, Trim, trim};
+
+/// A window strategy of the simulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SimStrategy {
+    /// What LangChain's `trim_messages(strategy="last", start_on="human",
+    /// include_system=True)` does: the newest messages that fit, one
+    /// message at a time, then leading messages dropped until a user
+    /// message; the window is recomputed from the end every turn.
+    NewestMessages,
+    /// The chat crate's [`trim`] with the caller's options (newest units,
+    /// tool groups whole, contiguous), recomputed every turn.
+    ChatTrim,
+    /// A [`CacheSession`] carried across the turns.
+    CacheAware,
+}
+
+impl SimStrategy {
+    /// All three, in the order the simulation reports them.
+    pub const ALL: [SimStrategy; 3] = [
+        SimStrategy::NewestMessages,
+        SimStrategy::ChatTrim,
+        SimStrategy::CacheAware,
+    ];
+
+    /// `newest-messages`, `chat-trim`, `cache-aware`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SimStrategy::NewestMessages => "newest-messages",
+            SimStrategy::ChatTrim => "chat-trim",
+            SimStrategy::CacheAware => "cache-aware",
+        }
+    }
+}
+
+impl fmt::Display for SimStrategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One request of one strategy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimTurn {
+    /// 1-based request number.
+    pub turn: usize,
+    /// The request holds the transcript's first `end` messages (the messages
+    /// before assistant message number `turn`).
+    pub end: usize,
+    /// Messages in the window.
+    pub window_messages: usize,
+    /// The request's input tokens.
+    pub window_tokens: i64,
+    /// The transcript's tokens so far, had everything been sent.
+    pub history_tokens: i64,
+    /// The billing.
+    pub usage: CacheUsage,
+    /// Its price in base input tokens.
+    pub cost: f64,
+    /// The cache session's explanation (cache-aware strategy only).
+    pub note: Option<String>,
+    /// The low-water mark in effect (cache-aware strategy only, else 0).
+    pub low_water: i64,
+}
+
+/// One strategy's replay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StrategyRun {
+    /// The strategy.
+    pub strategy: SimStrategy,
+    /// One row per request.
+    pub turns: Vec<SimTurn>,
+    /// The sum of the rows' usage.
+    pub total: CacheUsage,
+    /// The sum of the rows' cost.
+    pub cost: f64,
+}
+
+/// The three strategies replayed on one transcript.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Simulation {
+    /// The profile billing the requests.
+    pub profile: CacheProfile,
+    /// The budget.
+    pub max_tokens: i64,
+    /// One run per strategy, in [`SimStrategy::ALL`] order.
+    pub runs: Vec<StrategyRun>,
+}
+
+impl Simulation {
+    /// The run of `strategy`.
+    pub fn run(&self, strategy: SimStrategy) -> Option<&StrategyRun> {
+        self.runs.iter().find(|r| r.strategy == strategy)
+    }
+
+    /// The totals as a plain-text table, one line per strategy.
+    pub fn totals_table(&self) -> String {
+        let base = self
+            .run(SimStrategy::NewestMessages)
+            .map_or(0.0, |r| r.cost);
+        let mut out = format!(
+            "{:<16} {:>12} {:>12} {:>12} {:>12} {:>8} {:>14} {:>8}\n",
+            "strategy", "input", "uncached", "written", "read", "cached", "cost", "vs newest"
+        );
+        for r in &self.runs {
+            let rel = if base > 0.0 { r.cost / base } else { 0.0 };
+            out.push_str(&format!(
+                "{:<16} {:>12} {:>12} {:>12} {:>12} {:>7.1}% {:>14.0} {:>7.1}%\n",
+                r.strategy.as_str(),
+                r.total.total(),
+                r.total.uncached,
+                r.total.written,
+                r.total.read,
+                r.total.read_share() * 100.0,
+                r.cost,
+                rel * 100.0
+            ));
+        }
+        out
+    }
+}
+
+/// The requests of a transcript: for each assistant message, the number of
+/// messages before it, when those include a non-prompt message.
+///
+/// ```
+/// use cupel_chat::{Message, request_ends};
+/// let t = [Message::system("s"), Message::user("a"), Message::assistant("b"),
+///          Message::user("c"), Message::assistant("d")];
+/// assert_eq!(request_ends(&t), vec![2, 4]);
+/// ```
+pub fn request_ends(messages: &[Message]) -> Vec<usize> {
+    let mut seen_conversation = false;
+    let mut ends = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        if m.role == Role::Assistant && seen_conversation {
+            ends.push(i);
+        }
+        if !m.role.is_prompt() {
+            seen_conversation = true;
+        }
+    }
+    ends
+}
+
+struct Sender {
+    cache: PromptCache,
+    prev: Vec<u64>,
+    prev_bps: Vec<usize>,
+}
+
+impl Sender {
+    fn send(&mut self, blocks: &[Block], pinned: usize, overhead: i64) -> CacheUsage {
+        let lcp = self
+            .prev
+            .iter()
+            .zip(blocks)
+            .take_while(|(a, b)| **a == b.hash)
+            .count();
+        let reuse_at = self.prev_bps.iter().copied().filter(|&b| b <= lcp).max();
+        let bps = plan_breakpoints(blocks, pinned, reuse_at, self.cache.profile());
+        let usage = self.cache.request(blocks, &bps, overhead);
+        self.prev = blocks.iter().map(|b| b.hash).collect();
+        self.prev_bps = bps;
+        usage
+    }
+}
+
+/// Replays `messages` request by request (see [`request_ends`]) with the
+/// budget and rules of `opts`, under the three [`SimStrategy`]s, billing
+/// every request with a [`PromptCache`] of `profile`; every strategy places
+/// Anthropic markers with the same [`plan_breakpoints`].
+///
+/// ```
+/// use cupel_chat::{CacheProfile, Message, SimStrategy, Trim, simulate};
+/// let mut t = vec![Message::system("You are a helpful assistant.")];
+/// for i in 0..6 {
+///     t.push(Message::user(format!("Question {i}")));
+///     t.push(Message::assistant(format!("Answer {i}")));
+/// }
+/// let sim = simulate(&t, &Trim::openai(1_000), &CacheProfile::openai())?;
+/// assert_eq!(sim.runs.len(), 3);
+/// assert_eq!(sim.run(SimStrategy::CacheAware).unwrap().turns.len(), 6);
+/// # Ok::<(), cupel_chat::CacheError>(())
+/// ```
+///
+/// # Errors
+/// [`CacheError::NoRequests`] when there is nothing to replay, and any error
+/// of [`trim`] or [`CacheSession::next`] on a request.
+pub fn simulate(
+    messages: &[Message],
+    opts: &Trim,
+    profile: &CacheProfile,
+) -> Result<Simulation, CacheError> {
+    simulate_with(
+        messages,
+        opts,
+        CacheSession::new(opts.clone(), profile.clone()),
+    )
+}
+
+/// [`simulate`] with a session of the caller's (low-water mark,
+/// granularity); its profile bills all three strategies.
+///
+/// # Errors
+/// As [`simulate`].
+pub fn simulate_with(
+    messages: &[Message],
+    opts: &Trim,
+    mut session: CacheSession,
+) -> Result<Simulation, CacheError> {
+    let profile = session.profile().clone();
+    let ends = request_ends(messages);
+    if ends.is_empty() {
+        return Err(CacheError::NoRequests {
+            messages: messages.len(),
+            assistant: messages
+                .iter()
+                .filter(|m| m.role == Role::Assistant)
+                .count(),
+        });
+    }
+    let unlimited = opts.clone().with_max_tokens(i64::MAX / 4).report(false);
+    let full = trim(messages, &unlimited)?;
+    let tokens: Vec<i64> = full.rows.iter().map(|r| r.tokens).collect();
+    let pinned_at: Vec<bool> = full
+        .rows
+        .iter()
+        .map(|r| r.decision == Decision::Pinned)
+        .collect();
+    let blocks: Vec<Block> = messages
+        .iter()
+        .zip(&tokens)
+        .map(|(m, &t)| Block::of(m, t, opts.format()))
+        .collect();
+    let max = opts.max_tokens();
+    let overhead = full.tokens.overhead;
+    let per_turn = opts.clone().report(false);
+
+    let mut runs = Vec::new();
+    for strategy in SimStrategy::ALL {
+        let mut sender = Sender {
+            cache: PromptCache::new(profile.clone()),
+            prev: Vec::new(),
+            prev_bps: Vec::new(),
+        };
+        let mut turns = Vec::with_capacity(ends.len());
+        let mut total = CacheUsage::default();
+        let mut cost = 0.0;
+        for (k, &end) in ends.iter().enumerate() {
+            let request = &messages[..end];
+            let history = tokens[..end]
+                .iter()
+                .fold(overhead, |a, &t| a.saturating_add(t));
+            let (positions, usage, note, low_water) = match strategy {
+                SimStrategy::NewestMessages => {
+                    let positions = newest_messages(request, &tokens, &pinned_at, max - overhead);
+                    let win: Vec<Block> = positions.iter().map(|&p| blocks[p]).collect();
+                    let pinned = positions.iter().filter(|&&p| pinned_at[p]).count();
+                    let u = sender.send(&win, pinned, overhead);
+                    (positions, u, None, 0)
+                }
+                SimStrategy::ChatTrim => {
+                    let out = trim(request, &per_turn)?;
+                    let win: Vec<Block> = out.positions.iter().map(|&p| blocks[p]).collect();
+                    let pinned = out.positions.iter().filter(|&&p| pinned_at[p]).count();
+                    let u = sender.send(&win, pinned, out.tokens.overhead);
+                    (out.positions, u, None, 0)
+                }
+                SimStrategy::CacheAware => {
+                    let t = session.next(request)?;
+                    (t.positions.clone(), t.usage, Some(t.explain()), t.low_water)
+                }
+            };
+            let window_tokens = positions
+                .iter()
+                .fold(overhead, |a, &p| a.saturating_add(tokens[p]));
+            let c = profile.cost(&usage);
+            total += usage;
+            cost += c;
+            turns.push(SimTurn {
+                turn: k + 1,
+                end,
+                window_messages: positions.len(),
+                window_tokens,
+                history_tokens: history,
+                usage,
+                cost: c,
+                note,
+                low_water,
+            });
+        }
+        runs.push(StrategyRun {
+            strategy,
+            turns,
+            total,
+            cost,
+        });
+    }
+    Ok(Simulation {
+        profile,
+        max_tokens: max,
+        runs,
+    })
+}
+
+/// The LangChain-style baseline: pinned prompts, then the newest messages
+/// that fit `room` one by one (stopping at the first that does not), then
+/// leading messages dropped until a user message that is not a tool result.
+fn newest_messages(
+    request: &[Message],
+    tokens: &[i64],
+    pinned_at: &[bool],
+    room: i64,
+) -> Vec<usize> {
+    let pinned: Vec<usize> = (0..request.len()).filter(|&i| pinned_at[i]).collect();
+    let mut left = room.saturating_sub(pinned.iter().map(|&i| tokens[i]).sum::<i64>());
+    let mut kept: Vec<usize> = Vec::new();
+    for i in (0..request.len()).rev() {
+        if pinned_at[i] {
+            continue;
+        }
+        if tokens[i] > left {
+            break;
+        }
+        left -= tokens[i];
+        kept.push(i);
+    }
+    kept.reverse();
+    let skip = kept
+        .iter()
+        .take_while(|&&i| request[i].role != Role::User || request[i].is_tool_result())
+        .count();
+    pinned
+        .into_iter()
+        .chain(kept.into_iter().skip(skip))
+        .collect()
+}

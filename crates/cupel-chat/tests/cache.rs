@@ -1,0 +1,484 @@
+//! Hand-derived cache sessions, breakpoints and billing. Token counts are
+//! set per message (field `t`, read by a test counter, no request overhead)
+//! so every expected value follows from the arithmetic in the comments.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use cupel_chat::{
+    Block, CacheError, CacheProfile, CacheSession, CacheUsage, Format, LowWater, Message,
+    MessageCounter, PrefixBreak, PromptCache, SimStrategy, Transcript, Trim, apply_breakpoints,
+    plan_breakpoints, request_ends, simulate_with,
+};
+use serde_json::{Value, json};
+
+struct Fixed;
+
+impl MessageCounter for Fixed {
+    fn count_message(&self, m: &Message) -> i64 {
+        m.extra.get("t").and_then(Value::as_i64).unwrap_or(0)
+    }
+    fn describe(&self) -> String {
+        "fixed".into()
+    }
+}
+
+fn t(mut m: Message, tokens: i64) -> Message {
+    m.extra.insert("t".into(), json!(tokens));
+    m
+}
+
+/// System (10 tokens), then `n` exchanges of a user message and an
+/// assistant reply, 10 tokens each: S=#0, U1=#1, A1=#2, U2=#3, ...
+fn chat(n: usize) -> Vec<Message> {
+    let mut v = vec![t(Message::system("Be brief."), 10)];
+    for i in 1..=n {
+        v.push(t(Message::user(format!("question {i}")), 10));
+        v.push(t(Message::assistant(format!("answer {i}")), 10));
+    }
+    v
+}
+
+/// The test profile: Anthropic prices and rules with a 15-token minimum.
+fn profile() -> CacheProfile {
+    CacheProfile::anthropic().min_prefix_tokens(15)
+}
+
+/// Budget 100, low-water mark 50 (window tokens): 90 tokens for the
+/// conversation after the 10-token system prompt, cut down to 40.
+fn session() -> CacheSession {
+    CacheSession::new(Trim::openai(100).counter(Fixed), profile()).low_water(LowWater::Tokens(50))
+}
+
+#[test]
+fn appends_while_it_fits_then_cuts_deep_and_appends_again() {
+    let all = chat(9);
+    let ends = request_ends(&all);
+    // Request k holds the messages before assistant k: S, U1, A1, ..., Uk.
+    assert_eq!(ends, vec![2, 4, 6, 8, 10, 12, 14, 16, 18]);
+    let mut s = session();
+
+    // Turns 1-5: the conversation is 20k - 10 tokens (k users, k - 1
+    // replies): 10, 30, 50, 70, 90 <= 90, so every message is appended.
+    for (k, &end) in ends.iter().take(5).enumerate() {
+        let turn = s.next(&all[..end]).unwrap();
+        assert_eq!(turn.positions, (0..end).collect::<Vec<_>>());
+        assert!(turn.cut.is_none());
+        if k > 0 {
+            // The whole previous window (2k messages) is kept.
+            assert_eq!(turn.kept_prefix, 2 * k);
+            assert_eq!(turn.broke, None);
+        }
+    }
+
+    // Turn 6: 20 * 6 - 10 = 110 > 90. Exchanges 1-5 hold 20 tokens, U6 10.
+    // Remove E1: 110 > 90, must -> 90. E2: 90 - 20 = 70 >= 40 -> 70.
+    // E3: 70 - 20 = 50 >= 40 -> 50. E4: 50 - 20 = 30 < 40: stop.
+    // Window: S, U4 A4 U5 A5 U6 = #0, #7..#11, 10 + 50 = 60 tokens.
+    let t6 = s.next(&all[..12]).unwrap();
+    assert_eq!(t6.positions, vec![0, 7, 8, 9, 10, 11]);
+    assert_eq!(t6.window_tokens, 60);
+    assert_eq!(t6.low_water, 50);
+    assert!(t6.window_tokens >= t6.low_water);
+    let cut = t6.cut.unwrap();
+    assert_eq!((cut.first_unit, cut.last_unit), (1, 3));
+    assert_eq!(
+        (cut.reached, cut.removed_messages, cut.removed_tokens),
+        (120, 6, 60)
+    );
+    assert_eq!(t6.broke, Some(PrefixBreak::Cut));
+    assert_eq!(t6.removed, vec![1, 2, 3, 4, 5, 6]); // U1 A1 U2 A2 U3 A3
+    assert_eq!(t6.kept_prefix, 1); // only the system prompt
+    assert!(
+        t6.explain().starts_with(
+            "turn 6: window reached 120 of 100; removed exchanges 1–3 down to the 50-token low-water mark"
+        ),
+        "{}",
+        t6.explain()
+    );
+
+    // Turn 7: 50 + A6 + U7 = 70 <= 90: appended after the whole window.
+    let t7 = s.next(&all[..14]).unwrap();
+    assert_eq!(t7.positions, vec![0, 7, 8, 9, 10, 11, 12, 13]);
+    assert_eq!(t7.kept_prefix, 6);
+    // Turn 8: 90 <= 90 (exactly full): still appended.
+    let t8 = s.next(&all[..16]).unwrap();
+    assert_eq!(t8.kept_prefix, 8);
+    assert_eq!(t8.window_tokens, 100);
+    // Turn 9: 110 > 90 -> remove E4 (must), E5 (70 >= 40), E6 (50 >= 40);
+    // E7 would leave 30 < 40. Window S, U7 A7 U8 A8 U9 = #0, #13..#17.
+    let t9 = s.next(&all[..18]).unwrap();
+    assert_eq!(t9.positions, vec![0, 13, 14, 15, 16, 17]);
+    let cut = t9.cut.unwrap();
+    assert_eq!((cut.first_unit, cut.last_unit), (4, 6));
+    // The pinned prompt never moved.
+    for w in [&t6, &t7, &t8, &t9] {
+        assert_eq!(w.positions[0], 0);
+        assert_eq!(w.pinned, 1);
+    }
+}
+
+#[test]
+fn expected_billing_follows_the_markers() {
+    let all = chat(6);
+    let mut s = session();
+    // Turn 1: [S 10, U1 10]; the system prefix (10) is under the 15-token
+    // minimum, so one marker at the end (20): everything written.
+    let t1 = s.next(&all[..2]).unwrap();
+    assert_eq!(t1.breakpoints, vec![2]);
+    assert_eq!(
+        t1.usage,
+        CacheUsage {
+            uncached: 0,
+            written: 20,
+            read: 0
+        }
+    );
+    assert_eq!(t1.cost, 25.0); // 1.25 * 20
+    // Turn 2: [S, U1, A1, U2] = 40; markers at the reused prefix (2) and the
+    // end (4): reads 20, writes 40 - 20 = 20; cost 0.1 * 20 + 1.25 * 20 = 27.
+    let t2 = s.next(&all[..4]).unwrap();
+    assert_eq!(t2.breakpoints, vec![2, 4]);
+    assert_eq!(
+        t2.usage,
+        CacheUsage {
+            uncached: 0,
+            written: 20,
+            read: 20
+        }
+    );
+    assert!((t2.cost - 27.0).abs() < 1e-9);
+    for end in [6, 8, 10] {
+        s.next(&all[..end]).unwrap();
+    }
+    // Turn 6 cuts: [S, U4, A4, U5, A5, U6] = 60 is a new sequence after the
+    // system prompt, which was never cached (10 < 15): all 60 written.
+    let t6 = s.next(&all[..12]).unwrap();
+    assert_eq!(t6.breakpoints, vec![6]);
+    assert_eq!(
+        t6.usage,
+        CacheUsage {
+            uncached: 0,
+            written: 60,
+            read: 0
+        }
+    );
+}
+
+#[test]
+fn a_new_message_displaces_nothing_until_the_budget_forces_a_cut() {
+    // S 10, U1 10, A1 10, U2 10, then a huge tool exchange arrives.
+    let mut all = chat(2);
+    all.pop(); // ... U2 is the last message (request 2).
+    let mut s = session();
+    s.next(&all[..2]).unwrap();
+    let before = s.next(&all).unwrap().positions;
+    assert_eq!(before, vec![0, 1, 2, 3]);
+    // A2 calls a tool whose 45-token result makes the conversation
+    // 30 + 5 + 45 = 80 <= 90: appended, the prefix untouched.
+    all.push(t(Message::assistant_calls([("c1", "grep", "{}")]), 5));
+    all.push(t(Message::tool("c1", "big output"), 45));
+    all.push(t(Message::assistant("done"), 5));
+    let mut req = all.clone();
+    req.pop(); // request 3 ends before the assistant's text reply
+    let t3 = s.next(&req).unwrap();
+    assert_eq!(t3.positions, vec![0, 1, 2, 3, 4, 5]);
+    assert_eq!(t3.kept_prefix, 4);
+    assert!(t3.cut.is_none());
+    // U3 (15 tokens) makes it 80 + 5 (reply) + 15 = 100 > 90: now the cut.
+    // E1 (20): must, -> 80. E2 = U2 A2 tool A = 10 + 5 + 45 + 5 = 65:
+    // 80 - 65 = 15 < 40, stop. Window S, E2, U3 = 10 + 80 = 90 tokens.
+    all.push(t(Message::user("next"), 15));
+    let t4 = s.next(&all).unwrap();
+    assert_eq!(t4.positions, vec![0, 3, 4, 5, 6, 7]);
+    assert_eq!(t4.window_tokens, 90);
+    let cut = t4.cut.unwrap();
+    assert_eq!(
+        (cut.first_unit, cut.last_unit, cut.removed_tokens),
+        (1, 1, 20)
+    );
+}
+
+#[test]
+fn resumed_sessions_keep_a_window_from_a_state_file() {
+    let all = chat(3);
+    let mut first = session();
+    let w = first.next(&all[..4]).unwrap();
+    let state: Vec<Message> = w.messages.iter().map(|m| (*m).clone()).collect();
+    let mut resumed = session().resume(state);
+    let t = resumed.next(&all[..6]).unwrap();
+    assert_eq!(t.kept_prefix, 4);
+    // Seeded cache: marks at 4 (reused) and 6: reads 40, writes 60 - 40 = 20.
+    assert_eq!(
+        t.usage,
+        CacheUsage {
+            uncached: 0,
+            written: 20,
+            read: 40
+        }
+    );
+    // An edited system prompt breaks the prefix at once.
+    let mut edited = all[..6].to_vec();
+    edited[0] = t_sys("Be verbose.");
+    let mut s = session().resume(w.messages.iter().map(|m| (*m).clone()).collect());
+    assert_eq!(
+        s.next(&edited).unwrap().broke,
+        Some(PrefixBreak::PinnedChanged)
+    );
+}
+
+fn t_sys(text: &str) -> Message {
+    t(Message::system(text), 10)
+}
+
+#[test]
+fn invalid_low_water_marks_are_refused_with_the_numbers() {
+    let all = chat(1);
+    let mut s = session().low_water(LowWater::Tokens(150));
+    let e = s.next(&all[..2]).unwrap_err();
+    assert_eq!(
+        e,
+        CacheError::InvalidLowWater {
+            low_water: 150,
+            max_tokens: 100
+        }
+    );
+    let mut s = session().low_water(LowWater::Fraction(0.0));
+    assert!(matches!(
+        s.next(&all[..2]).unwrap_err(),
+        CacheError::InvalidLowWaterFraction { .. }
+    ));
+}
+
+#[test]
+fn default_low_water_comes_from_the_write_price() {
+    // Budget 100, system 10: 90 for the conversation; Anthropic 5 minutes:
+    // floor(90 / 2.25) = 40, one hour: floor(90 / 3) = 30, OpenAI: 45.
+    assert_eq!(CacheProfile::anthropic().default_low_water(90), 40);
+    assert_eq!(CacheProfile::anthropic_1h().default_low_water(90), 30);
+    assert_eq!(CacheProfile::openai().default_low_water(90), 45);
+    let mut s = CacheSession::new(Trim::openai(100).counter(Fixed), profile());
+    let one = chat(1);
+    let w = s.next(&one[..2]).unwrap();
+    assert_eq!(w.low_water, 50); // 10 pinned + 40
+}
+
+fn one_block(tokens: i64) -> Block {
+    Block {
+        hash: tokens as u64,
+        tokens,
+        blocks: 1,
+    }
+}
+
+#[test]
+fn breakpoints_stay_within_the_rules() {
+    // System 2,000 tokens, then 49 one-block messages of 100 tokens.
+    let mut w = vec![one_block(2_000)];
+    w.extend((0..49).map(|i| Block {
+        hash: 100 + i,
+        tokens: 100,
+        blocks: 1,
+    }));
+    let p = CacheProfile::anthropic();
+    // Wanted: the end (50), the reused prefix (10), the system (1); from 50
+    // the lookback sees 20 blocks back: positions 30..50, so the furthest
+    // marker it still reaches is 30 (50 - 20), the fourth.
+    let b = plan_breakpoints(&w, 1, Some(10), &p);
+    assert_eq!(b, vec![1, 10, 30, 50]);
+    assert!(b.len() <= p.max_breakpoints);
+    // A 500-token system prompt is under the 1,024 minimum: no marker on it,
+    // nor on the prefix of 5 messages (500 + 400 = 900 < 1,024).
+    let mut short = vec![one_block(500)];
+    short.extend((0..9).map(|i| Block {
+        hash: 200 + i,
+        tokens: 100,
+        blocks: 1,
+    }));
+    assert_eq!(plan_breakpoints(&short, 1, Some(5), &p), vec![10]);
+    // Implicit caches take no markers.
+    assert!(plan_breakpoints(&w, 1, Some(10), &CacheProfile::openai()).is_empty());
+}
+
+#[test]
+fn lookback_limits_what_a_marker_finds() {
+    let p = CacheProfile::anthropic();
+    let mut cache = PromptCache::new(p);
+    let mut w = vec![one_block(2_000)];
+    cache.request(&w, &[1], 0);
+    // 25 more one-block messages and one marker at the end: the entry at 1
+    // is 25 blocks back, beyond the 20-block lookback: nothing read, all
+    // 2,000 + 2,500 = 4,500 written.
+    w.extend((0..25).map(|i| Block {
+        hash: 300 + i,
+        tokens: 100,
+        blocks: 1,
+    }));
+    let u = cache.request(&w, &[26], 0);
+    assert_eq!(
+        u,
+        CacheUsage {
+            uncached: 0,
+            written: 4_500,
+            read: 0
+        }
+    );
+}
+
+#[test]
+fn openai_reads_in_128_token_steps() {
+    let mut cache = PromptCache::new(CacheProfile::openai());
+    let a = one_block(1_100);
+    let b = Block {
+        hash: 7,
+        tokens: 300,
+        blocks: 1,
+    };
+    assert_eq!(cache.request(&[a], &[], 3).read, 0);
+    // Shared 1,100: 1,024 + 128 * floor(76 / 128) = 1,024 read; the rest
+    // 1,100 + 300 - 1,024 = 376, plus 3 of overhead, uncached.
+    let u = cache.request(&[a, b], &[], 3);
+    assert_eq!(
+        u,
+        CacheUsage {
+            uncached: 379,
+            written: 0,
+            read: 1_024
+        }
+    );
+}
+
+#[test]
+fn markers_are_written_into_anthropic_requests() {
+    let doc = Transcript::parse(
+        r#"{"model": "claude", "system": "Rules.", "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}}]},
+        {"role": "assistant", "content": "b"},
+        {"role": "user", "content": "c"}]}"#,
+    )
+    .unwrap();
+    assert_eq!(doc.format(), Format::Anthropic);
+    // Window messages: system #0, a #1, b #2, c #3; markers after the
+    // system (1) and at the end (4). The input's own marker on "a" goes.
+    let v = apply_breakpoints(&doc, &[1, 4], &CacheProfile::anthropic_1h());
+    assert_eq!(v["system"][0]["text"], "Rules.");
+    assert_eq!(
+        v["system"][0]["cache_control"],
+        json!({"type": "ephemeral", "ttl": "1h"})
+    );
+    assert!(
+        v["messages"][0]["content"][0]
+            .get("cache_control")
+            .is_none()
+    );
+    assert_eq!(
+        v["messages"][2]["content"][0]["cache_control"]["type"],
+        "ephemeral"
+    );
+    assert_eq!(v["messages"][2]["content"][0]["text"], "c");
+    let markers = v.to_string().matches("cache_control").count();
+    assert_eq!(markers, 2);
+}
+
+#[test]
+fn simulation_bills_the_three_strategies() {
+    let all = chat(9);
+    let sim = simulate_with(&all, &Trim::openai(100).counter(Fixed), session()).unwrap();
+    let aware = sim.run(SimStrategy::CacheAware).unwrap();
+    let newest = sim.run(SimStrategy::NewestMessages).unwrap();
+    assert_eq!(aware.turns.len(), 9);
+    // Turns 1-5 are identical for every strategy (everything fits).
+    for k in 0..5 {
+        assert_eq!(aware.turns[k].usage, newest.turns[k].usage);
+    }
+    // Turn 6, newest messages: room 90 after the system: U6 A5 U5 A4 U4
+    // A3 U3 A2 U2 (90) fit, A1 does not; starts on U2. Window 100 tokens,
+    // sharing only S with turn 5, whose system prefix was never cached:
+    // all 100 written.
+    assert_eq!(newest.turns[5].window_tokens, 100);
+    assert_eq!(
+        newest.turns[5].usage,
+        CacheUsage {
+            uncached: 0,
+            written: 100,
+            read: 0
+        }
+    );
+    // Turn 7 the newest window moves again (drops U2 A2): nothing reused.
+    assert_eq!(newest.turns[6].usage.read, 0);
+    // The cache-aware turn 7 reads its whole turn-6 window (60 tokens).
+    assert_eq!(aware.turns[6].usage.read, 60);
+    assert!(aware.cost < newest.cost);
+}
+
+/// S 10, U1 10, A1 call 10 + result 10, A1 text 10, U2 10, A2 30, U3 20:
+/// the request before A3. The conversation is 10 + 20 + 10 + 10 + 30 + 20
+/// = 100 > 90.
+fn tool_chat() -> Vec<Message> {
+    vec![
+        t(Message::system("Be brief."), 10),
+        t(Message::user("u1"), 10),
+        t(Message::assistant_calls([("c1", "grep", "{}")]), 10),
+        t(Message::tool("c1", "r1"), 10),
+        t(Message::assistant("a1"), 10),
+        t(Message::user("u2"), 10),
+        t(Message::assistant("a2"), 30),
+        t(Message::user("u3"), 20),
+    ]
+}
+
+#[test]
+fn exchange_cuts_keep_whole_exchanges() {
+    // Low-water 40 -> 30 for the conversation. Exchanges: E1 = #1..#4 (40),
+    // E2 = #5 #6 (40), E3 = #7 (20). Remove E1 (100 > 90, must) -> 60; E2
+    // would leave 20 < 30: stop. Window S, U2, A2, U3 = 10 + 60 = 70.
+    let all = tool_chat();
+    let mut s = session().low_water(LowWater::Tokens(40));
+    let w = s.next(&all).unwrap();
+    assert_eq!(w.positions, vec![0, 5, 6, 7]);
+    assert_eq!(w.window_tokens, 70);
+}
+
+#[test]
+fn message_cuts_still_start_on_a_user_message() {
+    // Units of one message (the call with its result is one): U1 10, call
+    // group 20, A1 10, U2 10, A2 30, U3 20. Remove U1 (must) -> 90, the
+    // group (70 >= 30) -> 70, A1 (60 >= 30) -> 60, U2 (50 >= 30) -> 50; A2
+    // would leave 20 < 30: stop at A2. A2 cannot start the conversation, so
+    // the chat trim removes it too: S, U3 = 30 tokens (under the mark: the
+    // price of cutting by message).
+    let all = tool_chat();
+    let mut s = session()
+        .low_water(LowWater::Tokens(40))
+        .granularity(cupel_chat::Granularity::Message);
+    let w = s.next(&all).unwrap();
+    assert_eq!(w.positions, vec![0, 7]);
+    let cut = w.cut.unwrap();
+    assert_eq!((cut.removed_messages, cut.removed_tokens), (6, 80));
+}
+
+#[test]
+fn an_edited_message_breaks_the_prefix_where_it_differs() {
+    let all = chat(3);
+    let mut s = session();
+    s.next(&all[..4]).unwrap(); // S U1 A1 U2
+    let mut edited = all[..6].to_vec();
+    edited[3] = t(Message::user("question 2, rephrased"), 10);
+    let w = s.next(&edited).unwrap();
+    // S, U1, A1 are kept; the window's message #3 differs.
+    assert_eq!(w.broke, Some(PrefixBreak::Diverged { at: 3 }));
+    assert_eq!(w.kept_prefix, 3);
+    assert_eq!(w.positions, vec![0, 1, 2, 3, 4, 5]);
+}
+
+#[test]
+fn gemini_caches_from_2048_tokens() {
+    let g = CacheProfile::gemini();
+    assert_eq!(g.cacheable(2_047), 0);
+    assert_eq!(g.cacheable(3_001), 3_001); // step 1: any length above
+    // 1,000 uncached + 0.1 * 3,000 read = 1,300.
+    let u = CacheUsage {
+        uncached: 1_000,
+        written: 0,
+        read: 3_000,
+    };
+    assert!((g.cost(&u) - 1_300.0).abs() < 1e-9);
+}

@@ -1,0 +1,135 @@
+//! Property tests of the cache session over random agent transcripts: the
+//! next window repeats the previous one up to the first unit removed, never
+//! exceeds the budget, and never falls under the low-water mark once the
+//! history is above it.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use cupel_chat::{
+    CacheProfile, CacheSession, LowWater, Message, MessageCounter, Role, Trim, request_ends,
+};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+struct Fixed;
+
+impl MessageCounter for Fixed {
+    fn count_message(&self, m: &Message) -> i64 {
+        m.extra.get("t").and_then(Value::as_i64).unwrap_or(0)
+    }
+    fn count_request(&self, _tools: Option<&Value>) -> i64 {
+        3
+    }
+    fn describe(&self) -> String {
+        "fixed".into()
+    }
+}
+
+/// One exchange: user tokens, tool steps (call tokens, result tokens), reply tokens.
+type Exchange = (i64, Vec<(i64, Vec<i64>)>, i64);
+
+fn exchange() -> impl Strategy<Value = Exchange> {
+    (
+        1i64..30,
+        prop::collection::vec((1i64..20, prop::collection::vec(1i64..60, 1..3)), 0..4),
+        1i64..30,
+    )
+}
+
+fn build(system: i64, exchanges: &[Exchange]) -> Vec<Message> {
+    let parse =
+        |j: Value| cupel_chat::message_from_value(j, cupel_chat::Format::OpenAi, "m").unwrap();
+    let mut v = vec![parse(
+        json!({"role": "system", "content": "rules", "t": system}),
+    )];
+    let mut id = 0;
+    for (k, (user, steps, reply)) in exchanges.iter().enumerate() {
+        v.push(parse(
+            json!({"role": "user", "content": format!("u{k}"), "t": user}),
+        ));
+        for (call, results) in steps {
+            let ids: Vec<String> = results
+                .iter()
+                .map(|_| {
+                    id += 1;
+                    format!("call_{id}")
+                })
+                .collect();
+            let calls: Vec<Value> = ids
+                .iter()
+                .map(|i| {
+                    json!({"id": i, "type": "function",
+                    "function": {"name": "f", "arguments": "{}"}})
+                })
+                .collect();
+            v.push(parse(
+                json!({"role": "assistant", "content": null, "t": call, "tool_calls": calls}),
+            ));
+            for (i, r) in ids.iter().zip(results) {
+                v.push(parse(
+                    json!({"role": "tool", "tool_call_id": i, "content": format!("r{i}"), "t": r}),
+                ));
+            }
+        }
+        v.push(parse(
+            json!({"role": "assistant", "content": format!("a{k}"), "t": reply}),
+        ));
+    }
+    v
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+    #[test]
+    fn windows_keep_their_prefix_and_budget(
+        system in 1i64..20,
+        exchanges in prop::collection::vec(exchange(), 1..25),
+        // The largest exchange is 29 + 3 * (19 + 2 * 59) + 29 = 469 tokens.
+        max in 520i64..1_200,
+        fraction in prop::option::of(0.1f64..1.0),
+    ) {
+        let all = build(system, &exchanges);
+        let low = fraction.map_or(LowWater::Auto, LowWater::Fraction);
+        let mut s = CacheSession::new(Trim::openai(max).counter(Fixed), CacheProfile::anthropic())
+            .low_water(low);
+        let mut prev: Option<Vec<usize>> = None;
+        for end in request_ends(&all) {
+            let req = &all[..end];
+            let w = s.next(req).unwrap();
+            prop_assert!(w.window_tokens <= max, "{} > {}", w.window_tokens, max);
+            prop_assert_eq!(w.positions[0], 0);
+            prop_assert_eq!(w.pinned, 1);
+            // No holes: the conversation is a run of consecutive positions
+            // ending with the request's last message.
+            let conv = &w.positions[1..];
+            prop_assert!(conv.windows(2).all(|p| p[1] == p[0] + 1));
+            prop_assert_eq!(conv.last().copied(), Some(end - 1));
+            // The conversation starts with a user message.
+            prop_assert_eq!(&req[conv[0]].role, &Role::User);
+            if let Some(p) = &prev {
+                match w.cut {
+                    None => {
+                        // The whole previous window, then appended messages.
+                        prop_assert_eq!(w.kept_prefix, p.len());
+                        prop_assert_eq!(&w.positions[..p.len()], &p[..]);
+                    }
+                    Some(_) => {
+                        // Kept up to the first unit removed: the pinned
+                        // prompt; the rest is a later suffix.
+                        prop_assert_eq!(w.kept_prefix, 1);
+                        prop_assert!(conv[0] > p[1]);
+                    }
+                }
+            }
+            // Never under the low-water mark once the history is above it,
+            // unless the budget forced it: the exchange just before the
+            // window (the last one removed) would not fit back in.
+            if w.history_tokens >= w.low_water && w.window_tokens < w.low_water {
+                let before = (0..conv[0]).rev().find(|&i| req[i].role == Role::User).unwrap();
+                let unit: i64 = req[before..conv[0]].iter().map(|m| Fixed.count_message(m)).sum();
+                prop_assert!(w.window_tokens + unit > max,
+                    "{} < {} and the last removed exchange ({unit}) fits back", w.window_tokens, w.low_water);
+            }
+            prev = Some(w.positions.clone());
+        }
+    }
+}

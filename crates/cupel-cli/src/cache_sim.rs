@@ -1,0 +1,259 @@
+//! `cupel cache-sim FILE`: replay a transcript request by request under three
+//! window strategies and bill every request with a provider's prompt cache;
+//! and the cache-aware session behind `cupel chat --state FILE`.
+
+use std::path::Path;
+
+use clap::Args;
+use cupel_chat::{
+    CacheError, CacheProfile, CacheSession, ChatError, Format, Granularity, LowWater, Transcript,
+    Trim, apply_breakpoints, simulate_with,
+};
+
+use crate::chart::{LineChart, Series};
+use crate::error::CliError;
+
+pub(crate) const CACHE_SIM_AFTER_HELP: &str = "\
+FILE is an OpenAI or Anthropic chat transcript. Every assistant message is
+one model request: the messages before it. Each request is trimmed to
+--max-tokens by three strategies and billed with the provider's prompt cache
+(reads, writes and uncached tokens, in base input-token units):
+
+  newest-messages  the newest messages that fit, starting on a user message,
+                   recomputed every request (LangChain's trim_messages, last)
+  chat-trim        `cupel chat`'s newest-turns trim, recomputed every request
+  cache-aware      `cupel chat --state`: keeps the previous window and
+                   appends; cuts once and deep when it no longer fits
+
+Examples:
+  cupel cache-sim agent.json --max-tokens 40000 --provider anthropic
+  cupel cache-sim agent.json --max-tokens 40000 --provider openai --plot cost.svg
+
+Exit codes:
+  0  success
+  1  a request cannot be made (pinned prompts over --max-tokens, a unit
+     larger than the budget)
+  2  usage or input error";
+
+#[derive(Debug, Args)]
+pub(crate) struct CacheSimArgs {
+    /// Chat transcript (JSON); `-` is stdin
+    #[arg(value_name = "FILE")]
+    input: String,
+
+    /// The most input tokens a request may cost
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    max_tokens: i64,
+
+    /// Cache profile: openai, anthropic, anthropic-1h or gemini
+    #[arg(long, value_name = "PROVIDER", default_value = "anthropic")]
+    provider: String,
+
+    /// The cache-aware session's low-water mark in window tokens (default:
+    /// from the profile's write price)
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    low_water: Option<i64>,
+
+    /// Draw the cost of every request for the three strategies as SVG
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<String>,
+
+    /// Print only the totals, not one row per request
+    #[arg(long)]
+    totals: bool,
+}
+
+fn profile(name: &str) -> Result<CacheProfile, CliError> {
+    CacheProfile::from_name(name).ok_or_else(|| {
+        CliError::input(format!("unknown cache profile `{name}`"))
+            .hint("use openai, anthropic, anthropic-1h or gemini")
+    })
+}
+
+pub(crate) fn map_cache_err(e: CacheError, input: &str) -> CliError {
+    match e {
+        CacheError::Chat(
+            c @ (ChatError::PinnedOverBudget { .. } | ChatError::NothingFits { .. }),
+        ) => CliError::selection(c.to_string()).hint("raise --max-tokens"),
+        CacheError::Chat(c @ (ChatError::Json { .. } | ChatError::Shape { .. })) => {
+            CliError::input(format!("{input}: {c}"))
+        }
+        other => CliError::input(other.to_string()),
+    }
+}
+
+fn read(input: &str) -> Result<String, CliError> {
+    let text = if input == "-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+            .map_err(|e| CliError::input(format!("cannot read the transcript from stdin: {e}")))?;
+        s
+    } else {
+        std::fs::read_to_string(input)
+            .map_err(|e| CliError::input(format!("cannot read `{input}`: {e}")))?
+    };
+    Ok(text.trim_start_matches('\u{feff}').to_string())
+}
+
+pub(crate) fn run(a: &CacheSimArgs) -> Result<String, CliError> {
+    let name = if a.input == "-" {
+        "<stdin>"
+    } else {
+        a.input.as_str()
+    };
+    if a.max_tokens <= 0 {
+        return Err(CliError::input(format!(
+            "--max-tokens must be positive, got {}",
+            a.max_tokens
+        )));
+    }
+    let profile = profile(&a.provider)?;
+    let doc = Transcript::parse(&read(&a.input)?)
+        .map_err(|e| map_cache_err(CacheError::Chat(e), name))?;
+    let opts = Trim::new(doc.format(), a.max_tokens);
+    let opts = match doc.tools() {
+        Some(t) => opts.tools(t.clone()),
+        None => opts,
+    };
+    let mut session = CacheSession::new(opts.clone(), profile.clone());
+    if let Some(l) = a.low_water {
+        session = session.low_water(LowWater::Tokens(l));
+    }
+    let sim = simulate_with(doc.messages(), &opts, session).map_err(|e| map_cache_err(e, name))?;
+
+    let mut s = format!(
+        "cache-sim {name}: {}, {} messages, {} requests; max_tokens {}; profile {}\n\n",
+        doc.format(),
+        doc.messages().len(),
+        sim.runs.first().map_or(0, |r| r.turns.len()),
+        a.max_tokens,
+        sim.profile
+    );
+    if !a.totals {
+        s.push_str(&format!("{:>5} {:>6}", "req", "msgs"));
+        for r in &sim.runs {
+            s.push_str(&format!(
+                " | {:>8} {:>8} {:>8} {:>8} {:>9}",
+                "window",
+                "read",
+                "written",
+                "uncached",
+                r.strategy.as_str()
+            ));
+        }
+        s.push('\n');
+        let rows = sim.runs.first().map_or(0, |r| r.turns.len());
+        for k in 0..rows {
+            let first = &sim.runs[0].turns[k];
+            s.push_str(&format!("{:>5} {:>6}", first.turn, first.end));
+            for r in &sim.runs {
+                let t = &r.turns[k];
+                s.push_str(&format!(
+                    " | {:>8} {:>8} {:>8} {:>8} {:>9.0}",
+                    t.window_tokens, t.usage.read, t.usage.written, t.usage.uncached, t.cost
+                ));
+            }
+            s.push('\n');
+        }
+        s.push_str(
+            "\n(the last column of each strategy is the request's cost in base input tokens)\n\n",
+        );
+        if let Some(aware) = sim.runs.last() {
+            for t in &aware.turns {
+                if let Some(n) = t.note.as_deref().filter(|n| n.contains("removed")) {
+                    s.push_str(n);
+                    s.push('\n');
+                }
+            }
+            s.push('\n');
+        }
+    }
+    s.push_str(&sim.totals_table());
+    if let Some(path) = &a.plot {
+        let chart = LineChart {
+            title: format!(
+                "Cost per request ({}, max {} tokens)",
+                sim.profile.name, a.max_tokens
+            ),
+            x_label: "request".into(),
+            y_label: "cost (base input tokens)".into(),
+            series: sim
+                .runs
+                .iter()
+                .map(|r| Series {
+                    name: r.strategy.as_str().into(),
+                    points: r
+                        .turns
+                        .iter()
+                        .map(|t| (t.turn as i64, t.cost.round() as i64))
+                        .collect(),
+                })
+                .collect(),
+        };
+        chart.write_svg(path)?;
+    }
+    Ok(s)
+}
+
+/// `cupel chat --state FILE`: the cache-aware window of `doc` given the
+/// previous window in `state` (absent or empty: the first turn); writes the
+/// new window to `state` and returns the request (with Anthropic
+/// `cache_control` markers) or, with `explain`, the turn's explanation.
+pub(crate) fn run_with_state(
+    doc: &Transcript,
+    opts: Trim,
+    granularity: Option<Granularity>,
+    state: &str,
+    explain: bool,
+    name: &str,
+) -> Result<String, CliError> {
+    let profile = match doc.format() {
+        Format::Anthropic => CacheProfile::anthropic(),
+        _ => CacheProfile::openai(),
+    };
+    let opts = match doc.tools() {
+        Some(t) => opts.tools(t.clone()),
+        None => opts,
+    };
+    let mut session = CacheSession::new(opts, profile.clone());
+    if let Some(g) = granularity {
+        session = session.granularity(g);
+    }
+    let previous = if Path::new(state).exists() {
+        let text = std::fs::read_to_string(state)
+            .map_err(|e| CliError::input(format!("cannot read state `{state}`: {e}")))?;
+        if text.trim().is_empty() {
+            None
+        } else {
+            let prev = Transcript::parse_as(&text, doc.format())
+                .map_err(|e| CliError::input(format!("state `{state}`: {e}")))?;
+            Some(prev.into_messages())
+        }
+    } else {
+        None
+    };
+    if let Some(p) = previous {
+        session = session.resume(p);
+    }
+    let turn = session
+        .next(doc.messages())
+        .map_err(|e| map_cache_err(e, name))?;
+    let window = doc.with_messages(turn.messages.iter().map(|m| (*m).clone()).collect());
+    let mut saved = window.to_json_pretty();
+    saved.push('\n');
+    std::fs::write(state, saved)
+        .map_err(|e| CliError::input(format!("cannot write state `{state}`: {e}")))?;
+    if explain {
+        let mut s = turn.explain();
+        s.push('\n');
+        s.push_str(&format!(
+            "positions {:?}; kept prefix {} messages ({} tokens); low-water {}; cache markers after messages {:?}\n",
+            turn.positions, turn.kept_prefix, turn.kept_prefix_tokens, turn.low_water, turn.breakpoints
+        ));
+        return Ok(s);
+    }
+    let value = apply_breakpoints(&window, &turn.breakpoints, &profile);
+    let mut s = serde_json::to_string_pretty(&value).unwrap_or_default();
+    s.push('\n');
+    Ok(s)
+}

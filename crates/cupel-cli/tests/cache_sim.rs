@@ -1,0 +1,122 @@
+//! `cupel chat --state` and `cupel cache-sim`.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+mod common;
+
+use common::{fails, ok};
+use serde_json::{Value, json};
+
+fn tmp(name: &str) -> String {
+    format!("{}/{name}", env!("CARGO_TARGET_TMPDIR"))
+}
+
+/// An Anthropic body: a long system prompt (about 2,000 estimated tokens:
+/// 7,000 characters at 3.5 a token) and `n` exchanges.
+fn body(n: usize) -> Value {
+    let mut messages = Vec::new();
+    for i in 0..n {
+        messages.push(
+            json!({"role": "user", "content": format!("question {i} {}", "word ".repeat(200))}),
+        );
+        messages.push(json!({"role": "assistant", "content": format!("answer {i}")}));
+    }
+    messages.push(json!({"role": "user", "content": "and now?"}));
+    json!({"model": "claude", "system": "rules ".repeat(1_167), "messages": messages})
+}
+
+fn write(path: &str, v: &Value) {
+    std::fs::write(path, serde_json::to_string(v).unwrap()).unwrap();
+}
+
+#[test]
+fn state_keeps_the_previous_window_and_marks_the_request() {
+    let (t1, t2, state) = (tmp("s-t1.json"), tmp("s-t2.json"), tmp("s-state.json"));
+    let _ = std::fs::remove_file(&state);
+    write(&t1, &body(2));
+    write(&t2, &body(3));
+    let first: Value = serde_json::from_str(&ok(&[
+        "chat",
+        &t1,
+        "--max-tokens",
+        "100000",
+        "--state",
+        &state,
+    ]))
+    .unwrap();
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    assert_eq!(saved["messages"].as_array().unwrap().len(), 5);
+    let second: Value = serde_json::from_str(&ok(&[
+        "chat",
+        &t2,
+        "--max-tokens",
+        "100000",
+        "--state",
+        &state,
+    ]))
+    .unwrap();
+    let m1 = first["messages"].as_array().unwrap();
+    let m2 = second["messages"].as_array().unwrap();
+    // The first window's messages come back first, in order; the markers
+    // (never more than 4) are the only difference.
+    assert_eq!(m2.len(), 7);
+    for (a, b) in m1.iter().zip(m2) {
+        assert_eq!(a["role"], b["role"]);
+    }
+    let markers = second.to_string().matches("cache_control").count();
+    assert!((1..=4).contains(&markers), "{markers}");
+    // The system prompt (about 2,000 tokens, over the 1,024 minimum) is marked.
+    assert_eq!(second["system"][0]["cache_control"]["type"], "ephemeral");
+    // The window is the system prompt and 7 messages: all kept.
+    let explain = ok(&[
+        "chat",
+        &t2,
+        "--max-tokens",
+        "100000",
+        "--state",
+        &state,
+        "--explain",
+    ]);
+    assert!(
+        explain.starts_with("turn 2: kept the previous window (8 messages), appended 0"),
+        "{explain}"
+    );
+}
+
+#[test]
+fn cache_sim_prints_three_strategies_and_plots() {
+    let t = tmp("sim.json");
+    write(&t, &body(20));
+    let svg = tmp("sim.svg");
+    let out = ok(&[
+        "cache-sim",
+        &t,
+        "--max-tokens",
+        "6000",
+        "--provider",
+        "anthropic",
+        "--plot",
+        &svg,
+    ]);
+    for s in [
+        "newest-messages",
+        "chat-trim",
+        "cache-aware",
+        "removed exchanges",
+    ] {
+        assert!(out.contains(s), "{s} missing:\n{out}");
+    }
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+    let err = fails(
+        &[
+            "cache-sim",
+            &t,
+            "--max-tokens",
+            "6000",
+            "--provider",
+            "mistral",
+        ],
+        None,
+        2,
+    );
+    assert!(err.contains("unknown cache profile `mistral`"), "{err}");
+}
