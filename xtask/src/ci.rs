@@ -22,20 +22,30 @@ pub(crate) fn run() -> Result<(), String> {
 
     // `cupel-rs-pipeline` without its default `config` feature: no toml,
     // serde_json, serde_ignored, serde_path_to_error or `cupel-core/serde`.
-    let mut lean = cargo();
-    lean.args([
-        "clippy",
-        "-p",
+    // The same for the other crates whose default features pull in
+    // optional parts (the CLI's chat and tokenizer, the gate's config, the
+    // tokens crate's tiktoken): the fuzz targets and benches build them lean.
+    for package in [
         "cupel-rs-pipeline",
-        "--no-default-features",
-        "--",
-        "-D",
-        "warnings",
-    ]);
-    run_step(
-        "cargo check -p cupel-rs-pipeline --no-default-features (clippy)",
-        lean,
-    )?;
+        "cupel-cli",
+        "cupel-rs-gate",
+        "cupel-rs-tokens",
+    ] {
+        let mut lean = cargo();
+        lean.args([
+            "clippy",
+            "-p",
+            package,
+            "--no-default-features",
+            "--",
+            "-D",
+            "warnings",
+        ]);
+        run_step(
+            &format!("cargo check -p {package} --no-default-features (clippy)"),
+            lean,
+        )?;
+    }
 
     let mut test = cargo();
     test.args(["test", "--workspace", "--all-features"]);

@@ -40,6 +40,7 @@
 #![allow(rustdoc::broken_intra_doc_links)]
 
 mod budget;
+#[cfg(feature = "chat")]
 mod cache_sim;
 mod chart;
 #[cfg(feature = "chat")]
@@ -142,6 +143,7 @@ enum Command {
     #[command(after_help = chat::CHAT_AFTER_HELP)]
     Chat(chat::ChatArgs),
     /// Replay a chat transcript request by request: what three window strategies pay the prompt cache.
+    #[cfg(feature = "chat")]
     #[command(name = "cache-sim", after_help = cache_sim::CACHE_SIM_AFTER_HELP)]
     CacheSim(cache_sim::CacheSimArgs),
 }
@@ -373,6 +375,7 @@ pub fn main() -> ExitCode {
         Command::Compare(a) => compare::run(&a),
         #[cfg(feature = "chat")]
         Command::Chat(a) => chat::run(&a),
+        #[cfg(feature = "chat")]
         Command::CacheSim(a) => cache_sim::run(&a),
     };
     match result {
