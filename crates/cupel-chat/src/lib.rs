@@ -54,6 +54,8 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod cache;
+#[cfg(feature = "async-openai")]
+mod compat;
 mod count;
 mod error;
 mod message;
@@ -66,6 +68,9 @@ pub use cache::{
     CacheUsage, Cut, LowWater, PrefixBreak, PromptCache, SimStrategy, SimTurn, Simulation,
     StrategyRun, apply_breakpoints, plan_breakpoints, request_ends, simulate, simulate_with,
 };
+#[cfg(feature = "async-openai")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
+pub use compat::{from_async_openai, to_async_openai};
 pub use count::{
     AnthropicEstimate, Calibration, MessageCounter, OPENAI_IMAGE_MAX_TOKENS, OPENAI_REPLY_PRIMING,
     OPENAI_TOKENS_PER_MESSAGE, OPENAI_TOKENS_PER_NAME, Observation, OpenAiCounter,
