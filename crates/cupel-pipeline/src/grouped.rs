@@ -19,8 +19,9 @@ use crate::run::Units;
 /// A group of two or more members and what the stages need to know about it.
 pub(crate) struct Group<'a> {
     id: &'a str,
-    /// Input indices, ascending.
-    members: Vec<usize>,
+    /// Where its members' input indices (ascending) sit in `Grouped::members`.
+    start: usize,
+    len: usize,
     pinned: bool,
     negative: bool,
     /// Sum of the non-negative members' tokens (fits: see `check_token_totals`).
@@ -51,6 +52,8 @@ enum Unit {
 pub(crate) struct Grouped<'a> {
     items: &'a [ContextItem],
     groups: Vec<Group<'a>>,
+    /// Every group's members, group after group (one allocation for all).
+    members: Vec<usize>,
     /// Units in the input order of their first member.
     units: Vec<Unit>,
 }
@@ -60,6 +63,8 @@ impl<'a> Grouped<'a> {
         let mut ids: FxHashMap<&str, usize> = FxHashMap::default();
         let mut groups: Vec<Group<'a>> = Vec::new();
         let mut units: Vec<Unit> = Vec::with_capacity(items.len());
+        // Pass 1: the groups, their sizes and totals; each grouped item's group.
+        let mut group_of: Vec<(usize, usize)> = Vec::new(); // (item, group)
         for (i, item) in items.iter().enumerate() {
             let Some(id) = item.group() else {
                 units.push(Unit::Single(i));
@@ -72,7 +77,8 @@ impl<'a> Grouped<'a> {
                     units.push(Unit::Group(groups.len()));
                     groups.push(Group {
                         id,
-                        members: Vec::new(),
+                        start: 0,
+                        len: 0,
                         pinned: false,
                         negative: false,
                         tokens: 0,
@@ -81,8 +87,9 @@ impl<'a> Grouped<'a> {
                     groups.len() - 1
                 }
             };
+            group_of.push((i, g));
             let group = &mut groups[g];
-            group.members.push(i);
+            group.len += 1;
             group.pinned |= item.pinned();
             if item.tokens() < 0 {
                 group.negative = true;
@@ -91,19 +98,34 @@ impl<'a> Grouped<'a> {
                 group.tokens = group.tokens.saturating_add(item.tokens());
             }
         }
+        // Pass 2: the member lists, in input order, in one flat array.
+        let mut next = 0;
+        let mut fill: Vec<usize> = Vec::with_capacity(groups.len());
+        for group in &mut groups {
+            group.start = next;
+            fill.push(next);
+            next += group.len;
+        }
+        let mut members = vec![0; next];
+        for (i, g) in group_of {
+            members[fill[g]] = i;
+            fill[g] += 1;
+        }
         for unit in &mut units {
             if let Unit::Group(g) = *unit {
                 let group = &mut groups[g];
-                match group.members[..] {
+                let own = &members[group.start..group.start + group.len];
+                match own {
                     // Alone in its group: an item like any other.
-                    [only] => *unit = Unit::Single(only),
-                    _ => group.item = Some(synthetic_item(items, group)?),
+                    [only] => *unit = Unit::Single(*only),
+                    _ => group.item = Some(synthetic_item(items, group, own)?),
                 }
             }
         }
         Ok(Grouped {
             items,
             groups,
+            members,
             units,
         })
     }
@@ -128,7 +150,10 @@ impl Units for Grouped<'_> {
     fn members(&self, u: usize) -> Self::Members<'_> {
         match &self.units[u] {
             Unit::Single(i) => std::slice::from_ref(i),
-            Unit::Group(g) => &self.groups[*g].members,
+            Unit::Group(g) => {
+                let group = &self.groups[*g];
+                &self.members[group.start..group.start + group.len]
+            }
         }
         .iter()
         .copied()
@@ -157,7 +182,10 @@ impl Units for Grouped<'_> {
             Unit::Group(g) => {
                 let group = &self.groups[g];
                 // Every multi-member group has its item (see `build`).
-                group.item.as_ref().unwrap_or(&self.items[group.members[0]])
+                group
+                    .item
+                    .as_ref()
+                    .unwrap_or(&self.items[self.members[group.start]])
             }
         }
     }
@@ -169,14 +197,17 @@ impl Units for Grouped<'_> {
 /// The item a group is sliced and placed as: the group id as content (never
 /// empty: the builder rejects empty ids), the members' total tokens, the first
 /// member's kind and source, the earliest member timestamp.
-fn synthetic_item(items: &[ContextItem], g: &Group<'_>) -> Result<ContextItem, CupelError> {
-    let first = &items[g.members[0]];
-    let timestamp = g.members.iter().filter_map(|&i| items[i].timestamp()).min();
+fn synthetic_item(
+    items: &[ContextItem],
+    g: &Group<'_>,
+    members: &[usize],
+) -> Result<ContextItem, CupelError> {
+    let first = &items[members[0]];
+    let timestamp = members.iter().filter_map(|&i| items[i].timestamp()).min();
     ContextItem::builder(g.id, g.tokens)
         .kind(first.kind().clone())
         .source(first.source().clone())
         .timestamp_opt(timestamp)
         .pinned(g.pinned)
-        .group(g.id)
         .build()
 }

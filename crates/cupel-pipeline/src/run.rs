@@ -6,6 +6,7 @@
 //! nothing for groups. Stages pass unit ids and scores; items are cloned (an
 //! `Arc` bump each) only for the returned window and for diagnostics.
 
+use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::time::{Instant, SystemTime};
 
@@ -265,7 +266,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                 available_tokens: available,
             });
         }
-        self.pinned_items = self.member_items(&pinned);
+        self.pinned_items = self.member_items(&pinned).into_owned();
         let count_in = self.items.len();
         self.finish(timer, PipelineStage::Classify, || {
             (count_in, item_count(units, pinned.iter().chain(&scoreable)))
@@ -274,17 +275,17 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
     }
 
     /// The input indices of the members of `units`, in input order.
-    fn member_items(&self, units: &[usize]) -> Vec<usize> {
+    fn member_items<'u>(&self, units: &'u [usize]) -> Cow<'u, [usize]> {
         if !T::GROUPED {
             // Unit `u` is item `u`, and `units` ascend.
-            return units.to_vec();
+            return Cow::Borrowed(units);
         }
         // Members of different groups interleave: mark, then collect in order (O(N)).
         let mut marked = vec![false; self.items.len()];
         for i in units.iter().flat_map(|&u| self.units.members(u)) {
             marked[i] = true;
         }
-        (0..marked.len()).filter(|&i| marked[i]).collect()
+        Cow::Owned((0..marked.len()).filter(|&i| marked[i]).collect())
     }
 
     /// Stage 2: every scoreable item, in input order, through the scorer,
