@@ -903,12 +903,12 @@ fn build_report(messages: &[Message], rows: &[MessageRow<'_>], units: &[Unit]) -
         // Newest scores highest: the order the newest-turns policy fills in.
         let score = (r.position as f64 + 1.0) / n;
         match &r.decision {
-            Decision::Pinned => {
-                included.push(IncludedItem::new(item, 1.0, InclusionReason::Pinned))
-            }
-            d if d.is_kept() => {
-                included.push(IncludedItem::new(item, score, InclusionReason::Scored))
-            }
+            Decision::Pinned => included.push(
+                IncludedItem::new(item, 1.0, InclusionReason::Pinned).at_position(r.position),
+            ),
+            d if d.is_kept() => included.push(
+                IncludedItem::new(item, score, InclusionReason::Scored).at_position(r.position),
+            ),
             d => {
                 let reason = match (d, group) {
                     (
@@ -938,7 +938,7 @@ fn build_report(messages: &[Message], rows: &[MessageRow<'_>], units: &[Unit]) -
                         filter_name: filter_name(other).into(),
                     },
                 };
-                excluded.push(ExcludedItem::new(item, score, reason));
+                excluded.push(ExcludedItem::new(item, score, reason).at_position(r.position));
             }
         }
     }

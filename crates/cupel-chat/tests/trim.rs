@@ -113,6 +113,13 @@ fn the_report_explains_every_message_with_its_position() {
         .map(|i| i.item.metadata()["position"].as_str())
         .collect();
     assert_eq!(positions, ["0", "7"]);
+    // The rows' own input positions (the report field) say the same, for
+    // included and excluded rows alike.
+    let fields: Vec<usize> = r.included.iter().map(|i| i.position).collect();
+    assert_eq!(fields, [0, 7]);
+    for e in &r.excluded {
+        assert_eq!(e.item.metadata()["position"], e.position.to_string());
+    }
     // The group's two members carry GroupExcluded with the numbers of the row.
     let group: Vec<_> = r
         .excluded
