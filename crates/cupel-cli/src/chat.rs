@@ -178,38 +178,69 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
         return Ok(s);
     }
     let total = doc.messages().len();
-    let mut s = format!(
-        "chat     {name}: {} ({}), {total} messages\ncounted  {}\nbudget   max_tokens {}; request overhead {} (reply priming, tool definitions)\nwindow   {} of {total} messages, {} tokens ({:.1}% of max_tokens)\n\n",
-        doc.format(),
-        if detected { "detected" } else { "--provider" },
-        out.counter,
-        group(a.max_tokens),
-        group(out.tokens.overhead),
-        out.positions.len(),
-        group(out.tokens.window),
-        out.tokens.window as f64 * 100.0 / a.max_tokens as f64,
-    );
+    let mut s = String::new();
+    let head = [
+        (
+            "chat     ",
+            format!(
+                "{name}: {} ({}), {total} messages",
+                doc.format(),
+                if detected { "detected" } else { "--provider" }
+            ),
+        ),
+        ("counted  ", out.counter.clone()),
+        (
+            "budget   ",
+            format!(
+                "max_tokens {}; request overhead {} (reply priming, tool definitions)",
+                group(a.max_tokens),
+                group(out.tokens.overhead)
+            ),
+        ),
+        (
+            "window   ",
+            format!(
+                "{} of {total} messages, {} tokens ({:.1}% of max_tokens)",
+                out.positions.len(),
+                group(out.tokens.window),
+                out.tokens.window as f64 * 100.0 / a.max_tokens as f64,
+            ),
+        ),
+    ];
+    for (label, text) in head {
+        crate::render::labelled(&mut s, label, 9, &text);
+    }
+    s.push('\n');
     s.push_str("   #   tokens  message\n");
     for r in &out.rows {
-        s.push_str(&format!(
-            "{:>4}  {:>7}  {} {}\n",
-            r.position,
-            group(r.tokens),
-            r.label(),
-            r.reason()
-        ));
+        // Wrapped to 80 columns under the message column (labels and
+        // reasons can be long: tool names, call ids, group sizes).
+        let lead = format!("{:>4}  {:>7}  ", r.position, group(r.tokens));
+        let indent = crate::render::width(&lead);
+        crate::render::labelled(
+            &mut s,
+            &lead,
+            indent,
+            &format!("{} {}", r.label(), r.reason()),
+        );
     }
     let rules = out
         .dropped()
         .filter(|r| r.decision.is_provider_rule())
         .count();
-    s.push_str(&format!(
-        "\nkept {} messages ({} tokens), dropped {} ({} tokens, {rules} of them only for the provider's rules)\n",
-        out.positions.len(),
-        group(out.tokens.kept),
-        total - out.positions.len(),
-        group(out.tokens.dropped),
-    ));
+    s.push('\n');
+    crate::render::labelled(
+        &mut s,
+        "",
+        0,
+        &format!(
+            "kept {} messages ({} tokens), dropped {} ({} tokens, {rules} of them only for the provider's rules)",
+            out.positions.len(),
+            group(out.tokens.kept),
+            total - out.positions.len(),
+            group(out.tokens.dropped),
+        ),
+    );
     Ok(s)
 }
 
