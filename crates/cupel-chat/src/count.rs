@@ -48,6 +48,28 @@ impl<T: MessageCounter + ?Sized> MessageCounter for Arc<T> {
     }
 }
 
+/// Tokens of a message's content, the same walk for every counter: text
+/// (and tool names, arguments, thinking, parts this crate does not model) by
+/// `text`, images by `image`, tool results by their own content.
+fn content_tokens(c: &Content, text: &dyn Fn(&str) -> i64, image: fn(&Image) -> i64) -> i64 {
+    match c {
+        Content::Absent | Content::Null => 0,
+        Content::Text(t) => text(t),
+        Content::Parts(parts) => parts
+            .iter()
+            .map(|p| match p {
+                Part::Text { text: t, .. } => text(t),
+                Part::Image(img) => image(img),
+                Part::ToolCall(c) => text(&c.name).saturating_add(text(&c.arguments_text())),
+                Part::ToolResult(r) => content_tokens(&r.content, text, image),
+                Part::Thinking { thinking, .. } => text(thinking),
+                Part::RedactedThinking { data, .. } => text(data),
+                Part::Other(v) => text(&v.to_string()),
+            })
+            .fold(0, i64::saturating_add),
+    }
+}
+
 fn load(name: &str) -> Result<&'static TiktokenCounter, ChatError> {
     // OpenAI's chat models use o200k_base or cl100k_base; the counter is
     // loaded once per process (loading takes a tenth of a second).
@@ -121,28 +143,7 @@ impl OpenAiCounter {
     }
 
     fn content(&self, c: &Content) -> i64 {
-        match c {
-            Content::Absent | Content::Null => 0,
-            Content::Text(t) => self.text(t),
-            Content::Parts(parts) => parts
-                .iter()
-                .map(|p| self.part(p))
-                .fold(0, i64::saturating_add),
-        }
-    }
-
-    fn part(&self, p: &Part) -> i64 {
-        match p {
-            Part::Text { text, .. } => self.text(text),
-            Part::Image(img) => openai_image(img),
-            Part::ToolCall(c) => self
-                .text(&c.name)
-                .saturating_add(self.text(&c.arguments_text())),
-            Part::ToolResult(r) => self.content(&r.content),
-            Part::Thinking { thinking, .. } => self.text(thinking),
-            Part::RedactedThinking { data, .. } => self.text(data),
-            Part::Other(v) => self.text(&v.to_string()),
-        }
+        content_tokens(c, &|t| self.text(t), openai_image)
     }
 
     fn tools(&self, tools: &Value) -> i64 {
@@ -391,28 +392,7 @@ impl AnthropicEstimate {
     }
 
     fn content(&self, c: &Content) -> i64 {
-        match c {
-            Content::Absent | Content::Null => 0,
-            Content::Text(t) => self.text(t),
-            Content::Parts(parts) => parts
-                .iter()
-                .map(|p| self.part(p))
-                .fold(0, i64::saturating_add),
-        }
-    }
-
-    fn part(&self, p: &Part) -> i64 {
-        match p {
-            Part::Text { text, .. } => self.text(text),
-            Part::Image(img) => anthropic_image(img),
-            Part::ToolCall(c) => self
-                .text(&c.name)
-                .saturating_add(self.text(&c.arguments_text())),
-            Part::ToolResult(r) => self.content(&r.content),
-            Part::Thinking { thinking, .. } => self.text(thinking),
-            Part::RedactedThinking { data, .. } => self.text(data),
-            Part::Other(v) => self.text(&v.to_string()),
-        }
+        content_tokens(c, &|t| self.text(t), anthropic_image)
     }
 
     /// The estimate before calibration of a whole request: its messages and

@@ -80,6 +80,7 @@ pub use error::ChatError;
 pub use message::{Content, Extra, Image, ImageSource, Message, Part, Role, ToolCall, ToolResult};
 pub use transcript::Transcript;
 pub use trim::{
-    Decision, Granularity, MessageRow, Strategy, TokenTotals, Trim, Trimmed, trim, trim_transcript,
+    Decision, Granularity, MessageRow, Strategy, TokenTotals, Trim, Trimmed, group_digits, trim,
+    trim_transcript,
 };
 pub use wire::{Format, message_from_value, message_to_value};

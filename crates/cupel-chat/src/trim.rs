@@ -320,7 +320,15 @@ pub struct MessageRow<'a> {
     granularity: Granularity,
 }
 
-fn thousands(n: i64) -> String {
+/// A token count as the explanations print it: digits grouped by
+/// thousands with commas (`15865` → `15,865`, `-1200` → `-1,200`).
+///
+/// ```
+/// assert_eq!(cupel_chat::group_digits(15_865), "15,865");
+/// assert_eq!(cupel_chat::group_digits(-1_200), "-1,200");
+/// assert_eq!(cupel_chat::group_digits(999), "999");
+/// ```
+pub fn group_digits(n: i64) -> String {
     let digits = n.unsigned_abs().to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -387,8 +395,8 @@ impl fmt::Display for Reason<'_, '_> {
                         return write!(
                             f,
                             "dropped: needs {} tokens, {} left",
-                            thousands(*unit_tokens),
-                            thousands(*available_tokens)
+                            group_digits(*unit_tokens),
+                            group_digits(*available_tokens)
                         );
                     }
                     Granularity::Message if row.message.is_tool_result() => ("group", "its call"),
@@ -402,8 +410,8 @@ impl fmt::Display for Reason<'_, '_> {
                 write!(
                     f,
                     "dropped with {with}: the {unit} needs {} tokens, {} left",
-                    thousands(*unit_tokens),
-                    thousands(*available_tokens)
+                    group_digits(*unit_tokens),
+                    group_digits(*available_tokens)
                 )
             }
             Decision::OlderThanCut { cut_position } => write!(

@@ -193,8 +193,8 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
             "budget   ",
             format!(
                 "max_tokens {}; request overhead {} (reply priming, tool definitions)",
-                group(a.max_tokens),
-                group(out.tokens.overhead)
+                cupel_chat::group_digits(a.max_tokens),
+                cupel_chat::group_digits(out.tokens.overhead)
             ),
         ),
         (
@@ -202,7 +202,7 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
             format!(
                 "{} of {total} messages, {} tokens ({:.1}% of max_tokens)",
                 out.positions.len(),
-                group(out.tokens.window),
+                cupel_chat::group_digits(out.tokens.window),
                 out.tokens.window as f64 * 100.0 / a.max_tokens as f64,
             ),
         ),
@@ -215,7 +215,11 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
     for r in &out.rows {
         // Wrapped to 80 columns under the message column (labels and
         // reasons can be long: tool names, call ids, group sizes).
-        let lead = format!("{:>4}  {:>7}  ", r.position, group(r.tokens));
+        let lead = format!(
+            "{:>4}  {:>7}  ",
+            r.position,
+            cupel_chat::group_digits(r.tokens)
+        );
         let indent = crate::render::width(&lead);
         crate::render::labelled(
             &mut s,
@@ -236,23 +240,10 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
         &format!(
             "kept {} messages ({} tokens), dropped {} ({} tokens, {rules} of them only for the provider's rules)",
             out.positions.len(),
-            group(out.tokens.kept),
+            cupel_chat::group_digits(out.tokens.kept),
             total - out.positions.len(),
-            group(out.tokens.dropped),
+            cupel_chat::group_digits(out.tokens.dropped),
         ),
     );
     Ok(s)
-}
-
-/// `15865` -> `15,865`.
-fn group(n: i64) -> String {
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if n < 0 { format!("-{out}") } else { out }
 }

@@ -108,18 +108,6 @@ pub struct CacheTurn<'a> {
     granularity: Granularity,
 }
 
-fn thousands(n: i64) -> String {
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if n < 0 { format!("-{out}") } else { out }
-}
-
 /// The value of one of [`CacheTurn::attributes`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -196,9 +184,9 @@ impl fmt::Display for CacheTurn<'_> {
             write!(
                 f,
                 "window reached {} of {}; removed {range} down to the {}-token low-water mark",
-                thousands(c.reached),
-                thousands(self.max_tokens),
-                thousands(self.low_water)
+                crate::trim::group_digits(c.reached),
+                crate::trim::group_digits(self.max_tokens),
+                crate::trim::group_digits(self.low_water)
             )?;
         } else {
             match &self.broke {
@@ -223,11 +211,11 @@ impl fmt::Display for CacheTurn<'_> {
         write!(
             f,
             "; {} of {} tokens: {} from cache, {} written, {} uncached",
-            thousands(self.window_tokens),
-            thousands(self.max_tokens),
-            thousands(self.usage.read),
-            thousands(self.usage.written),
-            thousands(self.usage.uncached)
+            crate::trim::group_digits(self.window_tokens),
+            crate::trim::group_digits(self.max_tokens),
+            crate::trim::group_digits(self.usage.read),
+            crate::trim::group_digits(self.usage.written),
+            crate::trim::group_digits(self.usage.uncached)
         )
     }
 }
