@@ -51,7 +51,7 @@ impl<T: MessageCounter + ?Sized> MessageCounter for Arc<T> {
 /// Tokens of a message's content, the same walk for every counter: text
 /// (and tool names, arguments, thinking, parts this crate does not model) by
 /// `text`, images by `image`, tool results by their own content.
-fn content_tokens(c: &Content, text: &dyn Fn(&str) -> i64, image: fn(&Image) -> i64) -> i64 {
+fn content_tokens(c: &Content, text: &dyn Fn(&str) -> i64, image: &dyn Fn(&Image) -> i64) -> i64 {
     match c {
         Content::Absent | Content::Null => 0,
         Content::Text(t) => text(t),
@@ -143,7 +143,7 @@ impl OpenAiCounter {
     }
 
     fn content(&self, c: &Content) -> i64 {
-        content_tokens(c, &|t| self.text(t), openai_image)
+        content_tokens(c, &|t| self.text(t), &openai_image)
     }
 
     fn tools(&self, tools: &Value) -> i64 {
@@ -220,6 +220,123 @@ impl MessageCounter for OpenAiCounter {
 
     fn describe(&self) -> String {
         format!("openai {}", self.encoding())
+    }
+}
+
+/// A [`MessageCounter`] from any text [`TokenCounter`](cupel_core::TokenCounter):
+/// for an open model counted with its own tokenizer
+/// (`cupel_tokens::HuggingFaceCounter` from the model's `tokenizer.json`),
+/// or any other counter you trust.
+///
+/// A message costs `per_message` tokens of chat-template framing (what the
+/// model's template wraps each message in: role markers, separators; read it
+/// off the template, or calibrate it) plus the tokens of its role, name, text
+/// parts, tool-call names and arguments, tool-call id, thinking text and any
+/// part this crate does not model. Images cost `image_tokens` each (0 by
+/// default: most open chat models take text only). A request costs
+/// `per_request` tokens (the generation prompt the template appends) plus its
+/// tool definitions' JSON as text.
+///
+/// ```
+/// use cupel_chat::{Message, MessageCounter, TextCounter};
+/// use cupel_core::TokenCounter;
+///
+/// /// Counts words, standing in for a real tokenizer.
+/// struct Words;
+/// impl TokenCounter for Words {
+///     fn count_tokens(&self, text: &str) -> i64 {
+///         text.split_whitespace().count() as i64
+///     }
+/// }
+/// let counter = TextCounter::new(Words, "words").per_message(4).per_request(2);
+/// // 4 framing + "user" (1) + "where is my parcel" (4) = 9.
+/// assert_eq!(counter.count_message(&Message::user("where is my parcel")), 9);
+/// assert_eq!(counter.count_request(None), 2);
+/// assert_eq!(counter.describe(), "words");
+/// ```
+pub struct TextCounter<C> {
+    counter: C,
+    name: String,
+    per_message: i64,
+    per_request: i64,
+    image_tokens: i64,
+}
+
+impl<C> std::fmt::Debug for TextCounter<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TextCounter")
+            .field("name", &self.name)
+            .field("per_message", &self.per_message)
+            .field("per_request", &self.per_request)
+            .field("image_tokens", &self.image_tokens)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: cupel_core::TokenCounter> TextCounter<C> {
+    /// Counts with `counter`, described in reports as `name`; no framing
+    /// until set.
+    pub fn new(counter: C, name: impl Into<String>) -> Self {
+        TextCounter {
+            counter,
+            name: name.into(),
+            per_message: 0,
+            per_request: 0,
+            image_tokens: 0,
+        }
+    }
+
+    /// Tokens of chat-template framing per message (negative counts as 0).
+    #[must_use]
+    pub fn per_message(mut self, tokens: i64) -> Self {
+        self.per_message = tokens.max(0);
+        self
+    }
+
+    /// Tokens every request costs besides its messages (negative counts as 0).
+    #[must_use]
+    pub fn per_request(mut self, tokens: i64) -> Self {
+        self.per_request = tokens.max(0);
+        self
+    }
+
+    /// Tokens one image costs (negative counts as 0).
+    #[must_use]
+    pub fn image_tokens(mut self, tokens: i64) -> Self {
+        self.image_tokens = tokens.max(0);
+        self
+    }
+}
+
+impl<C: cupel_core::TokenCounter> MessageCounter for TextCounter<C> {
+    fn count_message(&self, m: &Message) -> i64 {
+        let text = |t: &str| self.counter.count_tokens(t);
+        let image = |_: &Image| self.image_tokens;
+        let mut n = self
+            .per_message
+            .saturating_add(text(m.role.as_str()))
+            .saturating_add(content_tokens(&m.content, &text, &image));
+        if let Some(name) = &m.name {
+            n = n.saturating_add(text(name));
+        }
+        if let Some(id) = &m.tool_call_id {
+            n = n.saturating_add(text(id));
+        }
+        for c in m.tool_calls.iter().flatten() {
+            n = n
+                .saturating_add(text(&c.name))
+                .saturating_add(text(&c.arguments_text()));
+        }
+        n
+    }
+
+    fn count_request(&self, tools: Option<&Value>) -> i64 {
+        let tools = tools.map_or(0, |t| self.counter.count_tokens(&t.to_string()));
+        self.per_request.saturating_add(tools)
+    }
+
+    fn describe(&self) -> String {
+        self.name.clone()
     }
 }
 
@@ -392,7 +509,7 @@ impl AnthropicEstimate {
     }
 
     fn content(&self, c: &Content) -> i64 {
-        content_tokens(c, &|t| self.text(t), anthropic_image)
+        content_tokens(c, &|t| self.text(t), &anthropic_image)
     }
 
     /// The estimate before calibration of a whole request: its messages and

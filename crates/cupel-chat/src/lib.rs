@@ -73,7 +73,7 @@ pub use cache::{
 pub use compat::{from_async_openai, to_async_openai};
 pub use count::{
     AnthropicEstimate, Calibration, MessageCounter, OPENAI_IMAGE_MAX_TOKENS, OPENAI_REPLY_PRIMING,
-    OPENAI_TOKENS_PER_MESSAGE, OPENAI_TOKENS_PER_NAME, Observation, OpenAiCounter,
+    OPENAI_TOKENS_PER_MESSAGE, OPENAI_TOKENS_PER_NAME, Observation, OpenAiCounter, TextCounter,
     anthropic_image_tokens, openai_image_tokens,
 };
 pub use error::ChatError;
