@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use cupel_core::TokenCounter;
-use cupel_tokens::TiktokenCounter;
+use cupel_tokens::{CharEstimate, TiktokenCounter};
 use serde_json::Value;
 
 use crate::error::ChatError;
@@ -426,6 +426,15 @@ pub(crate) fn image_header_dimensions(b: &[u8]) -> Option<(u32, u32)> {
     None
 }
 
+/// The text part of [`AnthropicEstimate`]: one token per 3.5 characters
+/// (an assumption for English text, corrected by a [`Calibration`]).
+/// Checked when this crate is compiled.
+#[allow(clippy::panic)]
+const ANTHROPIC_TEXT: CharEstimate = match CharEstimate::checked(3.5) {
+    Some(estimate) => estimate,
+    None => panic!("3.5 is a valid ratio"),
+};
+
 /// An estimate of Anthropic's count, made to track the provider with a
 /// [`Calibration`].
 ///
@@ -453,7 +462,8 @@ pub(crate) fn image_header_dimensions(b: &[u8]) -> Option<(u32, u32)> {
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct AnthropicEstimate {
-    chars_per_token: f64,
+    /// Text: one token per 3.5 characters ([`ANTHROPIC_TEXT`]).
+    chars: CharEstimate,
     per_message: i64,
     tool_system: i64,
     scale: f64,
@@ -469,7 +479,7 @@ impl AnthropicEstimate {
     /// The estimate described above, uncalibrated (scale 1).
     pub fn new() -> Self {
         AnthropicEstimate {
-            chars_per_token: 3.5,
+            chars: ANTHROPIC_TEXT,
             per_message: 3,
             tool_system: 346,
             scale: 1.0,
@@ -504,8 +514,7 @@ impl AnthropicEstimate {
     }
 
     fn text(&self, s: &str) -> i64 {
-        let chars = s.chars().count() as f64;
-        (chars / self.chars_per_token).ceil() as i64
+        self.chars.count_tokens(s)
     }
 
     fn content(&self, c: &Content) -> i64 {

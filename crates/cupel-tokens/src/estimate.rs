@@ -37,15 +37,28 @@ impl CharEstimate {
     /// [`TokenizerError::InvalidRatio`] unless `chars_per_token` is finite and
     /// above zero.
     pub fn new(chars_per_token: f64) -> Result<Self, TokenizerError> {
+        Self::checked(chars_per_token).ok_or(TokenizerError::InvalidRatio { chars_per_token })
+    }
+
+    /// [`new`](Self::new) for constants: `None` unless `chars_per_token` is
+    /// finite and above zero.
+    ///
+    /// ```
+    /// use cupel_tokens::CharEstimate;
+    /// const FOUR: Option<CharEstimate> = CharEstimate::checked(4.0);
+    /// assert!(FOUR.is_some());
+    /// assert!(CharEstimate::checked(f64::NAN).is_none());
+    /// ```
+    pub const fn checked(chars_per_token: f64) -> Option<Self> {
         if chars_per_token.is_finite() && chars_per_token > 0.0 {
-            Ok(Self { chars_per_token })
+            Some(Self { chars_per_token })
         } else {
-            Err(TokenizerError::InvalidRatio { chars_per_token })
+            None
         }
     }
 
     /// The ratio in use.
-    pub fn chars_per_token(&self) -> f64 {
+    pub const fn chars_per_token(&self) -> f64 {
         self.chars_per_token
     }
 }
