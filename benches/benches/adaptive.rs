@@ -10,8 +10,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
-use cupel_analytics::{Decimal, UsageRecorder};
 use cupel_benches::{floor_pairs, floor_sort, quick};
+use cupel_run::{Decimal, UsageRecorder};
 
 fn usage(agent: usize, cycle: usize) -> i64 {
     // A small multiplicative hash: deterministic, spread over 0..5000.

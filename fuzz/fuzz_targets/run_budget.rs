@@ -9,10 +9,8 @@
 
 use arbitrary::Arbitrary;
 use chrono::{DateTime, TimeDelta, Utc};
-use cupel_core::{
-    BudgetPhase, BudgetRequest, BudgetTracker, Deadline, ManualTimeProvider, Reservation,
-    RunBudget, TokenLimit, TokenUsage,
-};
+use cupel_core::{BudgetPhase, Deadline, ManualTimeProvider, RunBudget, TokenLimit, TokenUsage};
+use cupel_run::{BudgetRequest, BudgetTracker, Reservation};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Debug, Arbitrary)]

@@ -30,6 +30,7 @@ pub(crate) fn run() -> Result<(), String> {
         "cupel-cli",
         "cupel-rs-gate",
         "cupel-rs-tokens",
+        "cupel-rs-run",
     ] {
         let mut lean = cargo();
         lean.args([

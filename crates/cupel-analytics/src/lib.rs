@@ -12,7 +12,6 @@
 //! | How much budget does this item need? | [`find_min_budget_for`] (the specification's binary search), [`find_min_budget_for_exact`] (the true minimum) |
 //! | Who is in at each of these sizes? | [`budget_sweep`] → [`BudgetSweep`] |
 //! | What changes under another policy? | [`policy_sensitivity`], [`policy_sensitivity_from_pipelines`] → [`PolicySensitivityReport`] |
-//! | What token budget should the next cycle of my agent loop get? | [`UsageRecorder::suggest_token_budget`] (adaptive budgets) |
 //!
 //! # Honest about monotonicity
 //! The specification's simulations assume that an item selected at some
@@ -68,28 +67,31 @@
 //! # Ok::<(), cupel_core::CupelError>(())
 //! ```
 //!
-//! # Adaptive token budgets
-//! A [`UsageRecorder`] keeps the recent token usage of a multi-agent loop (per
-//! cycle, per agent) and suggests the next cycle's budget from it, in exact
-//! decimal arithmetic; see its documentation for the worked example. With the
-//! `serde` feature the recorder serialises, so a loop can checkpoint and
-//! resume.
+//! # Adaptive token budgets moved
+//! The adaptive budget ([`UsageRecorder`] and its types) moved to
+//! `cupel-rs-run` (`cupel_run`) in 0.2, next to the run budget whose trackers
+//! now feed it (`cupel_run::CycleDemand`). The names are re-exported here
+//! until 0.3.
 //!
 //! Depends on `cupel-core`, `cupel-pipeline`, (for [`QuotaSet`](cupel_slicers::QuotaSet))
-//! `cupel-slicers` and `rust_decimal`.
+//! `cupel-slicers` and, for the re-exports, `cupel-run`.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
-mod adaptive;
 mod metrics;
 mod probe;
 mod sensitivity;
 mod simulation;
 mod sweep;
 
+// The adaptive budget moved to `cupel-rs-run` (`cupel_run`) in 0.2, next to
+// the run budget it now feeds from; these re-exports stay until 0.3 (a `use`
+// cannot carry `#[deprecated]`).
 #[cfg(feature = "serde")]
-pub use adaptive::InvalidRecorderState;
-pub use adaptive::{
+#[doc(no_inline)]
+pub use cupel_run::InvalidRecorderState;
+#[doc(no_inline)]
+pub use cupel_run::{
     BudgetCandidates, BudgetSuggestion, SuggestionRule, USAGE_WINDOW, UsageError, UsageRecorder,
 };
 pub use metrics::{
@@ -107,4 +109,5 @@ pub use sweep::{BudgetSweep, SweepRow, budget_sweep, budget_sweep_rows};
 
 /// Exact decimal numbers (re-exported from `rust_decimal`): the type of the
 /// adaptive-budget margin and of the candidate means.
-pub use rust_decimal::Decimal;
+#[doc(no_inline)]
+pub use cupel_run::Decimal;

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use clap::{Args, Subcommand};
-use cupel_analytics::{BudgetSuggestion, Decimal, SuggestionRule, UsageError, UsageRecorder};
+use cupel_run::{BudgetSuggestion, Decimal, SuggestionRule, UsageError, UsageRecorder};
 use rust_decimal::RoundingStrategy;
 use serde::Serialize;
 

@@ -254,7 +254,7 @@ pub enum CupelError {
     },
 
     /// A cumulative usage counter fed to a
-    /// [`UsageMeter`](crate::UsageMeter) went down: the provider reported a
+    /// `UsageMeter` (in `cupel_run`) went down: the provider reported a
     /// total below the one it reported before (a counter reset, or a delta
     /// passed where a total was expected). Nothing was recorded.
     #[error(

@@ -13,10 +13,10 @@
 //!   [`DiagnosticTraceCollector`], and [`FanOut`] to feed two at once),
 //!   [`SelectionReport`], [`ExclusionReason`], [`InclusionReason`],
 //!   [`TraceEvent`], [`OverflowEvent`];
-//! * the run budget shared by an agent and its subagents: [`RunBudget`]
-//!   ([`Deadline`], [`TokenLimit`]), the shared [`BudgetTracker`]
-//!   ([`TokenUsage`], [`BudgetRequest`], [`Reservation`], [`UsageMeter`])
-//!   and [`BudgetExceededError`];
+//! * the values of a run budget and the error it fails with: [`RunBudget`]
+//!   ([`Deadline`], [`TokenLimit`]), [`TokenUsage`] and
+//!   [`BudgetExceededError`] — the tracker that enforces them, shared by an
+//!   agent and its subagents, is in the `cupel-rs-run` crate (`cupel_run`);
 //! * injected services: [`TimeProvider`] (system, fixed and manual clocks)
 //!   and [`TokenCounter`];
 //! * the one error type, [`CupelError`].
@@ -43,7 +43,7 @@
 //! * `serde` — `Serialize`/`Deserialize` for the data: items, kinds, budgets,
 //!   slicer outcomes, events, reasons and reports, run budgets and token
 //!   usages, gate reports (not for the borrowed [`ScoredItem`] and collector
-//!   records, nor for collectors, clocks, trackers or errors — a
+//!   records, nor for collectors, clocks or errors — a
 //!   [`BudgetExceededError`] carries its state as JSON without it), using
 //!   the specification's JSON wire format for reasons and reports.
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -71,9 +71,8 @@ pub use error::{ConfigError, CupelError, DEFAULT_MAX_TABLE_BYTES, TableLimit, To
 pub use item::{ContextItem, ContextItemBuilder};
 pub use kind::{ContextKind, ContextSource};
 pub use run_budget::{
-    BudgetDimension, BudgetExceededError, BudgetPhase, BudgetRequest, BudgetSnapshot,
-    BudgetTracker, Deadline, RUN_BUDGET_TRACING_TARGET, RemainingTime, RemainingTokens,
-    Reservation, RunBudget, RunBudgetBuilder, TokenLimit, TokenUsage, UsageMeter,
+    Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase, Deadline,
+    RemainingTime, RemainingTokens, RunBudget, RunBudgetBuilder, ScopeId, TokenLimit, TokenUsage,
 };
 pub use stage::{
     OverflowStrategy, Placer, ScoredItem, Scorer, SliceOutcome, SliceRoom, Slicer, SlicerKind,

@@ -39,7 +39,7 @@
 //! one run with [`FanOut`](cupel_core::FanOut).
 //!
 //! A run budget shows on your own spans too: [`record_budget`] sets a
-//! [`BudgetTracker`](cupel_core::BudgetTracker)'s remaining time and tokens
+//! [`BudgetTracker`](cupel_run::BudgetTracker)'s remaining time and tokens
 //! as attributes (`budget_remaining_time`, `budget_remaining_tokens.input`,
 //! `budget_remaining_tokens.output` — the field names of the tracker's own
 //! `tracing` events), and [`record_budget_exceeded`] records a failed

@@ -1,12 +1,13 @@
 //! Run-budget state as OpenTelemetry span attributes and events.
 //!
-//! A [`BudgetTracker`](cupel_core::BudgetTracker) already emits a `tracing`
+//! A [`BudgetTracker`](cupel_run::BudgetTracker) already emits a `tracing`
 //! event at every checkpoint; applications that trace with OpenTelemetry
 //! directly attach the same numbers to their own spans (the provider call,
 //! the tool call) with [`record_budget`], and record a failed checkpoint with
 //! [`record_budget_exceeded`].
 
-use cupel_core::{BudgetExceededError, BudgetSnapshot};
+use cupel_core::BudgetExceededError;
+use cupel_run::BudgetSnapshot;
 use opentelemetry::KeyValue;
 use opentelemetry::trace::Span;
 
@@ -39,7 +40,8 @@ pub const BUDGET_REQUESTER_LABEL: &str = "budget_requester_label";
 /// `tracing` field names the tracker's own events use.
 ///
 /// ```
-/// use cupel_core::{BudgetTracker, FixedTimeProvider, RunBudget, TokenLimit};
+/// use cupel_core::{FixedTimeProvider, RunBudget, TokenLimit};
+/// use cupel_run::{BudgetTracker};
 /// use opentelemetry::KeyValue;
 ///
 /// let clock = FixedTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());

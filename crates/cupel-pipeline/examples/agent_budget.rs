@@ -28,12 +28,12 @@ use std::thread;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use cupel_core::{
-    BudgetExceededError, BudgetPhase, BudgetTracker, ContextBudget, ContextItem, ContextKind,
-    CupelError, Deadline, ManualTimeProvider, RunBudget, TimeProvider, TokenLimit, TokenUsage,
-    UsageMeter,
+    BudgetExceededError, BudgetPhase, ContextBudget, ContextItem, ContextKind, CupelError,
+    Deadline, ManualTimeProvider, RunBudget, TimeProvider, TokenLimit, TokenUsage,
 };
 use cupel_pipeline::{Pipeline, RunOptions};
 use cupel_placers::ChronologicalPlacer;
+use cupel_run::{BudgetTracker, UsageMeter};
 use cupel_scorers::RecencyScorer;
 use cupel_slicers::GreedySlice;
 

@@ -4,10 +4,10 @@ use std::fmt;
 use std::sync::Arc;
 
 use cupel_core::{
-    BudgetTracker, ContextBudget, ContextItem, CupelError, DiagnosticTraceCollector, FanOut,
-    NullTraceCollector, OverflowEvent, Reservation, SelectionReport, TraceCollector,
-    TraceDetailLevel,
+    ContextBudget, ContextItem, CupelError, DiagnosticTraceCollector, FanOut, NullTraceCollector,
+    OverflowEvent, SelectionReport, TraceCollector, TraceDetailLevel,
 };
+use cupel_run::{BudgetTracker, Reservation};
 
 use crate::policy::{Policy, PolicyBuilder};
 use crate::run::execute;
@@ -583,9 +583,9 @@ impl<'a, C: TraceCollector + ?Sized> RunOptions<'a, C> {
     ///
     /// ```
     /// use cupel_core::{
-    ///     BudgetTracker, ContextBudget, ContextItem, FixedTimeProvider, RunBudget, TokenLimit,
-    ///     TokenUsage,
+    ///     ContextBudget, ContextItem, FixedTimeProvider, RunBudget, TokenLimit, TokenUsage,
     /// };
+    /// use cupel_run::BudgetTracker;
     /// use cupel_pipeline::{Pipeline, RunOptions};
     /// use cupel_placers::ChronologicalPlacer;
     /// use cupel_scorers::ReflexiveScorer;

@@ -8,9 +8,9 @@
 //! tokens.
 
 use cupel_core::{
-    BudgetPhase, BudgetRequest, BudgetTracker, ContextBudget, ContextItem, CupelError, Reservation,
-    TokenSign, TokenUsage, TraceCollector,
+    BudgetPhase, ContextBudget, ContextItem, CupelError, TokenSign, TokenUsage, TraceCollector,
 };
+use cupel_run::{BudgetRequest, BudgetTracker, Reservation};
 
 use crate::pipeline::{OverflowObserver, RunHold, RunOptions, RunOutput, select};
 use crate::{Pipeline, Policy};

@@ -8,12 +8,13 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use cupel_core::{
-    BudgetTracker, ContextBudget, ContextItem, CupelError, DiagnosticTraceCollector,
-    ExclusionReason, FanOut, FixedTimeProvider, NullTraceCollector, OverflowStrategy, RunBudget,
-    SelectionReport, TokenLimit, TraceCollector, TraceDetailLevel,
+    ContextBudget, ContextItem, CupelError, DiagnosticTraceCollector, ExclusionReason, FanOut,
+    FixedTimeProvider, NullTraceCollector, OverflowStrategy, RunBudget, SelectionReport,
+    TokenLimit, TraceCollector, TraceDetailLevel,
 };
 use cupel_pipeline::{Pipeline, RunOptions};
 use cupel_placers::ChronologicalPlacer;
+use cupel_run::BudgetTracker;
 use cupel_scorers::ReflexiveScorer;
 use cupel_slicers::GreedySlice;
 

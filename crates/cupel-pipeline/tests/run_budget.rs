@@ -3,11 +3,12 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 use cupel_core::{
-    BudgetDimension, BudgetExceededError, BudgetPhase, BudgetTracker, ContextBudget, ContextItem,
-    CupelError, Deadline, ManualTimeProvider, RunBudget, TokenLimit, TokenUsage,
+    BudgetDimension, BudgetExceededError, BudgetPhase, ContextBudget, ContextItem, CupelError,
+    Deadline, ManualTimeProvider, RunBudget, TokenLimit, TokenUsage,
 };
 use cupel_pipeline::Pipeline;
 use cupel_placers::ChronologicalPlacer;
+use cupel_run::BudgetTracker;
 use cupel_scorers::ReflexiveScorer;
 use cupel_slicers::GreedySlice;
 

@@ -3,22 +3,23 @@
 //! Hand it candidate items — messages, documents, tool outputs, memories,
 //! system prompts — with token counts you computed, and a budget. It scores,
 //! deduplicates, slices and orders them and returns the window; a dry run also
-//! explains every inclusion and exclusion. This facade re-exports the layers
-//! most applications need, so one dependency is enough:
+//! explains every inclusion and exclusion. This facade is the one dependency
+//! most applications need: the everyday names are at the root, and each part
+//! of Cupel has a module with all of its names.
 //!
-//! * the data model and contracts of [`cupel_core`]: [`ContextItem`],
-//!   [`ContextBudget`], [`ContextKind`], the [`Scorer`] / [`Slicer`] /
-//!   [`Placer`] traits, [`SelectionReport`], [`CupelError`], ...;
-//! * every scorer ([`RecencyScorer`], [`CompositeScorer`], [`DecayScorer`], ...),
-//!   slicer ([`GreedySlice`], [`KnapsackSlice`], [`QuotaSlice`],
-//!   [`CountQuotaSlice`], ...) and placer ([`ChronologicalPlacer`],
-//!   [`UShapedPlacer`]);
-//! * the pipeline: [`Pipeline`], [`Policy`], declarative [`PolicyConfig`] and
-//!   named [`presets`];
-//! * the context gate: [`ContextGate`] admits retrieved texts
-//!   ([`RetrievalNode`]) into an existing context under a global token budget
-//!   ([`GateConfig`]), or answers [`GateOutcome::Over`] so the caller compacts
-//!   its context first (module [`gate`]).
+//! | module | what it holds | crate |
+//! | --- | --- | --- |
+//! | the root | items, budgets, the pipeline, presets, reports, every scorer, slicer and placer, the run budget's everyday names, the gate's | |
+//! | [`config`] | declarative policies: `PolicyConfig`, presets, the component registry | `cupel-rs-pipeline` |
+//! | [`diagnostics`] | report and trace types | `cupel-rs-core` |
+//! | [`run`] | budgets across an agent run: the run budget shared with subagents, adaptive budgets | `cupel-rs-run` |
+//! | [`gate`] | the context gate and its compactors | `cupel-rs-gate` |
+//! | [`tokens`] | token counters | `cupel-rs-tokens` |
+//! | `chat` (feature `chat`) | OpenAI and Anthropic transcripts in and out | `cupel-rs-chat` |
+//! | `analytics` (feature `analytics`) | report metrics, budget simulation, policy sensitivity | `cupel-rs-analytics` |
+//! | [`scorers`], [`slicers`], [`placers`] | the stage implementations (their everyday names are also at the root) | |
+//!
+//! # A selection
 //!
 //! ```
 //! use cupel::{ContextBudget, ContextItem, ContextKind, Pipeline, preset};
@@ -35,11 +36,11 @@
 //!         .timestamp("2025-03-01T09:58:00Z".parse().unwrap())
 //!         .build()?,
 //! ];
-//! let policy = preset("chat")?.config.build()?;
+//! let policy = preset("recent-dense")?.config.build()?;
 //! let pipeline = Pipeline::new(policy, ContextBudget::new(4_096, 20)?);
 //!
 //! let window = pipeline.run(&items)?;
-//! assert_eq!(window.len(), 2); // the pinned prompt + the newest turn that fits ("hi": 3 of 12)
+//! assert_eq!(window.len(), 2); // the pinned prompt + the densest turn that fits ("hi": 3 of 12)
 //!
 //! let report = pipeline.dry_run(&items)?;
 //! for excluded in &report.excluded {
@@ -48,17 +49,104 @@
 //! # Ok::<(), cupel::CupelError>(())
 //! ```
 //!
+//! # Groups: a tool call stays with its result
+//!
+//! Items with the same `group` id are kept, dropped and placed together.
+//!
+//! ```
+//! use cupel::{ContextBudget, ContextItem, Pipeline, preset};
+//!
+//! let items = vec![
+//!     ContextItem::builder("user: weather in Paris?", 10).build()?,
+//!     ContextItem::builder("tool_call get_weather(Paris)", 15).group("call-1").build()?,
+//!     ContextItem::builder("tool_result: 18C, cloudy", 400).group("call-1").build()?,
+//! ];
+//! let policy = preset("recent-dense")?.config.build()?;
+//! // 100 tokens cannot hold the 415-token exchange: neither member is kept.
+//! let window = Pipeline::new(policy, ContextBudget::new(4_096, 100)?).run(&items)?;
+//! assert_eq!(window.len(), 1);
+//! # Ok::<(), cupel::CupelError>(())
+//! ```
+//!
+//! # A run budget shared with subagents
+//!
+//! ```
+//! use cupel::{BudgetPhase, BudgetTracker, ManualTimeProvider, RunBudget, TokenLimit, TokenUsage};
+//!
+//! let clock = ManualTimeProvider::new("2026-01-01T12:00:00Z".parse()?);
+//! let budget = RunBudget::builder().token_limit(TokenLimit::new(Some(8_000), None)?).build(&clock)?;
+//! let run = BudgetTracker::new(budget, clock.clone())?;
+//! // The subagent charges the run's ledger under a tighter ceiling of its own.
+//! let sub = run.child_named("researcher", RunBudget::new(None, Some(TokenLimit::new(Some(2_000), None)?), &clock)?)?;
+//! sub.reserve(BudgetPhase::ProviderRequest, TokenUsage::new(1_500, 0)?)?
+//!     .settle(TokenUsage::new(1_400, 150)?); // what the provider reported
+//! assert_eq!(run.remaining_tokens().and_then(|r| r.input()), Some(6_600)); // 8,000 - 1,400
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Trimming a chat transcript (feature `chat`)
+//!
+//! The newest stretch of an OpenAI or Anthropic conversation that fits, in
+//! the same format; a tool call and its result are kept or dropped together.
+//!
+//! ```
+//! # #[cfg(feature = "chat")] {
+//! use cupel::chat::{Transcript, Trim, trim_transcript};
+//!
+//! let doc = Transcript::parse(r#"[
+//!   {"role": "system", "content": "You are a support agent."},
+//!   {"role": "user", "content": "My parcel is late."},
+//!   {"role": "assistant", "content": null, "tool_calls": [
+//!     {"id": "call_1", "type": "function", "function": {"name": "track", "arguments": "{}"}}]},
+//!   {"role": "tool", "tool_call_id": "call_1", "content": "In transit, due Friday."},
+//!   {"role": "assistant", "content": "It is due on Friday."},
+//!   {"role": "user", "content": "Can I change the address?"}
+//! ]"#)?;
+//! let (window, out) = trim_transcript(&doc, &Trim::openai(60))?;
+//! assert_eq!(out.positions, [0, 5]); // the system prompt and the newest user turn
+//! assert_eq!(window.messages().len(), 2);
+//! # }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # The context gate
+//!
+//! ```
+//! use cupel::{ContextGate, GateConfig, GateOutcome, RetrievalNode, TokenCounter};
+//! use cupel::gate::GateState;
+//!
+//! struct Words; // a stand-in; count with `cupel::tokens::TiktokenCounter` in production
+//! impl TokenCounter for Words {
+//!     fn count_tokens(&self, text: &str) -> i64 {
+//!         text.split_whitespace().count() as i64
+//!     }
+//! }
+//! let gate = ContextGate::new(GateConfig::builder("answer", 40).build()?, Words);
+//! let state = GateState::new(
+//!     vec!["the user asked about sales".to_string()],
+//!     vec![RetrievalNode::new("SELECT region, SUM(total) FROM sales GROUP BY region;")],
+//! );
+//! assert!(matches!(gate.admit(state, &[])?, GateOutcome::Admitted(_)));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! Test assertions (`cupel-testing`) and the OpenTelemetry bridge
-//! (`cupel-otel`) are separate crates; analytics is behind a feature.
+//! (`cupel-otel`) are separate crates.
+//!
+//! # Moved names
+//! Names that are not everyday left the root in 0.2 for their module
+//! (`cupel::gate::compact_sql`, `cupel::run::UsageMeter`,
+//! `cupel::config::ScorerConfig`, ...). The root paths still resolve until
+//! 0.3, hidden from these docs (a `use` cannot carry `#[deprecated]`); the
+//! CHANGELOG lists them.
 //!
 //! # Features
 //! * `serde` — serde support on the data model (the pipeline layer enables it
-//!   for its declarative configuration in any case) and, with `analytics`, on
-//!   the adaptive-budget types (checkpoint a `UsageRecorder`).
+//!   for its declarative configuration in any case), on the run-budget
+//!   values and on the adaptive recorder (checkpoint a `UsageRecorder`).
 //! * `analytics` — `cupel::analytics`: report metrics, budget simulation
-//!   (marginal items, minimum budget, sweeps), policy sensitivity and adaptive
-//!   token budgets for agent loops (`cupel::analytics::UsageRecorder`).
-//! * `tiktoken` — `cupel::TiktokenCounter` (also in [`tokens`]), a
+//!   (marginal items, minimum budget, sweeps) and policy sensitivity.
+//! * `tiktoken` — `cupel::tokens::TiktokenCounter` (also at the root), a
 //!   [`TokenCounter`] backed by tiktoken's BPE encodings (`cl100k_base`,
 //!   `o200k_base`, ...), for the context gate.
 //! * `huggingface` — `cupel::tokens::HuggingFaceCounter`, a tokenizer read
@@ -70,20 +158,16 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-// Data model, contracts, diagnostics and run budgets (cupel-core).
+// ----- everyday names ---------------------------------------------------------
+
+// The data model and contracts (cupel-core).
 pub use cupel_core::{
-    BudgetDimension, BudgetExceededError, BudgetPhase, BudgetRequest, BudgetSnapshot,
-    BudgetTracker, CapExclusion, ConfigError, ContextBudget, ContextBudgetBuilder, ContextItem,
-    ContextItemBuilder, ContextKind, ContextSource, CountRequirementShortfall, CupelError,
-    DEFAULT_MAX_TABLE_BYTES, Deadline, DiagnosticTraceCollector, ExcludedItem, ExclusionReason,
-    ExclusionRecord, FanOut, FixedTimeProvider, IncludedItem, InclusionReason, InclusionRecord,
-    ManualTimeProvider, NullTraceCollector, OverflowEvent, OverflowStrategy, PipelineStage, Placer,
-    RUN_BUDGET_TRACING_TARGET, RemainingTokens, Reservation, RunBudget, RunBudgetBuilder,
-    ScoredItem, Scorer, SelectionReport, SliceBudget, SliceOutcome, SliceRoom, Slicer, SlicerKind,
-    StageTrace, SystemTimeProvider, TableLimit, TimeProvider, TokenCounter, TokenLimit, TokenSign,
-    TokenUsage, TraceCollector, TraceDetailLevel, TraceEvent, UsageMeter, check_finite,
-    check_finite_scores, check_token_totals, chrono, diagnostics, parse_timestamp, score_cmp_desc,
-    score_sort_key, serde_timestamp,
+    ContextBudget, ContextBudgetBuilder, ContextItem, ContextItemBuilder, ContextKind,
+    ContextSource, CupelError, DiagnosticTraceCollector, ExcludedItem, ExclusionReason, FanOut,
+    FixedTimeProvider, IncludedItem, InclusionReason, ManualTimeProvider, NullTraceCollector,
+    OverflowEvent, OverflowStrategy, Placer, ScoredItem, Scorer, SelectionReport, Slicer,
+    SystemTimeProvider, TimeProvider, TokenCounter, TraceCollector, TraceDetailLevel, chrono,
+    diagnostics,
 };
 
 // Scorers (cupel-scorers).
@@ -95,42 +179,65 @@ pub use cupel_scorers::{
 
 // Slicers (cupel-slicers).
 pub use cupel_slicers::{
-    ContiguousSlice, CountConstrainedKnapsackSlice, CountQuotaEntry, CountQuotaSlice,
-    DEFAULT_BUCKET_SIZE, DEFAULT_MAX_TABLE_CELLS, GreedySlice, KnapsackSlice, KnapsackTableSize,
-    QuotaEntry, QuotaSet, QuotaSetBuilder, QuotaSlice, SCORE_SCALE, ScarcityBehavior,
-    StreamSelection, StreamSlice,
+    ContiguousSlice, CountConstrainedKnapsackSlice, CountQuotaEntry, CountQuotaSlice, GreedySlice,
+    KnapsackSlice, QuotaEntry, QuotaSet, QuotaSetBuilder, QuotaSlice, ScarcityBehavior,
+    StreamSlice,
 };
 
 // Placers (cupel-placers).
 pub use cupel_placers::{ChronologicalPlacer, UShapedPlacer};
 
-// Pipeline, policy, declarative configuration, presets and registry
-// (cupel-pipeline).
+// The pipeline (cupel-pipeline).
 pub use cupel_pipeline::{
-    BudgetedWindow, ComponentRegistry, ComponentType, CountQuotaConfig, CurveConfig, InnerScorer,
-    KindWeightConfig, MAX_SCORER_DEPTH, OverflowObserver, Pipeline, PipelineBuilder, PipelineParts,
-    PlacerConstructor, PlacerType, Policy, PolicyBuilder, PolicyConfig, Preset, QuotaConfig,
-    RunHold, RunOptions, RunOutput, ScorerConfig, ScorerConstructor, ScorerType, SlicerConfig,
-    SlicerConstructor, SlicerType, StepWindowConfig, TagWeightConfig, overflow_strategy_name,
-    preset, presets, samples, scarcity_behavior_name, serde_json,
+    Pipeline, PipelineBuilder, Policy, PolicyBuilder, PolicyConfig, Preset, RunHold, RunOptions,
+    RunOutput, preset, presets,
 };
-// Issue 28: remaining time for people.
-pub use cupel_core::RemainingTime;
+
+// The run budget (cupel-run): everyday names here, all of it in `cupel::run`.
+pub use cupel_run::{
+    BudgetDimension, BudgetExceededError, BudgetPhase, BudgetTracker, Deadline, Reservation,
+    RunBudget, TokenLimit, TokenUsage,
+};
+
+// The context gate (cupel-gate): everyday names here, all of it in `cupel::gate`.
+pub use cupel_gate::{ContextGate, GateConfig, GateError, GateOutcome, GateReport, RetrievalNode};
 
 #[cfg(feature = "tiktoken")]
-pub use cupel_tokens::{TIKTOKEN_ENCODINGS, TiktokenCounter, TokenizerError};
+pub use cupel_tokens::TiktokenCounter;
 
-// The context gate (cupel-gate): everyday names at the root, all of it in
-// `cupel::gate`.
-pub use cupel_gate::{
-    Admitted, BuiltinClassifier, BuiltinCompactor, ClassifierScores, CodeKind, CodeLanguage,
-    CodeNode, CompactCodeSpec, CompactionPolicy, CompactionPolicyKind, CompactionRule, Compactor,
-    ContextCompactor, ContextGate, ContextGateBuilder, GATE_EVENT, GateConfig, GateConfigBuilder,
-    GateConfigError, GateDecision, GateError, GateOutcome, GateReport, GateSpec, GateState, GaveUp,
-    InboxMessage, LanguageClassifier, LoopGuard, LoopOutcome, NODE_HEADER, NodeReport, Over,
-    RetrievalNode, RuleSpec, SummarizeWith, Unmatched, compact_csharp, compact_sql, format_node,
-    header_value,
-};
+// ----- modules ------------------------------------------------------------------
+
+/// Declarative configuration (`cupel-rs-pipeline`): [`PolicyConfig`]
+/// (TOML/JSON), the scorer, slicer and placer configurations, named
+/// [`presets`] and the [`ComponentRegistry`](config::ComponentRegistry) for
+/// custom components. See `spec/07-policy-config.md`.
+pub mod config {
+    pub use cupel_pipeline::{
+        ComponentRegistry, ComponentType, CountQuotaConfig, CurveConfig, InnerScorer,
+        KindWeightConfig, MAX_SCORER_DEPTH, PlacerConstructor, PlacerType, PolicyConfig, Preset,
+        QuotaConfig, ScorerConfig, ScorerConstructor, ScorerType, SlicerConfig, SlicerConstructor,
+        SlicerType, StepWindowConfig, TagWeightConfig, overflow_strategy_name, preset, presets,
+        samples, scarcity_behavior_name, serde_json,
+    };
+}
+
+/// Budgets across an agent run (`cupel-rs-run`): the run budget an agent
+/// shares with its subagents (`BudgetTracker`, `spec/15-run-budget.md`),
+/// adaptive per-cycle budgets (`UsageRecorder`, `spec/16-adaptive-budget.md`)
+/// and the bridge between them (`CycleDemand`).
+///
+/// ```
+/// use cupel::run::{Decimal, UsageRecorder};
+///
+/// let mut usage = UsageRecorder::new();
+/// usage.record_cycle([("planner", 300), ("coder", 900)])?;
+/// // ceil(1200 × 1.25) = 1500
+/// assert_eq!(usage.suggest_token_budget(4_000, Decimal::new(25, 2)), 1_500);
+/// # Ok::<(), cupel::run::UsageError>(())
+/// ```
+pub mod run {
+    pub use cupel_run::*;
+}
 
 /// The context gate (`cupel-rs-gate`): admit retrieved code and text into a
 /// context under a token budget, compacting SQL and C# where configured, or
@@ -147,18 +254,63 @@ pub mod tokens {
     pub use cupel_tokens::*;
 }
 
-/// Report metrics, budget simulation, policy sensitivity and adaptive token
-/// budgets (feature `analytics`).
-///
-/// ```
-/// use cupel::analytics::{Decimal, UsageRecorder};
-///
-/// let mut usage = UsageRecorder::new();
-/// usage.record_cycle([("planner", 300), ("coder", 900)])?;
-/// // ceil(1200 × 1.25) = 1500
-/// assert_eq!(usage.suggest_token_budget(4_000, Decimal::new(25, 2)), 1_500);
-/// # Ok::<(), cupel::analytics::UsageError>(())
-/// ```
+/// Every scorer (`cupel-rs-scorers`).
+pub mod scorers {
+    pub use cupel_scorers::*;
+}
+
+/// Every slicer (`cupel-rs-slicers`) and its tuning constants.
+pub mod slicers {
+    pub use cupel_slicers::*;
+}
+
+/// The placers (`cupel-rs-placers`).
+pub mod placers {
+    pub use cupel_placers::*;
+}
+
+// ----- moved names (root paths kept until 0.3) ----------------------------------
+//
+// Before 0.2 the root re-exported about 190 names in one namespace. Those that
+// are not everyday moved to their module; their root paths stay, hidden, for
+// one minor version (a `use` cannot carry `#[deprecated]`, rust-lang/rust#30827).
+#[doc(hidden)]
+pub use cupel_core::{
+    CapExclusion, ConfigError, CountRequirementShortfall, DEFAULT_MAX_TABLE_BYTES, ExclusionRecord,
+    InclusionRecord, PipelineStage, RemainingTime, RemainingTokens, RunBudgetBuilder, SliceBudget,
+    SliceOutcome, SliceRoom, SlicerKind, StageTrace, TableLimit, TokenSign, TraceEvent,
+    check_finite, check_finite_scores, check_token_totals, parse_timestamp, score_cmp_desc,
+    score_sort_key, serde_timestamp,
+};
+#[doc(hidden)]
+pub use cupel_gate::{
+    Admitted, BuiltinClassifier, BuiltinCompactor, ClassifierScores, CodeKind, CodeLanguage,
+    CodeNode, CompactCodeSpec, CompactionPolicy, CompactionPolicyKind, CompactionRule, Compactor,
+    ContextCompactor, ContextGateBuilder, GATE_EVENT, GateConfigBuilder, GateConfigError,
+    GateDecision, GateSpec, GateState, GaveUp, InboxMessage, LanguageClassifier, LoopGuard,
+    LoopOutcome, NODE_HEADER, NodeReport, Over, RuleSpec, SummarizeWith, Unmatched, compact_csharp,
+    compact_sql, format_node, header_value,
+};
+#[doc(hidden)]
+pub use cupel_pipeline::{
+    BudgetedWindow, ComponentRegistry, ComponentType, CountQuotaConfig, CurveConfig, InnerScorer,
+    KindWeightConfig, MAX_SCORER_DEPTH, OverflowObserver, PipelineParts, PlacerConstructor,
+    PlacerType, QuotaConfig, ScorerConfig, ScorerConstructor, ScorerType, SlicerConfig,
+    SlicerConstructor, SlicerType, StepWindowConfig, TagWeightConfig, overflow_strategy_name,
+    samples, scarcity_behavior_name, serde_json,
+};
+#[doc(hidden)]
+pub use cupel_run::{BudgetRequest, BudgetSnapshot, RUN_BUDGET_TRACING_TARGET, UsageMeter};
+#[doc(hidden)]
+pub use cupel_slicers::{
+    DEFAULT_BUCKET_SIZE, DEFAULT_MAX_TABLE_CELLS, KnapsackTableSize, SCORE_SCALE, StreamSelection,
+};
+#[cfg(feature = "tiktoken")]
+#[doc(hidden)]
+pub use cupel_tokens::{TIKTOKEN_ENCODINGS, TokenizerError};
+
+/// Report metrics, budget simulation and policy sensitivity (feature
+/// `analytics`). The adaptive budget it used to hold is in [`run`].
 #[cfg(feature = "analytics")]
 pub use cupel_analytics as analytics;
 

@@ -92,9 +92,14 @@ impl fmt::Display for BudgetDimension {
     }
 }
 
-/// Which rule a check broke; picks the message.
+/// Which rule a check broke; picks the wording of a [`BudgetExceededError`].
+///
+/// Public for the crates that enforce a run budget (`cupel_run`'s tracker
+/// and its stores); callers read [`BudgetExceededError::phase`] and
+/// [`BudgetExceededError::dimension`] instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Breach {
+#[non_exhaustive]
+pub enum Breach {
     /// The deadline passed.
     Expired,
     /// Committed usage meets or exceeds the ceiling (nothing more may start).
@@ -107,29 +112,41 @@ pub(crate) enum Breach {
     Overshot,
 }
 
-/// The state of the breached scope at the moment of the check.
-pub(crate) struct BreachState {
-    pub(crate) budget: RunBudget,
-    pub(crate) usage: TokenUsage,
-    pub(crate) reserved: TokenUsage,
-    pub(crate) requested: TokenUsage,
-    pub(crate) requested_duration: Option<TimeDelta>,
-    pub(crate) now: Option<DateTime<Utc>>,
-    pub(crate) scope: ScopeId,
-    pub(crate) requester: ScopeId,
+/// The state of the breached scope at the moment of a failed check: what a
+/// [`BudgetExceededError`] is built from (see [`BudgetExceededError::new`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BreachState {
+    /// The breached scope's own budget.
+    pub budget: RunBudget,
+    /// Usage settled in that scope.
+    pub usage: TokenUsage,
+    /// Tokens held by open reservations in that scope.
+    pub reserved: TokenUsage,
+    /// What the failed request asked for (zero for a pre-flight check).
+    pub requested: TokenUsage,
+    /// The failed request's projected duration, if it gave one.
+    pub requested_duration: Option<TimeDelta>,
+    /// The clock reading of the check (`None` where time was not read).
+    pub now: Option<DateTime<Utc>>,
+    /// The scope whose limit was breached.
+    pub scope: ScopeId,
+    /// The scope that made the request: the breached scope or a descendant.
+    pub requester: ScopeId,
 }
 
 /// A scope as an error names it: its depth and, for a child created with
-/// [`BudgetTracker::child_named`](crate::BudgetTracker::child_named), its label.
+/// `BudgetTracker::child_named` (in `cupel_run`), its label.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct ScopeId {
-    pub(crate) depth: usize,
-    pub(crate) label: Option<Arc<str>>,
+pub struct ScopeId {
+    /// 0 for the run, 1 for a child, and so on.
+    pub depth: usize,
+    /// The label a named child was given.
+    pub label: Option<Arc<str>>,
 }
 
 impl ScopeId {
     /// The root scope (depth 0, no label).
-    pub(crate) const ROOT: ScopeId = ScopeId {
+    pub const ROOT: ScopeId = ScopeId {
         depth: 0,
         label: None,
     };
@@ -235,7 +252,7 @@ impl BudgetExceededError {
     }
 
     /// The projected duration of the rejected request, when it gave one
-    /// ([`BudgetRequest::with_duration`](crate::BudgetRequest::with_duration)).
+    /// (`BudgetRequest::with_duration` in `cupel_run`).
     pub fn requested_duration(&self) -> Option<TimeDelta> {
         self.0.requested_duration
     }
@@ -247,7 +264,7 @@ impl BudgetExceededError {
     }
 
     /// Label of the scope whose limit broke, if it is a child created with
-    /// [`BudgetTracker::child_named`](crate::BudgetTracker::child_named).
+    /// `BudgetTracker::child_named` (in `cupel_run`).
     pub fn scope_label(&self) -> Option<&str> {
         self.0.scope.label.as_deref()
     }
@@ -281,7 +298,13 @@ impl BudgetExceededError {
         &self.0.budget_json
     }
 
-    pub(crate) fn new(
+    /// Builds the error for a failed check: `breach` picks the message,
+    /// `state` gives the numbers, and the JSON payload
+    /// ([`budget_json`](Self::budget_json)) is derived from `state`.
+    ///
+    /// For crates that enforce a run budget; callers receive these errors.
+    #[must_use]
+    pub fn new(
         phase: BudgetPhase,
         dimension: BudgetDimension,
         breach: Breach,

@@ -1,26 +1,19 @@
-//! The run budget: a wall-clock deadline and input/output token ceilings
-//! shared by an agent run and its subagents.
+//! The values of a run budget and the error it fails with.
 //!
-//! [`RunBudget`] is the immutable contract ([`Deadline`], [`TokenLimit`]);
-//! [`BudgetTracker`] is the shared ledger every holder charges
-//! ([`TokenUsage`], [`BudgetRequest`], [`Reservation`], and [`UsageMeter`]
-//! for providers that report running totals); [`BudgetExceededError`] is the
-//! one failure, tagged with a [`BudgetPhase`] and a [`BudgetDimension`].
-//! `spec/15-run-budget.md` gives the rules.
+//! A run budget (a wall-clock deadline and input/output token ceilings shared
+//! by an agent run and its subagents) is enforced by the `cupel-rs-run` crate
+//! (`cupel_run::BudgetTracker`). What lives here is what a
+//! [`CupelError`](crate::CupelError) carries when a run runs out — the
+//! immutable contract ([`RunBudget`], [`Deadline`], [`TokenLimit`]), usage
+//! ([`TokenUsage`], [`RemainingTokens`]) and [`BudgetExceededError`] with its
+//! [`BudgetPhase`] and [`BudgetDimension`] — so that every crate returning a
+//! `CupelError` can name them without depending on the tracker.
+//! `cupel_run` re-exports all of them; `spec/15-run-budget.md` gives the rules.
 
 mod error;
-mod meter;
 mod model;
-mod request;
-mod tracker;
 
-pub use error::{BudgetDimension, BudgetExceededError, BudgetPhase};
-pub use meter::UsageMeter;
+pub use error::{Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase, ScopeId};
 pub use model::{
     Deadline, RemainingTime, RemainingTokens, RunBudget, RunBudgetBuilder, TokenLimit, TokenUsage,
 };
-pub use request::BudgetRequest;
-pub use tracker::{BudgetSnapshot, BudgetTracker, RUN_BUDGET_TRACING_TARGET, Reservation};
-
-#[cfg(test)]
-mod tests;

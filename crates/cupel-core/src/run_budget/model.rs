@@ -215,8 +215,10 @@ impl TokenUsage {
         }
     }
 
-    /// Builds a usage from exact non-negative totals, saturating at `i64::MAX`.
-    pub(crate) fn from_i128(input: i128, output: i128) -> TokenUsage {
+    /// Builds a usage from exact totals: negatives count as 0 and totals
+    /// beyond `i64::MAX` saturate there.
+    #[must_use]
+    pub fn saturating_from_i128(input: i128, output: i128) -> TokenUsage {
         TokenUsage {
             input: clamp_i64(input.max(0)),
             output: clamp_i64(output.max(0)),
@@ -353,7 +355,7 @@ impl RemainingTokens {
 /// [`TokenLimit`], validated at construction and immutable afterwards.
 ///
 /// `RunBudget` is the *contract*; the consumption lives in a
-/// [`BudgetTracker`](crate::BudgetTracker), which every step and subagent of
+/// `BudgetTracker` (in `cupel_run`), which every step and subagent of
 /// a run shares. Without a token limit the budget is a pure deadline budget;
 /// with neither part it enforces nothing.
 ///
@@ -444,7 +446,10 @@ impl RunBudget {
     /// [`BudgetPhase::Preflight`] and dimension
     /// [`BudgetDimension::Deadline`], the one error type hosts match for
     /// every overage (issue 28).
-    pub(crate) fn validate(&self, now: DateTime<Utc>, scope: &ScopeId) -> Result<(), CupelError> {
+    ///
+    /// # Errors
+    /// [`CupelError::RunBudgetExceeded`] when the deadline is not after `now`.
+    pub fn validate(&self, now: DateTime<Utc>, scope: &ScopeId) -> Result<(), CupelError> {
         if let Some(deadline) = self.deadline
             && deadline.is_expired(now)
         {

@@ -1,10 +1,9 @@
 //! [`UsageMeter`]: turns a provider's cumulative usage counter into the
 //! deltas a [`BudgetTracker`] records.
 
-use super::error::BudgetDimension;
-use super::model::TokenUsage;
-use super::tracker::{BudgetTracker, Reservation};
-use crate::CupelError;
+use cupel_core::{BudgetDimension, CupelError, TokenUsage};
+
+use crate::tracker::{BudgetTracker, Reservation};
 
 /// Feeds a provider's *cumulative* usage counter into a tracker.
 ///
@@ -16,7 +15,7 @@ use crate::CupelError;
 /// increase (R-18):
 ///
 /// ```
-/// use cupel_core::{BudgetTracker, FixedTimeProvider, RunBudget, TokenUsage};
+/// use cupel_run::{BudgetTracker, FixedTimeProvider, RunBudget, TokenUsage};
 /// let clock = FixedTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
 /// let run = BudgetTracker::new(RunBudget::unlimited(), clock)?;
 /// let mut meter = run.meter();
@@ -28,7 +27,7 @@ use crate::CupelError;
 /// // A counter that goes down is refused, and nothing is recorded.
 /// assert!(meter.observe_total(TokenUsage::new(1_400, 300)?).is_err());
 /// assert_eq!(run.usage(), TokenUsage::new(1_500, 260)?);
-/// # Ok::<(), cupel_core::CupelError>(())
+/// # Ok::<(), cupel_run::CupelError>(())
 /// ```
 ///
 /// Use one meter per counter (one per provider session): two meters fed the

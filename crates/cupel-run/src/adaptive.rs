@@ -155,7 +155,7 @@ pub struct BudgetSuggestion {
 /// Agents are kept in a `BTreeMap`, so every output is in name order.
 ///
 /// ```
-/// use cupel_analytics::{Decimal, UsageRecorder};
+/// use cupel_run::{Decimal, UsageRecorder};
 ///
 /// // The worked example: agents A and B, margin 0.1.
 /// let margin: Decimal = "0.1".parse()?;
@@ -306,7 +306,7 @@ impl UsageRecorder {
     /// exceeds `i64::MAX` (A-2).
     ///
     /// ```
-    /// use cupel_analytics::{UsageError, UsageRecorder};
+    /// use cupel_run::{UsageError, UsageRecorder};
     ///
     /// let mut usage = UsageRecorder::new();
     /// usage.record_cycle([("planner", 120), ("coder", 800), ("planner", 30)])?;
@@ -465,7 +465,7 @@ impl UsageRecorder {
     /// is taken at once, with no hysteresis.
     ///
     /// ```
-    /// use cupel_analytics::{Decimal, UsageRecorder};
+    /// use cupel_run::{Decimal, UsageRecorder};
     ///
     /// let mut usage = UsageRecorder::new();
     /// assert_eq!(usage.suggest_token_budget(4_000, Decimal::ZERO), 4_000);

@@ -2,9 +2,7 @@
 
 use chrono::TimeDelta;
 
-use super::error::BudgetPhase;
-use super::model::TokenUsage;
-use crate::CupelError;
+use cupel_core::{BudgetPhase, CupelError, TokenUsage};
 
 /// One request to a run-budget checkpoint: the phase, the projected token
 /// cost and, optionally, how long the request is expected to take.
@@ -23,14 +21,14 @@ use crate::CupelError;
 ///
 /// ```
 /// use chrono::TimeDelta;
-/// use cupel_core::{BudgetPhase, BudgetRequest, TokenUsage};
+/// use cupel_run::{BudgetPhase, BudgetRequest, TokenUsage};
 /// let call = BudgetRequest::new(BudgetPhase::ProviderRequest, TokenUsage::new(800, 200)?)
 ///     .with_duration(TimeDelta::seconds(20))?;
 /// assert_eq!(call.duration(), Some(TimeDelta::seconds(20)));
 /// assert!(BudgetRequest::tool_execution(TokenUsage::ZERO)
 ///     .with_duration(TimeDelta::seconds(-1))
 ///     .is_err());
-/// # Ok::<(), cupel_core::CupelError>(())
+/// # Ok::<(), cupel_run::CupelError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BudgetRequest {

@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use cupel_analytics::{Decimal, SuggestionRule, USAGE_WINDOW, UsageError, UsageRecorder};
 use cupel_core::{CupelError, TokenSign};
+use cupel_run::{Decimal, SuggestionRule, USAGE_WINDOW, UsageError, UsageRecorder};
 use proptest::prelude::*;
 
 fn d(s: &str) -> Decimal {

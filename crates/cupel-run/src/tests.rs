@@ -3,7 +3,7 @@
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::*;
-use crate::{CupelError, FixedTimeProvider, ManualTimeProvider};
+use cupel_core::{CupelError, FixedTimeProvider, ManualTimeProvider};
 
 fn t0() -> DateTime<Utc> {
     "2026-01-01T12:00:00Z".parse().unwrap()
@@ -1158,4 +1158,198 @@ fn remaining_tokens_time_and_tracker_state_display() {
         "run budget (depth 0): used input 0, output 0 (reserved input 0, output 0); \
          tokens left: unlimited; time: no deadline"
     );
+}
+
+// ----- demand and the adaptive bridge (issue 27) -----------------------------------
+
+#[test]
+fn refused_requests_count_as_demand_on_the_requester_and_its_ancestors() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = tracker(tokens_budget(Some(1_000), None), &clock);
+    let sub = run
+        .child_named("sub", tokens_budget(Some(300), None))
+        .unwrap();
+    sub.reserve(BudgetPhase::ProviderRequest, usage(200, 10))
+        .unwrap()
+        .settle(usage(180, 20));
+    // 180 + 150 > 300: refused by the child's ceiling; a check refuses too.
+    assert!(
+        sub.reserve(BudgetPhase::ProviderRequest, usage(150, 5))
+            .is_err()
+    );
+    assert!(sub.check(BudgetPhase::ToolExecution, usage(40, 0)).is_err());
+    // A probe is a question, not a request: not counted.
+    assert!(
+        sub.would_fit(&BudgetRequest::provider_request(usage(999, 0)))
+            .is_err()
+    );
+    // refused = (150 + 40, 5 + 0); demand = usage + refused = (180 + 190, 20 + 5).
+    assert_eq!(sub.refused(), usage(190, 5));
+    assert_eq!(sub.demand(), usage(370, 25));
+    // The run saw the same requests through its child.
+    assert_eq!(run.refused(), usage(190, 5));
+    assert_eq!(run.demand(), usage(370, 25));
+    // A sibling's refusals are not the first child's.
+    let other = run.child(tokens_budget(Some(10), None)).unwrap();
+    assert!(
+        other
+            .reserve(BudgetPhase::ProviderRequest, usage(11, 0))
+            .is_err()
+    );
+    assert_eq!(sub.refused(), usage(190, 5));
+    assert_eq!(run.refused(), usage(201, 5)); // 190 + 11
+}
+
+#[test]
+fn a_cycle_records_demand_since_tracking_per_agent_in_name_order() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = tracker(RunBudget::unlimited(), &clock);
+    let long_lived = run.child_named("writer", RunBudget::unlimited()).unwrap();
+    // Before the cycle: 500 input tokens that belong to an earlier cycle.
+    long_lived.record(usage(500, 0));
+
+    let mut recorder = UsageRecorder::new();
+    let mut cycle = CycleDemand::input();
+    cycle.track("writer", &long_lived);
+    let capped = run
+        .child_named("reader", tokens_budget(Some(100), None))
+        .unwrap();
+    cycle.track("reader", &capped);
+    // The same agent on a second tracker: its demands add up.
+    let helper = run.child_named("reader", RunBudget::unlimited()).unwrap();
+    cycle.track("reader", &helper);
+
+    long_lived.record(usage(70, 9)); // writer: 70 input this cycle
+    capped.record(usage(60, 1));
+    assert!(
+        capped
+            .reserve(BudgetPhase::ProviderRequest, usage(45, 0))
+            .is_err()
+    ); // 60 + 45 > 100
+    helper.record(usage(5, 0));
+    // Open reservations are neither spent nor refused: not counted.
+    let _open = helper
+        .reserve(BudgetPhase::ProviderRequest, usage(1_000, 0))
+        .unwrap();
+
+    // reader = 60 + 45 (refused) + 5 = 110; writer = 70.
+    let demand = cycle.demand().unwrap();
+    assert_eq!(
+        demand.into_iter().collect::<Vec<_>>(),
+        vec![("reader", 110), ("writer", 70)]
+    );
+    cycle.record_into(&mut recorder).unwrap();
+    assert_eq!(recorder.last_total(), Some(180));
+    // The largest agent of the cycle is the reader: ceil(180 × 1.0) = 180
+    // beats a = 110, so the suggestion is the total.
+    assert_eq!(recorder.suggest_token_budget(1, Decimal::ZERO), 180);
+}
+
+#[test]
+fn an_output_cycle_and_an_empty_cycle() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = tracker(RunBudget::unlimited(), &clock);
+    let mut recorder = UsageRecorder::new();
+
+    let mut cycle = CycleDemand::output();
+    assert_eq!(cycle.dimension(), BudgetDimension::Output);
+    cycle.track("a", &run);
+    run.record(usage(1_000, 42));
+    cycle.record_into(&mut recorder).unwrap();
+    assert_eq!(recorder.last_total(), Some(42));
+
+    // No agent tracked: an idle cycle (total 0), agent "a" gets a zero.
+    CycleDemand::input().record_into(&mut recorder).unwrap();
+    assert_eq!((recorder.cycles(), recorder.last_total()), (2, Some(0)));
+
+    // An empty agent name is the recorder's error; nothing is recorded.
+    let mut bad = CycleDemand::input();
+    bad.track(" ", &run);
+    assert!(matches!(
+        bad.record_into(&mut recorder),
+        Err(UsageError::EmptyAgentName { cycle: 3 })
+    ));
+    assert_eq!(recorder.cycles(), 2);
+}
+
+#[test]
+fn a_suggestion_becomes_a_run_budget_or_a_context_budget() {
+    let clock = FixedTimeProvider::new(t0());
+    let mut recorder = UsageRecorder::new();
+    recorder.record_cycle([("agent", 1_000)]).unwrap();
+    // ceil(1,000 × 1.5) = 1,500.
+    let s = recorder.suggest(10, "0.5".parse().unwrap());
+    assert_eq!(s.budget, 1_500);
+
+    assert_eq!(
+        s.token_limit(BudgetDimension::Output).unwrap(),
+        limit(None, Some(1_500))
+    );
+    let err = s.token_limit(BudgetDimension::Deadline).unwrap_err();
+    assert!(err.to_string().contains("not deadline"), "{err}");
+
+    let deadline = Deadline::at(t0() + TimeDelta::minutes(5));
+    let rb = s
+        .run_budget(BudgetDimension::Input, Some(deadline), &clock)
+        .unwrap();
+    assert_eq!(rb.token_limit(), Some(limit(Some(1_500), None)));
+    assert_eq!(rb.deadline(), Some(deadline));
+    // A deadline already past is the usual pre-flight failure.
+    let past = Deadline::at(t0() - TimeDelta::seconds(1));
+    assert!(matches!(
+        s.run_budget(BudgetDimension::Input, Some(past), &clock),
+        Err(CupelError::RunBudgetExceeded(_))
+    ));
+
+    // max = 1,500 + 200, target = 1,500.
+    let cb = s.context_budget(200).unwrap();
+    assert_eq!(
+        (cb.max_tokens(), cb.target_tokens(), cb.output_reserve()),
+        (1_700, 1_500, 200)
+    );
+    assert!(matches!(
+        s.context_budget(-1),
+        Err(CupelError::InvalidArgument(_))
+    ));
+    let huge = BudgetSuggestion {
+        budget: i64::MAX,
+        ..s
+    };
+    assert!(matches!(
+        huge.context_budget(1),
+        Err(CupelError::TokenOverflow { total, .. }) if total == i128::from(i64::MAX) + 1
+    ));
+}
+
+/// Issue 27's starvation case: a suggestion used as the next hard cap. The
+/// agent needs ten 100-token requests per cycle and stops at its first
+/// refusal. Counting demand, each capped cycle asks for one refused request
+/// more than it got, so the cap climbs 500 → 600 → ... → 1,000 and holds
+/// (u dominates: the single agent's total is the cycle's, and the means
+/// trail behind it). Counting usage alone it would stay at 500 forever.
+#[test]
+fn a_suggestion_used_as_a_cap_grows_back_to_the_demand() {
+    let clock = ManualTimeProvider::new(t0());
+    let run = tracker(RunBudget::unlimited(), &clock);
+    let mut recorder = UsageRecorder::new();
+    let mut cap = 500;
+    let mut caps = vec![cap];
+    for _ in 0..7 {
+        let budget = tokens_budget(Some(cap), None);
+        let agent = run.child_named("agent", budget).unwrap();
+        let mut cycle = CycleDemand::input();
+        cycle.track("agent", &agent);
+        for _ in 0..10 {
+            match agent.reserve(BudgetPhase::ProviderRequest, usage(100, 0)) {
+                Ok(hold) => {
+                    hold.settle(usage(100, 0));
+                }
+                Err(_) => break,
+            }
+        }
+        cycle.record_into(&mut recorder).unwrap();
+        cap = recorder.suggest_token_budget(cap, Decimal::ZERO);
+        caps.push(cap);
+    }
+    assert_eq!(caps, [500, 600, 700, 800, 900, 1_000, 1_000, 1_000]);
 }

@@ -18,13 +18,18 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::error::{
-    Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase, ScopeId,
+use cupel_core::{
+    Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase, CupelError,
+    RemainingTime, RemainingTokens, RunBudget, ScopeId, SystemTimeProvider, TimeProvider,
+    TokenUsage,
 };
-use super::model::RemainingTime;
-use super::model::{RemainingTokens, RunBudget, TokenUsage, clamp_i64};
-use super::request::BudgetRequest;
-use crate::{CupelError, SystemTimeProvider, TimeProvider};
+
+use crate::request::BudgetRequest;
+
+/// Clamps an exact `i128` into the `i64` range.
+fn clamp_i64(v: i128) -> i64 {
+    i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
+}
 
 /// The tracing target of every budget event.
 pub const RUN_BUDGET_TRACING_TARGET: &str = "cupel::run_budget";
@@ -46,6 +51,10 @@ struct Scope {
     id: ScopeId,
     used: [i128; 2],
     reserved: [i128; 2],
+    /// Tokens of requests refused at a checkpoint of this scope or of a
+    /// descendant: demand the budget did not serve (the adaptive bridge
+    /// counts it, [`CycleDemand`](crate::CycleDemand)).
+    refused: [i128; 2],
     /// Set by the first failed check of this scope; from then on every
     /// checkpoint of this scope and of its descendants returns it (R-7).
     halted: Option<Box<BudgetExceededError>>,
@@ -53,10 +62,10 @@ struct Scope {
 
 impl Scope {
     fn usage(&self) -> TokenUsage {
-        TokenUsage::from_i128(self.used[0], self.used[1])
+        TokenUsage::saturating_from_i128(self.used[0], self.used[1])
     }
     fn reserved(&self) -> TokenUsage {
-        TokenUsage::from_i128(self.reserved[0], self.reserved[1])
+        TokenUsage::saturating_from_i128(self.reserved[0], self.reserved[1])
     }
     fn limit(&self, d: BudgetDimension) -> Option<i128> {
         self.budget
@@ -99,6 +108,7 @@ impl Ledger {
         if let Some(scope) = self.scopes.get_mut(index) {
             scope.used = [0; 2];
             scope.reserved = [0; 2];
+            scope.refused = [0; 2];
             scope.halted = None;
             scope.id = ScopeId::ROOT;
             scope.budget = RunBudget::unlimited();
@@ -249,7 +259,7 @@ impl BudgetSnapshot {
 ///
 /// ```
 /// use chrono::TimeDelta;
-/// use cupel_core::{
+/// use cupel_run::{
 ///     BudgetPhase, BudgetTracker, Deadline, ManualTimeProvider, RunBudget, TokenLimit,
 ///     TokenUsage,
 /// };
@@ -331,6 +341,7 @@ impl BudgetTracker {
                     id: ScopeId::ROOT,
                     used: [0; 2],
                     reserved: [0; 2],
+                    refused: [0; 2],
                     halted: None,
                 }],
                 free: Vec::new(),
@@ -378,7 +389,7 @@ impl BudgetTracker {
     /// any string is accepted (it is escaped in the JSON state).
     ///
     /// ```
-    /// use cupel_core::{BudgetPhase, BudgetTracker, FixedTimeProvider, RunBudget, TokenLimit, TokenUsage};
+    /// use cupel_run::{BudgetPhase, BudgetTracker, FixedTimeProvider, RunBudget, TokenLimit, TokenUsage};
     /// let clock = FixedTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
     /// let run = BudgetTracker::new(
     ///     RunBudget::new(None, Some(TokenLimit::new(Some(100), None)?), &clock)?,
@@ -397,7 +408,7 @@ impl BudgetTracker {
     ///      depth 1): a request for 101 input tokens does not fit the 100 remaining (limit 100, \
     ///      used 0, reserved 0)"
     /// );
-    /// # Ok::<(), cupel_core::CupelError>(())
+    /// # Ok::<(), cupel_run::CupelError>(())
     /// ```
     ///
     /// # Errors
@@ -427,6 +438,7 @@ impl BudgetTracker {
             id,
             used: [0; 2],
             reserved: [0; 2],
+            refused: [0; 2],
             halted: None,
         };
         let mut ledger = self.shared.lock();
@@ -507,6 +519,28 @@ impl BudgetTracker {
     /// Cumulative usage recorded through this scope.
     pub fn usage(&self) -> TokenUsage {
         self.shared.lock().scopes[self.scope_index()].usage()
+    }
+
+    /// The tokens of every request refused at a checkpoint
+    /// ([`check`](Self::check), [`reserve`](Self::reserve) and their
+    /// `_request` forms) of this scope or of a descendant, cumulative. A
+    /// [`would_fit`](Self::would_fit) probe is not a request and is not
+    /// counted. A request retried after a refusal counts each time it is
+    /// refused.
+    pub fn refused(&self) -> TokenUsage {
+        let ledger = self.shared.lock();
+        let s = &ledger.scopes[self.scope_index()];
+        TokenUsage::saturating_from_i128(s.refused[0], s.refused[1])
+    }
+
+    /// What this scope asked for: [`usage`](Self::usage) plus
+    /// [`refused`](Self::refused), cumulative. The quantity a
+    /// [`CycleDemand`](crate::CycleDemand) records: a request the budget
+    /// refused was still needed.
+    pub fn demand(&self) -> TokenUsage {
+        let ledger = self.shared.lock();
+        let s = &ledger.scopes[self.scope_index()];
+        TokenUsage::saturating_from_i128(s.used[0] + s.refused[0], s.used[1] + s.refused[1])
     }
 
     /// Time left before the earliest deadline on this scope's path.
@@ -620,7 +654,7 @@ impl BudgetTracker {
     /// [`reserve`](Self::reserve) what you then send (R-19).
     ///
     /// ```
-    /// use cupel_core::{BudgetRequest, BudgetTracker, FixedTimeProvider, RunBudget, TokenLimit, TokenUsage};
+    /// use cupel_run::{BudgetRequest, BudgetTracker, FixedTimeProvider, RunBudget, TokenLimit, TokenUsage};
     /// let clock = FixedTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
     /// let run = BudgetTracker::new(
     ///     RunBudget::new(None, Some(TokenLimit::new(Some(100), None)?), &clock)?,
@@ -631,7 +665,7 @@ impl BudgetTracker {
     /// // Asking did not halt the run: a smaller request still goes through.
     /// assert!(!run.is_halted());
     /// assert!(run.reserve_request(&BudgetRequest::provider_request(TokenUsage::new(90, 0)?)).is_ok());
-    /// # Ok::<(), cupel_core::CupelError>(())
+    /// # Ok::<(), cupel_run::CupelError>(())
     /// ```
     ///
     /// # Errors
@@ -666,7 +700,7 @@ impl BudgetTracker {
     ///
     /// ```
     /// use chrono::TimeDelta;
-    /// use cupel_core::{
+    /// use cupel_run::{
     ///     BudgetDimension, BudgetRequest, BudgetTracker, Deadline, ManualTimeProvider, RunBudget,
     ///     TokenUsage,
     /// };
@@ -681,7 +715,7 @@ impl BudgetTracker {
     ///     .unwrap_err();
     /// assert_eq!(err.dimension(), BudgetDimension::Deadline);
     /// assert_eq!(err.remaining_time(), Some(TimeDelta::seconds(20)));
-    /// # Ok::<(), cupel_core::CupelError>(())
+    /// # Ok::<(), cupel_run::CupelError>(())
     /// ```
     ///
     /// # Errors
@@ -753,6 +787,14 @@ impl BudgetTracker {
         let now = self.shared.clock.now();
         let mut ledger = self.shared.lock();
         let outcome = self.evaluate(&ledger, request, now);
+        if outcome.is_some() && mode != Mode::Probe {
+            let tokens = request.tokens();
+            for &i in self.path.iter() {
+                let s = &mut ledger.scopes[i];
+                s.refused[0] += i128::from(tokens.input());
+                s.refused[1] += i128::from(tokens.output());
+            }
+        }
         if outcome.is_none() && mode == Mode::Reserve {
             let tokens = request.tokens();
             for &i in self.path.iter() {
@@ -864,6 +906,7 @@ impl BudgetTracker {
 }
 
 /// The `tracing` event of one checkpoint.
+#[cfg(feature = "tracing")]
 fn emit(phase: BudgetPhase, s: &BudgetSnapshot, error: Option<&BudgetExceededError>) {
     let input = s.remaining_tokens.and_then(|r| r.input());
     let output = s.remaining_tokens.and_then(|r| r.output());
@@ -892,6 +935,11 @@ fn emit(phase: BudgetPhase, s: &BudgetSnapshot, error: Option<&BudgetExceededErr
         ),
     }
 }
+
+/// Without the `tracing` feature a checkpoint emits nothing.
+#[cfg(not(feature = "tracing"))]
+#[allow(clippy::needless_pass_by_value)]
+fn emit(_: BudgetPhase, _: &BudgetSnapshot, _: Option<&BudgetExceededError>) {}
 
 /// Tokens held for one in-flight request by [`BudgetTracker::reserve`].
 ///

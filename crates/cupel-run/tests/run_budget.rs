@@ -7,7 +7,7 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use cupel_core::{
+use cupel_run::{
     BudgetDimension, BudgetExceededError, BudgetPhase, BudgetRequest, BudgetTracker, Deadline,
     ManualTimeProvider, RunBudget, TokenLimit, TokenUsage,
 };
@@ -513,7 +513,7 @@ mod capture {
 
     impl<S: Subscriber> Layer<S> for Capture {
         fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-            if event.metadata().target() == cupel_core::RUN_BUDGET_TRACING_TARGET {
+            if event.metadata().target() == cupel_run::RUN_BUDGET_TRACING_TARGET {
                 let mut fields = Fields(Vec::new());
                 event.record(&mut fields);
                 self.0.lock().unwrap().push(fields.0);
@@ -624,7 +624,7 @@ proptest! {
         let budget = RunBudget::new(None, Some(TokenLimit::new(Some(limit), None).unwrap()), &clock)
             .unwrap();
         let run = BudgetTracker::new(budget, clock).unwrap();
-        let (mut used, mut held): (i64, Vec<(i64, cupel_core::Reservation)>) = (0, Vec::new());
+        let (mut used, mut held): (i64, Vec<(i64, cupel_run::Reservation)>) = (0, Vec::new());
         let mut halted = false;
         for op in ops {
             match op {

@@ -1,0 +1,98 @@
+//! Budgets across an agent run: how long a run may take and how many tokens
+//! it may spend, shared by the agent and every subagent it delegates to, and
+//! how large the next cycle's budget should be given what the run has used.
+//!
+//! * **The run budget** (`spec/15-run-budget.md`): a [`RunBudget`] (a
+//!   [`Deadline`] and a [`TokenLimit`]) is the contract; a [`BudgetTracker`]
+//!   is the ledger every holder charges — [`check`](BudgetTracker::check) or
+//!   [`reserve`](BudgetTracker::reserve) before a provider request or a tool
+//!   call, [`settle`](Reservation::settle) with what the provider reports,
+//!   [`child_named`](BudgetTracker::child_named) for a subagent with its own
+//!   ceilings inside the parent's. A [`UsageMeter`] turns a provider's running
+//!   totals into deltas. Every overage is one error,
+//!   [`BudgetExceededError`], tagged with a [`BudgetPhase`] and a
+//!   [`BudgetDimension`].
+//! * **The adaptive budget** (`spec/16-adaptive-budget.md`): a
+//!   [`UsageRecorder`] learns each cycle's usage per agent and
+//!   [`suggest`s](UsageRecorder::suggest) the next cycle's budget.
+//! * **The bridge** between them: a [`CycleDemand`] records what trackers saw
+//!   in a cycle into a recorder — refused requests count as demand, so a
+//!   suggestion used as a hard cap does not shrink itself — and a
+//!   [`BudgetSuggestion`] becomes a [`RunBudget`] or a
+//!   [`ContextBudget`](cupel_core::ContextBudget) in one call.
+//!
+//! ```
+//! use cupel_run::{BudgetPhase, BudgetTracker, ManualTimeProvider, RunBudget, TokenLimit, TokenUsage};
+//!
+//! let clock = ManualTimeProvider::new("2026-03-01T09:00:00Z".parse()?);
+//! let budget = RunBudget::builder()
+//!     .token_limit(TokenLimit::new(Some(10_000), Some(2_000))?)
+//!     .build(&clock)?;
+//! let run = BudgetTracker::new(budget, clock.clone())?;
+//!
+//! // A subagent gets its own ceiling inside the run's.
+//! let child = RunBudget::builder()
+//!     .token_limit(TokenLimit::new(Some(3_000), None)?)
+//!     .build(&clock)?;
+//! let researcher = run.child_named("researcher", child)?;
+//!
+//! // Hold the tokens of a request, then settle with what the provider reports.
+//! let hold = researcher.reserve(BudgetPhase::ProviderRequest, TokenUsage::new(2_500, 400)?)?;
+//! hold.settle(TokenUsage::new(2_412, 377)?);
+//! assert_eq!(run.usage(), TokenUsage::new(2_412, 377)?);
+//!
+//! // 2,412 of the researcher's 3,000 input tokens are spent: 1,000 more do not fit.
+//! let err = researcher
+//!     .reserve(BudgetPhase::ProviderRequest, TokenUsage::new(1_000, 0)?)
+//!     .unwrap_err();
+//! assert!(err.to_string().contains("run budget"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Features
+//! * `tracing` (default) — a `tracing` event at every tracker checkpoint
+//!   (target [`RUN_BUDGET_TRACING_TARGET`]).
+//! * `serde` — the run-budget values in their JSON form, and
+//!   `Serialize`/`Deserialize` for a [`UsageRecorder`] (checkpoint and
+//!   resume an orchestrator).
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![deny(missing_docs)]
+
+mod adaptive;
+mod bridge;
+mod meter;
+mod request;
+mod tracker;
+
+#[cfg(feature = "serde")]
+pub use adaptive::InvalidRecorderState;
+pub use adaptive::{
+    BudgetCandidates, BudgetSuggestion, SuggestionRule, USAGE_WINDOW, UsageError, UsageRecorder,
+};
+pub use bridge::CycleDemand;
+pub use meter::UsageMeter;
+pub use request::BudgetRequest;
+pub use tracker::{BudgetSnapshot, BudgetTracker, RUN_BUDGET_TRACING_TARGET, Reservation};
+
+// The values and the error live in `cupel-core` so that every crate returning
+// a `CupelError` can name them; this crate is their home for users.
+pub use cupel_core::{
+    Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase, Deadline,
+    RemainingTime, RemainingTokens, RunBudget, RunBudgetBuilder, ScopeId, TokenLimit, TokenUsage,
+};
+/// The error type every fallible call returns, and the clocks a tracker can
+/// run on (re-exported from `cupel-core`).
+pub use cupel_core::{
+    CupelError, FixedTimeProvider, ManualTimeProvider, SystemTimeProvider, TimeProvider,
+};
+/// Exact decimal numbers (re-exported from `rust_decimal`): the type of the
+/// adaptive-budget margin and of the candidate means.
+pub use rust_decimal::Decimal;
+
+#[cfg(test)]
+mod tests;
+
+// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
