@@ -275,6 +275,17 @@ pub enum CupelError {
     #[error(transparent)]
     RunBudgetExceeded(BudgetExceededError),
 
+    /// The store holding a shared run budget (`cupel_run::store`) failed
+    /// during a checkpoint: no budget decision was made. Under the default
+    /// fail-closed policy the request must not be made.
+    #[error("run budget store failed at the {phase} checkpoint: {message}")]
+    BudgetStoreFailed {
+        /// The checkpoint in which the store failed.
+        phase: crate::BudgetPhase,
+        /// What failed (the operation and the store's message).
+        message: String,
+    },
+
     // ----- the context gate ---------------------------------------------------------
     /// The context gate's retrieval buffer needs more tokens on its own than
     /// the whole context budget allows: compacting the existing context can

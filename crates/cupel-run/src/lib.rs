@@ -62,6 +62,8 @@ mod adaptive;
 mod bridge;
 mod meter;
 mod request;
+mod rules;
+pub mod store;
 mod tracker;
 
 #[cfg(feature = "serde")]

@@ -19,29 +19,18 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use chrono::{DateTime, TimeDelta, Utc};
 
 use cupel_core::{
-    Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase, CupelError,
+    Breach, BreachState, BudgetExceededError, BudgetPhase, CupelError,
     RemainingTime, RemainingTokens, RunBudget, ScopeId, SystemTimeProvider, TimeProvider,
     TokenUsage,
 };
 
 use crate::request::BudgetRequest;
+use crate::rules::{self, Books};
 
-/// Clamps an exact `i128` into the `i64` range.
-fn clamp_i64(v: i128) -> i64 {
-    i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
-}
 
 /// The tracing target of every budget event.
 pub const RUN_BUDGET_TRACING_TARGET: &str = "cupel::run_budget";
 
-const DIMS: [BudgetDimension; 2] = [BudgetDimension::Input, BudgetDimension::Output];
-
-fn idx(dimension: BudgetDimension) -> usize {
-    match dimension {
-        BudgetDimension::Output => 1,
-        _ => 0,
-    }
-}
 
 /// One scope's books. Amounts are exact `i128` sums of `i64` values, so no
 /// realistic sequence of calls can overflow them.
@@ -67,11 +56,12 @@ impl Scope {
     fn reserved(&self) -> TokenUsage {
         TokenUsage::saturating_from_i128(self.reserved[0], self.reserved[1])
     }
-    fn limit(&self, d: BudgetDimension) -> Option<i128> {
-        self.budget
-            .token_limit()
-            .and_then(|l| l.get(d))
-            .map(i128::from)
+    fn books(&self) -> Books {
+        Books {
+            budget: self.budget,
+            used: self.used,
+            reserved: self.reserved,
+        }
     }
     fn state(
         &self,
@@ -568,33 +558,9 @@ impl BudgetTracker {
     }
 
     fn snapshot_locked(&self, ledger: &Ledger, now: DateTime<Utc>) -> BudgetSnapshot {
-        let scopes = || self.path.iter().map(|&i| &ledger.scopes[i]);
-        let deadline = scopes()
-            .filter_map(|s| s.budget.deadline().map(|d| d.expires_at()))
-            .min();
-        let any_limit = scopes().any(|s| s.budget.token_limit().is_some());
-        let left = |d: BudgetDimension| {
-            scopes()
-                .filter_map(|s| {
-                    let k = idx(d);
-                    s.limit(d).map(|l| l - s.used[k] - s.reserved[k])
-                })
-                .min()
-                .map(clamp_i64)
-        };
-        let own = &ledger.scopes[self.scope_index()];
-        BudgetSnapshot {
-            now,
-            deadline,
-            remaining_time: deadline.map(|d| d.signed_duration_since(now)),
-            usage: own.usage(),
-            reserved: own.reserved(),
-            remaining_tokens: any_limit.then(|| {
-                RemainingTokens::new(left(BudgetDimension::Input), left(BudgetDimension::Output))
-            }),
-            halted: scopes().any(|s| s.halted.is_some()),
-            scope_depth: self.depth(),
-        }
+        let books: Vec<Books> = self.path.iter().map(|&i| ledger.scopes[i].books()).collect();
+        let halted = self.path.iter().any(|&i| ledger.scopes[i].halted.is_some());
+        rules::snapshot(&books, halted, now)
     }
 
     /// The pre-flight checkpoint: fails if any deadline on the path has
@@ -748,18 +714,14 @@ impl BudgetTracker {
         let request = BudgetRequest::new(phase, TokenUsage::ZERO);
         let requester = &ledger.scopes[self.scope_index()].id;
         let outcome = self.halted_error(&ledger).or_else(|| {
-            self.path.iter().find_map(|&i| {
-                let s = &ledger.scopes[i];
-                DIMS.into_iter().find_map(|d| {
-                    let limit = s.limit(d)?;
-                    (s.used[idx(d)] > limit).then(|| {
-                        let state = s.state(&request, now, requester);
-                        (
-                            Some(i),
-                            BudgetExceededError::new(phase, d, Breach::Overshot, &state),
-                        )
-                    })
-                })
+            let books: Vec<Books> = self.path.iter().map(|&i| ledger.scopes[i].books()).collect();
+            rules::final_breach(&books).map(|(at, d)| {
+                let i = self.path[at];
+                let state = ledger.scopes[i].state(&request, now, requester);
+                (
+                    Some(i),
+                    BudgetExceededError::new(phase, d, Breach::Overshot, &state),
+                )
             })
         });
         self.conclude(ledger, now, phase, outcome)
@@ -822,46 +784,19 @@ impl BudgetTracker {
         request: &BudgetRequest,
         now: DateTime<Utc>,
     ) -> Option<(Option<usize>, BudgetExceededError)> {
-        let projected = request.tokens();
-        let cost = [
-            i128::from(projected.input()),
-            i128::from(projected.output()),
-        ];
         let requester = &ledger.scopes[self.scope_index()].id;
         self.halted_error(ledger).or_else(|| {
-            self.path.iter().find_map(|&i| {
-                let s = &ledger.scopes[i];
-                let fail = |d, breach| {
-                    let state = s.state(request, now, requester);
-                    Some((
+            let books: Vec<Books> = self.path.iter().map(|&i| ledger.scopes[i].books()).collect();
+            rules::first_breach(&books, request.tokens(), request.duration(), now).map(
+                |(at, d, breach)| {
+                    let i = self.path[at];
+                    let state = ledger.scopes[i].state(request, now, requester);
+                    (
                         Some(i),
                         BudgetExceededError::new(request.phase(), d, breach, &state),
-                    ))
-                };
-                if let Some(deadline) = s.budget.deadline() {
-                    if deadline.is_expired(now) {
-                        return fail(BudgetDimension::Deadline, Breach::Expired);
-                    }
-                    if request
-                        .duration()
-                        .is_some_and(|wanted| wanted > deadline.remaining(now))
-                    {
-                        return fail(BudgetDimension::Deadline, Breach::TooLong);
-                    }
-                }
-                for d in DIMS {
-                    let Some(limit) = s.limit(d) else { continue };
-                    let k = idx(d);
-                    let committed = s.used[k] + s.reserved[k];
-                    if committed >= limit {
-                        return fail(d, Breach::Exhausted);
-                    }
-                    if committed + cost[k] > limit {
-                        return fail(d, Breach::DoesNotFit);
-                    }
-                }
-                None
-            })
+                    )
+                },
+            )
         })
     }
 
@@ -907,7 +842,7 @@ impl BudgetTracker {
 
 /// The `tracing` event of one checkpoint.
 #[cfg(feature = "tracing")]
-fn emit(phase: BudgetPhase, s: &BudgetSnapshot, error: Option<&BudgetExceededError>) {
+pub(crate) fn emit(phase: BudgetPhase, s: &BudgetSnapshot, error: Option<&BudgetExceededError>) {
     let input = s.remaining_tokens.and_then(|r| r.input());
     let output = s.remaining_tokens.and_then(|r| r.output());
     match error {
@@ -939,7 +874,7 @@ fn emit(phase: BudgetPhase, s: &BudgetSnapshot, error: Option<&BudgetExceededErr
 /// Without the `tracing` feature a checkpoint emits nothing.
 #[cfg(not(feature = "tracing"))]
 #[allow(clippy::needless_pass_by_value)]
-fn emit(_: BudgetPhase, _: &BudgetSnapshot, _: Option<&BudgetExceededError>) {}
+pub(crate) fn emit(_: BudgetPhase, _: &BudgetSnapshot, _: Option<&BudgetExceededError>) {}
 
 /// Tokens held for one in-flight request by [`BudgetTracker::reserve`].
 ///

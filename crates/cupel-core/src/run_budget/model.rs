@@ -432,6 +432,18 @@ impl RunBudget {
         }
     }
 
+    /// A budget from its parts *without* the construction check (an expired
+    /// deadline is accepted): for a budget read back from a store, which was
+    /// checked when it was first built. Trackers check it again when they
+    /// start.
+    #[must_use]
+    pub const fn from_parts(deadline: Option<Deadline>, token_limit: Option<TokenLimit>) -> Self {
+        Self {
+            deadline,
+            token_limit,
+        }
+    }
+
     /// Starts a [`RunBudgetBuilder`].
     pub fn builder() -> RunBudgetBuilder {
         RunBudgetBuilder::default()

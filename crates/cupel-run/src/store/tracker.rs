@@ -1,0 +1,598 @@
+//! [`SharedTracker`]: the run-budget checkpoints over a [`BudgetStore`].
+
+use std::fmt;
+use std::sync::Arc;
+
+use chrono::TimeDelta;
+use cupel_core::{
+    BreachState, BudgetExceededError, BudgetPhase, CupelError, RunBudget, ScopeId, TokenUsage,
+};
+
+use super::{
+    AdmitMode, Admission, BreachRecord, BudgetStore, PathState, ScopeInfo, StoreError,
+    StoreRequest, store_error,
+};
+use crate::request::BudgetRequest;
+use crate::rules::{self, Books};
+use crate::tracker::{BudgetSnapshot, emit};
+
+/// What a checkpoint does when the store itself fails (unreachable, timing
+/// out, answering with an error).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FailurePolicy {
+    /// The checkpoint fails with [`CupelError::BudgetStoreFailed`] (tagged
+    /// with its phase): the request is not made. The default: a budget that
+    /// cannot be checked is never treated as unlimited.
+    #[default]
+    Closed,
+    /// The checkpoint passes *unverified*: it returns
+    /// [`Checkpoint::Unverified`] with the store's error (and a reservation
+    /// that holds nothing), so the caller can go on and log it. Choose it
+    /// only where an outage of the store must not stop the agents, and
+    /// accept that the ceilings are not enforced while it lasts.
+    Open,
+}
+
+/// How a [`SharedTracker`] behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SharedOptions {
+    /// How long a reservation holds its tokens without being settled; after
+    /// that the store gives them back (a worker that died mid-call does not
+    /// hold them forever). Longer than the slowest call you make. Default 10
+    /// minutes.
+    pub lease: TimeDelta,
+    /// What checkpoints do when the store fails. Default
+    /// [`FailurePolicy::Closed`].
+    pub on_store_failure: FailurePolicy,
+}
+
+impl Default for SharedOptions {
+    fn default() -> Self {
+        Self {
+            lease: TimeDelta::minutes(10),
+            on_store_failure: FailurePolicy::Closed,
+        }
+    }
+}
+
+impl SharedOptions {
+    /// Sets [`lease`](Self::lease).
+    #[must_use]
+    pub fn lease(mut self, lease: TimeDelta) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// Sets [`on_store_failure`](Self::on_store_failure).
+    #[must_use]
+    pub fn on_store_failure(mut self, policy: FailurePolicy) -> Self {
+        self.on_store_failure = policy;
+        self
+    }
+}
+
+/// The outcome of a checkpoint that did not fail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Checkpoint {
+    /// The store checked the request and it fits.
+    Passed(BudgetSnapshot),
+    /// The store failed and the tracker fails open
+    /// ([`FailurePolicy::Open`]): nothing was checked.
+    Unverified(StoreError),
+}
+
+impl Checkpoint {
+    /// The snapshot, when the store checked the request.
+    pub fn snapshot(&self) -> Option<&BudgetSnapshot> {
+        match self {
+            Checkpoint::Passed(s) => Some(s),
+            Checkpoint::Unverified(_) => None,
+        }
+    }
+}
+
+/// A run-budget tracker whose books live in a [`BudgetStore`], so that every
+/// process of a run — and every machine — charges the same budget.
+///
+/// The checkpoints and their rules are those of
+/// [`BudgetTracker`](crate::BudgetTracker); each one is a single atomic step
+/// in the store. The differences: every call can meet a store failure (see
+/// [`FailurePolicy`]), reservations hold their tokens under a lease
+/// ([`SharedOptions::lease`]), and time is the store's clock. Cloning is
+/// cheap; a clone is the same scope.
+#[derive(Clone)]
+pub struct SharedTracker {
+    store: Arc<dyn BudgetStore>,
+    run: Arc<str>,
+    /// The scopes from the root down to this one.
+    path: Arc<[ScopeInfo]>,
+    ids: Arc<[u64]>,
+    options: SharedOptions,
+}
+
+impl fmt::Debug for SharedTracker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedTracker")
+            .field("run", &self.run)
+            .field("scope", &self.scope_id())
+            .field("depth", &self.depth())
+            .field("label", &self.label())
+            .field("store", &self.store)
+            .finish()
+    }
+}
+
+fn failed(phase: BudgetPhase) -> impl Fn(StoreError) -> CupelError {
+    move |e| store_error(phase, &e)
+}
+
+impl SharedTracker {
+    /// Opens the run `run` in `store` with `budget` as its root scope (the
+    /// orchestrator's call; workers [`attach`](Self::attach)). The deadline
+    /// is checked at the store's clock.
+    ///
+    /// # Errors
+    /// [`CupelError::RunBudgetExceeded`] (phase `preflight`) when the
+    /// deadline is not after the store's clock;
+    /// [`CupelError::BudgetStoreFailed`] when the store fails or the run
+    /// exists already.
+    pub fn create(
+        store: Arc<dyn BudgetStore>,
+        run: &str,
+        budget: RunBudget,
+    ) -> Result<Self, CupelError> {
+        let phase = BudgetPhase::Preflight;
+        let now = store.now().map_err(failed(phase))?;
+        budget.validate(now, &ScopeId::ROOT)?;
+        store.create_run(run, &budget).map_err(failed(phase))?;
+        Ok(Self {
+            store,
+            run: Arc::from(run),
+            path: Arc::from([ScopeInfo {
+                id: 0,
+                budget,
+                label: None,
+            }]),
+            ids: Arc::from([0u64]),
+            options: SharedOptions::default(),
+        })
+    }
+
+    /// Attaches to scope `scope` (0 for the root) of the existing run `run`:
+    /// what a worker process does with the run name and scope number it was
+    /// handed.
+    ///
+    /// # Errors
+    /// [`CupelError::BudgetStoreFailed`] when the store fails or has no such
+    /// run or scope.
+    pub fn attach(store: Arc<dyn BudgetStore>, run: &str, scope: u64) -> Result<Self, CupelError> {
+        let path = store
+            .scope_path(run, scope)
+            .map_err(failed(BudgetPhase::Preflight))?;
+        let ids: Vec<u64> = path.iter().map(|s| s.id).collect();
+        Ok(Self {
+            store,
+            run: Arc::from(run),
+            path: Arc::from(path),
+            ids: Arc::from(ids),
+            options: SharedOptions::default(),
+        })
+    }
+
+    /// The same scope with other options (children inherit them).
+    #[must_use]
+    pub fn with_options(mut self, options: SharedOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> SharedOptions {
+        self.options
+    }
+
+    /// The run's name in the store.
+    pub fn run(&self) -> &str {
+        &self.run
+    }
+
+    /// This scope's number in the run: hand it, with [`run`](Self::run), to
+    /// the process that should [`attach`](Self::attach) to it.
+    pub fn scope_id(&self) -> u64 {
+        self.ids.last().copied().unwrap_or(0)
+    }
+
+    /// `0` for the root, `n` for a child `n` levels down.
+    pub fn depth(&self) -> usize {
+        self.path.len().saturating_sub(1)
+    }
+
+    /// The label given by [`child_named`](Self::child_named).
+    pub fn label(&self) -> Option<&str> {
+        self.path.last().and_then(|s| s.label.as_deref())
+    }
+
+    /// A child scope with its own budget inside this one (see
+    /// [`BudgetTracker::child`](crate::BudgetTracker::child)).
+    ///
+    /// # Errors
+    /// As [`child_named`](Self::child_named).
+    pub fn child(&self, budget: RunBudget) -> Result<Self, CupelError> {
+        self.open_child(budget, None)
+    }
+
+    /// A child scope labelled `label` (errors name it).
+    ///
+    /// # Errors
+    /// [`CupelError::RunBudgetExceeded`] (phase `preflight`) for a deadline
+    /// not after the store's clock; [`CupelError::BudgetStoreFailed`] when
+    /// the store fails.
+    pub fn child_named(&self, label: &str, budget: RunBudget) -> Result<Self, CupelError> {
+        self.open_child(budget, Some(label))
+    }
+
+    fn open_child(&self, budget: RunBudget, label: Option<&str>) -> Result<Self, CupelError> {
+        let phase = BudgetPhase::Preflight;
+        let now = self.store.now().map_err(failed(phase))?;
+        let scope = ScopeId {
+            depth: self.path.len(),
+            label: label.map(Arc::from),
+        };
+        budget.validate(now, &scope)?;
+        let id = self
+            .store
+            .create_child(&self.run, self.scope_id(), &budget, label)
+            .map_err(failed(phase))?;
+        let mut path = self.path.to_vec();
+        path.push(ScopeInfo {
+            id,
+            budget,
+            label: label.map(str::to_string),
+        });
+        let mut ids = self.ids.to_vec();
+        ids.push(id);
+        Ok(Self {
+            store: Arc::clone(&self.store),
+            run: Arc::clone(&self.run),
+            path: Arc::from(path),
+            ids: Arc::from(ids),
+            options: self.options,
+        })
+    }
+
+    /// The error a breach record describes, as the in-process tracker would
+    /// have built it.
+    fn exceeded(&self, b: &BreachRecord) -> BudgetExceededError {
+        let scope = self.path.get(b.scope_depth);
+        let state = BreachState {
+            budget: scope.map_or(RunBudget::unlimited(), |s| s.budget),
+            usage: b.usage,
+            reserved: b.reserved,
+            requested: b.requested,
+            requested_duration: b.duration_ms.map(TimeDelta::milliseconds),
+            now: Some(b.now),
+            scope: ScopeId {
+                depth: b.scope_depth,
+                label: scope.and_then(|s| s.label.as_deref()).map(Arc::from),
+            },
+            requester: ScopeId {
+                depth: b.requester_depth,
+                label: b.requester_label.as_deref().map(Arc::from),
+            },
+        };
+        BudgetExceededError::new(b.phase, b.dimension, b.breach, &state)
+    }
+
+    fn snapshot_of(&self, state: &PathState) -> BudgetSnapshot {
+        let books: Vec<Books> = self
+            .path
+            .iter()
+            .zip(&state.scopes)
+            .map(|(info, b)| Books {
+                budget: info.budget,
+                used: b.used,
+                reserved: b.reserved,
+            })
+            .collect();
+        let halted = state.scopes.iter().any(|b| b.halted);
+        rules::snapshot(&books, halted, state.now)
+    }
+
+    /// Runs one checkpoint and turns the answer into the caller's result.
+    fn checkpoint(
+        &self,
+        request: &BudgetRequest,
+        mode: AdmitMode,
+    ) -> Result<(Checkpoint, Option<u64>), CupelError> {
+        let phase = request.phase();
+        let asked = StoreRequest {
+            phase,
+            tokens: request.tokens(),
+            duration: request.duration(),
+            mode,
+            lease: self.options.lease,
+        };
+        match self.store.admit(&self.run, &self.ids, self.label(), &asked) {
+            Ok(Admission::Passed { state, reservation }) => {
+                let snapshot = self.snapshot_of(&state);
+                if mode != AdmitMode::Probe {
+                    emit(phase, &snapshot, None);
+                }
+                Ok((Checkpoint::Passed(snapshot), reservation))
+            }
+            Ok(Admission::Refused { state, breach }) => {
+                let err = self.exceeded(&breach);
+                if mode != AdmitMode::Probe {
+                    emit(phase, &self.snapshot_of(&state), Some(&err));
+                }
+                Err(CupelError::RunBudgetExceeded(err))
+            }
+            Err(e) => self.store_failed(phase, e).map(|c| (c, None)),
+        }
+    }
+
+    fn store_failed(&self, phase: BudgetPhase, e: StoreError) -> Result<Checkpoint, CupelError> {
+        match self.options.on_store_failure {
+            FailurePolicy::Open => Ok(Checkpoint::Unverified(e)),
+            FailurePolicy::Closed => Err(store_error(phase, &e)),
+        }
+    }
+
+    /// The pre-flight checkpoint (see
+    /// [`BudgetTracker::preflight`](crate::BudgetTracker::preflight)).
+    ///
+    /// # Errors
+    /// [`CupelError::RunBudgetExceeded`], or
+    /// [`CupelError::BudgetStoreFailed`] when the store fails and the
+    /// tracker fails closed.
+    pub fn preflight(&self) -> Result<Checkpoint, CupelError> {
+        let request = BudgetRequest::new(BudgetPhase::Preflight, TokenUsage::ZERO);
+        self.checkpoint(&request, AdmitMode::Check).map(|(c, _)| c)
+    }
+
+    /// Checks that `projected` fits, without reserving (see
+    /// [`BudgetTracker::check`](crate::BudgetTracker::check)).
+    ///
+    /// # Errors
+    /// As [`preflight`](Self::preflight).
+    pub fn check(&self, phase: BudgetPhase, projected: TokenUsage) -> Result<Checkpoint, CupelError> {
+        self.check_request(&BudgetRequest::new(phase, projected))
+    }
+
+    /// [`check`](Self::check) for a [`BudgetRequest`] (with a projected
+    /// duration, judged at the store's clock).
+    ///
+    /// # Errors
+    /// As [`preflight`](Self::preflight).
+    pub fn check_request(&self, request: &BudgetRequest) -> Result<Checkpoint, CupelError> {
+        self.checkpoint(request, AdmitMode::Check).map(|(c, _)| c)
+    }
+
+    /// Asks whether `request` would pass, without latching, counting or
+    /// reserving (see [`BudgetTracker::would_fit`](crate::BudgetTracker::would_fit)).
+    ///
+    /// # Errors
+    /// As [`preflight`](Self::preflight).
+    pub fn would_fit(&self, request: &BudgetRequest) -> Result<Checkpoint, CupelError> {
+        self.checkpoint(request, AdmitMode::Probe).map(|(c, _)| c)
+    }
+
+    /// Reserves `projected` on this scope and every ancestor in one atomic
+    /// step of the store, under the lease of [`SharedOptions::lease`].
+    ///
+    /// # Errors
+    /// As [`preflight`](Self::preflight); nothing is reserved.
+    pub fn reserve(
+        &self,
+        phase: BudgetPhase,
+        projected: TokenUsage,
+    ) -> Result<SharedReservation, CupelError> {
+        self.reserve_request(&BudgetRequest::new(phase, projected))
+    }
+
+    /// [`reserve`](Self::reserve) for a [`BudgetRequest`].
+    ///
+    /// # Errors
+    /// As [`reserve`](Self::reserve).
+    pub fn reserve_request(&self, request: &BudgetRequest) -> Result<SharedReservation, CupelError> {
+        let (checkpoint, id) = self.checkpoint(request, AdmitMode::Reserve)?;
+        Ok(SharedReservation {
+            tracker: self.clone(),
+            id,
+            amount: request.tokens(),
+            unverified: matches!(checkpoint, Checkpoint::Unverified(_)),
+            open: true,
+        })
+    }
+
+    /// The finalization checkpoint (see
+    /// [`BudgetTracker::finalize`](crate::BudgetTracker::finalize)).
+    ///
+    /// # Errors
+    /// As [`preflight`](Self::preflight).
+    pub fn finalize(&self) -> Result<Checkpoint, CupelError> {
+        let phase = BudgetPhase::Response;
+        match self.store.finalize(&self.run, &self.ids, self.label()) {
+            Ok(Admission::Passed { state, .. }) => {
+                let snapshot = self.snapshot_of(&state);
+                emit(phase, &snapshot, None);
+                Ok(Checkpoint::Passed(snapshot))
+            }
+            Ok(Admission::Refused { state, breach }) => {
+                let err = self.exceeded(&breach);
+                emit(phase, &self.snapshot_of(&state), Some(&err));
+                Err(CupelError::RunBudgetExceeded(err))
+            }
+            Err(e) => self.store_failed(phase, e),
+        }
+    }
+
+    /// Records usage on this scope and its ancestors without a checkpoint
+    /// (tokens already spent).
+    ///
+    /// # Errors
+    /// [`CupelError::BudgetStoreFailed`] whatever the policy: the usage was
+    /// not recorded, so retry or log it.
+    pub fn record(&self, usage: TokenUsage) -> Result<(), CupelError> {
+        self.store
+            .record(&self.run, &self.ids, usage)
+            .map_err(failed(BudgetPhase::Budget))
+    }
+
+    /// The scope's state at the store's clock.
+    ///
+    /// # Errors
+    /// [`CupelError::BudgetStoreFailed`].
+    pub fn snapshot(&self) -> Result<BudgetSnapshot, CupelError> {
+        let state = self
+            .store
+            .read(&self.run, &self.ids)
+            .map_err(failed(BudgetPhase::Budget))?;
+        Ok(self.snapshot_of(&state))
+    }
+
+    fn own_books(&self) -> Result<super::ScopeBooks, CupelError> {
+        let state = self
+            .store
+            .read(&self.run, &self.ids)
+            .map_err(failed(BudgetPhase::Budget))?;
+        Ok(state.scopes.last().copied().unwrap_or_default())
+    }
+
+    /// Settled usage of this scope (and its children).
+    ///
+    /// # Errors
+    /// [`CupelError::BudgetStoreFailed`].
+    pub fn usage(&self) -> Result<TokenUsage, CupelError> {
+        let b = self.own_books()?;
+        Ok(TokenUsage::saturating_from_i128(b.used[0], b.used[1]))
+    }
+
+    /// Tokens of refused requests of this scope (and its children).
+    ///
+    /// # Errors
+    /// [`CupelError::BudgetStoreFailed`].
+    pub fn refused(&self) -> Result<TokenUsage, CupelError> {
+        let b = self.own_books()?;
+        Ok(TokenUsage::saturating_from_i128(b.refused[0], b.refused[1]))
+    }
+
+    /// [`usage`](Self::usage) plus [`refused`](Self::refused): what the scope
+    /// asked for (the adaptive budget's input, spec A-17).
+    ///
+    /// # Errors
+    /// [`CupelError::BudgetStoreFailed`].
+    pub fn demand(&self) -> Result<TokenUsage, CupelError> {
+        let b = self.own_books()?;
+        Ok(TokenUsage::saturating_from_i128(
+            b.used[0] + b.refused[0],
+            b.used[1] + b.refused[1],
+        ))
+    }
+
+    /// Records one cycle of per-agent usage into the adaptive-budget history
+    /// `key` kept in the same store, so a fleet of workers suggests one
+    /// budget from everyone's usage; returns the history after the cycle.
+    ///
+    /// # Errors
+    /// [`CupelError::BudgetStoreFailed`] when the store fails; the
+    /// recorder's own errors ([`UsageError`](crate::UsageError) converted)
+    /// when the cycle is invalid, and then nothing is stored.
+    pub fn record_history_cycle(
+        &self,
+        key: &str,
+        usage: &[(&str, i64)],
+    ) -> Result<crate::UsageRecorder, CupelError> {
+        let mut apply = |r: &mut crate::UsageRecorder| r.record_cycle(usage.iter().copied());
+        Ok(self.store.update_history(key, &mut apply)?)
+    }
+}
+
+/// Tokens held on a shared run budget for one request, under a lease.
+///
+/// [`settle`](Self::settle) it with the usage the provider reported, or
+/// [`release`](Self::release) it. Dropping it releases it as well (best
+/// effort: if the store cannot be reached then, the lease gives the tokens
+/// back when it runs out).
+#[must_use = "dropping a reservation releases it; settle it with the actual usage"]
+pub struct SharedReservation {
+    tracker: SharedTracker,
+    /// The store's number for it; `None` when nothing was reserved (the
+    /// checkpoint passed unverified).
+    id: Option<u64>,
+    amount: TokenUsage,
+    unverified: bool,
+    open: bool,
+}
+
+impl fmt::Debug for SharedReservation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedReservation")
+            .field("id", &self.id)
+            .field("amount", &self.amount)
+            .field("unverified", &self.unverified)
+            .field("scope", &self.tracker.scope_id())
+            .finish()
+    }
+}
+
+impl SharedReservation {
+    /// The reserved (projected) usage.
+    pub fn amount(&self) -> TokenUsage {
+        self.amount
+    }
+
+    /// Whether the checkpoint passed without the store ([`FailurePolicy::Open`]):
+    /// nothing is held.
+    pub fn is_unverified(&self) -> bool {
+        self.unverified
+    }
+
+    /// Replaces the reservation with the usage actually reported.
+    ///
+    /// # Errors
+    /// [`CupelError::BudgetStoreFailed`]: the usage was not recorded (the
+    /// reservation's lease still gives its tokens back); retry with
+    /// [`SharedTracker::record`].
+    pub fn settle(mut self, actual: TokenUsage) -> Result<(), CupelError> {
+        self.open = false;
+        let t = &self.tracker;
+        match self.id {
+            Some(id) => t.store.settle(&t.run, &t.ids, id, Some(actual)),
+            None => t.store.record(&t.run, &t.ids, actual),
+        }
+        .map_err(failed(BudgetPhase::Response))
+    }
+
+    /// Gives the tokens back without recording usage.
+    ///
+    /// # Errors
+    /// [`CupelError::BudgetStoreFailed`] (the lease gives them back later).
+    pub fn release(mut self) -> Result<(), CupelError> {
+        self.open = false;
+        self.release_now()
+    }
+
+    fn release_now(&self) -> Result<(), CupelError> {
+        let t = &self.tracker;
+        match self.id {
+            Some(id) => t
+                .store
+                .settle(&t.run, &t.ids, id, None)
+                .map_err(failed(BudgetPhase::Response)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for SharedReservation {
+    fn drop(&mut self) {
+        if self.open {
+            // Best effort: a failure here is covered by the lease.
+            let _ = self.release_now();
+        }
+    }
+}
