@@ -48,6 +48,20 @@ pub(crate) fn run() -> Result<(), String> {
         )?;
     }
 
+    // The shared run budget's tests start their own redis-server; say so up
+    // front rather than after the build (`.ci/run` installs it).
+    if std::process::Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return Err(
+            "redis-server is not on PATH: the shared run-budget tests (cupel-rs-run, \
+                    feature `redis`) start a real server. Install it (`apt-get install \
+                    redis-server`; `.ci/run` does) and run again."
+                .to_string(),
+        );
+    }
     let mut test = cargo();
     test.args(["test", "--workspace", "--all-features"]);
     run_step("cargo test --workspace --all-features", test)?;

@@ -15,6 +15,10 @@
 //! * **The adaptive budget** (`spec/16-adaptive-budget.md`): a
 //!   [`UsageRecorder`] learns each cycle's usage per agent and
 //!   [`suggest`s](UsageRecorder::suggest) the next cycle's budget.
+//! * **Across processes** ([`store`]): a [`SharedTracker`](store::SharedTracker)
+//!   charges books kept in a [`BudgetStore`](store::BudgetStore) — Redis
+//!   (`RedisStore`, feature `redis`) or memory — so worker processes on
+//!   several machines share one run budget (`spec/21-shared-run-budget.md`).
 //! * **The bridge** between them: a [`CycleDemand`] records what trackers saw
 //!   in a cycle into a recorder — refused requests count as demand, so a
 //!   suggestion used as a hard cap does not shrink itself — and a
@@ -52,6 +56,7 @@
 //! # Features
 //! * `tracing` (default) — a `tracing` event at every tracker checkpoint
 //!   (target [`RUN_BUDGET_TRACING_TARGET`]).
+//! * `redis` — `store::RedisStore` (the `redis` crate; enables `serde`).
 //! * `serde` — the run-budget values in their JSON form, and
 //!   `Serialize`/`Deserialize` for a [`UsageRecorder`] (checkpoint and
 //!   resume an orchestrator).

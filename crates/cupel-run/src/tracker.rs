@@ -19,18 +19,15 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use chrono::{DateTime, TimeDelta, Utc};
 
 use cupel_core::{
-    Breach, BreachState, BudgetExceededError, BudgetPhase, CupelError,
-    RemainingTime, RemainingTokens, RunBudget, ScopeId, SystemTimeProvider, TimeProvider,
-    TokenUsage,
+    Breach, BreachState, BudgetExceededError, BudgetPhase, CupelError, RemainingTime,
+    RemainingTokens, RunBudget, ScopeId, SystemTimeProvider, TimeProvider, TokenUsage,
 };
 
 use crate::request::BudgetRequest;
 use crate::rules::{self, Books};
 
-
 /// The tracing target of every budget event.
 pub const RUN_BUDGET_TRACING_TARGET: &str = "cupel::run_budget";
-
 
 /// One scope's books. Amounts are exact `i128` sums of `i64` values, so no
 /// realistic sequence of calls can overflow them.
@@ -558,7 +555,11 @@ impl BudgetTracker {
     }
 
     fn snapshot_locked(&self, ledger: &Ledger, now: DateTime<Utc>) -> BudgetSnapshot {
-        let books: Vec<Books> = self.path.iter().map(|&i| ledger.scopes[i].books()).collect();
+        let books: Vec<Books> = self
+            .path
+            .iter()
+            .map(|&i| ledger.scopes[i].books())
+            .collect();
         let halted = self.path.iter().any(|&i| ledger.scopes[i].halted.is_some());
         rules::snapshot(&books, halted, now)
     }
@@ -714,7 +715,11 @@ impl BudgetTracker {
         let request = BudgetRequest::new(phase, TokenUsage::ZERO);
         let requester = &ledger.scopes[self.scope_index()].id;
         let outcome = self.halted_error(&ledger).or_else(|| {
-            let books: Vec<Books> = self.path.iter().map(|&i| ledger.scopes[i].books()).collect();
+            let books: Vec<Books> = self
+                .path
+                .iter()
+                .map(|&i| ledger.scopes[i].books())
+                .collect();
             rules::final_breach(&books).map(|(at, d)| {
                 let i = self.path[at];
                 let state = ledger.scopes[i].state(&request, now, requester);
@@ -786,7 +791,11 @@ impl BudgetTracker {
     ) -> Option<(Option<usize>, BudgetExceededError)> {
         let requester = &ledger.scopes[self.scope_index()].id;
         self.halted_error(ledger).or_else(|| {
-            let books: Vec<Books> = self.path.iter().map(|&i| ledger.scopes[i].books()).collect();
+            let books: Vec<Books> = self
+                .path
+                .iter()
+                .map(|&i| ledger.scopes[i].books())
+                .collect();
             rules::first_breach(&books, request.tokens(), request.duration(), now).map(
                 |(at, d, breach)| {
                     let i = self.path[at];

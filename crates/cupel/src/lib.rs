@@ -154,7 +154,9 @@
 //! * `chat` — `cupel::chat`: trim an OpenAI or Anthropic chat transcript in
 //!   one call (tool calls stay with their results, the window is one the
 //!   provider accepts, tokens counted as the provider counts them). The
-//!   README's examples run as doctests with this feature on.
+//!   README's examples run as doctests with this feature and `redis` on.
+//! * `redis` — `cupel::run::store::RedisStore`: a run budget shared by
+//!   worker processes and machines through Redis or Valkey.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -327,8 +329,8 @@ pub use cupel_analytics as analytics;
 pub use cupel_chat as chat;
 
 /// The workspace README's examples, compiled and run as doctests (they use
-/// `cupel::chat`, so they run with the `chat` feature, as CI's
-/// `--all-features` does).
+/// `cupel::chat` and `cupel::run::store::RedisStore`, so they run with the
+/// `chat` and `redis` features, as CI's `--all-features` does).
 #[doc = include_str!("../../../README.md")]
-#[cfg(all(doctest, feature = "chat"))]
+#[cfg(all(doctest, feature = "chat", feature = "redis"))]
 pub struct ReadmeDoctests;

@@ -8,7 +8,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use cupel_core::{Breach, BudgetPhase, RunBudget, TimeProvider, TokenUsage};
 
 use super::{
-    AdmitMode, Admission, BreachRecord, BudgetStore, HistoryError, PathState, ScopeBooks,
+    Admission, AdmitMode, BreachRecord, BudgetStore, HistoryError, PathState, ScopeBooks,
     ScopeInfo, StoreError, StoreRequest,
 };
 use crate::rules::{self, Books};
@@ -135,7 +135,10 @@ impl Run {
 
     fn unreserve(&mut self, lease: &Lease) {
         for &id in &lease.path {
-            if let Some(s) = usize::try_from(id).ok().and_then(|i| self.scopes.get_mut(i)) {
+            if let Some(s) = usize::try_from(id)
+                .ok()
+                .and_then(|i| self.scopes.get_mut(i))
+            {
                 s.books.reserved[0] -= i128::from(lease.amount.input());
                 s.books.reserved[1] -= i128::from(lease.amount.output());
             }

@@ -227,7 +227,9 @@ pub enum StoreError {
     },
     /// A count or a limit the store cannot compare exactly (the Redis store
     /// compares in doubles: at most 2^53 − 1).
-    #[error("budget store cannot hold {value} tokens exactly during {operation} (at most 9007199254740991)")]
+    #[error(
+        "budget store cannot hold {value} tokens exactly during {operation} (at most 9007199254740991)"
+    )]
     OutOfRange {
         /// The operation.
         operation: &'static str,

@@ -12,7 +12,7 @@ use cupel_core::{
 use redis::Value;
 
 use super::{
-    AdmitMode, Admission, BreachRecord, BudgetStore, Expiry, HistoryError, PathState, ScopeBooks,
+    Admission, AdmitMode, BreachRecord, BudgetStore, Expiry, HistoryError, PathState, ScopeBooks,
     ScopeInfo, StoreError, StoreRequest,
 };
 use crate::{UsageError, UsageRecorder};
@@ -60,7 +60,10 @@ pub struct RedisStore {
 impl fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedisStore")
-            .field("server", &self.client.get_connection_info().addr().to_string())
+            .field(
+                "server",
+                &self.client.get_connection_info().addr().to_string(),
+            )
             .field("expiry", &self.expiry)
             .finish_non_exhaustive()
     }
@@ -89,7 +92,10 @@ fn keys(run: &str) -> [String; 3] {
 }
 
 fn path_arg(path: &[u64]) -> String {
-    path.iter().map(u64::to_string).collect::<Vec<_>>().join(".")
+    path.iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
 fn checked(operation: &'static str, values: &[i64]) -> Result<(), StoreError> {
@@ -160,7 +166,10 @@ fn dimension_of(s: &str) -> Option<BudgetDimension> {
 }
 
 fn usage_of(i: &str, o: &str) -> Option<TokenUsage> {
-    Some(TokenUsage::saturating_from_i128(i.parse().ok()?, o.parse().ok()?))
+    Some(TokenUsage::saturating_from_i128(
+        i.parse().ok()?,
+        o.parse().ok()?,
+    ))
 }
 
 /// Reads a breach record written by the script.
@@ -261,7 +270,12 @@ impl RedisStore {
     }
 
     /// Runs the script with `args` (after the operation name) on `run`'s keys.
-    fn call(&self, operation: &'static str, run: &str, args: &[String]) -> Result<Vec<Value>, StoreError> {
+    fn call(
+        &self,
+        operation: &'static str,
+        run: &str,
+        args: &[String],
+    ) -> Result<Vec<Value>, StoreError> {
         let mut guard = self.connection(operation)?;
         let Some(conn) = guard.as_mut() else {
             return Err(StoreError::Unavailable {
@@ -290,11 +304,7 @@ impl RedisStore {
 
     /// The rest of the reply after the status word `ok`, or the error the
     /// status names.
-    fn expect_ok<'a>(
-        run: &str,
-        reply: &'a [Value],
-        ok: &str,
-    ) -> Result<&'a [Value], StoreError> {
+    fn expect_ok<'a>(run: &str, reply: &'a [Value], ok: &str) -> Result<&'a [Value], StoreError> {
         if reply.first().and_then(text).as_deref() == Some(ok) {
             return Ok(&reply[1..]);
         }
@@ -410,13 +420,13 @@ impl BudgetStore for RedisStore {
         let [dl, li, lo] = budget_args(budget)?;
         let expire_at = budget
             .deadline()
-            .map(|d| (d.expires_at() + self.expiry.grace).timestamp_millis().to_string())
+            .map(|d| {
+                (d.expires_at() + self.expiry.grace)
+                    .timestamp_millis()
+                    .to_string()
+            })
             .unwrap_or_default();
-        let reply = self.call(
-            "create_run",
-            run,
-            &[dl, li, lo, expire_at, self.idle_ms()],
-        )?;
+        let reply = self.call("create_run", run, &[dl, li, lo, expire_at, self.idle_ms()])?;
         Self::expect_ok(run, &reply, "ok").map(|_| ())
     }
 
@@ -500,10 +510,11 @@ impl BudgetStore for RedisStore {
             AdmitMode::Probe => "probe",
             _ => "check",
         };
-        let duration = request
-            .duration
-            .map_or(-1, |d| d.num_milliseconds().max(0));
-        let lease = request.lease.max(TimeDelta::milliseconds(1)).num_milliseconds();
+        let duration = request.duration.map_or(-1, |d| d.num_milliseconds().max(0));
+        let lease = request
+            .lease
+            .max(TimeDelta::milliseconds(1))
+            .num_milliseconds();
         let [has, label] = Self::label_args(requester_label);
         let reply = self.call(
             "admit",
@@ -583,7 +594,11 @@ impl BudgetStore for RedisStore {
         requester_label: Option<&str>,
     ) -> Result<Admission, StoreError> {
         let [has, label] = Self::label_args(requester_label);
-        let reply = self.call("finalize", run, &[path_arg(path), has, label, self.idle_ms()])?;
+        let reply = self.call(
+            "finalize",
+            run,
+            &[path_arg(path), has, label, self.idle_ms()],
+        )?;
         Self::admission(run, &reply)
     }
 

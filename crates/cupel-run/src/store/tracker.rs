@@ -9,7 +9,7 @@ use cupel_core::{
 };
 
 use super::{
-    AdmitMode, Admission, BreachRecord, BudgetStore, PathState, ScopeInfo, StoreError,
+    Admission, AdmitMode, BreachRecord, BudgetStore, PathState, ScopeInfo, StoreError,
     StoreRequest, store_error,
 };
 use crate::request::BudgetRequest;
@@ -358,7 +358,11 @@ impl SharedTracker {
     ///
     /// # Errors
     /// As [`preflight`](Self::preflight).
-    pub fn check(&self, phase: BudgetPhase, projected: TokenUsage) -> Result<Checkpoint, CupelError> {
+    pub fn check(
+        &self,
+        phase: BudgetPhase,
+        projected: TokenUsage,
+    ) -> Result<Checkpoint, CupelError> {
         self.check_request(&BudgetRequest::new(phase, projected))
     }
 
@@ -397,7 +401,10 @@ impl SharedTracker {
     ///
     /// # Errors
     /// As [`reserve`](Self::reserve).
-    pub fn reserve_request(&self, request: &BudgetRequest) -> Result<SharedReservation, CupelError> {
+    pub fn reserve_request(
+        &self,
+        request: &BudgetRequest,
+    ) -> Result<SharedReservation, CupelError> {
         let (checkpoint, id) = self.checkpoint(request, AdmitMode::Reserve)?;
         Ok(SharedReservation {
             tracker: self.clone(),
