@@ -41,6 +41,24 @@ pub struct UsageMeter {
     last: TokenUsage,
 }
 
+/// The increase of a cumulative counter from `last` to `total`, per
+/// dimension, after checking that neither went down. Both meters
+/// ([`UsageMeter`] and the shared one) count with it.
+pub(crate) fn increase(last: TokenUsage, total: TokenUsage) -> Result<TokenUsage, CupelError> {
+    for dimension in [BudgetDimension::Input, BudgetDimension::Output] {
+        let (previous, observed) = (last.get(dimension), total.get(dimension));
+        if observed < previous {
+            return Err(CupelError::UsageCounterDecreased {
+                dimension,
+                previous,
+                observed,
+            });
+        }
+    }
+    // Both differences are in 0..=observed, so they are valid usages.
+    TokenUsage::new(total.input() - last.input(), total.output() - last.output())
+}
+
 impl BudgetTracker {
     /// A [`UsageMeter`] for a counter that starts at zero, recording through
     /// this tracker's scope.
@@ -103,24 +121,9 @@ impl UsageMeter {
         Ok(delta)
     }
 
-    /// `total - last`, after checking that neither dimension went down;
-    /// moves `last` to `total`.
+    /// `total - last` (see [`increase`]); moves `last` to `total`.
     fn advance(&mut self, total: TokenUsage) -> Result<TokenUsage, CupelError> {
-        for dimension in [BudgetDimension::Input, BudgetDimension::Output] {
-            let (previous, observed) = (self.last.get(dimension), total.get(dimension));
-            if observed < previous {
-                return Err(CupelError::UsageCounterDecreased {
-                    dimension,
-                    previous,
-                    observed,
-                });
-            }
-        }
-        // Both differences are in 0..=observed, so they are valid usages.
-        let delta = TokenUsage::new(
-            total.input() - self.last.input(),
-            total.output() - self.last.output(),
-        )?;
+        let delta = increase(self.last, total)?;
         self.last = total;
         Ok(delta)
     }

@@ -57,6 +57,37 @@ fn suite(store: &Arc<dyn BudgetStore>) {
     a_deadline_passing_mid_run_halts_every_worker(store);
     history_is_one_for_the_fleet(store);
     unknown_runs_and_duplicate_runs_are_errors(store);
+    a_meter_records_only_increases(store);
+}
+
+fn a_meter_records_only_increases(store: &Arc<dyn BudgetStore>) {
+    let t =
+        SharedTracker::create(store.clone(), &run_name("meter"), RunBudget::unlimited()).unwrap();
+    let mut meter = t.meter();
+    // Running totals 1,000/200 then 1,500/260: recorded 1,500/260, not 2,500/460.
+    assert_eq!(
+        meter.observe_total(usage(1_000, 200)).unwrap(),
+        usage(1_000, 200)
+    );
+    let hold = t
+        .reserve(BudgetPhase::ProviderRequest, usage(600, 100))
+        .unwrap();
+    assert_eq!(
+        meter.settle_total(hold, usage(1_500, 260)).unwrap(),
+        usage(500, 60)
+    );
+    assert_eq!(t.usage().unwrap(), usage(1_500, 260));
+    assert_eq!(t.snapshot().unwrap().reserved, TokenUsage::ZERO);
+    // A counter going down is refused and records nothing.
+    assert!(matches!(
+        meter.observe_total(usage(1_400, 300)),
+        Err(CupelError::UsageCounterDecreased {
+            previous: 1_500,
+            observed: 1_400,
+            ..
+        })
+    ));
+    assert_eq!(t.usage().unwrap(), usage(1_500, 260));
 }
 
 /// The same sequence of operations on the in-process `BudgetTracker` and on a

@@ -59,7 +59,9 @@ use cupel_core::{Breach, BudgetDimension, BudgetPhase, RunBudget, TokenUsage};
 pub use memory::MemoryStore;
 #[cfg(feature = "redis")]
 pub use redis::{REDIS_MAX_TOKENS, RedisStore};
-pub use tracker::{Checkpoint, FailurePolicy, SharedOptions, SharedReservation, SharedTracker};
+pub use tracker::{
+    Checkpoint, FailurePolicy, SharedOptions, SharedReservation, SharedTracker, SharedUsageMeter,
+};
 
 /// What a store knows about one scope: its number, its budget and, for a
 /// child created with a label, the label.

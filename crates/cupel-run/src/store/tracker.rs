@@ -518,6 +518,71 @@ impl SharedTracker {
     }
 }
 
+impl SharedTracker {
+    /// A meter for a provider's cumulative usage counter that starts at
+    /// zero, recording through this scope (see
+    /// [`UsageMeter`](crate::UsageMeter) for the in-process form).
+    pub fn meter(&self) -> SharedUsageMeter {
+        self.meter_from(TokenUsage::ZERO)
+    }
+
+    /// A meter for a counter that already reads `baseline` (a worker taking
+    /// over a session whose usage so far was recorded by another).
+    pub fn meter_from(&self, baseline: TokenUsage) -> SharedUsageMeter {
+        SharedUsageMeter {
+            tracker: self.clone(),
+            last: baseline,
+        }
+    }
+}
+
+/// Feeds a provider's running usage total into a [`SharedTracker`],
+/// recording only the increase since the last observation. The meter
+/// lives in the process that reads the counter; a worker that takes a
+/// session over starts its own with [`SharedTracker::meter_from`].
+#[derive(Debug)]
+pub struct SharedUsageMeter {
+    tracker: SharedTracker,
+    last: TokenUsage,
+}
+
+impl SharedUsageMeter {
+    /// The last total observed (the baseline before any observation).
+    pub fn last_total(&self) -> TokenUsage {
+        self.last
+    }
+
+    /// Records the increase since the last observation and returns it.
+    ///
+    /// # Errors
+    /// [`CupelError::UsageCounterDecreased`] when the counter went down, and
+    /// [`CupelError::BudgetStoreFailed`] when the store failed; in both cases
+    /// nothing is recorded and the meter keeps its last total, so the same
+    /// total can be observed again.
+    pub fn observe_total(&mut self, total: TokenUsage) -> Result<TokenUsage, CupelError> {
+        let delta = crate::meter::increase(self.last, total)?;
+        self.tracker.record(delta)?;
+        self.last = total;
+        Ok(delta)
+    }
+
+    /// Settles `reservation` with the increase since the last observation.
+    ///
+    /// # Errors
+    /// As [`observe_total`](Self::observe_total); on a decreased counter the
+    /// reservation is released (dropped).
+    pub fn settle_total(
+        &mut self,
+        reservation: SharedReservation,
+        total: TokenUsage,
+    ) -> Result<TokenUsage, CupelError> {
+        let delta = crate::meter::increase(self.last, total)?;
+        reservation.settle(delta)?;
+        self.last = total;
+        Ok(delta)
+    }
+}
+
 /// Tokens held on a shared run budget for one request, under a lease.
 ///
 /// [`settle`](Self::settle) it with the usage the provider reported, or
