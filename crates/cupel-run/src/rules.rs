@@ -1,9 +1,11 @@
 //! The checkpoint rules of `spec/15-run-budget.md` as pure functions over a
-//! scope path's books: the in-process [`BudgetTracker`](crate::BudgetTracker)
-//! and the in-process [`MemoryStore`](crate::store::MemoryStore) both decide
-//! with them (the Redis store runs the same rules server-side, in
-//! `store/redis/admit.lua`, and the shared behaviour suite holds both to
-//! the same answers).
+//! scope path's books. The in-process [`BudgetTracker`](crate::BudgetTracker)
+//! decides with them (and so does [`MemoryStore`](crate::store::MemoryStore),
+//! which is trackers behind the store contract); a
+//! [`SharedTracker`](crate::store::SharedTracker) builds its snapshots with
+//! them. The Redis store runs the same rules server-side
+//! (`store/redis/budget.lua`); the shared behaviour suite holds it to the
+//! in-process answers.
 
 use chrono::{DateTime, TimeDelta, Utc};
 use cupel_core::{Breach, BudgetDimension, RemainingTokens, RunBudget, TokenUsage};

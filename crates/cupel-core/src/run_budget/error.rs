@@ -209,6 +209,11 @@ impl BudgetExceededError {
         self.0.dimension
     }
 
+    /// The rule broken (which also picks the message).
+    pub fn breach(&self) -> Breach {
+        self.0.breach
+    }
+
     /// The ceiling of the breached token dimension (`None` for the deadline).
     pub fn limit(&self) -> Option<i64> {
         self.0.limit

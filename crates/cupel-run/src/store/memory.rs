@@ -1,24 +1,39 @@
-//! [`MemoryStore`]: a run's books in this process's memory.
+//! [`MemoryStore`]: the [`BudgetStore`] contract over in-process
+//! [`BudgetTracker`]s.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use chrono::{DateTime, TimeDelta, Utc};
-use cupel_core::{Breach, BudgetPhase, RunBudget, TimeProvider, TokenUsage};
+use chrono::{DateTime, Utc};
+use cupel_core::{BudgetExceededError, RunBudget, TimeProvider, TokenUsage};
 
 use super::{
     Admission, AdmitMode, BreachRecord, BudgetStore, HistoryError, PathState, ScopeBooks,
     ScopeInfo, StoreError, StoreRequest,
 };
-use crate::rules::{self, Books};
+use crate::request::BudgetRequest;
+use crate::tracker::{BudgetTracker, Reservation};
 use crate::{UsageError, UsageRecorder};
 
 /// A [`BudgetStore`] in this process's memory, deciding at the clock it is
-/// given: the reference store (the behaviour suite holds every other store
-/// to its answers), and a shared run budget for tests and single-process
-/// programs written against [`SharedTracker`](super::SharedTracker).
-/// Runs never expire; leases do, at the store's clock.
+/// given.
+///
+/// It is the in-process [`BudgetTracker`] behind the store contract: each
+/// scope of a run is a tracker (the root, and a child per
+/// [`create_child`](BudgetStore::create_child)), and every operation is the
+/// tracker's own, so the rules, the latching and the books are the ones the
+/// in-process tracker has always had — one implementation, whichever API a
+/// program uses. What the store adds is what a tracker in one process never
+/// needed: reservations named by number and held under a lease (given back
+/// at the first operation on the run after the lease ends), scopes named by
+/// number, and the adaptive history under a key.
+///
+/// Use it for tests and for single-process programs written against
+/// [`SharedTracker`](super::SharedTracker); the behaviour suite holds every
+/// other store to its answers. Runs never expire. The trackers emit their
+/// `tracing` events as usual, so with the `tracing` feature a checkpoint
+/// through a `SharedTracker` on this store is reported twice (once by each).
 pub struct MemoryStore {
     clock: Arc<dyn TimeProvider>,
     inner: Mutex<Inner>,
@@ -31,23 +46,17 @@ struct Inner {
 }
 
 struct Run {
+    /// Scope `n` is `scopes[n]`; the root is 0.
     scopes: Vec<Scope>,
-    /// Open reservations by number: path, amount, lease end.
-    leases: BTreeMap<u64, Lease>,
-    next_reservation: u64,
+    /// Open reservations by number, with the end of their lease.
+    holds: BTreeMap<u64, (Reservation, DateTime<Utc>)>,
+    next_hold: u64,
 }
 
 struct Scope {
+    tracker: BudgetTracker,
     info: ScopeInfo,
     parent: Option<u64>,
-    books: ScopeBooks,
-    halted: Option<BreachRecord>,
-}
-
-struct Lease {
-    path: Vec<u64>,
-    amount: TokenUsage,
-    until: DateTime<Utc>,
 }
 
 impl fmt::Debug for MemoryStore {
@@ -81,6 +90,30 @@ fn unknown_run(run: &str) -> StoreError {
     }
 }
 
+fn malformed(run: &str, message: impl Into<String>) -> StoreError {
+    StoreError::Malformed {
+        run: run.to_string(),
+        message: message.into(),
+    }
+}
+
+/// The record of an error a tracker returned.
+fn record_of(e: &BudgetExceededError, now: DateTime<Utc>) -> BreachRecord {
+    BreachRecord {
+        phase: e.phase(),
+        dimension: e.dimension(),
+        breach: e.breach(),
+        scope_depth: e.scope_depth(),
+        requester_depth: e.requester_depth(),
+        requester_label: e.requester_label().map(str::to_string),
+        usage: e.usage(),
+        reserved: e.reserved(),
+        requested: e.requested(),
+        duration_ms: e.requested_duration().map(|d| d.num_milliseconds()),
+        now: e.now().unwrap_or(now),
+    }
+}
+
 impl Run {
     fn scope(&self, run: &str, id: u64) -> Result<&Scope, StoreError> {
         usize::try_from(id)
@@ -92,87 +125,49 @@ impl Run {
             })
     }
 
-    /// Checks that `path` is a chain from the root and returns its indices.
-    fn indices(&self, run: &str, path: &[u64]) -> Result<Vec<usize>, StoreError> {
-        let mut out = Vec::with_capacity(path.len());
-        for (depth, &id) in path.iter().enumerate() {
-            let scope = self.scope(run, id)?;
-            let parent_ok = match depth {
-                0 => scope.parent.is_none(),
-                _ => scope.parent == Some(path[depth - 1]),
-            };
-            if !parent_ok {
-                return Err(StoreError::Malformed {
-                    run: run.to_string(),
-                    message: format!("scope {id} is not at depth {depth} of the given path"),
-                });
+    /// The tracker of the last scope of `path`, after checking that `path`
+    /// is the chain from the root to it.
+    fn tracker(&self, run: &str, path: &[u64]) -> Result<&BudgetTracker, StoreError> {
+        let Some(&last) = path.last() else {
+            return Err(malformed(run, "empty scope path"));
+        };
+        let mut expected = Some(last);
+        for &id in path.iter().rev() {
+            if expected != Some(id) {
+                return Err(malformed(
+                    run,
+                    format!("scope {id} is not on the path to scope {last}"),
+                ));
             }
-            out.push(usize::try_from(id).unwrap_or(usize::MAX));
+            expected = self.scope(run, id)?.parent;
         }
-        if out.is_empty() {
-            return Err(StoreError::Malformed {
-                run: run.to_string(),
-                message: "empty scope path".to_string(),
-            });
+        if expected.is_some() {
+            return Err(malformed(run, "the path does not start at the root"));
         }
-        Ok(out)
+        Ok(&self.scope(run, last)?.tracker)
     }
 
-    /// Gives back the reservations whose lease ended at or before `now`.
-    fn expire_leases(&mut self, now: DateTime<Utc>) {
-        let ended: Vec<u64> = self
-            .leases
+    /// Gives back the reservations whose lease ended at or before `now`
+    /// (dropping a reservation releases it).
+    fn expire_holds(&mut self, now: DateTime<Utc>) {
+        self.holds.retain(|_, (_, until)| *until > now);
+    }
+
+    fn state(&self, run: &str, path: &[u64], now: DateTime<Utc>) -> Result<PathState, StoreError> {
+        let scopes = path
             .iter()
-            .filter(|(_, l)| l.until <= now)
-            .map(|(&id, _)| id)
-            .collect();
-        for id in ended {
-            if let Some(lease) = self.leases.remove(&id) {
-                self.unreserve(&lease);
-            }
-        }
-    }
-
-    fn unreserve(&mut self, lease: &Lease) {
-        for &id in &lease.path {
-            if let Some(s) = usize::try_from(id)
-                .ok()
-                .and_then(|i| self.scopes.get_mut(i))
-            {
-                s.books.reserved[0] -= i128::from(lease.amount.input());
-                s.books.reserved[1] -= i128::from(lease.amount.output());
-            }
-        }
-    }
-
-    fn books(&self, idx: &[usize]) -> Vec<Books> {
-        idx.iter()
-            .map(|&i| Books {
-                budget: self.scopes[i].info.budget,
-                used: self.scopes[i].books.used,
-                reserved: self.scopes[i].books.reserved,
+            .map(|&id| {
+                let t = &self.scope(run, id)?.tracker;
+                let (used, reserved, refused) = (t.usage(), t.snapshot().reserved, t.refused());
+                Ok(ScopeBooks {
+                    used: [used.input().into(), used.output().into()],
+                    reserved: [reserved.input().into(), reserved.output().into()],
+                    refused: [refused.input().into(), refused.output().into()],
+                    halted: t.is_halted(),
+                })
             })
-            .collect()
-    }
-
-    fn state(&self, idx: &[usize], now: DateTime<Utc>) -> PathState {
-        PathState {
-            now,
-            scopes: idx.iter().map(|&i| self.scopes[i].books).collect(),
-        }
-    }
-
-    fn latched(&self, idx: &[usize]) -> Option<BreachRecord> {
-        idx.iter().find_map(|&i| self.scopes[i].halted.clone())
-    }
-
-    /// Latches `record` on the scope at `at` (unless it is halted already).
-    fn latch(&mut self, scope: usize, record: &BreachRecord) {
-        let s = &mut self.scopes[scope];
-        if s.halted.is_none() {
-            s.halted = Some(record.clone());
-            s.books.halted = true;
-        }
+            .collect::<Result<_, StoreError>>()?;
+        Ok(PathState { now, scopes })
     }
 }
 
@@ -188,21 +183,22 @@ impl BudgetStore for MemoryStore {
                 run: run.to_string(),
             });
         }
+        let tracker = BudgetTracker::new(*budget, Arc::clone(&self.clock))
+            .map_err(|e| malformed(run, e.to_string()))?;
         inner.runs.insert(
             run.to_string(),
             Run {
                 scopes: vec![Scope {
+                    tracker,
                     info: ScopeInfo {
                         id: 0,
                         budget: *budget,
                         label: None,
                     },
                     parent: None,
-                    books: ScopeBooks::default(),
-                    halted: None,
                 }],
-                leases: BTreeMap::new(),
-                next_reservation: 1,
+                holds: BTreeMap::new(),
+                next_hold: 1,
             },
         );
         Ok(())
@@ -217,17 +213,21 @@ impl BudgetStore for MemoryStore {
     ) -> Result<u64, StoreError> {
         let mut inner = self.lock();
         let r = inner.runs.get_mut(run).ok_or_else(|| unknown_run(run))?;
-        r.scope(run, parent)?;
+        let parent_tracker = &r.scope(run, parent)?.tracker;
+        let child = match label {
+            Some(l) => parent_tracker.child_named(l, *budget),
+            None => parent_tracker.child(*budget),
+        }
+        .map_err(|e| malformed(run, e.to_string()))?;
         let id = r.scopes.len() as u64;
         r.scopes.push(Scope {
+            tracker: child,
             info: ScopeInfo {
                 id,
                 budget: *budget,
                 label: label.map(str::to_string),
             },
             parent: Some(parent),
-            books: ScopeBooks::default(),
-            halted: None,
         });
         Ok(id)
     }
@@ -250,75 +250,43 @@ impl BudgetStore for MemoryStore {
         &self,
         run: &str,
         path: &[u64],
-        requester_label: Option<&str>,
+        _requester_label: Option<&str>,
         request: &StoreRequest,
     ) -> Result<Admission, StoreError> {
         let now = self.clock.now();
         let mut inner = self.lock();
         let r = inner.runs.get_mut(run).ok_or_else(|| unknown_run(run))?;
-        let idx = r.indices(run, path)?;
-        r.expire_leases(now);
-        if let Some(breach) = r.latched(&idx) {
-            return Ok(Admission::Refused {
-                state: r.state(&idx, now),
-                breach,
-            });
+        r.expire_holds(now);
+        let tracker = r.tracker(run, path)?.clone();
+        let mut asked = BudgetRequest::new(request.phase, request.tokens);
+        if let Some(d) = request.duration {
+            asked = asked
+                .with_duration(d)
+                .map_err(|e| malformed(run, e.to_string()))?;
         }
-        let books = r.books(&idx);
-        let found = rules::first_breach(&books, request.tokens, request.duration, now);
-        if let Some((at, dimension, breach)) = found {
-            let record = BreachRecord {
-                phase: request.phase,
-                dimension,
-                breach,
-                scope_depth: at,
-                requester_depth: idx.len() - 1,
-                requester_label: requester_label.map(str::to_string),
-                usage: TokenUsage::saturating_from_i128(books[at].used[0], books[at].used[1]),
-                reserved: TokenUsage::saturating_from_i128(
-                    books[at].reserved[0],
-                    books[at].reserved[1],
-                ),
-                requested: request.tokens,
-                duration_ms: request.duration.map(|d| d.num_milliseconds()),
-                now,
-            };
-            if request.mode != AdmitMode::Probe {
-                r.latch(idx[at], &record);
-                for &i in &idx {
-                    let b = &mut r.scopes[i].books;
-                    b.refused[0] += i128::from(request.tokens.input());
-                    b.refused[1] += i128::from(request.tokens.output());
-                }
+        let outcome = match request.mode {
+            AdmitMode::Reserve => tracker.reserve_request(&asked).map(Some),
+            AdmitMode::Probe => tracker.would_fit(&asked).map(|_| None),
+            _ => tracker.check_request(&asked).map(|_| None),
+        };
+        match outcome {
+            Ok(hold) => {
+                let reservation = hold.map(|hold| {
+                    let id = r.next_hold;
+                    r.next_hold += 1;
+                    r.holds.insert(id, (hold, now + request.lease));
+                    id
+                });
+                Ok(Admission::Passed {
+                    state: r.state(run, path, now)?,
+                    reservation,
+                })
             }
-            return Ok(Admission::Refused {
-                state: r.state(&idx, now),
-                breach: record,
-            });
+            Err(e) => Ok(Admission::Refused {
+                state: r.state(run, path, now)?,
+                breach: record_of(&e, now),
+            }),
         }
-        let mut reservation = None;
-        if request.mode == AdmitMode::Reserve {
-            for &i in &idx {
-                let b = &mut r.scopes[i].books;
-                b.reserved[0] += i128::from(request.tokens.input());
-                b.reserved[1] += i128::from(request.tokens.output());
-            }
-            let id = r.next_reservation;
-            r.next_reservation += 1;
-            r.leases.insert(
-                id,
-                Lease {
-                    path: path.to_vec(),
-                    amount: request.tokens,
-                    until: now + request.lease.max(TimeDelta::zero()),
-                },
-            );
-            reservation = Some(id);
-        }
-        Ok(Admission::Passed {
-            state: r.state(&idx, now),
-            reservation,
-        })
     }
 
     fn settle(
@@ -330,29 +298,26 @@ impl BudgetStore for MemoryStore {
     ) -> Result<(), StoreError> {
         let mut inner = self.lock();
         let r = inner.runs.get_mut(run).ok_or_else(|| unknown_run(run))?;
-        let idx = r.indices(run, path)?;
-        if let Some(lease) = r.leases.remove(&reservation) {
-            r.unreserve(&lease);
-        }
-        if let Some(u) = actual {
-            for &i in &idx {
-                let b = &mut r.scopes[i].books;
-                b.used[0] += i128::from(u.input());
-                b.used[1] += i128::from(u.output());
+        let tracker = r.tracker(run, path)?.clone();
+        match (r.holds.remove(&reservation), actual) {
+            (Some((hold, _)), Some(u)) => {
+                hold.settle(u);
             }
+            (Some((hold, _)), None) => hold.release(),
+            // The lease ended and gave the tokens back; what was spent is
+            // still recorded.
+            (None, Some(u)) => {
+                tracker.record(u);
+            }
+            (None, None) => {}
         }
         Ok(())
     }
 
     fn record(&self, run: &str, path: &[u64], usage: TokenUsage) -> Result<(), StoreError> {
-        let mut inner = self.lock();
-        let r = inner.runs.get_mut(run).ok_or_else(|| unknown_run(run))?;
-        let idx = r.indices(run, path)?;
-        for &i in &idx {
-            let b = &mut r.scopes[i].books;
-            b.used[0] += i128::from(usage.input());
-            b.used[1] += i128::from(usage.output());
-        }
+        let inner = self.lock();
+        let r = inner.runs.get(run).ok_or_else(|| unknown_run(run))?;
+        r.tracker(run, path)?.record(usage);
         Ok(())
     }
 
@@ -360,55 +325,32 @@ impl BudgetStore for MemoryStore {
         let now = self.clock.now();
         let mut inner = self.lock();
         let r = inner.runs.get_mut(run).ok_or_else(|| unknown_run(run))?;
-        let idx = r.indices(run, path)?;
-        r.expire_leases(now);
-        Ok(r.state(&idx, now))
+        r.expire_holds(now);
+        r.tracker(run, path)?;
+        r.state(run, path, now)
     }
 
     fn finalize(
         &self,
         run: &str,
         path: &[u64],
-        requester_label: Option<&str>,
+        _requester_label: Option<&str>,
     ) -> Result<Admission, StoreError> {
         let now = self.clock.now();
         let mut inner = self.lock();
         let r = inner.runs.get_mut(run).ok_or_else(|| unknown_run(run))?;
-        let idx = r.indices(run, path)?;
-        r.expire_leases(now);
-        if let Some(breach) = r.latched(&idx) {
-            return Ok(Admission::Refused {
-                state: r.state(&idx, now),
-                breach,
-            });
-        }
-        let books = r.books(&idx);
-        if let Some((at, dimension)) = rules::final_breach(&books) {
-            let record = BreachRecord {
-                phase: BudgetPhase::Response,
-                dimension,
-                breach: Breach::Overshot,
-                scope_depth: at,
-                requester_depth: idx.len() - 1,
-                requester_label: requester_label.map(str::to_string),
-                usage: TokenUsage::saturating_from_i128(books[at].used[0], books[at].used[1]),
-                reserved: TokenUsage::saturating_from_i128(
-                    books[at].reserved[0],
-                    books[at].reserved[1],
-                ),
-                requested: TokenUsage::ZERO,
-                duration_ms: None,
-                now,
-            };
-            r.latch(idx[at], &record);
-            return Ok(Admission::Refused {
-                state: r.state(&idx, now),
-                breach: record,
-            });
-        }
-        Ok(Admission::Passed {
-            state: r.state(&idx, now),
-            reservation: None,
+        r.expire_holds(now);
+        let outcome = r.tracker(run, path)?.finalize();
+        let state = r.state(run, path, now)?;
+        Ok(match outcome {
+            Ok(_) => Admission::Passed {
+                state,
+                reservation: None,
+            },
+            Err(e) => Admission::Refused {
+                state,
+                breach: record_of(&e, now),
+            },
         })
     }
 

@@ -6,9 +6,10 @@
 //! subagents run as worker processes, queue jobs or replicas on several
 //! machines, the books move to a store they all reach:
 //!
-//! * [`MemoryStore`] — the store in this process's memory, with a clock you
-//!   choose: tests, single-process use of the shared API, and the reference
-//!   the Redis store is tested against.
+//! * [`MemoryStore`] — the in-process [`BudgetTracker`](crate::BudgetTracker)
+//!   behind the store contract, with a clock you choose: tests,
+//!   single-process use of the shared API, and the reference the Redis store
+//!   is tested against.
 //! * `RedisStore` (feature `redis`) — Redis or Valkey. Every check-and-reserve
 //!   is one server-side script, so concurrent workers never together pass a
 //!   ceiling; time is the server's clock, so worker clock skew cannot stretch
