@@ -254,7 +254,13 @@ pub(crate) fn policy_summary(cfg: &PolicyConfig) -> String {
     let glued = |s: String| s.replace(' ', &GLUE.to_string());
     [
         format!("scorers {}", scorers_text(&cfg.scorers)),
-        glued(format!("slicer {}", slicer_text(cfg))),
+        // A slicer with many quotas may wrap between its `; `-separated
+        // parts, never inside one.
+        format!("slicer {}", slicer_text(cfg))
+            .split("; ")
+            .map(|part| glued(part.to_string()))
+            .collect::<Vec<_>>()
+            .join("; "),
         glued(format!("placer {}", cfg.placer)),
         glued(format!("overflow {}", overflow_text(cfg))),
         glued(format!(

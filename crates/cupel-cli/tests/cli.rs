@@ -25,47 +25,58 @@ fn demo_numbers_follow_from_the_scenario() {
     // KB-2231 (#5): undated (decay 0.5), hint 0.95, Document 0.4:
     //   0.2*0.5 + 0.6*0.95 + 0.2*0.4 = 0.1 + 0.57 + 0.08 = 0.75
     // Its copy (#9, hint 0.7): 0.1 + 0.42 + 0.08 = 0.6 -> deduplicated against #5.
-    // Each exchange is an atomic group: scored as its best member, sliced whole.
-    //   exchange-1 {13, 14}          max 0.073,  54 tokens, density 0.00135
-    //   exchange-2 {15, 16, 17, 18}  max 0.697, 243 tokens, density 0.00287
-    //   exchange-3 {19, 20, 21}      max 0.676, 144 tokens, density 0.00469
-    //   exchange-4 {22, 23}          max 0.097,  51 tokens, density 0.00190
-    //   exchange-5 {24, 25, 26}      max 0.672, 115 tokens, density 0.00584
-    //   exchange-6 {27, 28}          max 0.690, 110 tokens, density 0.00627
-    // Effective target 1024 - 71 pinned = 953. Greedy by density:
-    //   #3 12 (941 left), #1 26 (915), #2 28 (887), #4 27 (860), #29 24 (836),
-    //   #10 77 (759), #6 96 (663), #8 85 (578), exchange-6 110 (468),
-    //   exchange-5 115 (353), #5 156 (197), exchange-3 144 (53), #7 85 > 53,
-    //   #12 49 (4), then #11 64, exchange-2 243, exchange-4 51, exchange-1 54
-    //   do not fit the 4 left.
-    // Excluded: #7 and #11 BudgetExceeded (> 4 available); the 8 members of
-    // exchanges 2, 4 and 1 GroupExcluded; #9 Deduplicated; #30 NegativeTokens.
-    // Window: 71 + 949 = 1020 tokens; 1020 / 1536 = 66.41% -> 66.4%.
-    // Bar, 60 cells over max(1536, 1020 + 384) = 1536 tokens:
-    //   S 71 -> 2.77, Memory 93 -> 3.63, Message 175 -> 6.84, ToolOutput 218 -> 8.52,
-    //   Document 463 -> 18.09, free 132 -> 5.16, reserve 384 -> 15.0;
-    //   floors 2+3+6+8+18+5+15 = 57, the 3 largest remainders (.84, .77, .63)
-    //   round up Message, SystemPrompt, Memory -> 3, 4, 7, 8, 18, 5, 15.
+    // Conversation items have no hint and kind weight 0.6 (messages and tool
+    // outputs alike), so each scores 0.12 + 0.2 * decay and an exchange (its
+    // best member) ranks by its newest turn: #29 0.302, exchange-6 0.240,
+    // exchange-5 0.196, exchange-4 0.177, exchange-3 0.168, exchange-2 0.160,
+    // exchange-1 0.153.
+    // Quota over the effective target T = 1024 - 71 pinned = 953:
+    //   req = floor(45% T) 428, floor(35% T) 333, floor(8% T) 76 (Message,
+    //   Document, Memory); caps floor(55% T) 524, floor(45% T) 428, floor(12% T) 114.
+    //   unassigned = 953 - 837 = 116; masses 741 (conversation), 612 (articles
+    //   without the duplicate), 93 (memories without #30): open mass 1446.
+    //   shares: 428 + floor(116*741/1446 = 59.4) = 487; 333 + floor(49.1) = 382;
+    //   76 + floor(7.5) = 83.
+    // Contiguous per share, in score order, stopping at the first misfit:
+    //   conversation 487: #29 24, ex-6 110, ex-5 115, ex-4 51, ex-3 144 (43 left);
+    //     exchange-2 243 > 43 ends it; exchange-1 gets no room (54 > 0).
+    //   articles 382: #5 156, #6 96, #10 77 (53 left); #8 85 > 53 ends it;
+    //     #7, #11, #12 get no room.
+    //   memories 83: #1 26, #2 28, #3 12 (17 left); #4 27 > 17 ends it.
+    // Window: 71 + 444 + 329 + 66 = 910 tokens, 18 items (1 + 11 + 3 + 3);
+    // 910 / 1536 = 59.24% -> 59.2%. The conversation kept is exchanges 3-6 and
+    // the newest question: no exchange skipped.
+    // Excluded 13: 5 BudgetExceeded (#8 #7 #11 #12 #4), 6 GroupExcluded
+    // (exchanges 2 and 1), #9 Deduplicated, #30 NegativeTokens.
+    // Bar, 60 cells over max(1536, 910 + 384) = 1536 tokens:
+    //   S 71 -> 2.77, Memory 66 -> 2.58, Message 226 -> 8.83, ToolOutput 218 -> 8.52,
+    //   Document 329 -> 12.85, free 242 -> 9.45, reserve 384 -> 15.0;
+    //   floors 2+2+8+8+12+9+15 = 56, the 4 largest remainders (.85, .83, .77,
+    //   .58) round up Document, Message, SystemPrompt, Memory -> 3, 3, 9, 8, 13, 9, 15.
     let out = ok(&["demo"]);
     assert!(out.contains("  5  included  0.750     156  Document      Scored"));
     assert!(
         out.contains("  9  excluded  0.600     156  Document      Deduplicated: duplicate of #5")
     );
-    assert!(out.contains("BudgetExceeded: 85 > 4 available"));
-    assert!(out.contains("GroupExcluded exchange-2: 243 > 4"));
-    assert_eq!(out.matches(" > 4").count(), 10);
+    assert!(out.contains("BudgetExceeded: 85 > 53 available"));
+    assert!(out.contains("BudgetExceeded: 27 > 17 available"));
+    assert!(out.contains("GroupExcluded exchange-2: 243 > 43"));
+    assert!(out.contains("GroupExcluded exchange-1: 54 > 0"));
     assert!(!out.contains("PinnedOverride"));
-    assert!(out.contains("(BudgetExceeded 2, Deduplicated 1,"));
-    assert!(out.contains("GroupExcluded 8, NegativeTokens 1)"));
-    assert!(out.contains("window: 19 of 31 items, 1020 tokens (66.4% of max_tokens)"));
+    assert!(out.contains("(BudgetExceeded 5, Deduplicated 1,"));
+    assert!(out.contains("GroupExcluded 6, NegativeTokens 1)"));
+    assert!(out.contains("window: 18 of 31 items, 910 tokens (59.2% of max_tokens)"));
+    for n in [3, 4, 5, 6] {
+        assert!(out.contains(&format!("[exchange-{n}] user")), "exchange-{n} kept");
+    }
     let bar = format!(
         "[{}{}{}{}{}{}{}]",
         "S".repeat(3),
-        "M".repeat(4),
-        "m".repeat(7),
+        "M".repeat(3),
+        "m".repeat(9),
         "T".repeat(8),
-        "D".repeat(18),
-        ".".repeat(5),
+        "D".repeat(13),
+        ".".repeat(9),
         "~".repeat(15)
     );
     assert!(out.contains(&bar), "{out}");
@@ -82,14 +93,14 @@ fn demo_json_is_a_reproducible_report() {
     let a = ok(&["demo", "--format", "json", "--zero-durations"]);
     assert_eq!(a, ok(&["demo", "--format", "json", "--zero-durations"]));
     let v: serde_json::Value = serde_json::from_str(&a).unwrap();
-    // 31 candidates; the demo's `window:` line says 19 included.
+    // 31 candidates; the demo's `window:` line says 18 included.
     assert_eq!(v["total_candidates"], 31);
-    // 31 - 19 = 12 excluded: 2 BudgetExceeded + 8 GroupExcluded + 1 Deduplicated
+    // 31 - 18 = 13 excluded: 5 BudgetExceeded + 6 GroupExcluded + 1 Deduplicated
     // + 1 NegativeTokens
     // (see demo_numbers_follow_from_the_scenario).
     let included = v["included"].as_array().unwrap().len();
     let excluded = v["excluded"].as_array().unwrap().len();
-    assert_eq!((included, excluded), (19, 12));
+    assert_eq!((included, excluded), (18, 13));
 }
 
 // ----- select ---------------------------------------------------------------------------------
