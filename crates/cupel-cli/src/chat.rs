@@ -233,15 +233,22 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
         .filter(|r| r.decision.is_provider_rule())
         .count();
     s.push('\n');
+    let kept = out.positions.len();
+    let dropped = total - kept;
+    let plural = |n: usize| if n == 1 { "message" } else { "messages" };
+    let rules = match rules {
+        0 => String::new(),
+        1 if dropped == 1 => ", only for the provider's rules".to_string(),
+        n => format!(", {n} of them only for the provider's rules"),
+    };
     crate::render::labelled(
         &mut s,
         "",
         0,
         &format!(
-            "kept {} messages ({} tokens), dropped {} ({} tokens, {rules} of them only for the provider's rules)",
-            out.positions.len(),
+            "kept {kept} {} ({} tokens), dropped {dropped} ({} tokens{rules})",
+            plural(kept),
             cupel_chat::group_digits(out.tokens.kept),
-            total - out.positions.len(),
             cupel_chat::group_digits(out.tokens.dropped),
         ),
     );
