@@ -81,7 +81,7 @@ fn unknown_keys_are_named() {
         PolicyConfig::from_toml_str("[[scorers]]\ntype = \"recency\"\nwieght = 2.0\n").unwrap_err();
     assert_eq!(
         e.to_string(),
-        "pipeline configuration: unknown policy key `scorers.0.wieght`"
+        "pipeline configuration: unknown policy key `scorers[0].wieght`"
     );
 }
 
@@ -289,7 +289,7 @@ fn unknown_keys_inside_an_inline_inner_scorer_are_named() {
     .unwrap_err();
     assert_eq!(
         e.to_string(),
-        "pipeline configuration: unknown policy key `scorers.0.inner_scorer.wieghts`"
+        "pipeline configuration: unknown policy key `scorers[0].inner_scorer.wieghts`"
     );
     let ok = PolicyConfig::from_toml_str(
         "[[scorers]]\ntype = \"scaled\"\ninner_scorer = { type = \"kind\", weights = [{ kind = \"a\", weight = 1.0 }] }\n",
@@ -512,14 +512,14 @@ fn unknown_keys_inside_a_curve_are_named() {
     .unwrap_err();
     assert_eq!(
         e.to_string(),
-        "pipeline configuration: unknown policy key `scorers.0.curve.extra`"
+        "pipeline configuration: unknown policy key `scorers[0].curve.extra`"
     );
     // JSON takes the same path.
     let e = PolicyConfig::from_json_str(
         r#"{"scorers": [{"type": "decay", "curve": {"type": "window", "max_age_secs": 5, "extra": 1}}]}"#,
     )
     .unwrap_err();
-    assert!(e.to_string().contains("`scorers.0.curve.extra`"), "{e}");
+    assert!(e.to_string().contains("`scorers[0].curve.extra`"), "{e}");
 }
 
 #[test]
@@ -567,7 +567,7 @@ fn unknown_keys_inside_a_step_window_are_named() {
     .unwrap_err();
     assert_eq!(
         e.to_string(),
-        "pipeline configuration: unknown policy key `scorers.0.curve.windows.0.extra`"
+        "pipeline configuration: unknown policy key `scorers[0].curve.windows[0].extra`"
     );
 }
 
@@ -652,13 +652,13 @@ fn config_errors_carry_the_key_path_position_expected_keys_and_source() {
     let CupelError::Config(c) = &e else {
         panic!("{e:?}")
     };
-    assert_eq!(c.key_path(), Some("scorers.0.weight"));
+    assert_eq!(c.key_path(), Some("scorers[0].weight"));
     assert_eq!((c.line(), c.column()), (Some(3), Some(10)));
     assert!(c.source().is_some());
     // One prefix, one line.
     let text = e.to_string();
     assert!(
-        text.starts_with("pipeline configuration: invalid policy: `scorers.0.weight`: "),
+        text.starts_with("pipeline configuration: invalid policy: `scorers[0].weight`: "),
         "{text}"
     );
     assert_eq!(text.matches("pipeline configuration").count(), 1, "{text}");
@@ -680,7 +680,7 @@ fn config_errors_carry_the_key_path_position_expected_keys_and_source() {
     let CupelError::Config(c) = &e else {
         panic!("{e:?}")
     };
-    assert_eq!(c.key_path(), Some("scorers.0.wieght"));
+    assert_eq!(c.key_path(), Some("scorers[0].wieght"));
     assert!(
         c.expected().iter().any(|k| k == "weight"),
         "{:?}",
@@ -693,7 +693,7 @@ fn config_errors_carry_the_key_path_position_expected_keys_and_source() {
     let CupelError::Config(c) = &e else {
         panic!("{e:?}")
     };
-    assert_eq!(c.key_path(), Some("scorers.0.boost"));
+    assert_eq!(c.key_path(), Some("scorers[0].boost"));
     assert_eq!(c.expected(), ["type", "weight", "default_score"]);
 
     // JSON: position without the parser's suffix, no double prefix for a bad name.
@@ -704,7 +704,7 @@ fn config_errors_carry_the_key_path_position_expected_keys_and_source() {
     let CupelError::Config(c) = &e else {
         panic!("{e:?}")
     };
-    assert_eq!(c.key_path(), Some("scorers.0.inner_scorer"));
+    assert_eq!(c.key_path(), Some("scorers[0].inner_scorer"));
     assert_eq!(c.line(), Some(1));
     let text = e.to_string();
     assert_eq!(text.matches("pipeline configuration").count(), 1, "{text}");
