@@ -15,7 +15,9 @@ use cupel_gate::{
 use serde::{Deserialize, Serialize};
 
 use crate::error::CliError;
-use crate::input::{Seg, Source, render_path};
+use cupel_core::strict::KeyPath;
+
+use crate::input::{Source, keys_hint};
 
 /// Exit codes of `cupel gate`, for its --help.
 pub(crate) const GATE_AFTER_HELP: &str = "\
@@ -114,23 +116,30 @@ impl NodeInput {
     }
 }
 
-const TOP_KEYS: &str = "context, gate, nodes, inbox";
-const GATE_KEYS: &str = "id, max_context_tokens, encoding, divide_new_content, compact_code.rules";
-const RULE_KEYS: &str = "language, policy, threshold, inbox_key";
-const NODE_KEYS: &str = "id (or node_id), path (or repo_relative_path), source (or source_file), text, metadata (or metadata_context)";
-const INBOX_KEYS: &str = "target, topic";
-
-fn unknown_key(path: &[Seg]) -> CliError {
-    let e = CliError::input(format!("unknown key `{}`", render_path(path)));
+/// The error for an unknown key in a gate file; the hint lists the keys
+/// the file's types accept there.
+fn unknown_key(path: &KeyPath) -> CliError {
+    use cupel_core::strict::{PathSegment as Seg, field_names};
+    let e = CliError::input(format!("unknown key `{path}`"));
     let key = |s: &Seg, want: &str| matches!(s, Seg::Key(k) if k == want);
-    match path {
-        [_] => e.hint(format!("top-level keys are: {TOP_KEYS}")),
-        [g, _] if key(g, "gate") => e.hint(format!("gate keys are: {GATE_KEYS}")),
-        [g, c, ..] if key(g, "gate") && key(c, "compact_code") => {
-            e.hint(format!("rule keys are: {RULE_KEYS}"))
+    match path.segments() {
+        [_] => e.hint(format!(
+            "top-level keys are: {}",
+            field_names::<GateFile>().join(", ")
+        )),
+        [g, rest @ ..] if key(g, "gate") => {
+            let rest = KeyPath::from(rest.to_vec());
+            let what = match rest.parent_field() {
+                None => "gate",
+                Some("compact_code") => "compact_code",
+                Some(_) => "rule",
+            };
+            e.hint(keys_hint(what, &GateSpec::expected_keys(&rest)))
         }
-        [n, ..] if key(n, "nodes") => e.hint(format!("node keys are: {NODE_KEYS}")),
-        [i, ..] if key(i, "inbox") => e.hint(format!("inbox message keys are: {INBOX_KEYS}")),
+        [n, ..] if key(n, "nodes") => e.hint(keys_hint("node", &field_names::<NodeInput>())),
+        [i, ..] if key(i, "inbox") => {
+            e.hint(keys_hint("inbox message", &field_names::<InboxMessage>()))
+        }
         _ => e,
     }
 }

@@ -107,6 +107,11 @@ impl KeyPath {
         self.segments.push(PathSegment::Index(index));
     }
 
+    /// Removes the last step, if any, and returns it.
+    pub fn pop(&mut self) -> Option<PathSegment> {
+        self.segments.pop()
+    }
+
     /// This path with `other`'s steps appended.
     #[must_use]
     pub fn join(&self, other: &KeyPath) -> KeyPath {
@@ -148,6 +153,12 @@ impl KeyPath {
             PathSegment::Key(k) => Some(k.as_str()),
             PathSegment::Index(_) => None,
         })
+    }
+}
+
+impl From<Vec<PathSegment>> for KeyPath {
+    fn from(segments: Vec<PathSegment>) -> Self {
+        Self { segments }
     }
 }
 

@@ -610,7 +610,7 @@ pub enum CurveConfig {
 /// The flat wire shape of [`CurveConfig`].
 ///
 /// Not `#[serde(tag = "type")]` on input: an internally tagged enum buffers
-/// its table, so the strict parser (serde_ignored) never saw the unknown keys
+/// its table, so the strict reader (`cupel_core::strict`) never saw the unknown keys
 /// inside it, nor inside a step window.
 #[derive(Deserialize)]
 #[serde(expecting = "a curve table with `type` (exponential, window, step)")]

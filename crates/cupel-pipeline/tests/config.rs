@@ -711,3 +711,79 @@ fn config_errors_carry_the_key_path_position_expected_keys_and_source() {
     assert!(text.contains("unknown scorer `bogus`"), "{text}");
     assert!(!text.contains(" at line "), "{text}");
 }
+
+/// The field names of a derived `Debug` rendering `Name { a: .., b: .. }`,
+/// outermost struct only: an account of a struct's fields that does not
+/// come from serde.
+fn debug_fields(rendered: &str) -> Vec<String> {
+    let Some(body) = rendered.find('{').map(|i| &rendered[i + 1..]) else {
+        return Vec::new();
+    };
+    let (mut depth, mut quoted, mut start) = (0usize, false, 0usize);
+    let mut fields = Vec::new();
+    let bytes = body.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'"' if i == 0 || bytes[i - 1] != b'\\' => quoted = !quoted,
+            _ if quoted => {}
+            b'{' | b'[' | b'(' => depth += 1,
+            b'}' | b']' | b')' if depth > 0 => depth -= 1,
+            b':' if depth == 0 && bytes.get(i + 1) == Some(&b' ') => {
+                fields.push(
+                    body[start..i]
+                        .trim()
+                        .trim_start_matches(',')
+                        .trim()
+                        .to_string(),
+                );
+            }
+            b',' if depth == 0 => start = i + 1,
+            _ => {}
+        }
+    }
+    fields
+}
+
+#[test]
+fn the_unknown_key_hint_names_every_field_of_the_policy_and_scorer_types() {
+    use cupel_core::strict::KeyPath;
+    let cfg = PolicyConfig::from_toml_str("[[scorers]]\ntype = \"kind\"\n").unwrap();
+    // The policy table on the wire: PolicyConfig's fields with the slicer's
+    // fields in place of `slicer`, the struct (its `slicer` field is the key).
+    let mut policy_keys = debug_fields(&format!("{cfg:?}"));
+    policy_keys.extend(debug_fields(&format!("{:?}", cfg.slicer)));
+    assert!(
+        policy_keys.iter().any(|k| k == "slicer_params"),
+        "{policy_keys:?}"
+    );
+    assert!(
+        policy_keys.iter().any(|k| k == "placer_params"),
+        "{policy_keys:?}"
+    );
+    let hint = PolicyConfig::expected_keys(&KeyPath::parse("slicr"));
+    for key in &policy_keys {
+        assert!(
+            hint.contains(&key.as_str()),
+            "`{key}` missing from {hint:?}"
+        );
+    }
+    // A scorer: `scorer_type` is `type` on the wire.
+    let scorer_keys = debug_fields(&format!("{:?}", cfg.scorers[0]));
+    assert!(scorer_keys.len() >= 16, "{scorer_keys:?}");
+    let hint = PolicyConfig::expected_keys(&KeyPath::parse("scorers[0].wieght"));
+    for key in &scorer_keys {
+        let wire = if key == "scorer_type" {
+            "type"
+        } else {
+            key.as_str()
+        };
+        assert!(hint.contains(&wire), "`{wire}` missing from {hint:?}");
+    }
+    // And the error carries that list.
+    let e = PolicyConfig::from_toml_str("slicr = \"greedy\"\n[[scorers]]\ntype = \"kind\"\n")
+        .unwrap_err();
+    let CupelError::Config(c) = &e else {
+        panic!("{e:?}")
+    };
+    assert!(c.expected().iter().any(|k| k == "placer_params"), "{c}");
+}
