@@ -172,9 +172,10 @@ pub(crate) fn find_by_content(items: &[ContextItem], content: &str) -> Option<us
     items.iter().position(|i| i.content() == content)
 }
 
-/// Collapses a multi-line error (the `toml` crate draws source snippets)
-/// into one line: the one helper every Cupel front-end uses.
-pub(crate) use cupel_core::strict::one_line;
+/// Collapses a multi-line error (the `toml` crate draws source snippets) into one line.
+pub(crate) fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
 
 /// Lowercases and drops `_`, `-` and spaces, so `count_requirement_not_met`,
 /// `CountRequirementNotMet` and `count-requirement-not-met` compare equal.
