@@ -19,15 +19,17 @@ use cupel_core::strict::KeyPath;
 
 use crate::input::{Source, keys_hint};
 
-/// Exit codes of `cupel gate`, for its --help.
+/// What `cupel gate --help` says after the options.
 pub(crate) const GATE_AFTER_HELP: &str = "\
-Exit codes:
-  0  a decision was made: admitted or over
-  1  PIPELINE_BUDGET_MISCONFIG: the retrieval nodes alone need more tokens
-     than max_context_tokens, so compacting the context can never make room
-  2  usage or input error: unreadable or malformed file, unknown key, invalid
-     gate configuration (the message names the key, e.g.
-     gate.compact_code.rules[1].threshold), unknown encoding";
+The decision is `admitted` (the new blocks fit, compacted where a rule says
+so) or `over` (they do not). A gate whose retrieval nodes alone need more
+tokens than max_context_tokens is PIPELINE_BUDGET_MISCONFIG (exit 1):
+compacting the context can never make room. An invalid configuration names
+its key (gate.compact_code.rules[1].threshold).
+
+Example:
+  cupel gate examples/gate.toml
+  cupel gate examples/gate.toml --format json --encoding o200k_base";
 
 /// The default encoding when neither `--encoding` nor `gate.encoding` names one.
 const DEFAULT_ENCODING: &str = "cl100k_base";

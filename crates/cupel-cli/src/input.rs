@@ -430,7 +430,7 @@ fn unique_kinds<'de, D: serde::Deserializer<'de>>(
 }
 
 /// One `[[items]]` entry: [`ContextItem`]'s wire schema with `tokens` optional
-/// (it may be counted with `--count-tokens`).
+/// (it may be counted with `--encoding`).
 #[derive(Debug, Deserialize)]
 #[serde(expecting = "an item table with `content`")]
 struct InputItem {
@@ -464,10 +464,8 @@ struct InputItem {
 /// The command-line settings that shape a run.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RunSettings {
-    /// `--policy FILE`.
-    pub(crate) policy_file: Option<String>,
-    /// `--preset NAME`.
-    pub(crate) preset: Option<String>,
+    /// `--policy PRESET|FILE` (its hidden alias `--preset` too).
+    pub(crate) policy: Option<String>,
     /// `--max-tokens`.
     pub(crate) max_tokens: Option<i64>,
     /// `--target-tokens`.
@@ -483,7 +481,7 @@ pub(crate) struct RunSettings {
 pub(crate) enum PolicyOrigin {
     /// `--policy FILE`.
     File(String),
-    /// `--preset NAME` (the canonical name).
+    /// `--policy NAME` naming a preset (the canonical name).
     Preset(String),
     /// The `[policy]` table of the input.
     Table(String),
@@ -774,12 +772,9 @@ fn finish(
     settings: &RunSettings,
     sink: ItemSink<'_>,
 ) -> Result<Prepared, CliError> {
-    // Policy: --policy > --preset > [policy] > the chat preset.
-    let (config, origin) = if let Some(path) = &settings.policy_file {
-        (read_policy_file(path)?, PolicyOrigin::File(path.clone()))
-    } else if let Some(preset) = &settings.preset {
-        let p = lookup_preset(preset)?;
-        (p.config, PolicyOrigin::Preset(p.name.to_string()))
+    // Policy: --policy (a preset or a file) > [policy] > the default preset.
+    let (config, origin) = if let Some(spec) = &settings.policy {
+        config_from_spec(spec)?
     } else if let Some(cfg) = header.policy {
         let at = match &origin_table {
             PolicyOrigin::Table(f) => f.clone(),
@@ -827,26 +822,31 @@ fn build_policy(config: &PolicyConfig, origin: &PolicyOrigin) -> Result<Policy, 
 pub(crate) fn policy_from_spec(
     spec: &str,
 ) -> Result<(PolicyConfig, PolicyOrigin, Policy), CliError> {
-    let (config, origin) = if let Ok(p) = cupel_pipeline::preset(spec) {
-        (p.config, PolicyOrigin::Preset(p.name.to_string()))
+    let (config, origin) = config_from_spec(spec)?;
+    let policy = build_policy(&config, &origin)?;
+    Ok((config, origin, policy))
+}
+
+/// The configuration a `--policy` value names: a preset, else a policy file.
+fn config_from_spec(spec: &str) -> Result<(PolicyConfig, PolicyOrigin), CliError> {
+    if let Ok(p) = cupel_pipeline::preset(spec) {
+        Ok((p.config, PolicyOrigin::Preset(p.name.to_string())))
     } else if Path::new(spec).is_file() {
-        (
+        Ok((
             read_policy_file(spec)?,
             PolicyOrigin::File(spec.to_string()),
-        )
+        ))
     } else {
         let names: Vec<&str> = cupel_pipeline::presets().iter().map(|p| p.name).collect();
-        return Err(
+        Err(
             CliError::input(format!("`{spec}` is neither a preset nor a policy file")).hint(
                 format!(
                     "known presets: {}; or give the path of a policy file (.toml or .json)",
                     names.join(", ")
                 ),
             ),
-        );
-    };
-    let policy = build_policy(&config, &origin)?;
-    Ok((config, origin, policy))
+        )
+    }
 }
 
 fn build_budget(b: BudgetInput, s: &RunSettings) -> Result<ContextBudget, CliError> {
@@ -957,7 +957,7 @@ impl<'c> ItemSink<'c> {
                     "{}: items[{first}] has no `tokens`{more}",
                     self.name
                 ))
-                .hint("give every item a `tokens` count, or pass --count-tokens cl100k_base (or another encoding) to count them"))
+                .hint("give every item a `tokens` count, or pass --encoding cl100k_base (or another encoding) to count them"))
             }
             (Some((_, n)), Some((_, enc))) => Ok((self.items, Some((enc.to_string(), n)))),
             (None, _) => Ok((self.items, None)),
