@@ -46,7 +46,7 @@
 //!   records, nor for collectors, clocks or errors — a
 //!   [`BudgetExceededError`] carries its state as JSON without it), using
 //!   the specification's JSON wire format for reasons and reports.
-//! * `strict` — [`strict`](crate::strict): the one strict reader of
+//! * `strict` — [`strict`]: the one strict reader of
 //!   configuration shared by the pipeline, the gate and the command-line
 //!   tool (unknown keys as errors with one key-path spelling,
 //!   `scorers[0].wieght`; accepted keys read from the types; line and
