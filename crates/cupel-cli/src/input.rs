@@ -253,9 +253,7 @@ enum DataError {
 
 /// serde_json's message without its ` at line L column C` suffix.
 fn json_message(e: &serde_json::Error) -> String {
-    let full = e.to_string();
-    let suffix = format!(" at line {} column {}", e.line(), e.column());
-    full.strip_suffix(&suffix).unwrap_or(&full).to_string()
+    strict::without_position(&e.to_string(), e.line(), e.column()).to_string()
 }
 
 pub(crate) fn format_from_extension(path: &str) -> Option<Format> {
@@ -727,9 +725,7 @@ fn parse_jsonl_line(
 ) -> Result<InputItem, CliError> {
     let relocate = |e: &serde_json::Error| {
         use serde_json::error::Category;
-        let full = e.to_string();
-        let suffix = format!(" at line {} column {}", e.line(), e.column());
-        let msg = one_line(full.strip_suffix(&suffix).unwrap_or(&full));
+        let msg = one_line(&json_message(e));
         let what = match e.classify() {
             Category::Syntax | Category::Eof => "invalid JSON: ",
             Category::Data | Category::Io => "",

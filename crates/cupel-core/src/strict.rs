@@ -367,6 +367,20 @@ impl<'de> de::Deserializer<'de> for FieldProbe<'_> {
     }
 }
 
+/// A parser message without the ` at line L column C` its `Display` ends
+/// with (serde_json's spelling), so the position can be shown once, in the
+/// caller's own form. A message without that suffix is returned whole.
+///
+/// ```
+/// use cupel_core::strict::without_position;
+/// assert_eq!(without_position("expected `,` at line 2 column 7", 2, 7), "expected `,`");
+/// assert_eq!(without_position("expected `,`", 2, 7), "expected `,`");
+/// ```
+pub fn without_position(message: &str, line: usize, column: usize) -> &str {
+    let suffix = format!(" at line {line} column {column}");
+    message.strip_suffix(suffix.as_str()).unwrap_or(message)
+}
+
 /// Joins a possibly multi-line parser message into one line: lines
 /// trimmed, blank ones dropped, the rest joined with `"; "`.
 ///

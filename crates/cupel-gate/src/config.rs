@@ -192,8 +192,7 @@ impl GateConfig {
                     };
                 }
                 let full = error.to_string();
-                let suffix = format!(" at line {} column {}", error.line(), error.column());
-                let message = full.strip_suffix(&suffix).unwrap_or(&full);
+                let message = strict::without_position(&full, error.line(), error.column());
                 let at = (error.line() > 0).then(|| (error.line(), error.column()));
                 located(&path, message, at)
             }

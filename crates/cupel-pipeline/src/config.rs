@@ -862,8 +862,7 @@ type Parts<E> = (String, Option<(usize, usize)>, E);
 
 fn json_parts(e: serde_json::Error) -> Parts<serde_json::Error> {
     let full = e.to_string();
-    let suffix = format!(" at line {} column {}", e.line(), e.column());
-    let message = full.strip_suffix(&suffix).unwrap_or(&full).to_owned();
+    let message = strict::without_position(&full, e.line(), e.column()).to_owned();
     let at = (e.line() > 0).then(|| (e.line(), e.column()));
     (message, at, e)
 }
