@@ -34,12 +34,7 @@ is 1; it is never below 1. See spec/16-adaptive-budget.md.
 
 Trace CSV: the header `cycle,agent,tokens`, then one row per agent per
 cycle, cycles ascending. An agent seen before with no row in a cycle was
-idle (0 tokens).
-
-Exit codes:
-  0  success
-  2  usage or input error: bad flags, an unreadable or malformed trace
-     (the message names the line), a chart that cannot be written";
+idle (0 tokens).";
 
 /// `cupel budget ...`
 #[derive(Debug, Args)]
@@ -51,7 +46,7 @@ pub(crate) struct BudgetArgs {
 #[derive(Debug, Subcommand)]
 enum BudgetCommand {
     /// Simulate adaptive token budgets for constant usage or a recorded trace.
-    #[command(after_help = SIMULATE_AFTER_HELP)]
+    #[command(after_help = crate::with_exit_pointer(SIMULATE_AFTER_HELP))]
     Simulate(SimulateArgs),
 }
 
@@ -164,7 +159,7 @@ fn simulate(a: &SimulateArgs) -> Result<String, CliError> {
     let final_budget = steps.last().map_or(initial, |s| s.suggestion.budget);
     match a.format {
         OutputFormat::Json => json(&steps, a.margin, initial, final_budget),
-        OutputFormat::Text => Ok(text(&steps, final_budget, explain)),
+        OutputFormat::Text => Ok(text(&steps, a.margin, initial, final_budget, explain)),
     }
 }
 
@@ -174,7 +169,7 @@ pub(crate) fn simulate_trace_text(text: &str, margin: Decimal) -> Result<String,
     let cycles = trace::parse("trace", text)?;
     let steps = replay("trace", &cycles, 1, margin)?;
     let final_budget = steps.last().map_or(1, |s| s.suggestion.budget);
-    let mut out = self::text(&steps, final_budget, true);
+    let mut out = self::text(&steps, margin, 1, final_budget, true);
     out.push_str(&json(&steps, margin, 1, final_budget)?);
     // The chart is drawn in memory too: every number must plot.
     chart(&steps, margin)
@@ -233,11 +228,24 @@ fn short(d: Decimal) -> String {
         .to_string()
 }
 
-/// `step N: B` per cycle and `final budget: B`; with `explain`, the
-/// candidates u, ū, a, ā, the trace's cycle number and a note when the
-/// NoUsage or Idle rule applied follow on each line, in aligned columns.
-fn text(steps: &[Step], final_budget: i64, explain: bool) -> String {
+/// The header line of the text output: the margin as given (and what a
+/// negative one counts as) and the budget before the first cycle.
+fn header(margin: Decimal, initial: i64) -> String {
+    let shown = margin.normalize();
+    if margin.is_sign_negative() && !margin.is_zero() {
+        format!("margin {shown} (counts as 0), initial budget {initial}")
+    } else {
+        format!("margin {shown}, initial budget {initial}")
+    }
+}
+
+/// A header line (see [`header`]), then `step N: B` per cycle and
+/// `final budget: B`; with `explain`, the candidates u, ū, a, ā, the
+/// trace's cycle number and a note when the NoUsage or Idle rule applied
+/// follow on each line, in aligned columns.
+fn text(steps: &[Step], margin: Decimal, initial: i64, final_budget: i64, explain: bool) -> String {
     let mut out = String::new();
+    let _ = writeln!(out, "{}", header(margin, initial));
     if !explain {
         for s in steps {
             let _ = writeln!(out, "step {}: {}", s.step, s.suggestion.budget);

@@ -27,13 +27,7 @@ one model request: the messages before it. Each request is trimmed to
 
 Examples:
   cupel cache-sim agent.json --max-tokens 40000 --provider anthropic
-  cupel cache-sim agent.json --max-tokens 40000 --provider openai --plot cost.svg
-
-Exit codes:
-  0  success
-  1  a request cannot be made (pinned prompts over --max-tokens, a unit
-     larger than the budget)
-  2  usage or input error";
+  cupel cache-sim agent.json --max-tokens 40000 --provider openai --plot cost.svg";
 
 #[derive(Debug, Args)]
 pub(crate) struct CacheSimArgs {

@@ -23,14 +23,7 @@ With --state FILE the window is cache-aware: the previous window (read from
 FILE, if it exists) is kept byte for byte and new messages are appended;
 when the budget is reached, whole exchanges are cut from the front down to
 a low-water mark, once. The new window is written back to FILE; an Anthropic
-request gets cache_control markers (see `cupel cache-sim`).
-
-Exit codes:
-  0  success
-  1  the window cannot be made: the pinned prompts and the request overhead
-     exceed --max-tokens, or not even the newest message fits
-  2  usage or input error: bad flags, unreadable file, invalid JSON, a
-     document that is not a chat transcript, an unknown encoding";
+request gets cache_control markers (see `cupel cache-sim`).";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Provider {

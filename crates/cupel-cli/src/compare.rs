@@ -32,15 +32,7 @@ INPUT. The summary counts items and tokens per policy and the overlap.
 Example:
   cupel demo --print-input > chat.toml
   cupel compare chat.toml --policy chat --policy rag
-  cupel compare chat.toml --policy chat --policy my-policy.toml --policy debugging
-
-Exit codes:
-  0  success
-  1  a run failed on valid input under one of the policies, as for
-     `cupel select` (the message names the policy)
-  2  usage or input error: fewer than two --policy, a value that is neither
-     a preset nor a readable policy file, unreadable or malformed INPUT,
-     invalid budget";
+  cupel compare chat.toml --policy chat --policy my-policy.toml --policy debugging";
 
 /// `cupel compare ...`
 #[derive(Debug, Args)]
@@ -50,7 +42,12 @@ pub(crate) struct CompareArgs {
     input: String,
 
     /// A preset name or a policy file; give two or more
-    #[arg(long = "policy", value_name = "PRESET|FILE", required = true)]
+    #[arg(
+        long = "policy",
+        value_name = "PRESET|FILE",
+        alias = "preset",
+        required = true
+    )]
     policies: Vec<String>,
 
     #[command(flatten)]
@@ -82,7 +79,7 @@ pub(crate) fn run(a: &CompareArgs) -> Result<String, CliError> {
         )));
     }
     // INPUT's own [policy] plays no part: read it under a fixed preset.
-    let p = a.source.load(&a.input, None, Some("chat".into()))?;
+    let p = a.source.load(&a.input, Some("chat".into()))?;
     let mut variants = Vec::with_capacity(n);
     for (spec, letter) in a.policies.iter().zip('A'..='Z') {
         let (config, origin, policy) = input::policy_from_spec(spec)?;

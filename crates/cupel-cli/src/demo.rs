@@ -19,7 +19,7 @@ group: kept or dropped whole, so the window reads as a conversation.
 
 const OUTRO: &str = "\
 Try it on your own data: `cupel demo --print-input > chat.toml`, edit, then
-`cupel explain chat.toml` (or `--preset rag`, `--target-tokens 800`, ...).
+`cupel explain chat.toml` (or `--policy rag`, `--target-tokens 800`, ...).
 
 Ask it what-if questions:
   cupel sweep chat.toml --from 512 --to 1536 --points 9 --plot sweep.svg

@@ -15,17 +15,21 @@ use cupel_gate::{
 use serde::{Deserialize, Serialize};
 
 use crate::error::CliError;
-use crate::input::{Seg, Source, render_path};
+use cupel_core::strict::KeyPath;
 
-/// Exit codes of `cupel gate`, for its --help.
+use crate::input::{Source, keys_hint};
+
+/// What `cupel gate --help` says after the options.
 pub(crate) const GATE_AFTER_HELP: &str = "\
-Exit codes:
-  0  a decision was made: admitted or over
-  1  PIPELINE_BUDGET_MISCONFIG: the retrieval nodes alone need more tokens
-     than max_context_tokens, so compacting the context can never make room
-  2  usage or input error: unreadable or malformed file, unknown key, invalid
-     gate configuration (the message names the key, e.g.
-     gate.compact_code.rules[1].threshold), unknown encoding";
+The decision is `admitted` (the new blocks fit, compacted where a rule says
+so) or `over` (they do not). A gate whose retrieval nodes alone need more
+tokens than max_context_tokens is PIPELINE_BUDGET_MISCONFIG (exit 1):
+compacting the context can never make room. An invalid configuration names
+its key (gate.compact_code.rules[1].threshold).
+
+Example:
+  cupel gate examples/gate.toml
+  cupel gate examples/gate.toml --format json --encoding o200k_base";
 
 /// The default encoding when neither `--encoding` nor `gate.encoding` names one.
 const DEFAULT_ENCODING: &str = "cl100k_base";
@@ -114,23 +118,30 @@ impl NodeInput {
     }
 }
 
-const TOP_KEYS: &str = "context, gate, nodes, inbox";
-const GATE_KEYS: &str = "id, max_context_tokens, encoding, divide_new_content, compact_code.rules";
-const RULE_KEYS: &str = "language, policy, threshold, inbox_key";
-const NODE_KEYS: &str = "id (or node_id), path (or repo_relative_path), source (or source_file), text, metadata (or metadata_context)";
-const INBOX_KEYS: &str = "target, topic";
-
-fn unknown_key(path: &[Seg]) -> CliError {
-    let e = CliError::input(format!("unknown key `{}`", render_path(path)));
+/// The error for an unknown key in a gate file; the hint lists the keys
+/// the file's types accept there.
+fn unknown_key(path: &KeyPath) -> CliError {
+    use cupel_core::strict::{PathSegment as Seg, field_names};
+    let e = CliError::input(format!("unknown key `{path}`"));
     let key = |s: &Seg, want: &str| matches!(s, Seg::Key(k) if k == want);
-    match path {
-        [_] => e.hint(format!("top-level keys are: {TOP_KEYS}")),
-        [g, _] if key(g, "gate") => e.hint(format!("gate keys are: {GATE_KEYS}")),
-        [g, c, ..] if key(g, "gate") && key(c, "compact_code") => {
-            e.hint(format!("rule keys are: {RULE_KEYS}"))
+    match path.segments() {
+        [_] => e.hint(format!(
+            "top-level keys are: {}",
+            field_names::<GateFile>().join(", ")
+        )),
+        [g, rest @ ..] if key(g, "gate") => {
+            let rest = KeyPath::from(rest.to_vec());
+            let what = match rest.parent_field() {
+                None => "gate",
+                Some("compact_code") => "compact_code",
+                Some(_) => "rule",
+            };
+            e.hint(keys_hint(what, &GateSpec::expected_keys(&rest)))
         }
-        [n, ..] if key(n, "nodes") => e.hint(format!("node keys are: {NODE_KEYS}")),
-        [i, ..] if key(i, "inbox") => e.hint(format!("inbox message keys are: {INBOX_KEYS}")),
+        [n, ..] if key(n, "nodes") => e.hint(keys_hint("node", &field_names::<NodeInput>())),
+        [i, ..] if key(i, "inbox") => {
+            e.hint(keys_hint("inbox message", &field_names::<InboxMessage>()))
+        }
         _ => e,
     }
 }

@@ -24,6 +24,10 @@ use cupel_pipeline::{Policy, PolicyConfig};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
+use cupel_core::strict::{
+    self, KeyPath, PathSegment as Seg, StrictError, field_names, line_col, one_line,
+};
+
 use crate::error::CliError;
 
 /// The input syntaxes.
@@ -117,7 +121,7 @@ impl Source {
     /// `unknown` turns the path of the first unknown key into the error.
     pub(crate) fn parse_strict<T: DeserializeOwned>(
         &self,
-        unknown: impl Fn(&[Seg]) -> CliError,
+        unknown: impl Fn(&KeyPath) -> CliError,
     ) -> Result<T, CliError> {
         self.parse_part(&self.text, 0, unknown, false)
     }
@@ -128,7 +132,7 @@ impl Source {
     /// goes through `unknown` too, so it reads like one found by this reader.
     pub(crate) fn parse_strict_with_paths<T: DeserializeOwned>(
         &self,
-        unknown: impl Fn(&[Seg]) -> CliError,
+        unknown: impl Fn(&KeyPath) -> CliError,
     ) -> Result<T, CliError> {
         self.parse_part(&self.text, 0, unknown, true)
     }
@@ -140,19 +144,21 @@ impl Source {
         &self,
         text: &str,
         offset: usize,
-        unknown: impl Fn(&[Seg]) -> CliError,
+        unknown: impl Fn(&KeyPath) -> CliError,
         paths: bool,
     ) -> Result<T, CliError> {
-        let mut ignored: Vec<Vec<Seg>> = Vec::new();
-        let mut track = serde_path_to_error::Track::new();
         let to_file = |at: usize| offset + at;
         let result = match self.format {
             Format::Toml => {
                 let de = toml::de::Deserializer::parse(text)
                     .map_err(|e| self.toml_error_at(&e, true, to_file, None))?;
-                let de = serde_path_to_error::Deserializer::new(de, &mut track);
-                serde_ignored::deserialize(de, |p| ignored.push(segments(&p)))
-                    .map_err(DataError::Toml)
+                strict::deserialize(de).map_err(|e| match e {
+                    StrictError::UnknownKey { path } => StrictError::UnknownKey { path },
+                    StrictError::Invalid { path, error } => StrictError::Invalid {
+                        path,
+                        error: DataError::Toml(error),
+                    },
+                })
             }
             Format::Jsonl => {
                 return Err(CliError::input(format!(
@@ -170,45 +176,33 @@ impl Source {
                 }
                 crate::json_check::check(text).map_err(|e| self.json_error(&e, None))?;
                 let mut de = serde_json::Deserializer::from_str(text);
-                let tracked = serde_path_to_error::Deserializer::new(&mut de, &mut track);
-                let v = serde_ignored::deserialize(tracked, |p| ignored.push(segments(&p)))
-                    .map_err(DataError::Json);
+                let v = strict::deserialize(&mut de).map_err(|e| match e {
+                    StrictError::UnknownKey { path } => StrictError::UnknownKey { path },
+                    StrictError::Invalid { path, error } => StrictError::Invalid {
+                        path,
+                        error: DataError::Json(error),
+                    },
+                });
                 if v.is_ok() {
                     de.end().map_err(|e| self.json_error(&e, None))?;
                 }
                 v
             }
         };
-        let value = match result {
-            Ok(v) => v,
-            Err(e) => {
-                let path = if paths {
-                    tracked_segments(&track.path())
-                } else {
-                    Vec::new()
-                };
-                let path = (!path.is_empty()).then_some(path);
-                if let Some(path) = &path
-                    && e.message().starts_with("unknown field `")
-                {
-                    let mut u = unknown(path);
-                    u.message = format!("{}: {}", self.name, u.message);
-                    return Err(u);
-                }
-                let path = path.as_deref().map(render_path);
-                return Err(match e {
-                    DataError::Toml(e) => self.toml_error_at(&e, false, to_file, path.as_deref()),
-                    DataError::Json(e) => self.json_error(&e, path.as_deref()),
-                });
-            }
-        };
-        match ignored.first() {
-            Some(path) => {
-                let mut e = unknown(path);
+        match result {
+            Ok(value) => Ok(value),
+            Err(StrictError::UnknownKey { path }) => {
+                let mut e = unknown(&path);
                 e.message = format!("{}: {}", self.name, e.message);
                 Err(e)
             }
-            None => Ok(value),
+            Err(StrictError::Invalid { path, error }) => {
+                let path = (paths && !path.is_empty()).then(|| path.to_string());
+                Err(match error {
+                    DataError::Toml(e) => self.toml_error_at(&e, false, to_file, path.as_deref()),
+                    DataError::Json(e) => self.json_error(&e, path.as_deref()),
+                })
+            }
         }
     }
 
@@ -257,21 +251,9 @@ enum DataError {
     Json(serde_json::Error),
 }
 
-impl DataError {
-    /// The parser's message, without position.
-    fn message(&self) -> String {
-        match self {
-            DataError::Toml(e) => e.message().to_string(),
-            DataError::Json(e) => json_message(e),
-        }
-    }
-}
-
 /// serde_json's message without its ` at line L column C` suffix.
 fn json_message(e: &serde_json::Error) -> String {
-    let full = e.to_string();
-    let suffix = format!(" at line {} column {}", e.line(), e.column());
-    full.strip_suffix(&suffix).unwrap_or(&full).to_string()
+    strict::without_position(&e.to_string(), e.line(), e.column()).to_string()
 }
 
 pub(crate) fn format_from_extension(path: &str) -> Option<Format> {
@@ -318,133 +300,49 @@ fn strip_bom(text: &mut String) {
     }
 }
 
-/// Joins a possibly multi-line parser message into one line.
-fn one_line(s: &str) -> String {
-    s.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join("; ")
+/// `keys` as a hint: `{what} keys are: a, b, c`.
+pub(crate) fn keys_hint(what: &str, keys: &[&str]) -> String {
+    format!("{what} keys are: {}", keys.join(", "))
 }
 
-/// 1-based line and column (in characters) of byte offset `at`.
-fn line_col(text: &str, at: usize) -> (usize, usize) {
-    let mut at = at.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
+/// The error for an unknown key inside a policy (`path` relative to the
+/// policy table); the hint lists the keys the policy types accept there.
+fn unknown_policy_key(path: &KeyPath) -> CliError {
+    let e = CliError::input(format!("unknown policy key `{path}`"));
+    let keys = PolicyConfig::expected_keys(path);
+    match path.parent_field() {
+        _ if keys.is_empty() => e,
+        None => e.hint(keys_hint("policy", &keys)),
+        Some("scorers" | "children" | "inner_scorer") => e.hint(keys_hint("scorer", &keys)),
+        Some(field) => e.hint(keys_hint(&format!("`{field}` entry"), &keys)),
     }
-    let before = &text[..at];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let col = before[line_start..].chars().count() + 1;
-    (line, col)
 }
 
-/// One step of a key path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Seg {
-    /// A table key.
-    Key(String),
-    /// An array index.
-    Index(usize),
-}
-
-fn segments(p: &serde_ignored::Path<'_>) -> Vec<Seg> {
-    use serde_ignored::Path as P;
-    let mut out = match p {
-        P::Root => return Vec::new(),
-        P::Seq { parent, .. }
-        | P::Map { parent, .. }
-        | P::Some { parent }
-        | P::NewtypeStruct { parent }
-        | P::NewtypeVariant { parent } => segments(parent),
-    };
-    match p {
-        P::Seq { index, .. } => out.push(Seg::Index(*index)),
-        P::Map { key, .. } => out.push(Seg::Key(key.clone())),
-        _ => {}
-    }
-    out
-}
-
-/// serde_path_to_error's path as key-path segments (`?` steps dropped).
-fn tracked_segments(p: &serde_path_to_error::Path) -> Vec<Seg> {
-    use serde_path_to_error::Segment;
-    p.iter()
-        .filter_map(|s| match s {
-            Segment::Seq { index } => Some(Seg::Index(*index)),
-            Segment::Map { key } => Some(Seg::Key(key.clone())),
-            Segment::Enum { variant } => Some(Seg::Key(variant.clone())),
-            Segment::Unknown => None,
-        })
-        .collect()
-}
-
-/// `items[3].pined`, `scorers[0].wieght`.
-pub(crate) fn render_path(path: &[Seg]) -> String {
-    let mut s = String::new();
-    for seg in path {
-        match seg {
-            Seg::Key(k) => {
-                if !s.is_empty() {
-                    s.push('.');
-                }
-                s.push_str(k);
-            }
-            Seg::Index(i) => s.push_str(&format!("[{i}]")),
+/// The error for an unknown key in an INPUT file; the hint lists the keys
+/// the input types accept there.
+fn unknown_input_key(path: &KeyPath) -> CliError {
+    let key = |s: &Seg, want: &str| matches!(s, Seg::Key(k) if k == want);
+    match path.segments() {
+        [p, rest @ ..] if key(p, "policy") && !rest.is_empty() => {
+            unknown_policy_key(&KeyPath::from(rest.to_vec()))
         }
-    }
-    s
-}
-
-const TOP_KEYS: &str = "budget, policy, items";
-const BUDGET_KEYS: &str = "max_tokens, target_tokens, output_reserve, reserved_slots, \
-                           estimation_safety_margin_percent";
-const ITEM_KEYS: &str = "content, tokens, kind, source, priority, tags, metadata, timestamp, \
-                         future_relevance_hint, pinned, original_tokens";
-const POLICY_KEYS: &str = "scorers, slicer, placer, deduplication, overflow_strategy, \
-                           bucket_size, max_table_cells, max_table_bytes, inner_slicer, quotas, entries, \
-                           scarcity_behavior";
-
-const SCORER_KEYS: &str = "type, weight, and per type: weights, use_default_weights (kind); \
-                           tag_weights, case_insensitive_tags (tag); children (composite); \
-                           inner_scorer (scaled); curve, reference_time, \
-                           null_timestamp_score (decay); default_score (metadata_trust); \
-                           key, value, boost (metadata_key)";
-
-/// The error for an unknown key inside a policy (`path` relative to the policy table).
-fn unknown_policy_key(path: &[Seg]) -> CliError {
-    let e = CliError::input(format!("unknown policy key `{}`", render_path(path)));
-    match path {
-        [_] => e.hint(format!("policy keys are: {POLICY_KEYS}")),
-        [Seg::Key(s), Seg::Index(_), _] if s == "scorers" => {
-            e.hint(format!("scorer keys are: {SCORER_KEYS}"))
-        }
-        _ => e,
-    }
-}
-
-/// The error for an unknown key in an INPUT file.
-fn unknown_input_key(path: &[Seg]) -> CliError {
-    match path {
-        [Seg::Key(p), rest @ ..] if p == "policy" && !rest.is_empty() => unknown_policy_key(rest),
-        [Seg::Key(b), _] if b == "budget" => {
-            CliError::input(format!("unknown key `{}`", render_path(path)))
-                .hint(format!("budget keys are: {BUDGET_KEYS}"))
-        }
-        [Seg::Key(i), Seg::Index(_), Seg::Key(k)]
-            if i == "items" && k.to_ascii_lowercase().contains("group") =>
+        [b, _] if key(b, "budget") => CliError::input(format!("unknown key `{path}`"))
+            .hint(keys_hint("budget", &field_names::<BudgetInput>())),
+        [i, Seg::Index(_), Seg::Key(k)]
+            if key(i, "items") && k.to_ascii_lowercase().contains("group") =>
         {
-            CliError::input(format!("unknown item key `{}`", render_path(path)))
+            CliError::input(format!("unknown item key `{path}`"))
                 .hint("an item's atomic group is set with `group = \"<id>\"` (a string)")
         }
-        [Seg::Key(i), Seg::Index(_), _] if i == "items" => {
-            CliError::input(format!("unknown item key `{}`", render_path(path)))
-                .hint(format!("item keys are: {ITEM_KEYS}"))
+        [i, Seg::Index(_), _] if key(i, "items") => {
+            CliError::input(format!("unknown item key `{path}`"))
+                .hint(keys_hint("item", &field_names::<InputItem>()))
         }
-        [_] => CliError::input(format!("unknown top-level key `{}`", render_path(path)))
-            .hint(format!("top-level keys are: {TOP_KEYS}")),
-        _ => CliError::input(format!("unknown key `{}`", render_path(path))),
+        [_] => CliError::input(format!("unknown top-level key `{path}`")).hint(format!(
+            "top-level keys are: {}",
+            field_names::<InputFile>().join(", ")
+        )),
+        _ => CliError::input(format!("unknown key `{path}`")),
     }
 }
 
@@ -530,7 +428,7 @@ fn unique_kinds<'de, D: serde::Deserializer<'de>>(
 }
 
 /// One `[[items]]` entry: [`ContextItem`]'s wire schema with `tokens` optional
-/// (it may be counted with `--count-tokens`).
+/// (it may be counted with `--encoding`).
 #[derive(Debug, Deserialize)]
 #[serde(expecting = "an item table with `content`")]
 struct InputItem {
@@ -564,10 +462,8 @@ struct InputItem {
 /// The command-line settings that shape a run.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RunSettings {
-    /// `--policy FILE`.
-    pub(crate) policy_file: Option<String>,
-    /// `--preset NAME`.
-    pub(crate) preset: Option<String>,
+    /// `--policy PRESET|FILE` (its hidden alias `--preset` too).
+    pub(crate) policy: Option<String>,
     /// `--max-tokens`.
     pub(crate) max_tokens: Option<i64>,
     /// `--target-tokens`.
@@ -583,7 +479,7 @@ pub(crate) struct RunSettings {
 pub(crate) enum PolicyOrigin {
     /// `--policy FILE`.
     File(String),
-    /// `--preset NAME` (the canonical name).
+    /// `--policy NAME` naming a preset (the canonical name).
     Preset(String),
     /// The `[policy]` table of the input.
     Table(String),
@@ -636,9 +532,9 @@ fn read_policy_file(path: &str) -> Result<PolicyConfig, CliError> {
         struct Wrapped {
             policy: PolicyConfig,
         }
-        let w: Wrapped = src.parse_strict(|p| match p {
+        let w: Wrapped = src.parse_strict(|p| match p.segments() {
             [Seg::Key(k), rest @ ..] if k == "policy" && !rest.is_empty() => {
-                unknown_policy_key(rest)
+                unknown_policy_key(&KeyPath::from(rest.to_vec()))
             }
             _ => unknown_policy_key(p),
         })?;
@@ -716,18 +612,20 @@ fn parse_toml_split(
     sink: &mut ItemSink<'_>,
 ) -> Result<HeaderFile, CliError> {
     let (rest_text, map) = crate::toml_split::RestMap::build(&src.text, &split.rest);
-    let mut ignored: Vec<Vec<Seg>> = Vec::new();
     let rest: InputFile = {
         let de = toml::de::Deserializer::parse(&rest_text)
             .map_err(|e| src.toml_error_at(&e, true, |at| map.to_file(at), None))?;
-        serde_ignored::deserialize(de, |p| ignored.push(segments(&p)))
-            .map_err(|e| src.toml_error_at(&e, false, |at| map.to_file(at), None))?
+        strict::deserialize(de).map_err(|e| match e {
+            StrictError::UnknownKey { path } => {
+                let mut e = unknown_input_key(&path);
+                e.message = format!("{}: {}", src.name, e.message);
+                e
+            }
+            StrictError::Invalid { error, .. } => {
+                src.toml_error_at(&error, false, |at| map.to_file(at), None)
+            }
+        })?
     };
-    if let Some(path) = ignored.first() {
-        let mut e = unknown_input_key(path);
-        e.message = format!("{}: {}", src.name, e.message);
-        return Err(e);
-    }
     drop(rest_text);
     if rest.items.is_some() && !split.items.is_empty() {
         return Err(CliError::input(format!(
@@ -746,8 +644,8 @@ fn parse_toml_split(
             range.start,
             |path| {
                 // The chunk holds one item: `items[0]` is `items[index]`.
-                let mut path = path.to_vec();
-                if let Some(Seg::Index(i)) = path.get_mut(1) {
+                let mut path = path.clone();
+                if let Some(Seg::Index(i)) = path.segments_mut().get_mut(1) {
                     *i = index;
                 }
                 unknown_input_key(&path)
@@ -827,9 +725,7 @@ fn parse_jsonl_line(
 ) -> Result<InputItem, CliError> {
     let relocate = |e: &serde_json::Error| {
         use serde_json::error::Category;
-        let full = e.to_string();
-        let suffix = format!(" at line {} column {}", e.line(), e.column());
-        let msg = one_line(full.strip_suffix(&suffix).unwrap_or(&full));
+        let msg = one_line(&json_message(e));
         let what = match e.classify() {
             Category::Syntax | Category::Eof => "invalid JSON: ",
             Category::Data | Category::Io => "",
@@ -848,18 +744,19 @@ fn parse_jsonl_line(
         )));
     }
     crate::json_check::check(text).map_err(|e| relocate(&e))?;
-    let mut ignored: Vec<Vec<Seg>> = Vec::new();
     let mut de = serde_json::Deserializer::from_str(text);
-    let item: InputItem = serde_ignored::deserialize(&mut de, |p| ignored.push(segments(&p)))
-        .map_err(|e| relocate(&e))?;
+    let item: InputItem = strict::deserialize(&mut de).map_err(|e| match e {
+        StrictError::UnknownKey { path } => {
+            let mut full = KeyPath::new();
+            full.push_key("items");
+            full.push_index(index);
+            let mut e = unknown_input_key(&full.join(&path));
+            e.message = format!("{}:{number}: {}", src.name, e.message);
+            e
+        }
+        StrictError::Invalid { error, .. } => relocate(&error),
+    })?;
     de.end().map_err(|e| relocate(&e))?;
-    if let Some(path) = ignored.first() {
-        let mut full = vec![Seg::Key("items".into()), Seg::Index(index)];
-        full.extend(path.iter().cloned());
-        let mut e = unknown_input_key(&full);
-        e.message = format!("{}:{number}: {}", src.name, e.message);
-        return Err(e);
-    }
     Ok(item)
 }
 
@@ -871,12 +768,9 @@ fn finish(
     settings: &RunSettings,
     sink: ItemSink<'_>,
 ) -> Result<Prepared, CliError> {
-    // Policy: --policy > --preset > [policy] > the chat preset.
-    let (config, origin) = if let Some(path) = &settings.policy_file {
-        (read_policy_file(path)?, PolicyOrigin::File(path.clone()))
-    } else if let Some(preset) = &settings.preset {
-        let p = lookup_preset(preset)?;
-        (p.config, PolicyOrigin::Preset(p.name.to_string()))
+    // Policy: --policy (a preset or a file) > [policy] > the default preset.
+    let (config, origin) = if let Some(spec) = &settings.policy {
+        config_from_spec(spec)?
     } else if let Some(cfg) = header.policy {
         let at = match &origin_table {
             PolicyOrigin::Table(f) => f.clone(),
@@ -924,26 +818,31 @@ fn build_policy(config: &PolicyConfig, origin: &PolicyOrigin) -> Result<Policy, 
 pub(crate) fn policy_from_spec(
     spec: &str,
 ) -> Result<(PolicyConfig, PolicyOrigin, Policy), CliError> {
-    let (config, origin) = if let Ok(p) = cupel_pipeline::preset(spec) {
-        (p.config, PolicyOrigin::Preset(p.name.to_string()))
+    let (config, origin) = config_from_spec(spec)?;
+    let policy = build_policy(&config, &origin)?;
+    Ok((config, origin, policy))
+}
+
+/// The configuration a `--policy` value names: a preset, else a policy file.
+fn config_from_spec(spec: &str) -> Result<(PolicyConfig, PolicyOrigin), CliError> {
+    if let Ok(p) = cupel_pipeline::preset(spec) {
+        Ok((p.config, PolicyOrigin::Preset(p.name.to_string())))
     } else if Path::new(spec).is_file() {
-        (
+        Ok((
             read_policy_file(spec)?,
             PolicyOrigin::File(spec.to_string()),
-        )
+        ))
     } else {
         let names: Vec<&str> = cupel_pipeline::presets().iter().map(|p| p.name).collect();
-        return Err(
+        Err(
             CliError::input(format!("`{spec}` is neither a preset nor a policy file")).hint(
                 format!(
                     "known presets: {}; or give the path of a policy file (.toml or .json)",
                     names.join(", ")
                 ),
             ),
-        );
-    };
-    let policy = build_policy(&config, &origin)?;
-    Ok((config, origin, policy))
+        )
+    }
 }
 
 fn build_budget(b: BudgetInput, s: &RunSettings) -> Result<ContextBudget, CliError> {
@@ -1054,7 +953,7 @@ impl<'c> ItemSink<'c> {
                     "{}: items[{first}] has no `tokens`{more}",
                     self.name
                 ))
-                .hint("give every item a `tokens` count, or pass --count-tokens cl100k_base (or another encoding) to count them"))
+                .hint("give every item a `tokens` count, or pass --encoding cl100k_base (or another encoding) to count them"))
             }
             (Some((_, n)), Some((_, enc))) => Ok((self.items, Some((enc.to_string(), n)))),
             (None, _) => Ok((self.items, None)),
@@ -1074,13 +973,73 @@ mod tests {
         }
     }
 
+    /// The field names of a derived `Debug` rendering `Name { a: .., b: .. }`,
+    /// outermost struct only: an account of a struct's fields that does not
+    /// come from serde.
+    fn debug_fields(rendered: &str) -> Vec<String> {
+        let Some(body) = rendered.find('{').map(|i| &rendered[i + 1..]) else {
+            return Vec::new();
+        };
+        let (mut depth, mut quoted, mut start) = (0usize, false, 0usize);
+        let mut fields = Vec::new();
+        let bytes = body.as_bytes();
+        for (i, &b) in bytes.iter().enumerate() {
+            match b {
+                b'"' if i == 0 || bytes[i - 1] != b'\\' => quoted = !quoted,
+                _ if quoted => {}
+                b'{' | b'[' | b'(' => depth += 1,
+                b'}' | b']' | b')' if depth > 0 => depth -= 1,
+                b':' if depth == 0 && bytes.get(i + 1) == Some(&b' ') => {
+                    fields.push(body[start..i].trim().to_string());
+                }
+                b',' if depth == 0 => start = i + 1,
+                _ => {}
+            }
+        }
+        fields
+    }
+
+    /// The hint of the error for the unknown key at `path` (a TOML file).
+    fn hint_for(text: &str) -> String {
+        let e = prepare(&toml(text), &RunSettings::default(), None).unwrap_err();
+        e.hint.unwrap_or_default()
+    }
+
     #[test]
-    fn line_col_counts_characters() {
-        // "ab\ncd": byte 4 is 'd' on line 2, column 2.
-        assert_eq!(line_col("ab\ncd", 4), (2, 2));
-        // "é" is 2 bytes: byte 3 is 'x', the 2nd character of line 1.
-        assert_eq!(line_col("éx", 2), (1, 2));
-        assert_eq!(line_col("", 10), (1, 1));
+    fn unknown_key_hints_name_every_field_of_the_input_types() {
+        let item: InputItem = toml::from_str("content = \"a\"").unwrap();
+        let fields = debug_fields(&format!("{item:?}"));
+        assert!(fields.iter().any(|f| f == "group"), "{fields:?}");
+        let hint = hint_for("[[items]]\ncontent = \"a\"\npined = true\n");
+        for f in &fields {
+            assert!(hint.contains(f.as_str()), "`{f}` missing from {hint}");
+        }
+
+        let budget = BudgetInput::default();
+        let fields = debug_fields(&format!("{budget:?}"));
+        assert_eq!(fields.len(), 5, "{fields:?}");
+        let hint = hint_for("[budget]\nmax_tokenz = 1\n");
+        for f in &fields {
+            assert!(hint.contains(f.as_str()), "`{f}` missing from {hint}");
+        }
+
+        let file = InputFile {
+            budget: None,
+            policy: None,
+            items: None,
+        };
+        let fields = debug_fields(&format!("{file:?}"));
+        assert_eq!(fields, ["budget", "policy", "items"]);
+        let hint = hint_for("itemz = 1\n");
+        for f in &fields {
+            assert!(hint.contains(f.as_str()), "`{f}` missing from {hint}");
+        }
+
+        // Inside the policy table: the policy types' own fields.
+        let hint = hint_for("[policy]\nslicr = \"greedy\"\n[[policy.scorers]]\ntype = \"kind\"\n");
+        for f in ["slicer_params", "placer_params", "bucket_size"] {
+            assert!(hint.contains(f), "`{f}` missing from {hint}");
+        }
     }
 
     #[test]

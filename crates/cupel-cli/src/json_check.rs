@@ -9,11 +9,11 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
-use crate::input::{Seg, render_path};
+use cupel_core::strict::KeyPath;
 
 /// Walks one JSON value, keeping the path to it.
 struct Check<'p> {
-    path: &'p mut Vec<Seg>,
+    path: &'p mut KeyPath,
 }
 
 impl<'de> DeserializeSeed<'de> for Check<'_> {
@@ -62,7 +62,7 @@ impl<'de> Visitor<'de> for Check<'_> {
         let path = self.path;
         let mut i = 0usize;
         loop {
-            path.push(Seg::Index(i));
+            path.push_index(i);
             let more = seq.next_element_seed(Check { path: &mut *path })?;
             path.pop();
             if more.is_none() {
@@ -76,10 +76,9 @@ impl<'de> Visitor<'de> for Check<'_> {
         let path = self.path;
         let mut seen: HashSet<String> = HashSet::new();
         while let Some(key) = map.next_key::<String>()? {
-            path.push(Seg::Key(key.clone()));
+            path.push_key(key.clone());
             if !seen.insert(key) {
-                let at = render_path(path);
-                return Err(de::Error::custom(format!("duplicate key `{at}`")));
+                return Err(de::Error::custom(format!("duplicate key `{path}`")));
             }
             map.next_value_seed(Check { path: &mut *path })?;
             path.pop();
@@ -136,7 +135,7 @@ pub(crate) fn check(text: &str) -> Result<(), serde_json::Error> {
         ));
     }
     let mut de = serde_json::Deserializer::from_str(text);
-    let mut path = Vec::new();
+    let mut path = KeyPath::new();
     Check { path: &mut path }.deserialize(&mut de)?;
     de.end()
 }

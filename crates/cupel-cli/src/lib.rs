@@ -70,18 +70,41 @@ use cupel_pipeline::Pipeline;
 use crate::error::CliError;
 use crate::input::{Format, Prepared, RunSettings, Source};
 
+/// The one exit-code table, in `cupel --help`; subcommand helps point here.
 const AFTER_HELP: &str = "\
-Exit codes:
-  0  success
-  1  the selection failed: pinned items exceed max_tokens - output_reserve,
-     the selection overflows target_tokens under overflow_strategy = \"throw\",
-     a knapsack table is over its size guard, or a count requirement is unmet
-     under scarcity_behavior = \"throw\"
-  2  usage or input error: bad flags, unreadable or malformed file, invalid
-     budget, unknown preset, policy key or encoding, missing token counts,
-     token counts whose sum overflows a 64-bit integer; or the output could
-     not be written (a closed pipe, as in `cupel explain x.toml | head`, is
-     not an error)";
+Exit codes (every command):
+  0  success: the window, report or decision was produced (also when no
+     item is marginal, when no budget up to the ceiling selects the item,
+     and when the gate says \"over\")
+  1  valid input, but the result cannot be made:
+     select, explain, demo, compare, marginal: pinned items exceed
+       max_tokens - output_reserve, the selection overflows target_tokens
+       under overflow_strategy = \"throw\", a knapsack table is over its size
+       guard, or a count requirement is unmet under scarcity_behavior =
+       \"throw\" (compare names the policy)
+     sweep, min-budget: a probe failed for another reason than a missing
+       window (a knapsack size guard, an unmet count requirement)
+     gate: PIPELINE_BUDGET_MISCONFIG, the retrieval nodes alone need more
+       tokens than max_context_tokens
+     chat, cache-sim: the pinned prompts and request overhead exceed
+       --max-tokens, or not even the newest message fits
+  2  usage or input error: bad flags or ranges, an unreadable or malformed
+     file, an unknown key (the message names it, as in
+     policy.scorers[0].wieght), an invalid budget or gate configuration,
+     an unknown preset, policy file or encoding, missing token counts,
+     token counts whose sum overflows a 64-bit integer, a chart that cannot
+     be written; or the output could not be written (a closed pipe, as in
+     `cupel explain x.toml | head`, is not an error)";
+
+/// A subcommand's own help text, then the pointer to the exit-code table.
+pub(crate) fn with_exit_pointer(text: &str) -> String {
+    format!("{text}\n\n{EXIT_CODES_POINTER}")
+}
+
+/// The line a subcommand's help ends with instead of its own table.
+pub(crate) const EXIT_CODES_POINTER: &str = "\
+Exit codes: 0 success, 1 no result on valid input, 2 usage or input error;
+`cupel --help` lists what each means for every command.";
 
 const FORMAT_SHORT: &str = "text (default) or json (the SelectionReport)";
 
@@ -111,40 +134,40 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Select and explain a built-in support-chat scenario (no files needed).
-    #[command(after_help = AFTER_HELP)]
+    #[command(after_help = EXIT_CODES_POINTER)]
     Demo(DemoArgs),
     /// Select a context window from INPUT and print it in placed order.
-    #[command(after_help = AFTER_HELP)]
+    #[command(after_help = EXIT_CODES_POINTER)]
     Select(RunArgs),
     /// Explain every item of INPUT: status, score, tokens, kind and reason.
-    #[command(after_help = AFTER_HELP)]
+    #[command(after_help = EXIT_CODES_POINTER)]
     Explain(RunArgs),
     /// List the named presets and what each configures.
     Presets,
     /// Adaptive token budgets: simulate how the budget follows usage.
     Budget(budget::BudgetArgs),
     /// Admit retrieval nodes into a context under a token budget, or say "over".
-    #[command(after_help = gate::GATE_AFTER_HELP)]
+    #[command(after_help = with_exit_pointer(gate::GATE_AFTER_HELP))]
     Gate(gate::GateArgs),
     /// What INPUT selects at each of many budgets: items, tokens, kinds.
-    #[command(after_help = sweep::SWEEP_AFTER_HELP)]
+    #[command(after_help = with_exit_pointer(sweep::SWEEP_AFTER_HELP))]
     Sweep(sweep::SweepArgs),
     /// The items a budget N tokens smaller would lose, with scores and reasons.
-    #[command(after_help = marginal::MARGINAL_AFTER_HELP)]
+    #[command(after_help = with_exit_pointer(marginal::MARGINAL_AFTER_HELP))]
     Marginal(marginal::MarginalArgs),
     /// The smallest budget at which an item of INPUT is selected.
-    #[command(after_help = min_budget::MIN_BUDGET_AFTER_HELP)]
+    #[command(after_help = with_exit_pointer(min_budget::MIN_BUDGET_AFTER_HELP))]
     MinBudget(min_budget::MinBudgetArgs),
     /// INPUT's items under two or more policies: who is in under which.
-    #[command(after_help = compare::COMPARE_AFTER_HELP)]
+    #[command(after_help = with_exit_pointer(compare::COMPARE_AFTER_HELP))]
     Compare(compare::CompareArgs),
     /// Trim an OpenAI or Anthropic chat transcript to a token budget.
     #[cfg(feature = "chat")]
-    #[command(after_help = chat::CHAT_AFTER_HELP)]
+    #[command(after_help = with_exit_pointer(chat::CHAT_AFTER_HELP))]
     Chat(chat::ChatArgs),
     /// Replay a chat transcript request by request: what three window strategies pay the prompt cache.
     #[cfg(feature = "chat")]
-    #[command(name = "cache-sim", after_help = cache_sim::CACHE_SIM_AFTER_HELP)]
+    #[command(name = "cache-sim", after_help = with_exit_pointer(cache_sim::CACHE_SIM_AFTER_HELP))]
     CacheSim(cache_sim::CacheSimArgs),
 }
 
@@ -182,24 +205,21 @@ pub(crate) struct InputArgs {
     #[arg(value_name = "INPUT", verbatim_doc_comment)]
     pub(crate) input: String,
 
-    /// Policy file (the contents of a [policy] table)
+    /// A preset name (see `cupel presets`) or a policy file
     ///
-    /// `.json` is read as JSON, anything else as TOML.
-    /// Overrides the input's [policy].
+    /// A name of a preset selects it; anything else is read as a
+    /// policy file (the contents of a [policy] table; `.json` is
+    /// JSON, anything else TOML). Write ./NAME for a file named
+    /// like a preset. Overrides the input's [policy]; with none
+    /// anywhere, the `recent-dense` preset is used. The same flag,
+    /// with the same meaning, as `cupel compare --policy`.
     #[arg(
         long,
-        value_name = "FILE",
-        conflicts_with = "preset",
+        value_name = "PRESET|FILE",
+        alias = "preset",
         verbatim_doc_comment
     )]
     pub(crate) policy: Option<String>,
-
-    /// Named preset (see `cupel presets`)
-    ///
-    /// Overrides the input's [policy]. When no policy is given
-    /// anywhere, the `recent-dense` preset is used.
-    #[arg(long, value_name = "NAME", verbatim_doc_comment)]
-    pub(crate) preset: Option<String>,
 
     #[command(flatten)]
     pub(crate) source: SourceArgs,
@@ -236,19 +256,25 @@ pub(crate) struct SourceArgs {
     )]
     pub(crate) input_format: Option<Format>,
 
-    /// Count missing `tokens` (e.g. cl100k_base)
+    /// Tokenizer that counts missing `tokens` (e.g. cl100k_base)
     ///
     /// A BPE encoding (cl100k_base, o200k_base, o200k_harmony,
     /// p50k_base, p50k_edit, r50k_base) or a model name such as
-    /// gpt-4o. Items that have `tokens` keep their count.
-    #[arg(long, value_name = "ENCODING", verbatim_doc_comment)]
-    pub(crate) count_tokens: Option<String>,
+    /// gpt-4o. Items that have `tokens` keep their count. The same
+    /// flag as `cupel gate --encoding` and `cupel chat --encoding`.
+    #[arg(
+        long,
+        value_name = "ENCODING",
+        alias = "count-tokens",
+        verbatim_doc_comment
+    )]
+    pub(crate) encoding: Option<String>,
 
     /// With JSON Lines input: [budget] and [policy] from FILE
     ///
     /// A small TOML or JSON file (`.json` is JSON, anything else
     /// TOML) with the tables a TOML INPUT would have, and no items.
-    /// Flags still override its budget; --policy and --preset its policy.
+    /// Flags still override its budget; --policy its policy.
     #[arg(long, value_name = "FILE", verbatim_doc_comment)]
     pub(crate) header: Option<String>,
 }
@@ -256,28 +282,17 @@ pub(crate) struct SourceArgs {
 impl InputArgs {
     /// Reads and validates INPUT under these settings.
     pub(crate) fn load(&self) -> Result<Prepared, CliError> {
-        self.source
-            .load(&self.input, self.policy.clone(), self.preset.clone())
+        self.source.load(&self.input, self.policy.clone())
     }
 }
 
 impl SourceArgs {
     /// Reads and validates `input` with the given policy choice
-    /// (`--policy FILE`, `--preset NAME`, else the input's own).
-    pub(crate) fn load(
-        &self,
-        input: &str,
-        policy_file: Option<String>,
-        preset: Option<String>,
-    ) -> Result<Prepared, CliError> {
-        let counter = self
-            .count_tokens
-            .as_deref()
-            .map(tokens::counter)
-            .transpose()?;
+    /// (`--policy PRESET|FILE`, else the input's own).
+    pub(crate) fn load(&self, input: &str, policy: Option<String>) -> Result<Prepared, CliError> {
+        let counter = self.encoding.as_deref().map(tokens::counter).transpose()?;
         let settings = RunSettings {
-            policy_file,
-            preset,
+            policy,
             max_tokens: self.max_tokens,
             target_tokens: self.target_tokens,
             output_reserve: self.output_reserve,

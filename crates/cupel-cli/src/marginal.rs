@@ -25,15 +25,7 @@ specification's message: its percentage allocations shift with the budget.
 Example:
   cupel demo --print-input > chat.toml
   cupel marginal chat.toml --slack 200
-  cupel marginal chat.toml --slack 100 --target-tokens 800
-
-Exit codes:
-  0  success (also when no item is marginal)
-  1  a run failed on valid input, as for `cupel select` (e.g. the pinned
-     items do not fit the smaller budget)
-  2  usage or input error: --slack outside 0..=target_tokens or leaving less
-     than output_reserve, unreadable or malformed INPUT, invalid budget or
-     policy, a quota slicer";
+  cupel marginal chat.toml --slack 100 --target-tokens 800";
 
 /// `cupel marginal ...`
 #[derive(Debug, Args)]

@@ -35,18 +35,7 @@ whose content contains TEXT.
 Example:
   cupel demo --print-input > chat.toml
   cupel min-budget chat.toml --item 7
-  cupel min-budget chat.toml --content \"KB-0412\" --ceiling 4096 --exact
-
-Exit codes:
-  0  success (also when no budget up to the ceiling selects the item)
-  1  a probe failed for another reason than a missing window (a knapsack
-     table over its size guard, an unmet count requirement under
-     scarcity_behavior = \"throw\")
-  2  usage or input error: --item out of range, no or several items
-     matching --content, --ceiling below the item's tokens, an item with
-     negative tokens, --exact over more than 100000 budgets, unreadable or
-     malformed INPUT, invalid budget or policy, a slicer the binary search
-     refuses (without --exact)";
+  cupel min-budget chat.toml --content \"KB-0412\" --ceiling 4096 --exact";
 
 /// The most budgets `--exact` may scan (it stops at the first that works).
 const MAX_EXACT: i128 = 100_000;
@@ -341,13 +330,12 @@ mod tests {
             input: InputArgs {
                 input: String::new(),
                 policy: None,
-                preset: None,
                 source: crate::SourceArgs {
                     max_tokens: None,
                     target_tokens: None,
                     output_reserve: None,
                     input_format: None,
-                    count_tokens: None,
+                    encoding: None,
                     header: None,
                 },
             },

@@ -289,7 +289,7 @@ pub(crate) fn origin_text(origin: &PolicyOrigin) -> String {
         PolicyOrigin::Preset(n) => format!("preset `{n}`"),
         PolicyOrigin::Table(f) => format!("the [policy] table of {f}"),
         PolicyOrigin::DefaultPreset => {
-            "preset `recent-dense` (the default: no --policy, --preset or [policy])".into()
+            "preset `recent-dense` (the default: no --policy or [policy])".into()
         }
     }
 }
@@ -958,7 +958,7 @@ pub(crate) fn presets() -> String {
         "",
         0,
         "Weights are relative: a composite scorer divides each by their sum. Use a \
-         preset with `cupel select INPUT --preset NAME`, or copy its settings into a \
+         preset with `cupel select INPUT --policy NAME`, or copy its settings into a \
          [policy] table to adjust them.",
     );
     out

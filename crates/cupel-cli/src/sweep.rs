@@ -33,16 +33,7 @@ Example:
   cupel demo --print-input > chat.toml
   cupel sweep chat.toml --from 512 --to 1536 --points 9
   cupel sweep chat.toml --from 0 --to 1536 --step 64 --plot sweep.svg
-  cupel sweep chat.toml --from 400 --to 1200 --step 100 --format csv
-
-Exit codes:
-  0  success
-  1  a probe failed for another reason than a missing window (a knapsack
-     table over its size guard, an unmet count requirement under
-     scarcity_behavior = \"throw\")
-  2  usage or input error: bad flags or range (--from > --to, --step < 1,
-     --points < 2), unreadable or malformed INPUT, invalid budget or policy,
-     a chart that cannot be written";
+  cupel sweep chat.toml --from 400 --to 1200 --step 100 --format csv";
 
 /// `--format` of `cupel sweep`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -1,4 +1,5 @@
-//! `--count-tokens` / `--encoding`: the tokenizer-backed counter from
+//! `--encoding` (the one flag name in every command; `--count-tokens` is its
+//! hidden alias): the tokenizer-backed counter from
 //! `cupel-tokens` (feature `tiktoken`), with the CLI's messages.
 //!
 //! Only built with the `tiktoken` feature (on by default). There is no

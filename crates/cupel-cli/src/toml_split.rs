@@ -2,14 +2,22 @@
 //! is parsed on its own and memory stays near the file size (issue 18: a
 //! whole-document parse of a 188 MB file took 3.9 GB).
 //!
-//! The scanner knows just enough TOML to find table headers: a `[` that
-//! starts a line outside every string, comment, array and inline table. Each
-//! `[[items]]` header starts an item chunk that runs to the next header that
-//! is not `[items.…]` / `[[items.…]]`; every other byte belongs to the *rest*
+//! The tokens come from the toml crate's own lexer (`toml_parser::Source::lex`,
+//! the one `toml` parses with): strings of all four kinds, escapes,
+//! comments and line endings are lexed exactly as the real parser lexes
+//! them, and the lexer is an iterator, so it holds one token at a time.
+//! `toml_parser`'s *parser* is not used: it takes the whole token list as a
+//! slice (`parse_document(&[Token], ..)`), about two tokens per seven bytes
+//! of input at 12 bytes each — several times the file, the cost this split
+//! exists to avoid. So the structure is ours, and small: a `[` token that
+//! is the first token of a line outside every array and inline table starts
+//! a table header, which runs to the end of its line. Each `[[items]]`
+//! header starts an item chunk that runs to the next header that is not
+//! `[items.…]` / `[[items.…]]`; every other byte belongs to the *rest*
 //! (`[budget]`, `[policy]`, root keys), which is parsed as one document.
 //! Anything the scanner is not sure about (a quoted header key naming
-//! `items`) makes it give up, and the caller parses the whole document as
-//! before.
+//! `items`, a string that does not end) makes it give up, and the caller
+//! parses the whole document as before.
 
 use std::ops::Range;
 
@@ -57,14 +65,15 @@ fn classify(header: &str) -> Option<Header> {
 
 /// Splits `text`; `None` when the caller should parse it whole.
 pub(crate) fn split(text: &str) -> Option<Split> {
-    let b = text.as_bytes();
+    use toml_parser::lexer::TokenKind as K;
     let mut out = Split::default();
     // Start of the current part, and whether it is an item chunk.
     let mut part_start = 0usize;
     let mut in_item = false;
     let mut depth = 0usize; // open `[` / `{` in values
     let mut line_start = true; // only whitespace seen since the last newline
-    let mut i = 0usize;
+    // While in a header: where it starts and where its last token ends.
+    let mut header: Option<(usize, usize)> = None;
     let close = |out: &mut Split, range: Range<usize>, item: bool| {
         if range.is_empty() {
             return;
@@ -75,109 +84,89 @@ pub(crate) fn split(text: &str) -> Option<Split> {
             out.rest.push(range);
         }
     };
-    while i < b.len() {
-        let c = b[i];
-        match c {
-            b'\n' => {
-                line_start = true;
-                i += 1;
-                continue;
-            }
-            b' ' | b'\t' | b'\r' => {
-                i += 1;
-                continue;
-            }
-            b'#' => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-                continue;
-            }
-            b'"' | b'\'' => {
-                i = skip_string(b, i)?;
-                line_start = false;
-                continue;
-            }
-            b'[' if line_start && depth == 0 => {
-                // A header: to the end of the line, minus a comment.
-                let end = b[i..]
-                    .iter()
-                    .position(|&x| x == b'\n')
-                    .map_or(b.len(), |p| i + p);
-                let line = text.get(i..end)?;
-                let header = match line.find('#') {
-                    Some(p) if !line[..p].contains(['"', '\'']) => &line[..p],
-                    _ => line,
-                };
-                let kind = classify(header.trim_end())?;
-                match kind {
-                    Header::NewItem => {
-                        close(&mut out, part_start..i, in_item);
-                        part_start = i;
-                        in_item = true;
-                    }
-                    Header::ItemPart => {
+    for token in toml_parser::Source::new(text).lex() {
+        let span = token.span();
+        let kind = token.kind();
+        if let Some((start, last)) = header {
+            match kind {
+                K::Newline | K::Eof => {
+                    let h = text.get(start..last)?;
+                    match classify(h)? {
+                        Header::NewItem => {
+                            close(&mut out, part_start..start, in_item);
+                            part_start = start;
+                            in_item = true;
+                        }
                         // `[items.x]` outside an item chunk: not ours to judge.
-                        if !in_item {
-                            return None;
+                        Header::ItemPart if !in_item => return None,
+                        Header::ItemPart => {}
+                        Header::Other => {
+                            if in_item {
+                                close(&mut out, part_start..start, true);
+                                part_start = start;
+                                in_item = false;
+                            }
                         }
                     }
-                    Header::Other => {
-                        if in_item {
-                            close(&mut out, part_start..i, true);
-                            part_start = i;
-                            in_item = false;
-                        }
-                    }
+                    header = None;
+                    line_start = true;
                 }
-                i = end;
-                continue;
+                K::Whitespace | K::Comment => {}
+                _ => {
+                    if !string_is_closed(kind, text.get(span.start()..span.end())?) {
+                        return None;
+                    }
+                    header = Some((start, span.end()));
+                }
             }
-            b'[' | b'{' => depth += 1,
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
+            continue;
         }
-        line_start = false;
-        i += 1;
+        match kind {
+            K::Newline => line_start = true,
+            K::Whitespace | K::Comment | K::Eof => {}
+            K::LeftSquareBracket if line_start && depth == 0 => {
+                header = Some((span.start(), span.end()));
+            }
+            K::LeftSquareBracket | K::LeftCurlyBracket => {
+                depth += 1;
+                line_start = false;
+            }
+            K::RightSquareBracket | K::RightCurlyBracket => {
+                depth = depth.saturating_sub(1);
+                line_start = false;
+            }
+            _ => {
+                // A string the lexer ended at a line break or the end of the
+                // input does not end: the real parser will say why.
+                if !string_is_closed(kind, text.get(span.start()..span.end())?) {
+                    return None;
+                }
+                line_start = false;
+            }
+        }
     }
-    close(&mut out, part_start..b.len(), in_item);
+    close(&mut out, part_start..text.len(), in_item);
     Some(out)
 }
 
-/// The index just past the string starting at `b[i]` (a quote); `None` when
-/// it does not end (the real parser will say why).
-fn skip_string(b: &[u8], i: usize) -> Option<usize> {
-    let q = b[i];
-    let triple = b.len() >= i + 3 && b[i + 1] == q && b[i + 2] == q;
-    if triple {
-        let mut j = i + 3;
-        while j < b.len() {
-            if q == b'"' && b[j] == b'\\' {
-                j += 2;
-                continue;
-            }
-            if b[j] == q && b.get(j + 1) == Some(&q) && b.get(j + 2) == Some(&q) {
-                // Up to two more quotes may end the string (`""""` is allowed).
-                let mut k = j + 3;
-                while k < j + 5 && b.get(k) == Some(&q) {
-                    k += 1;
-                }
-                return Some(k);
-            }
-            j += 1;
-        }
-        return None;
+/// Whether a string token's text ends with its closing delimiter (every
+/// other token is complete by construction).
+fn string_is_closed(kind: toml_parser::lexer::TokenKind, raw: &str) -> bool {
+    use toml_parser::lexer::TokenKind as K;
+    match kind {
+        K::BasicString => raw.len() >= 2 && raw.ends_with('"') && !ends_escaped(raw),
+        K::LiteralString => raw.len() >= 2 && raw.ends_with('\''),
+        K::MlBasicString => raw.len() >= 6 && raw.ends_with("\"\"\""),
+        K::MlLiteralString => raw.len() >= 6 && raw.ends_with("\'\'\'"),
+        _ => true,
     }
-    let mut j = i + 1;
-    while j < b.len() {
-        match b[j] {
-            b'\\' if q == b'"' => j += 2,
-            b'\n' => return None,
-            x if x == q => return Some(j + 1),
-            _ => j += 1,
-        }
-    }
-    None
+}
+
+/// Whether the last character of a basic string is escaped (an odd run of
+/// backslashes before it): `"a\"` has not ended.
+fn ends_escaped(raw: &str) -> bool {
+    let body = &raw[..raw.len() - 1];
+    body.bytes().rev().take_while(|&b| b == b'\\').count() % 2 == 1
 }
 
 /// Maps offsets in the concatenated rest back to offsets in the file.
@@ -257,6 +246,30 @@ mod tests {
         assert_eq!(split("[\"items\".metadata]\n"), None);
         assert_eq!(split("[items.metadata]\n"), None);
         assert_eq!(split("x = \"unterminated\n"), None);
+    }
+
+    #[test]
+    fn the_lexer_handles_escapes_line_endings_and_a_last_header_without_newline() {
+        // An escaped quote does not end the string, so its `[[items]]` is text.
+        let text = "[[items]]\r\ncontent = \"a \\\" [[items]]\"\r\n[policy]";
+        let (rest, items) = parts(text);
+        assert_eq!(items, ["[[items]]\r\ncontent = \"a \\\" [[items]]\"\r\n"]);
+        assert_eq!(rest, ["[policy]"]);
+        // A comment after a header, quotes and all, is not part of it.
+        let (rest, items) = parts("[[items]] # \"items\"\nc = 1\n");
+        assert!(rest.is_empty());
+        assert_eq!(items.len(), 1);
+        // An escaped backslash ends the string; an inline table nests.
+        let (_, items) =
+            parts("[[items]]\nc = \"x\\\\\"\nm = { a = [1, { b = 2 }] }\n[[items]]\nc = \"y\"\n");
+        assert_eq!(items.len(), 2);
+    }
+
+    #[test]
+    fn strings_that_do_not_end_give_up() {
+        assert_eq!(split("[[items]]\nc = \"\"\"open\n[[items]]\n"), None);
+        assert_eq!(split("[[items]]\nc = 'open\n"), None);
+        assert_eq!(split("[[items]]\nc = \"a\\\"\n"), None);
     }
 
     #[test]

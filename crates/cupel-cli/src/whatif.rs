@@ -173,7 +173,7 @@ pub(crate) fn refusal(e: &CupelError, alternative: &str) -> Option<CliError> {
             if m == MARGINAL_ITEMS_QUOTA_MESSAGE || m == MIN_BUDGET_MONOTONIC_MESSAGE =>
         {
             Some(CliError::input(m.clone()).hint(format!(
-                "use a policy with a greedy or knapsack slicer (--preset recent-dense, --policy FILE){alternative}"
+                "use a policy with a greedy or knapsack slicer (--policy recent-dense, --policy FILE){alternative}"
             )))
         }
         _ => None,

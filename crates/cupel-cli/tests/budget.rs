@@ -55,10 +55,12 @@ fn constant_usage_prints_exactly_the_seed_output() {
         ],
         None,
     );
-    // ceil(50 × 1.2) = 60 at every step.
+    // A header (the margin; the initial budget is the usage, 50), then the
+    // seed's lines: ceil(50 × 1.2) = 60 at every step.
     assert_eq!(
         out,
-        "step 1: 60\nstep 2: 60\nstep 3: 60\nstep 4: 60\nstep 5: 60\nfinal budget: 60\n"
+        "margin 0.2, initial budget 50\n\
+         step 1: 60\nstep 2: 60\nstep 3: 60\nstep 4: 60\nstep 5: 60\nfinal budget: 60\n"
     );
 }
 
@@ -70,7 +72,10 @@ fn usage_100_with_margin_0_1_is_110_not_111() {
         ],
         None,
     );
-    assert_eq!(out, "step 1: 110\nstep 2: 110\nfinal budget: 110\n");
+    assert_eq!(
+        out,
+        "margin 0.1, initial budget 100\nstep 1: 110\nstep 2: 110\nfinal budget: 110\n"
+    );
 }
 
 #[test]
@@ -101,8 +106,9 @@ fn json_prints_the_margin_unrounded() {
 fn steps_default_to_ten_and_margin_to_0_1() {
     // ceil(10 × 1.1) = 11.
     let out = ok(&["budget", "simulate", "--usage", "10"], None);
-    assert_eq!(out.lines().count(), 11);
-    assert!(out.lines().take(10).all(|l| l.ends_with(": 11")));
+    assert_eq!(out.lines().count(), 12);
+    assert_eq!(out.lines().next(), Some("margin 0.1, initial budget 10"));
+    assert!(out.lines().skip(1).take(10).all(|l| l.ends_with(": 11")));
 }
 
 #[test]
@@ -122,12 +128,20 @@ fn zero_usage_keeps_the_initial_budget() {
         ],
         None,
     );
-    assert!(out.lines().take(12).all(|l| l.ends_with(": 64")), "{out}");
+    assert_eq!(out.lines().next(), Some("margin 0.1, initial budget 64"));
+    assert!(
+        out.lines().skip(1).take(12).all(|l| l.ends_with(": 64")),
+        "{out}"
+    );
     let out = ok(
         &["budget", "simulate", "--usage", "0", "--steps", "2"],
         None,
     );
-    assert_eq!(out, "step 1: 1\nstep 2: 1\nfinal budget: 1\n");
+    // --usage 0 raised to 1 is the initial budget.
+    assert_eq!(
+        out,
+        "margin 0.1, initial budget 1\nstep 1: 1\nstep 2: 1\nfinal budget: 1\n"
+    );
 }
 
 #[test]
@@ -138,7 +152,11 @@ fn negative_margins_count_as_zero() {
         ],
         None,
     );
-    assert_eq!(out, "step 1: 77\nfinal budget: 77\n");
+    // The header shows the margin as given and what it counts as.
+    assert_eq!(
+        out,
+        "margin -0.3 (counts as 0), initial budget 77\nstep 1: 77\nfinal budget: 77\n"
+    );
 }
 
 // ----- traces ------------------------------------------------------------------------------
@@ -156,10 +174,16 @@ fn worked_example_trace_text() {
         .collect();
     assert_eq!(
         budgets,
-        ["step 1: 6", "step 2: 33", "step 3: 17", "final budget: 17"]
+        [
+            "margin 0.1, initial budget 1",
+            "step 1: 6",
+            "step 2: 33",
+            "step 3: 17",
+            "final budget: 17"
+        ]
     );
-    // ū_3 = 40 / 3, shown with two decimals.
-    assert!(out.lines().nth(2).unwrap().contains("ū=13.33"));
+    // ū_3 = 40 / 3, shown with two decimals (line 3 is step 3: the header comes first).
+    assert!(out.lines().nth(3).unwrap().contains("ū=13.33"));
     insta::assert_snapshot!(out);
 }
 
@@ -213,17 +237,22 @@ fn an_idle_spell_drops_to_1_and_a_trace_with_no_usage_keeps_initial() {
         Some(&csv),
     );
     let lines: Vec<&str> = out.lines().collect();
-    assert!(lines[9].starts_with("step 10: 44 "), "{out}");
+    // A trace starts from budget 1 unless --initial says otherwise.
+    assert_eq!(lines[0], "margin 0.1, initial budget 1");
+    assert!(lines[10].starts_with("step 10: 44 "), "{out}");
     assert!(
-        lines[10].starts_with("step 11: 1 ") && lines[10].ends_with("[ten idle cycles: budget 1]")
+        lines[11].starts_with("step 11: 1 ") && lines[11].ends_with("[ten idle cycles: budget 1]")
     );
-    assert_eq!(lines[11], "final budget: 1");
+    assert_eq!(lines[12], "final budget: 1");
 
     let out = ok(
         &["budget", "simulate", "--trace", "-", "--initial", "500"],
         Some("cycle,agent,tokens\n1,A,0\n2,B,0\n"),
     );
-    assert!(out.starts_with("step 1: 500"), "{out}");
+    assert!(
+        out.starts_with("margin 0.1, initial budget 500\nstep 1: 500"),
+        "{out}"
+    );
     assert!(out.contains("[no usage yet: budget kept]"));
     assert!(out.ends_with("final budget: 500\n"));
 }

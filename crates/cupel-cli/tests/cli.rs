@@ -374,11 +374,32 @@ fn every_preset_runs() {
         "debugging",
         "code-review",
     ] {
-        ok(&["select", CHAT, "--preset", p]);
+        let by_policy = ok(&["select", CHAT, "--policy", p]);
+        // `--preset` is a hidden alias of `--policy`: the same window.
+        assert_eq!(ok(&["select", CHAT, "--preset", p]), by_policy, "{p}");
     }
 }
 
-// ----- --count-tokens -------------------------------------------------------------------------
+#[test]
+fn policy_takes_a_preset_or_a_file_in_select_as_in_compare() {
+    // A preset name: the preset (it used to be read as a file name in select).
+    let out = ok(&["select", CHAT, "--policy", "rag"]);
+    assert!(out.contains("policy  preset `rag`"), "{out}");
+    // A path: the file.
+    let out = ok(&["select", CHAT, "--policy", "tests/fixtures/policy.toml"]);
+    assert!(
+        out.contains("policy  from --policy tests/fixtures/policy.toml"),
+        "{out}"
+    );
+    // Neither: the error lists the presets.
+    let err = fails(&["select", CHAT, "--policy", "fancy"], None, 2);
+    assert!(
+        err.contains("`fancy` is neither a preset nor a policy file"),
+        "{err}"
+    );
+}
+
+// ----- --encoding (hidden alias --count-tokens) ----------------------------------------------
 
 #[cfg(feature = "tiktoken")]
 #[test]
@@ -386,9 +407,9 @@ fn count_tokens_fills_missing_counts() {
     let out = ok(&[
         "select",
         COUNT,
-        "--count-tokens",
+        "--encoding",
         "cl100k_base",
-        "--preset",
+        "--policy",
         "rag",
     ]);
     // cl100k_base: "hello world" = hello + " world" = 2;
@@ -397,6 +418,36 @@ fn count_tokens_fills_missing_counts() {
     assert!(out.contains("counted with cl100k_base for 2 items without `tokens`"));
     assert!(out.contains("window: 3 of 3 items, 19 tokens"));
     insta::assert_snapshot!(out);
+}
+
+#[cfg(feature = "tiktoken")]
+#[test]
+fn the_old_flag_names_still_work_and_print_nothing_extra() {
+    let new = cupel(
+        &[
+            "select",
+            COUNT,
+            "--encoding",
+            "cl100k_base",
+            "--policy",
+            "rag",
+        ],
+        None,
+    );
+    let old = cupel(
+        &[
+            "select",
+            COUNT,
+            "--count-tokens",
+            "cl100k_base",
+            "--preset",
+            "rag",
+        ],
+        None,
+    );
+    assert_eq!(old.status.code(), Some(0));
+    assert_eq!(old.stdout, new.stdout);
+    assert_eq!(stderr(&old), "");
 }
 
 // ----- errors -------------------------------------------------------------------------------------
@@ -456,7 +507,7 @@ fn error_invalid_budget_from_a_flag() {
 
 #[test]
 fn error_unknown_preset() {
-    let err = fails(&["select", CHAT, "--preset", "fancy"], None, 2);
+    let err = fails(&["select", CHAT, "--policy", "fancy"], None, 2);
     insta::assert_snapshot!(err);
 }
 
@@ -512,12 +563,18 @@ fn error_unknown_item_key() {
 
 #[test]
 fn error_policy_and_preset_conflict() {
+    // `--preset` is `--policy` under its old name: giving both is giving one
+    // flag twice.
     let o = cupel(
         &["select", CHAT, "--preset", "rag", "--policy", "x.toml"],
         None,
     );
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("cannot be used with"));
+    assert!(
+        stderr(&o).contains("cannot be used multiple times"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -555,14 +612,14 @@ fn error_missing_tokens_names_the_item() {
 #[cfg(feature = "tiktoken")]
 #[test]
 fn error_unknown_encoding() {
-    let err = fails(&["select", COUNT, "--count-tokens", "cl200k"], None, 2);
+    let err = fails(&["select", COUNT, "--encoding", "cl200k"], None, 2);
     insta::assert_snapshot!(err);
 }
 
 #[cfg(not(feature = "tiktoken"))]
 #[test]
 fn error_count_tokens_without_a_tokenizer() {
-    let err = fails(&["select", COUNT, "--count-tokens", "cl100k_base"], None, 2);
+    let err = fails(&["select", COUNT, "--encoding", "cl100k_base"], None, 2);
     assert!(err.contains("built without"));
 }
 
@@ -571,7 +628,15 @@ fn error_count_tokens_without_a_tokenizer() {
 #[test]
 fn help_documents_exit_codes_and_json_durations() {
     let out = ok(&["select", "--help"]);
-    assert!(out.contains("Exit codes:"));
+    // The table is in `cupel --help` only; a subcommand points there.
+    assert!(!out.contains("2  usage or input error"), "{out}");
+    assert!(
+        out.contains("`cupel --help` lists what each means"),
+        "{out}"
+    );
+    // The old flag names are hidden aliases.
+    assert!(out.contains("--encoding <ENCODING>") && !out.contains("--count-tokens"));
+    assert!(out.contains("--policy <PRESET|FILE>") && !out.contains("--preset"));
     assert!(out.contains("--zero-durations"));
     assert!(out.contains("measured wall-clock time"));
     insta::assert_snapshot!(out);
@@ -690,4 +755,46 @@ fn an_empty_group_id_is_an_input_error() {
     let input = "[budget]\nmax_tokens = 10\ntarget_tokens = 10\n[[items]]\ncontent = \"x\"\ntokens = 1\ngroup_id = \"g\"\n";
     let err = fails(&["select", "-", "--input-format", "toml"], Some(input), 2);
     assert!(err.contains("`group = \"<id>\"`"), "{err}");
+}
+
+#[test]
+fn the_exit_code_table_is_in_the_top_level_help_once() {
+    let out = ok(&["--help"]);
+    assert_eq!(
+        out.matches("Exit codes (every command):").count(),
+        1,
+        "{out}"
+    );
+    for line in [
+        "  0  success",
+        "  1  valid input, but the result cannot be made:",
+        "PIPELINE_BUDGET_MISCONFIG",
+        "chat, cache-sim:",
+        "  2  usage or input error",
+    ] {
+        assert!(out.contains(line), "{line}\n{out}");
+    }
+    let mut commands = vec![
+        "demo",
+        "select",
+        "explain",
+        "gate",
+        "sweep",
+        "marginal",
+        "min-budget",
+        "compare",
+    ];
+    if cfg!(feature = "chat") {
+        commands.extend(["chat", "cache-sim"]);
+    }
+    for cmd in commands {
+        let help = ok(&[cmd, "--help"]);
+        assert!(!help.contains("  2  usage or input error"), "{cmd}: {help}");
+        assert!(
+            help.contains("`cupel --help` lists what each means"),
+            "{cmd}"
+        );
+    }
+    let help = ok(&["budget", "simulate", "--help"]);
+    assert!(!help.contains("  2  usage or input error"), "{help}");
 }

@@ -355,6 +355,13 @@ fn split_and_whole_toml_parsing_agree_on_every_fixture() {
     );
     texts.push("[[items]]\ncontent = \"a\"\ntokens = 1\n[[items]]\ncontent = '''\n[[items]]\n'''\ntokens = 2\n[budget]\nmax_tokens = 9\ntarget_tokens = 9\n[items.x]\n".into());
     texts.push("[budget]\nmax_tokens = 9\ntarget_tokens = 9\n[budget]\n[[items]]\ncontent = \"a\"\ntokens = 1\n".into());
+    // Layouts the lexer-based splitter must read as the parser does: CRLF
+    // line ends, escaped quotes, multi-line basic strings with quotes at
+    // their end, a header at the end without a newline, nested arrays and
+    // inline tables spanning lines, a string that does not end.
+    texts.push("[budget]\r\nmax_tokens = 9\r\ntarget_tokens = 9\r\n[[items]]\r\ncontent = \"a \\\" [[items]]\"\r\ntokens = 1\r\n".into());
+    texts.push("[budget]\nmax_tokens = 9\ntarget_tokens = 9\n[[items]]\ncontent = \"\"\"x\n[[items]]\"\"\"\"\"\ntokens = 1\ntags = [\n  \"a\",\n  [\"b\"],\n]\n[[items]]\ncontent = \"b\"\ntokens = 1\nmetadata = { k = \"]\" }\n[policy]".into());
+    texts.push("[budget]\nmax_tokens = 9\ntarget_tokens = 9\n[[items]]\ncontent = \"\"\"never ends\n[[items]]\ncontent = \"b\"\n".into());
     for t in &texts {
         cupel_cli::harness::toml_split_agrees(t).unwrap_or_else(|d| panic!("{d}\n---\n{t}"));
     }

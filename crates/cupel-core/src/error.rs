@@ -366,7 +366,8 @@ impl ConfigError {
         self
     }
 
-    /// Sets the dotted key path (`scorers.0.curve.extra`).
+    /// Sets the key path (`scorers[0].curve.extra`: dots between keys, brackets
+    /// around indices, the spelling of `strict::KeyPath`).
     pub fn with_key_path(mut self, path: impl Into<String>) -> Self {
         self.0.key_path = Some(path.into());
         self
@@ -399,7 +400,7 @@ impl ConfigError {
         &self.0.message
     }
 
-    /// The dotted key path, when known.
+    /// The key path (`scorers[0].wieght`), when known.
     pub fn key_path(&self) -> Option<&str> {
         self.0.key_path.as_deref()
     }

@@ -46,6 +46,11 @@
 //!   records, nor for collectors, clocks or errors — a
 //!   [`BudgetExceededError`] carries its state as JSON without it), using
 //!   the specification's JSON wire format for reasons and reports.
+//! * `strict` — [`strict`]: the one strict reader of
+//!   configuration shared by the pipeline, the gate and the command-line
+//!   tool (unknown keys as errors with one key-path spelling,
+//!   `scorers[0].wieght`; accepted keys read from the types; line and
+//!   column of a byte offset).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
@@ -56,6 +61,9 @@ mod item;
 mod kind;
 mod run_budget;
 mod stage;
+#[cfg(feature = "strict")]
+#[cfg_attr(docsrs, doc(cfg(feature = "strict")))]
+pub mod strict;
 mod time;
 mod timestamp;
 mod tokens;

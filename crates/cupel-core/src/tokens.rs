@@ -6,7 +6,7 @@ use std::sync::Arc;
 ///
 /// The pipeline never counts tokens (callers supply counts); components that
 /// produce new text — the context gate's compaction, the CLI's
-/// `--count-tokens` — take a `TokenCounter`. Implementations ship in
+/// `--encoding` — take a `TokenCounter`. Implementations ship in
 /// `cupel-rs-tokens` (and the `cupel` facade's `tokens` module):
 /// `TiktokenCounter` for OpenAI's encodings, `HuggingFaceCounter` for a
 /// `tokenizer.json`, and `CharEstimate`, a documented estimate to calibrate

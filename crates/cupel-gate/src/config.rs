@@ -7,6 +7,8 @@ use serde::de::{SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use cupel_core::CupelError;
+#[cfg(feature = "config")]
+use cupel_core::strict::{self, KeyPath, StrictError, line_col, one_line};
 
 use crate::{CodeLanguage, CompactionPolicyKind};
 
@@ -163,11 +165,12 @@ impl GateConfig {
         let de = toml::de::Deserializer::parse(s).map_err(|e| GateConfigError::Parse {
             message: format!("invalid TOML: {}", e.to_string().trim_end()),
         })?;
-        let spec: GateSpec = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let e = e.into_inner();
-            let at = e.span().map(|span| line_col(s, span.start));
-            located(&path, e.message(), at)
+        let spec: GateSpec = strict::deserialize(de).map_err(|e| match e {
+            StrictError::UnknownKey { path } => unknown_key(&path),
+            StrictError::Invalid { path, error } => {
+                let at = error.span().map(|span| line_col(s, span.start));
+                located(&path, error.message(), at)
+            }
         })?;
         spec.build()
     }
@@ -180,19 +183,19 @@ impl GateConfig {
     #[cfg_attr(docsrs, doc(cfg(feature = "config")))]
     pub fn from_json_str(s: &str) -> Result<Self, GateConfigError> {
         let mut de = serde_json::Deserializer::from_str(s);
-        let spec: GateSpec = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-            let path = e.path().to_string();
-            let e = e.into_inner();
-            if e.is_syntax() || e.is_eof() {
-                return GateConfigError::Parse {
-                    message: format!("invalid JSON: {e}"),
-                };
+        let spec: GateSpec = strict::deserialize(&mut de).map_err(|e| match e {
+            StrictError::UnknownKey { path } => unknown_key(&path),
+            StrictError::Invalid { path, error } => {
+                if error.is_syntax() || error.is_eof() {
+                    return GateConfigError::Parse {
+                        message: format!("invalid JSON: {error}"),
+                    };
+                }
+                let full = error.to_string();
+                let message = strict::without_position(&full, error.line(), error.column());
+                let at = (error.line() > 0).then(|| (error.line(), error.column()));
+                located(&path, message, at)
             }
-            let full = e.to_string();
-            let suffix = format!(" at line {} column {}", e.line(), e.column());
-            let message = full.strip_suffix(&suffix).unwrap_or(&full);
-            let at = (e.line() > 0).then(|| (e.line(), e.column()));
-            located(&path, message, at)
         })?;
         de.end().map_err(|e| GateConfigError::Parse {
             message: format!("invalid JSON: {e}"),
@@ -312,8 +315,10 @@ impl GateConfigBuilder {
 /// The gate table as written in a file: every key optional, languages and
 /// policies as plain strings, so that [`build`](GateSpec::build) can report
 /// every mistake with its key path (and a rule's index). Unknown keys are
-/// rejected while deserialising (`deny_unknown_fields`, here and in
-/// [`CompactCodeSpec`] and [`RuleSpec`]).
+/// rejected even by plain serde (`deny_unknown_fields`, here and in
+/// [`CompactCodeSpec`] and [`RuleSpec`]); [`GateConfig::from_toml_str`] and
+/// the command-line tool read through `cupel_core::strict`, which reports
+/// them as [`GateConfigError::UnknownKey`] with the keys the table accepts.
 ///
 /// ```toml
 /// id = "manage_budget"                  # required
@@ -609,15 +614,10 @@ impl From<GateConfig> for GateSpec {
 }
 
 #[cfg(feature = "config")]
-/// The error for a value serde rejected at `path` (serde_path_to_error's
-/// spelling, `compact_code.rules[0].threshold`; `.` for the root), with the
-/// 1-based line and column where the parser knows them.
-fn located(path: &str, message: &str, at: Option<(usize, usize)>) -> GateConfigError {
-    let path = key_path(path);
+/// The error for a value serde rejected at `path`, with the 1-based line
+/// and column where the parser knows them.
+fn located(path: &KeyPath, message: &str, at: Option<(usize, usize)>) -> GateConfigError {
     let message = one_line(message);
-    if message.starts_with("unknown field `") && !path.is_empty() {
-        return GateConfigError::UnknownKey { path };
-    }
     if path.is_empty() {
         let at = at.map_or_else(String::new, |(l, c)| format!(" (line {l}, column {c})"));
         return GateConfigError::Parse {
@@ -625,7 +625,7 @@ fn located(path: &str, message: &str, at: Option<(usize, usize)>) -> GateConfigE
         };
     }
     GateConfigError::InvalidType {
-        path,
+        path: path.to_string(),
         message,
         line: at.map(|(l, _)| l),
         column: at.map(|(_, c)| c),
@@ -633,41 +633,34 @@ fn located(path: &str, message: &str, at: Option<(usize, usize)>) -> GateConfigE
 }
 
 #[cfg(feature = "config")]
-/// Joins a possibly multi-line parser message into one line.
-fn one_line(s: &str) -> String {
-    s.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
-#[cfg(feature = "config")]
-/// 1-based line and column (in characters) of byte offset `at` in `text`.
-fn line_col(text: &str, at: usize) -> (usize, usize) {
-    let mut at = at.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
+fn unknown_key(path: &KeyPath) -> GateConfigError {
+    GateConfigError::UnknownKey {
+        path: path.to_string(),
+        expected: GateSpec::expected_keys(path),
     }
-    let before = text.get(..at).unwrap_or_default();
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let col = before.get(line_start..).unwrap_or_default().chars().count() + 1;
-    (line, col)
 }
 
 #[cfg(feature = "config")]
-/// serde_path_to_error's path (`compact_code.rules[0].x`, `.` for the root,
-/// `?` for a step it cannot name) as a key path; `?` steps are dropped.
-fn key_path(raw: &str) -> String {
-    let mut out = String::with_capacity(raw.len());
-    for seg in raw.split('.').filter(|s| !s.is_empty() && *s != "?") {
-        if !out.is_empty() && !seg.starts_with('[') {
-            out.push('.');
+impl GateSpec {
+    /// The keys the table holding the last key of `path` accepts, read from
+    /// the types: [`GateSpec`]'s at the top, [`CompactCodeSpec`]'s under
+    /// `compact_code`, [`RuleSpec`]'s in a rule. `path` is relative to the
+    /// gate table.
+    ///
+    /// ```
+    /// use cupel_core::strict::KeyPath;
+    /// use cupel_gate::GateSpec;
+    /// let keys = GateSpec::expected_keys(&KeyPath::parse("compact_code.rules[0].treshold"));
+    /// assert_eq!(keys, ["language", "policy", "threshold", "inbox_key"]);
+    /// ```
+    pub fn expected_keys(path: &KeyPath) -> Vec<&'static str> {
+        match path.parent_field() {
+            None => cupel_core::strict::field_names::<GateSpec>(),
+            Some("compact_code") => cupel_core::strict::field_names::<CompactCodeSpec>(),
+            Some("rules") => cupel_core::strict::field_names::<RuleSpec>(),
+            Some(_) => Vec::new(),
         }
-        out.push_str(seg);
     }
-    out
 }
 
 /// Every way a gate configuration can be invalid. Each message but a syntax
@@ -696,12 +689,13 @@ pub enum GateConfigError {
         column: Option<usize>,
     },
     /// A key the gate does not know.
-    #[error(
-        "`{path}`: unknown key (gate keys: id, max_context_tokens, encoding, divide_new_content, compact_code.rules; rule keys: language, policy, threshold, inbox_key)"
-    )]
+    #[error("`{path}`: unknown key (expected one of: {})", expected.join(", "))]
     UnknownKey {
-        /// Where it sits.
+        /// Where it sits (`compact_code.rules[0].treshold`).
         path: String,
+        /// The keys the table it sits in accepts, read from the types
+        /// (see [`GateSpec::expected_keys`]).
+        expected: Vec<&'static str>,
     },
     /// A required key is absent.
     #[error("`{path}` is required: {what}")]

@@ -188,7 +188,14 @@ fn unknown_keys_are_named_with_their_path() {
     assert_eq!(
         e,
         GateConfigError::UnknownKey {
-            path: "max_tokens".into()
+            path: "max_tokens".into(),
+            expected: vec![
+                "id",
+                "max_context_tokens",
+                "encoding",
+                "divide_new_content",
+                "compact_code"
+            ],
         }
     );
     let e = GateConfig::from_json_str(
@@ -198,7 +205,8 @@ fn unknown_keys_are_named_with_their_path() {
     assert_eq!(
         e,
         GateConfigError::UnknownKey {
-            path: "compact_code.rules[0].treshold".into()
+            path: "compact_code.rules[0].treshold".into(),
+            expected: vec!["language", "policy", "threshold", "inbox_key"],
         }
     );
 }

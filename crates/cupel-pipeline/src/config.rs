@@ -5,6 +5,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use cupel_core::strict::{self, KeyPath, StrictError, field_names, line_col, one_line};
 use cupel_core::{ConfigError, CupelError, OverflowStrategy};
 use cupel_slicers::ScarcityBehavior;
 
@@ -609,7 +610,7 @@ pub enum CurveConfig {
 /// The flat wire shape of [`CurveConfig`].
 ///
 /// Not `#[serde(tag = "type")]` on input: an internally tagged enum buffers
-/// its table, so the strict parser (serde_ignored) never saw the unknown keys
+/// its table, so the strict reader (`cupel_core::strict`) never saw the unknown keys
 /// inside it, nor inside a step window.
 #[derive(Deserialize)]
 #[serde(expecting = "a curve table with `type` (exponential, window, step)")]
@@ -861,8 +862,7 @@ type Parts<E> = (String, Option<(usize, usize)>, E);
 
 fn json_parts(e: serde_json::Error) -> Parts<serde_json::Error> {
     let full = e.to_string();
-    let suffix = format!(" at line {} column {}", e.line(), e.column());
-    let message = full.strip_suffix(&suffix).unwrap_or(&full).to_owned();
+    let message = strict::without_position(&full, e.line(), e.column()).to_owned();
     let at = (e.line() > 0).then(|| (e.line(), e.column()));
     (message, at, e)
 }
@@ -875,82 +875,38 @@ fn json_error((message, at, e): Parts<serde_json::Error>) -> ConfigError {
     err.with_source(e)
 }
 
-/// Joins a possibly multi-line parser message into one line.
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+/// A key path as spelled in every error: `scorers[0].curve` (brackets for
+/// indices, dots for keys; see [`cupel_core::strict::KeyPath`]).
+pub(crate) fn key_path(raw: &str) -> String {
+    KeyPath::parse(raw).to_string()
 }
 
-/// 1-based line and column (in characters) of byte offset `at` in `text`.
-fn line_col(text: &str, at: usize) -> (usize, usize) {
-    let before = text.get(..at).unwrap_or(text);
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, column)
-}
-
-/// A serde path (`scorers[0].curve`, serde_ignored's `scorers.0.?.x`) as a
-/// dotted key path (`scorers.0.curve`), `?` steps dropped.
-pub(crate) fn dotted(raw: &str) -> String {
-    raw.replace('[', ".")
-        .replace(']', "")
-        .split('.')
-        .filter(|seg| !seg.is_empty() && *seg != "?")
-        .collect::<Vec<_>>()
-        .join(".")
-}
-
-const POLICY_KEYS: &[&str] = &[
-    "scorers",
-    "slicer",
-    "slicer_params",
-    "bucket_size",
-    "max_table_cells",
-    "max_table_bytes",
-    "inner_slicer",
-    "quotas",
-    "entries",
-    "scarcity_behavior",
-    "placer",
-    "placer_params",
-    "deduplication",
-    "overflow_strategy",
-];
-
-const SCORER_KEYS: &[&str] = &[
-    "type",
-    "weight",
-    "use_default_weights",
-    "weights",
-    "tag_weights",
-    "case_insensitive_tags",
-    "children",
-    "inner_scorer",
-    "reference_time",
-    "null_timestamp_score",
-    "curve",
-    "default_score",
-    "key",
-    "value",
-    "boost",
-    "params",
-];
-
-/// The keys a table at `path` (dotted, the unknown key last) accepts.
-fn keys_at(path: &str) -> &'static [&'static str] {
-    let parent = path
-        .rsplit('.')
-        .skip(1)
-        .find(|seg| seg.parse::<usize>().is_err());
-    match parent {
-        None => POLICY_KEYS,
-        Some("scorers" | "children" | "inner_scorer") => SCORER_KEYS,
-        Some("curve") => &["type", "half_life_secs", "max_age_secs", "windows"],
-        Some("windows") => &["max_age_secs", "score"],
-        Some("quotas") => &["kind", "require", "cap"],
-        Some("entries") => &["kind", "require_count", "cap_count"],
-        Some("weights") => &["kind", "weight"],
-        Some("tag_weights") => &["tag", "weight"],
-        Some(_) => &[],
+impl PolicyConfig {
+    /// The keys the table holding the last key of `path` accepts, read from
+    /// the configuration types (see [`cupel_core::strict::field_names`]):
+    /// the policy's own keys at the top level, a scorer's under `scorers`,
+    /// `children` and `inner_scorer`, and so on. Empty where the table has
+    /// no fixed keys (a custom component's `params`).
+    ///
+    /// ```
+    /// use cupel_core::strict::KeyPath;
+    /// use cupel_pipeline::PolicyConfig;
+    /// let keys = PolicyConfig::expected_keys(&KeyPath::parse("scorers[0].wieght"));
+    /// assert!(keys.contains(&"weight"));
+    /// assert!(PolicyConfig::expected_keys(&KeyPath::parse("slicr")).contains(&"placer_params"));
+    /// ```
+    pub fn expected_keys(path: &KeyPath) -> Vec<&'static str> {
+        match path.parent_field() {
+            None => field_names::<RawPolicy>(),
+            Some("scorers" | "children" | "inner_scorer") => field_names::<ScorerConfig>(),
+            Some("curve") => field_names::<CurveConfig>(),
+            Some("windows") => field_names::<StepWindowConfig>(),
+            Some("quotas") => field_names::<QuotaConfig>(),
+            Some("entries") => field_names::<CountQuotaConfig>(),
+            Some("weights") => field_names::<KindWeightConfig>(),
+            Some("tag_weights") => field_names::<TagWeightConfig>(),
+            Some(_) => Vec::new(),
+        }
     }
 }
 
@@ -960,34 +916,28 @@ where
     F: Fn(E) -> Parts<E>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let mut track = serde_path_to_error::Track::new();
-    let mut unknown: Vec<String> = Vec::new();
-    let tracked = serde_path_to_error::Deserializer::new(de, &mut track);
-    let res: Result<PolicyConfig, E> =
-        serde_ignored::deserialize(tracked, |path| unknown.push(path.to_string()));
-    let cfg = match res {
+    let cfg: PolicyConfig = match strict::deserialize(de) {
         Ok(cfg) => cfg,
-        Err(e) => {
-            let path = dotted(&track.path().to_string());
-            let (message, at, e) = parts(e);
+        Err(StrictError::Invalid { path, error }) => {
+            let (message, at, e) = parts(error);
             let mut err = if path.is_empty() {
                 ConfigError::new(format!("invalid policy: {message}"))
             } else {
-                ConfigError::new(format!("invalid policy: `{path}`: {message}")).with_key_path(path)
+                ConfigError::new(format!("invalid policy: `{path}`: {message}"))
+                    .with_key_path(path.to_string())
             };
             if let Some((line, column)) = at {
                 err = err.with_position(line, column);
             }
             return Err(err.with_source(e).into());
         }
+        Err(StrictError::UnknownKey { path }) => {
+            return Err(ConfigError::new(format!("unknown policy key `{path}`"))
+                .with_expected(PolicyConfig::expected_keys(&path))
+                .with_key_path(path.to_string())
+                .into());
+        }
     };
-    if let Some(key) = unknown.first() {
-        let key = dotted(key);
-        return Err(ConfigError::new(format!("unknown policy key `{key}`"))
-            .with_expected(keys_at(&key).iter().copied())
-            .with_key_path(key)
-            .into());
-    }
     cfg.check_keys()?;
     Ok(cfg)
 }
@@ -1074,7 +1024,7 @@ impl ScorerConfig {
                     "{at}: key `{key}` does not apply to scorer type `{}`",
                     self.scorer_type
                 ))
-                .with_key_path(dotted(&format!("{at}.{key}")))
+                .with_key_path(key_path(&format!("{at}.{key}")))
                 .with_expected(expected)
                 .into());
             }

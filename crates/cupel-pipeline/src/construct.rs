@@ -30,7 +30,7 @@ pub(crate) fn at(err: CupelError, path: &str) -> CupelError {
         CupelError::Config(c) => {
             let message = format!("{path}: {}", c.message());
             let c = if c.key_path().is_none() {
-                c.with_key_path(crate::config::dotted(path))
+                c.with_key_path(crate::config::key_path(path))
             } else {
                 c
             };

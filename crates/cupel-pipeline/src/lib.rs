@@ -108,8 +108,9 @@
 //! # Features
 //! * `config` (default) — declarative configuration: [`PolicyConfig`] read
 //!   from TOML or JSON, named presets, the [`ComponentRegistry`] for custom
-//!   components and the bundled samples. It pulls toml, serde_json, serde_ignored and
-//!   serde_path_to_error and enables `cupel-core/serde`; build with
+//!   components and the bundled samples. It pulls toml and serde_json and
+//!   enables `cupel-core/strict` (the strict reader shared with the gate and
+//!   the command-line tool); build with
 //!   `default-features = false` for a pipeline assembled in code only.
 //! * `tiktoken` — deprecated re-exports of `TiktokenCounter`,
 //!   `TokenizerError` and `TIKTOKEN_ENCODINGS`, which moved to the

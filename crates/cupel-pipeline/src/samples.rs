@@ -52,12 +52,12 @@ struct SampleFile {
 pub fn support_chat() -> Result<Sample, CupelError> {
     let bad = |e: String| CupelError::PipelineConfig(format!("support-chat sample: {e}"));
     let de = toml::de::Deserializer::parse(SUPPORT_CHAT).map_err(|e| bad(e.to_string()))?;
-    let mut unknown = Vec::new();
-    let f: SampleFile = serde_ignored::deserialize(de, |path| unknown.push(path.to_string()))
-        .map_err(|e| bad(e.to_string()))?;
-    if let Some(key) = unknown.first() {
-        return Err(bad(format!("unknown key `{key}`")));
-    }
+    let f: SampleFile = cupel_core::strict::deserialize(de).map_err(|e| match e {
+        cupel_core::strict::StrictError::UnknownKey { path } => {
+            bad(format!("unknown key `{path}`"))
+        }
+        cupel_core::strict::StrictError::Invalid { error, .. } => bad(error.to_string()),
+    })?;
     f.policy.check_keys()?;
     Ok(Sample {
         budget: f.budget,

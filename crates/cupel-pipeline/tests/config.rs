@@ -81,7 +81,7 @@ fn unknown_keys_are_named() {
         PolicyConfig::from_toml_str("[[scorers]]\ntype = \"recency\"\nwieght = 2.0\n").unwrap_err();
     assert_eq!(
         e.to_string(),
-        "pipeline configuration: unknown policy key `scorers.0.wieght`"
+        "pipeline configuration: unknown policy key `scorers[0].wieght`"
     );
 }
 
@@ -289,7 +289,7 @@ fn unknown_keys_inside_an_inline_inner_scorer_are_named() {
     .unwrap_err();
     assert_eq!(
         e.to_string(),
-        "pipeline configuration: unknown policy key `scorers.0.inner_scorer.wieghts`"
+        "pipeline configuration: unknown policy key `scorers[0].inner_scorer.wieghts`"
     );
     let ok = PolicyConfig::from_toml_str(
         "[[scorers]]\ntype = \"scaled\"\ninner_scorer = { type = \"kind\", weights = [{ kind = \"a\", weight = 1.0 }] }\n",
@@ -512,14 +512,14 @@ fn unknown_keys_inside_a_curve_are_named() {
     .unwrap_err();
     assert_eq!(
         e.to_string(),
-        "pipeline configuration: unknown policy key `scorers.0.curve.extra`"
+        "pipeline configuration: unknown policy key `scorers[0].curve.extra`"
     );
     // JSON takes the same path.
     let e = PolicyConfig::from_json_str(
         r#"{"scorers": [{"type": "decay", "curve": {"type": "window", "max_age_secs": 5, "extra": 1}}]}"#,
     )
     .unwrap_err();
-    assert!(e.to_string().contains("`scorers.0.curve.extra`"), "{e}");
+    assert!(e.to_string().contains("`scorers[0].curve.extra`"), "{e}");
 }
 
 #[test]
@@ -567,7 +567,7 @@ fn unknown_keys_inside_a_step_window_are_named() {
     .unwrap_err();
     assert_eq!(
         e.to_string(),
-        "pipeline configuration: unknown policy key `scorers.0.curve.windows.0.extra`"
+        "pipeline configuration: unknown policy key `scorers[0].curve.windows[0].extra`"
     );
 }
 
@@ -652,13 +652,13 @@ fn config_errors_carry_the_key_path_position_expected_keys_and_source() {
     let CupelError::Config(c) = &e else {
         panic!("{e:?}")
     };
-    assert_eq!(c.key_path(), Some("scorers.0.weight"));
+    assert_eq!(c.key_path(), Some("scorers[0].weight"));
     assert_eq!((c.line(), c.column()), (Some(3), Some(10)));
     assert!(c.source().is_some());
     // One prefix, one line.
     let text = e.to_string();
     assert!(
-        text.starts_with("pipeline configuration: invalid policy: `scorers.0.weight`: "),
+        text.starts_with("pipeline configuration: invalid policy: `scorers[0].weight`: "),
         "{text}"
     );
     assert_eq!(text.matches("pipeline configuration").count(), 1, "{text}");
@@ -680,7 +680,7 @@ fn config_errors_carry_the_key_path_position_expected_keys_and_source() {
     let CupelError::Config(c) = &e else {
         panic!("{e:?}")
     };
-    assert_eq!(c.key_path(), Some("scorers.0.wieght"));
+    assert_eq!(c.key_path(), Some("scorers[0].wieght"));
     assert!(
         c.expected().iter().any(|k| k == "weight"),
         "{:?}",
@@ -693,7 +693,7 @@ fn config_errors_carry_the_key_path_position_expected_keys_and_source() {
     let CupelError::Config(c) = &e else {
         panic!("{e:?}")
     };
-    assert_eq!(c.key_path(), Some("scorers.0.boost"));
+    assert_eq!(c.key_path(), Some("scorers[0].boost"));
     assert_eq!(c.expected(), ["type", "weight", "default_score"]);
 
     // JSON: position without the parser's suffix, no double prefix for a bad name.
@@ -704,10 +704,86 @@ fn config_errors_carry_the_key_path_position_expected_keys_and_source() {
     let CupelError::Config(c) = &e else {
         panic!("{e:?}")
     };
-    assert_eq!(c.key_path(), Some("scorers.0.inner_scorer"));
+    assert_eq!(c.key_path(), Some("scorers[0].inner_scorer"));
     assert_eq!(c.line(), Some(1));
     let text = e.to_string();
     assert_eq!(text.matches("pipeline configuration").count(), 1, "{text}");
     assert!(text.contains("unknown scorer `bogus`"), "{text}");
     assert!(!text.contains(" at line "), "{text}");
+}
+
+/// The field names of a derived `Debug` rendering `Name { a: .., b: .. }`,
+/// outermost struct only: an account of a struct's fields that does not
+/// come from serde.
+fn debug_fields(rendered: &str) -> Vec<String> {
+    let Some(body) = rendered.find('{').map(|i| &rendered[i + 1..]) else {
+        return Vec::new();
+    };
+    let (mut depth, mut quoted, mut start) = (0usize, false, 0usize);
+    let mut fields = Vec::new();
+    let bytes = body.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'"' if i == 0 || bytes[i - 1] != b'\\' => quoted = !quoted,
+            _ if quoted => {}
+            b'{' | b'[' | b'(' => depth += 1,
+            b'}' | b']' | b')' if depth > 0 => depth -= 1,
+            b':' if depth == 0 && bytes.get(i + 1) == Some(&b' ') => {
+                fields.push(
+                    body[start..i]
+                        .trim()
+                        .trim_start_matches(',')
+                        .trim()
+                        .to_string(),
+                );
+            }
+            b',' if depth == 0 => start = i + 1,
+            _ => {}
+        }
+    }
+    fields
+}
+
+#[test]
+fn the_unknown_key_hint_names_every_field_of_the_policy_and_scorer_types() {
+    use cupel_core::strict::KeyPath;
+    let cfg = PolicyConfig::from_toml_str("[[scorers]]\ntype = \"kind\"\n").unwrap();
+    // The policy table on the wire: PolicyConfig's fields with the slicer's
+    // fields in place of `slicer`, the struct (its `slicer` field is the key).
+    let mut policy_keys = debug_fields(&format!("{cfg:?}"));
+    policy_keys.extend(debug_fields(&format!("{:?}", cfg.slicer)));
+    assert!(
+        policy_keys.iter().any(|k| k == "slicer_params"),
+        "{policy_keys:?}"
+    );
+    assert!(
+        policy_keys.iter().any(|k| k == "placer_params"),
+        "{policy_keys:?}"
+    );
+    let hint = PolicyConfig::expected_keys(&KeyPath::parse("slicr"));
+    for key in &policy_keys {
+        assert!(
+            hint.contains(&key.as_str()),
+            "`{key}` missing from {hint:?}"
+        );
+    }
+    // A scorer: `scorer_type` is `type` on the wire.
+    let scorer_keys = debug_fields(&format!("{:?}", cfg.scorers[0]));
+    assert!(scorer_keys.len() >= 16, "{scorer_keys:?}");
+    let hint = PolicyConfig::expected_keys(&KeyPath::parse("scorers[0].wieght"));
+    for key in &scorer_keys {
+        let wire = if key == "scorer_type" {
+            "type"
+        } else {
+            key.as_str()
+        };
+        assert!(hint.contains(&wire), "`{wire}` missing from {hint:?}");
+    }
+    // And the error carries that list.
+    let e = PolicyConfig::from_toml_str("slicr = \"greedy\"\n[[scorers]]\ntype = \"kind\"\n")
+        .unwrap_err();
+    let CupelError::Config(c) = &e else {
+        panic!("{e:?}")
+    };
+    assert!(c.expected().iter().any(|k| k == "placer_params"), "{c}");
 }

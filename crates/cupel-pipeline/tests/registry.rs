@@ -240,7 +240,7 @@ fn an_unknown_name_is_a_structured_config_error() {
     let CupelError::Config(c) = &e else {
         panic!("{e:?}")
     };
-    assert_eq!(c.key_path(), Some("scorers.0"));
+    assert_eq!(c.key_path(), Some("scorers[0]"));
     assert!(c.expected().iter().any(|n| n == "recency"));
     assert!(c.expected().iter().any(|n| n == "keyword"));
 }
