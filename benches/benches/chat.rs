@@ -133,9 +133,13 @@ fn bench_chat(c: &mut Criterion) {
             b.iter(|| black_box(pipeline.run(black_box(items)).unwrap()));
         });
         // `trim+report` builds a `SelectionReport`: its peer is a dry run.
-        group.bench_with_input(BenchmarkId::new("pipeline_dry_run", n), &items, |b, items| {
-            b.iter(|| black_box(pipeline.dry_run(black_box(items)).unwrap()));
-        });
+        group.bench_with_input(
+            BenchmarkId::new("pipeline_dry_run", n),
+            &items,
+            |b, items| {
+                b.iter(|| black_box(pipeline.dry_run(black_box(items)).unwrap()));
+            },
+        );
         let pairs = floor_pairs(n);
         group.bench_with_input(BenchmarkId::new("floor", n), &pairs, |b, pairs| {
             b.iter_batched_ref(

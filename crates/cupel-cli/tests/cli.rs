@@ -67,7 +67,10 @@ fn demo_numbers_follow_from_the_scenario() {
     assert!(out.contains("GroupExcluded 6, NegativeTokens 1)"));
     assert!(out.contains("window: 18 of 31 items, 910 tokens (59.2% of max_tokens)"));
     for n in [3, 4, 5, 6] {
-        assert!(out.contains(&format!("[exchange-{n}] user")), "exchange-{n} kept");
+        assert!(
+            out.contains(&format!("[exchange-{n}] user")),
+            "exchange-{n} kept"
+        );
     }
     let bar = format!(
         "[{}{}{}{}{}{}{}]",

@@ -152,7 +152,11 @@ fn sweep_chart_is_the_committed_example() {
     let mut args = CHART_ARGS.to_vec();
     args.extend(["--plot", svg.to_str().unwrap()]);
     let out = ok(&args);
-    assert!(out.starts_with("policy  the [policy] table of tests/fixtures/whatif/support-greedy.toml\n"));
+    assert!(
+        out.starts_with(
+            "policy  the [policy] table of tests/fixtures/whatif/support-greedy.toml\n"
+        )
+    );
     let drawn = std::fs::read_to_string(&svg).unwrap();
     let committed =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/sweep.svg"))

@@ -245,7 +245,7 @@ pub enum CupelError {
         now: DateTime<Utc>,
     },
 
-    /// A [`BudgetRequest`](crate::BudgetRequest) was given a negative
+    /// A `BudgetRequest` (in `cupel_run`) was given a negative
     /// projected duration.
     #[error("run budget projected duration must be >= 0 (got {})", millis(.duration))]
     NegativeProjectedDuration {

@@ -211,7 +211,7 @@ pub use cupel_tokens::TiktokenCounter;
 
 /// Declarative configuration (`cupel-rs-pipeline`): [`PolicyConfig`]
 /// (TOML/JSON), the scorer, slicer and placer configurations, named
-/// [`presets`] and the [`ComponentRegistry`](config::ComponentRegistry) for
+/// [`presets`] and the [`ComponentRegistry`] for
 /// custom components. See `spec/07-policy-config.md`.
 pub mod config {
     pub use cupel_pipeline::{
