@@ -864,15 +864,50 @@ pub fn trim_transcript<'a>(
     Ok((transcript.with_messages(out.cloned_messages()), out))
 }
 
-fn excerpt(s: &str, max: usize) -> String {
-    let one_line: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one_line.chars().count() <= max {
-        one_line
-    } else {
-        let mut t: String = one_line.chars().take(max).collect();
-        t.push('…');
-        t
+/// The first `max` characters of `m`'s text with every run of whitespace
+/// collapsed to one space (and none at either end), `…` appended when cut:
+/// the excerpt of `m.text()`, read from the message's parts without
+/// building the whole text, so a huge tool output costs `max` characters,
+/// not its length. `None` when `m.text()` would be empty.
+fn excerpt(m: &Message, max: usize) -> Option<String> {
+    let texts = m.content.texts();
+    let results = m.content.parts().iter().filter_map(|p| match p {
+        crate::Part::ToolResult(r) => Some(r.content.texts()),
+        _ => None,
+    });
+    let mut parts = texts.into_iter().chain(results.flatten()).peekable();
+    // `m.text()` joins the parts with '\n': it is empty only for no part,
+    // or a single empty one.
+    let first = parts.peek().copied()?;
+    let mut out = String::new();
+    let mut count = 0usize;
+    let mut pending_space = false;
+    let mut seen = 0usize;
+    for text in parts {
+        seen += 1;
+        if !out.is_empty() {
+            pending_space = true;
+        }
+        for c in text.chars() {
+            if c.is_whitespace() {
+                pending_space |= !out.is_empty();
+                continue;
+            }
+            for ch in [pending_space.then_some(' '), Some(c)]
+                .into_iter()
+                .flatten()
+            {
+                if count == max {
+                    out.push('…');
+                    return Some(out);
+                }
+                out.push(ch);
+                count += 1;
+            }
+            pending_space = false;
+        }
     }
+    (seen > 1 || !first.is_empty()).then_some(out)
 }
 
 fn build_report(messages: &[Message], rows: &[MessageRow<'_>], units: &[Unit]) -> SelectionReport {
@@ -881,12 +916,10 @@ fn build_report(messages: &[Message], rows: &[MessageRow<'_>], units: &[Unit]) -
     let mut excluded = Vec::new();
     for r in rows {
         let m = &messages[r.position];
-        let text = m.text();
         let label = m.label();
-        let content = if text.is_empty() {
-            format!("#{} {label}", r.position)
-        } else {
-            format!("#{} {label}: {}", r.position, excerpt(&text, 200))
+        let content = match excerpt(m, 200) {
+            None => format!("#{} {label}", r.position),
+            Some(text) => format!("#{} {label}: {text}", r.position),
         };
         let kind = if m.role.is_prompt() {
             ContextKind::SYSTEM_PROMPT
@@ -963,5 +996,57 @@ fn filter_name(d: &Decision) -> &'static str {
         Decision::StartRule { .. } => "chat:start-on",
         Decision::EndRule => "chat:end-on",
         _ => "chat",
+    }
+}
+
+#[cfg(test)]
+mod excerpt_tests {
+    use super::*;
+
+    /// The excerpt by its definition: `m.text()`, words joined by one space,
+    /// cut at `max` characters.
+    fn by_definition(m: &Message, max: usize) -> Option<String> {
+        let text = m.text();
+        if text.is_empty() {
+            return None;
+        }
+        let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        Some(if one_line.chars().count() <= max {
+            one_line
+        } else {
+            let mut t: String = one_line.chars().take(max).collect();
+            t.push('…');
+            t
+        })
+    }
+
+    #[test]
+    fn a_huge_part_costs_only_the_excerpt() {
+        let m = Message::user(format!("  start {}", "x ".repeat(1_000_000)));
+        // "start" + 1,000,000 × " x": cut after 9 characters ("start x x").
+        assert_eq!(excerpt(&m, 9).as_deref(), Some("start x x…"));
+        assert_eq!(excerpt(&Message::user(""), 9), None);
+        assert_eq!(excerpt(&Message::user(" \n "), 9).as_deref(), Some(""));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        #[test]
+        fn streams_the_excerpt_of_the_definition(
+            texts in proptest::collection::vec("[ a\nb\té]{0,12}", 0..4),
+            max in 0usize..12,
+        ) {
+            let m = Message::user(texts.first().cloned().unwrap_or_default());
+            proptest::prop_assert_eq!(excerpt(&m, max), by_definition(&m, max));
+            let parts: Vec<serde_json::Value> = texts
+                .iter()
+                .map(|t| serde_json::json!({"type": "text", "text": t}))
+                .collect();
+            let doc = serde_json::json!([{"role": "user", "content": parts}]).to_string();
+            if let Ok(t) = crate::Transcript::parse(&doc) {
+                let m = &t.messages()[0];
+                proptest::prop_assert_eq!(excerpt(m, max), by_definition(m, max));
+            }
+        }
     }
 }

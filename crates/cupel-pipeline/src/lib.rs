@@ -174,6 +174,7 @@ pub use cupel_gate::{
 pub use names::{ComponentType, PlacerType, ScorerType, SlicerType};
 pub use pipeline::{
     OverflowObserver, Pipeline, PipelineBuilder, PipelineParts, RunHold, RunOptions, RunOutput,
+    SharedRunHold,
 };
 pub use policy::{Policy, PolicyBuilder};
 #[cfg(feature = "config")]

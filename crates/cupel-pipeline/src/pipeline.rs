@@ -7,6 +7,7 @@ use cupel_core::{
     ContextBudget, ContextItem, CupelError, DiagnosticTraceCollector, FanOut, NullTraceCollector,
     OverflowEvent, SelectionReport, TraceCollector, TraceDetailLevel,
 };
+use cupel_run::store::{SharedReservation, SharedTracker};
 use cupel_run::{BudgetTracker, Reservation};
 
 use crate::policy::{Policy, PolicyBuilder};
@@ -245,6 +246,7 @@ impl Pipeline {
             report,
             dry,
             run_budget,
+            shared_run_budget,
         } = options;
         let policy = policy.unwrap_or(&self.policy);
         let budget = budget.unwrap_or(&self.budget);
@@ -253,19 +255,55 @@ impl Pipeline {
         } else {
             self.overflow_observer.as_ref()
         };
-        match run_budget {
-            Some(_) if dry => Err(CupelError::PipelineConfig(
-                "a dry run cannot hold tokens on a run budget: drop `dry` or `run_budget`".into(),
+        if dry && (run_budget.is_some() || shared_run_budget.is_some()) {
+            return Err(CupelError::PipelineConfig(
+                "a dry run cannot hold tokens on a run budget: drop `dry` or the run budget".into(),
+            ));
+        }
+        match (run_budget, shared_run_budget) {
+            (Some(_), Some(_)) => Err(CupelError::PipelineConfig(
+                "a run holds tokens on one run budget: give `run_budget` or `shared_run_budget`, not both"
+                    .into(),
             )),
-            Some(tracker) => crate::run_budget::select_within(
-                policy, budget, items, tracker, collector, report, observer,
-            ),
-            None => {
+            (Some(tracker), None) => {
+                let held = crate::run_budget::select_within(
+                    policy, budget, items, tracker, collector, report, observer,
+                )?;
+                Ok(RunOutput {
+                    items: held.items,
+                    report: held.report,
+                    hold: Some(RunHold {
+                        input_tokens: held.input_tokens,
+                        max_output_tokens: held.max_output_tokens,
+                        context_budget: held.context_budget,
+                        reservation: held.hold,
+                    }),
+                    shared_hold: None,
+                })
+            }
+            (None, Some(tracker)) => {
+                let held = crate::run_budget::select_within(
+                    policy, budget, items, tracker, collector, report, observer,
+                )?;
+                Ok(RunOutput {
+                    items: held.items,
+                    report: held.report,
+                    hold: None,
+                    shared_hold: Some(SharedRunHold {
+                        input_tokens: held.input_tokens,
+                        max_output_tokens: held.max_output_tokens,
+                        context_budget: held.context_budget,
+                        reservation: held.hold,
+                    }),
+                })
+            }
+            (None, None) => {
                 let (items, report) = select(policy, budget, items, collector, report, observer)?;
                 Ok(RunOutput {
                     items,
                     report,
                     hold: None,
+                    shared_hold: None,
                 })
             }
         }
@@ -438,6 +476,7 @@ pub struct RunOptions<'a, C: TraceCollector + ?Sized = NullTraceCollector> {
     report: bool,
     dry: bool,
     run_budget: Option<&'a BudgetTracker>,
+    shared_run_budget: Option<&'a SharedTracker>,
 }
 
 impl RunOptions<'_> {
@@ -451,6 +490,7 @@ impl RunOptions<'_> {
             report: false,
             dry: false,
             run_budget: None,
+            shared_run_budget: None,
         }
     }
 }
@@ -470,6 +510,7 @@ impl<C: TraceCollector + ?Sized> fmt::Debug for RunOptions<'_, C> {
             .field("report", &self.report)
             .field("dry", &self.dry)
             .field("run_budget", &self.run_budget.is_some())
+            .field("shared_run_budget", &self.shared_run_budget.is_some())
             .finish()
     }
 }
@@ -500,6 +541,7 @@ impl<'a, C: TraceCollector + ?Sized> RunOptions<'a, C> {
             report: self.report,
             dry: self.dry,
             run_budget: self.run_budget,
+            shared_run_budget: self.shared_run_budget,
         }
     }
 
@@ -624,6 +666,22 @@ impl<'a, C: TraceCollector + ?Sized> RunOptions<'a, C> {
         self.run_budget = Some(tracker);
         self
     }
+
+    /// Selects under a run budget shared across processes (a
+    /// [`SharedTracker`] over a `cupel_run::store::BudgetStore`, e.g. Redis):
+    /// the rules of [`run_budget`](Self::run_budget), checked and held in
+    /// the store, and the hold is [`RunOutput::shared_hold`]. A store failure
+    /// is [`CupelError::BudgetStoreFailed`] (or, for a tracker failing open,
+    /// a selection under the pipeline's own budget with an unverified hold).
+    ///
+    /// # Errors
+    /// As [`run_budget`](Self::run_budget), plus the store's failures; a
+    /// [`CupelError::PipelineConfig`] when `run_budget` is given too.
+    #[must_use]
+    pub fn shared_run_budget(mut self, tracker: &'a SharedTracker) -> Self {
+        self.shared_run_budget = Some(tracker);
+        self
+    }
 }
 
 /// The result of [`Pipeline::run_with`].
@@ -637,6 +695,9 @@ pub struct RunOutput {
     /// What the run holds on its run budget, when
     /// [`RunOptions::run_budget`] gave one.
     pub hold: Option<RunHold>,
+    /// What the run holds on a shared run budget, when
+    /// [`RunOptions::shared_run_budget`] gave one.
+    pub shared_hold: Option<SharedRunHold>,
 }
 
 /// The tokens a run holds on its run budget ([`RunOptions::run_budget`]).
@@ -654,6 +715,24 @@ pub struct RunHold {
     pub context_budget: ContextBudget,
     /// The tokens held on the tracker; settle it with the provider's usage.
     pub reservation: Reservation,
+}
+
+/// The tokens a run holds on a shared run budget
+/// ([`RunOptions::shared_run_budget`]): [`RunHold`]'s numbers, with the
+/// store's reservation.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct SharedRunHold {
+    /// The sum of the selected items' tokens (reserved as input usage).
+    pub input_tokens: i64,
+    /// As [`RunHold::max_output_tokens`].
+    pub max_output_tokens: Option<i64>,
+    /// The budget the selection ran under, clamped to the run's remaining
+    /// input allowance.
+    pub context_budget: ContextBudget,
+    /// The tokens held in the store (under the tracker's lease); settle it
+    /// with the provider's usage.
+    pub reservation: SharedReservation,
 }
 
 /// Builder for [`Pipeline`]: a budget plus either a whole [`Policy`] or its

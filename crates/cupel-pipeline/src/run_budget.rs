@@ -8,11 +8,12 @@
 //! tokens.
 
 use cupel_core::{
-    BudgetPhase, ContextBudget, ContextItem, CupelError, TokenSign, TokenUsage, TraceCollector,
+    BudgetPhase, ContextBudget, ContextItem, CupelError, SelectionReport, TokenSign, TokenUsage,
+    TraceCollector,
 };
-use cupel_run::{BudgetRequest, BudgetTracker, Reservation};
+use cupel_run::{BudgetRequest, BudgetTracker, Reservation, WindowLedger};
 
-use crate::pipeline::{OverflowObserver, RunHold, RunOptions, RunOutput, select};
+use crate::pipeline::{OverflowObserver, RunOptions, RunOutput, select};
 use crate::{Pipeline, Policy};
 
 /// A context window selected under a run budget, with the reservation that
@@ -105,19 +106,29 @@ impl BudgetedWindow {
     }
 }
 
-/// A selection under the run budget tracked by `tracker` (the rules of
-/// [`Pipeline::run_within`]), with `budget` as the budget to clamp.
-pub(crate) fn select_within<C: TraceCollector + ?Sized>(
+/// What a selection under a run budget holds, whichever ledger tracks it.
+pub(crate) struct Held<H> {
+    pub(crate) items: Vec<ContextItem>,
+    pub(crate) report: Option<SelectionReport>,
+    pub(crate) input_tokens: i64,
+    pub(crate) max_output_tokens: Option<i64>,
+    pub(crate) context_budget: ContextBudget,
+    pub(crate) hold: H,
+}
+
+/// A selection under the run budget tracked by `ledger` (the rules of
+/// [`RunOptions::run_budget`](crate::RunOptions::run_budget)), with `budget`
+/// as the budget to clamp.
+pub(crate) fn select_within<L: WindowLedger + ?Sized, C: TraceCollector + ?Sized>(
     policy: &Policy,
     budget: &ContextBudget,
     items: &[ContextItem],
-    tracker: &BudgetTracker,
+    ledger: &L,
     collector: Option<&mut C>,
     report: bool,
     observer: Option<&OverflowObserver>,
-) -> Result<RunOutput, CupelError> {
-    let snapshot = tracker.preflight()?;
-    let remaining = snapshot.remaining_tokens;
+) -> Result<Held<L::Hold>, CupelError> {
+    let remaining = ledger.preflight_allowance()?;
     let input_left = remaining.and_then(|r| r.input());
     let output_left = remaining.and_then(|r| r.output());
 
@@ -136,11 +147,11 @@ pub(crate) fn select_within<C: TraceCollector + ?Sized>(
                 BudgetPhase::ProviderRequest,
                 TokenUsage::new(pinned_tokens, 0)?,
             );
-            return Err(match tracker.would_fit(&projected) {
-                Err(budget_error) => budget_error.into(),
+            return Err(match ledger.ask_fit(&projected) {
+                Err(budget_error) => budget_error,
                 // Another holder released tokens meanwhile: report the
                 // selection's own error.
-                Ok(_) => CupelError::PinnedBudgetExceeded {
+                Ok(()) => CupelError::PinnedBudgetExceeded {
                     pinned_tokens,
                     available_tokens: context_budget.available_for_pinned(),
                 },
@@ -162,19 +173,14 @@ pub(crate) fn select_within<C: TraceCollector + ?Sized>(
         (None, true) => Some(reserve),
         (None, false) => None,
     };
-    let reservation = tracker.reserve(
-        BudgetPhase::ProviderRequest,
-        TokenUsage::new(input_tokens, reserved_output)?,
-    )?;
-    Ok(RunOutput {
+    let hold = ledger.hold_window(TokenUsage::new(input_tokens, reserved_output)?)?;
+    Ok(Held {
         items,
         report,
-        hold: Some(RunHold {
-            input_tokens,
-            max_output_tokens,
-            context_budget,
-            reservation,
-        }),
+        input_tokens,
+        max_output_tokens,
+        context_budget,
+        hold,
     })
 }
 

@@ -317,3 +317,71 @@ fn a_subagent_scope_charges_the_parent() {
     assert_eq!(run.usage(), usage(40, 5));
     assert_eq!(run.remaining_tokens().unwrap().input(), Some(960));
 }
+
+// ----- a run budget shared across processes (issue 30) -----------------------------------
+
+/// The same selection under a `SharedTracker` (here on the in-process
+/// `MemoryStore`; the Redis store is held to the same answers by
+/// cupel-run's behaviour suite) as under the in-process tracker: the window
+/// budget clamped to the run's input allowance, the same window, the same
+/// tokens held.
+#[test]
+fn a_shared_run_budget_clamps_and_holds_like_the_in_process_one() {
+    use std::sync::Arc;
+
+    use cupel_pipeline::RunOptions;
+    use cupel_run::store::{MemoryStore, SharedTracker};
+
+    // Run: 70 input tokens left after 30 already used (limit 100); output 500.
+    // Pipeline: max 200, target 150, reserve 40 -> clamped to max 70 + 40 = 110,
+    // target min(150, 70) = 70. Greedy by hint: docs 0, 1, 2 (60 tokens);
+    // doc 3 (20) > 70 - 60 = 10. Held: 60 input, min(40, 500) = 40 output.
+    let clock = ManualTimeProvider::new(t0());
+    let store = Arc::new(MemoryStore::new(clock.clone()));
+    let budget = RunBudget::from_parts(None, Some(TokenLimit::new(Some(100), Some(500)).unwrap()));
+    let shared = SharedTracker::create(store, "run", budget).unwrap();
+    shared.record(usage(30, 0)).unwrap();
+    let (local, _clock) = tracker(Some(100), Some(500));
+    local.record(usage(30, 0));
+
+    let p = pipeline(200, 150, 40);
+    let items = docs();
+    let a = p
+        .run_with(&items, RunOptions::new().run_budget(&local))
+        .unwrap();
+    let b = p
+        .run_with(&items, RunOptions::new().shared_run_budget(&shared))
+        .unwrap();
+    assert!(a.shared_hold.is_none() && b.hold.is_none());
+    let (ha, hb) = (a.hold.unwrap(), b.shared_hold.unwrap());
+    assert_eq!(a.items, b.items);
+    let contents: Vec<&str> = b.items.iter().map(ContextItem::content).collect();
+    assert_eq!(contents, ["doc 0", "doc 1", "doc 2"]);
+    assert_eq!(hb.context_budget, ha.context_budget);
+    assert_eq!(
+        (
+            hb.context_budget.max_tokens(),
+            hb.context_budget.target_tokens()
+        ),
+        (110, 70)
+    );
+    assert_eq!((hb.input_tokens, hb.max_output_tokens), (60, Some(40)));
+    assert_eq!(shared.snapshot().unwrap().reserved, usage(60, 40));
+    hb.reservation.settle(usage(60, 35)).unwrap();
+    ha.reservation.settle(usage(60, 35));
+    assert_eq!(shared.usage().unwrap(), local.usage());
+
+    // One run budget per run, and none on a dry run.
+    let both = p.run_with(
+        &items,
+        RunOptions::new()
+            .run_budget(&local)
+            .shared_run_budget(&shared),
+    );
+    assert!(matches!(both, Err(CupelError::PipelineConfig(m)) if m.contains("not both")));
+    let dry = p.run_with(
+        &items,
+        RunOptions::new().shared_run_budget(&shared).dry(true),
+    );
+    assert!(matches!(dry, Err(CupelError::PipelineConfig(_))));
+}

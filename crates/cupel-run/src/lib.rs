@@ -70,6 +70,7 @@ mod request;
 mod rules;
 pub mod store;
 mod tracker;
+mod window;
 
 #[cfg(feature = "serde")]
 pub use adaptive::InvalidRecorderState;
@@ -80,6 +81,7 @@ pub use bridge::CycleDemand;
 pub use meter::UsageMeter;
 pub use request::BudgetRequest;
 pub use tracker::{BudgetSnapshot, BudgetTracker, RUN_BUDGET_TRACING_TARGET, Reservation};
+pub use window::WindowLedger;
 
 // The values and the error live in `cupel-core` so that every crate returning
 // a `CupelError` can name them; this crate is their home for users.
