@@ -5,7 +5,8 @@
 //! `trim+count` counting every message with o200k_base and building the
 //! report (what a caller pays end to end by default) —
 //! beside `pipeline_run` (the `newest-turns` preset's `Pipeline::run` on N
-//! items with the same tokens and tool groups) and the sort `floor`.
+//! items with the same tokens and tool groups), `pipeline_dry_run` (the same
+//! with its `SelectionReport`: the peer of `trim+report`) and the sort `floor`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::hint::black_box;
