@@ -487,6 +487,45 @@ impl<'a> Trimmed<'a> {
         self.messages.iter().map(|m| (*m).clone()).collect()
     }
 
+    /// Where Anthropic `cache_control` markers go in this window when it is
+    /// sent on its own (no session): prefix lengths of
+    /// [`messages`](Self::messages), planned by
+    /// [`plan_breakpoints`](crate::plan_breakpoints) without a reused
+    /// prefix — the end of the pinned prompts and the end of the window
+    /// (each only when at least `profile`'s minimum cacheable length), plus
+    /// one lookback marker when the gap is wider than the lookback. Write
+    /// them with [`apply_breakpoints`](crate::apply_breakpoints). `format`
+    /// is the transcript's format (blocks are counted as it writes them).
+    /// Implicit profiles (OpenAI, Gemini) get none.
+    ///
+    /// ```
+    /// use cupel_chat::{CacheProfile, Format, Message, Transcript, Trim, apply_breakpoints, trim};
+    /// let long = "word ".repeat(1_500); // 2,146 tokens each by the estimate: over 1,024
+    /// let msgs = vec![Message::system(long.clone()), Message::user(long)];
+    /// let out = trim(&msgs, &Trim::anthropic(10_000))?;
+    /// let marks = out.breakpoints(Format::Anthropic, &CacheProfile::anthropic());
+    /// assert_eq!(marks, vec![1, 2]); // after the system prompt, and at the end
+    /// let window = Transcript::new(Format::Anthropic, out.cloned_messages());
+    /// let request = apply_breakpoints(&window, &marks, &CacheProfile::anthropic());
+    /// // A bare message array: the system prompt's block and the user's carry a marker.
+    /// assert_eq!(request[0]["content"][0]["cache_control"]["type"], "ephemeral");
+    /// assert_eq!(request[1]["content"][0]["cache_control"]["type"], "ephemeral");
+    /// # Ok::<(), cupel_chat::ChatError>(())
+    /// ```
+    pub fn breakpoints(&self, format: Format, profile: &crate::CacheProfile) -> Vec<usize> {
+        let kept: Vec<&MessageRow<'_>> =
+            self.rows.iter().filter(|r| r.decision.is_kept()).collect();
+        let blocks: Vec<crate::Block> = kept
+            .iter()
+            .map(|r| crate::Block::of(r.message, r.tokens, format))
+            .collect();
+        let pinned = kept
+            .iter()
+            .take_while(|r| r.decision == Decision::Pinned)
+            .count();
+        crate::plan_breakpoints(&blocks, pinned, None, profile)
+    }
+
     /// One line per message (`#12 tool result for call_7 dropped with its call: ...`).
     pub fn explain(&self) -> String {
         let mut out = String::new();

@@ -87,6 +87,16 @@ pub(crate) struct ChatArgs {
     /// exists), keep its prefix, write the new window back to FILE
     #[arg(long, value_name = "FILE")]
     state: Option<String>,
+
+    /// Write Anthropic cache_control markers into the trimmed request
+    ///
+    /// At the end of the pinned prompts and of the window (each when
+    /// at least 1,024 tokens), plus one within the 20-block lookback.
+    /// Always on with --state; off by default otherwise, so that a
+    /// plain trim writes back exactly the fields it read. OpenAI
+    /// documents need no markers and are written unchanged.
+    #[arg(long, verbatim_doc_comment)]
+    cache_breakpoints: bool,
 }
 
 fn map_err(e: ChatError, input: &str) -> CliError {
@@ -166,7 +176,16 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
     }
     let (window, out) = trim_transcript(&doc, &opts).map_err(|e| map_err(e, name))?;
     if !a.explain {
-        let mut s = window.to_json_pretty();
+        let mut s = if a.cache_breakpoints {
+            let profile = cupel_chat::CacheProfile::anthropic();
+            let marks = out.breakpoints(window.format(), &profile);
+            let value = cupel_chat::apply_breakpoints(&window, &marks, &profile);
+            serde_json::to_string_pretty(&value).map_err(|e| {
+                CliError::input(format!("cannot write the request with its markers: {e}"))
+            })?
+        } else {
+            window.to_json_pretty()
+        };
         s.push('\n');
         return Ok(s);
     }

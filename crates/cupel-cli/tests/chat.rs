@@ -123,3 +123,36 @@ fn errors() {
         "{e}"
     );
 }
+
+#[test]
+fn cache_breakpoints_mark_the_pinned_prompt_and_the_end_only_on_request() {
+    // A 2,146-token system prompt ("word " × 1,500: 7,500 characters / 3.5 =
+    // 2,142.9 -> 2,143, plus the estimate's 3 per message) and two short
+    // turns. Both the pinned end (2,146 tokens) and the window end are at
+    // least Anthropic's 1,024-token minimum: markers after the system prompt
+    // and on the last message; nothing on the first user turn.
+    let doc = serde_json::json!({
+        "model": "claude-sonnet-4-5",
+        "system": "word ".repeat(1_500),
+        "messages": [
+            {"role": "user", "content": "first question"},
+            {"role": "assistant", "content": "an answer"},
+            {"role": "user", "content": "second question"}
+        ]
+    })
+    .to_string();
+    let plain = stdout(&cupel(&["chat", "-", "--max-tokens", "10000"], Some(&doc)));
+    assert!(!plain.contains("cache_control"), "{plain}");
+    let marked = stdout(&cupel(
+        &["chat", "-", "--max-tokens", "10000", "--cache-breakpoints"],
+        Some(&doc),
+    ));
+    let v: Value = serde_json::from_str(&marked).unwrap();
+    assert_eq!(v["system"][0]["cache_control"]["type"], "ephemeral");
+    assert_eq!(
+        v["messages"][2]["content"][0]["cache_control"]["type"],
+        "ephemeral"
+    );
+    assert!(v["messages"][0]["content"].is_string());
+    assert_eq!(marked.matches("cache_control").count(), 2);
+}
