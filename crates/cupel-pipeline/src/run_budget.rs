@@ -18,7 +18,7 @@ use crate::{Pipeline, Policy};
 
 /// A context window selected under a run budget, with the reservation that
 /// holds its tokens on the shared tracker: what the deprecated
-/// [`Pipeline::run_within`] returns ([`RunOutput`] with its [`RunHold`] is
+/// [`Pipeline::run_within`] returns ([`RunOutput`] with its [`RunHold`](crate::RunHold) is
 /// the current form).
 ///
 /// Send the request with [`items`](Self::items), cap the model's generation
