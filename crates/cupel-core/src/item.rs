@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use crate::{ContextKind, ContextSource, CupelError};
+use crate::{ContextKind, ContextSource, CupelError, ItemVariant};
 
 /// One candidate piece of context: a message, document, tool output, memory, ...
 ///
@@ -47,6 +47,8 @@ struct ItemData {
     pinned: bool,
     original_tokens: Option<i64>,
     group: Option<Arc<str>>,
+    /// Cheaper forms, most complete first (empty: none; no allocation).
+    variants: Box<[ItemVariant]>,
 }
 
 impl ContextItem {
@@ -135,6 +137,20 @@ impl ContextItem {
         self.inner.group.as_deref()
     }
 
+    /// The item's cheaper forms, most complete first (an extension to the
+    /// specification: see `spec/21-variants.md`). A slicer may put one of
+    /// them in the window instead of the whole item; the window never holds
+    /// two forms of one item. Variant `k` of this slice is form `k + 1`
+    /// ([`as_variant`](Self::as_variant)); form 0 is the item itself.
+    pub fn variants(&self) -> &[ItemVariant] {
+        &self.inner.variants
+    }
+
+    /// Whether the item has at least one variant.
+    pub fn has_variants(&self) -> bool {
+        !self.inner.variants.is_empty()
+    }
+
     /// Whether `self` and `other` are the very same allocation (cheap identity check).
     pub fn ptr_eq(&self, other: &ContextItem) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
@@ -190,6 +206,9 @@ impl fmt::Debug for ContextItem {
         if let Some(g) = &d.group {
             s.field("group", g);
         }
+        if !d.variants.is_empty() {
+            s.field("variants", &d.variants);
+        }
         s.finish()
     }
 }
@@ -226,6 +245,7 @@ impl ContextItemBuilder {
                 pinned: false,
                 original_tokens: None,
                 group: None,
+                variants: Box::default(),
             },
         }
     }
@@ -356,11 +376,44 @@ impl ContextItemBuilder {
         self
     }
 
+    /// Appends a cheaper form of the item (see [`ContextItem::variants`]);
+    /// add them most complete first.
+    ///
+    /// ```
+    /// use cupel_core::{ContextItem, ItemVariant};
+    /// let item = ContextItem::builder("a long tool log", 900)
+    ///     .variant(ItemVariant::new("the log's first and last lines", 120))
+    ///     .build()?;
+    /// assert_eq!(item.variants()[0].tokens(), 120);
+    /// # Ok::<(), cupel_core::CupelError>(())
+    /// ```
+    pub fn variant(mut self, variant: ItemVariant) -> Self {
+        let mut all = std::mem::take(&mut self.data.variants).into_vec();
+        all.push(variant);
+        self.data.variants = all.into_boxed_slice();
+        self
+    }
+
+    /// Replaces the variants.
+    pub fn variants<I: IntoIterator<Item = ItemVariant>>(mut self, variants: I) -> Self {
+        self.data.variants = variants.into_iter().collect();
+        self
+    }
+
+    /// Removes every variant.
+    pub fn clear_variants(mut self) -> Self {
+        self.data.variants = Box::default();
+        self
+    }
+
     /// Validates and builds the item.
     ///
     /// # Errors
     /// [`CupelError::EmptyContent`] when the content is empty;
-    /// [`CupelError::InvalidArgument`] when the group id is empty. (Negative token
+    /// [`CupelError::InvalidArgument`] when the group id is empty;
+    /// [`CupelError::InvalidVariant`] when a variant has empty content,
+    /// negative tokens, more tokens than the form before it (the item
+    /// itself for the first variant), or a value outside `[0, 1]`. (Negative token
     /// counts are accepted here: the pipeline reports them as
     /// `NegativeTokens` exclusions, as the specification requires.)
     pub fn build(mut self) -> Result<ContextItem, CupelError> {
@@ -371,6 +424,11 @@ impl ContextItemBuilder {
             return Err(CupelError::InvalidArgument(
                 "an item's group id must not be empty (omit it for no group)".into(),
             ));
+        }
+        let mut previous = self.data.tokens;
+        for (k, v) in self.data.variants.iter().enumerate() {
+            v.check(k + 1, previous)?;
+            previous = v.tokens();
         }
         // An item lives as long as its caller keeps it: drop the spare
         // capacity that `format!` and pushes leave (often a third of the
@@ -413,6 +471,8 @@ mod serde_impl {
         original_tokens: Option<i64>,
         #[serde(skip_serializing_if = "Option::is_none")]
         group: Option<&'a str>,
+        #[serde(skip_serializing_if = "<[ItemVariant]>::is_empty")]
+        variants: &'a [ItemVariant],
     }
 
     impl Serialize for ContextItem {
@@ -431,6 +491,7 @@ mod serde_impl {
                 pinned: d.pinned,
                 original_tokens: d.original_tokens,
                 group: d.group.as_deref(),
+                variants: &d.variants,
             }
             .serialize(s)
         }
@@ -462,6 +523,8 @@ mod serde_impl {
         original_tokens: Option<i64>,
         #[serde(default)]
         group: Option<String>,
+        #[serde(default)]
+        variants: Vec<ItemVariant>,
     }
 
     impl<'de> Deserialize<'de> for ContextItem {
@@ -478,6 +541,7 @@ mod serde_impl {
                 .pinned(o.pinned)
                 .original_tokens_opt(o.original_tokens)
                 .group_opt(o.group)
+                .variants(o.variants)
                 .build()
                 .map_err(serde::de::Error::custom)
         }

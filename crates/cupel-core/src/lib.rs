@@ -59,6 +59,7 @@ mod stage;
 mod time;
 mod timestamp;
 mod tokens;
+mod variant;
 
 pub use budget::{ContextBudget, ContextBudgetBuilder, SliceBudget};
 pub use diagnostics::{
@@ -84,6 +85,9 @@ pub use timestamp::parse_timestamp;
 #[cfg(feature = "serde")]
 pub use timestamp::serde_timestamp;
 pub use tokens::{TokenCounter, check_token_totals};
+pub use variant::{
+    ItemVariant, VARIANT_METADATA_KEY, VariantChoice, VariantOutcome, VariantPick, VariantReason,
+};
 
 /// The `chrono` crate, whose `DateTime<Utc>` and `TimeDelta` appear in timestamps, decay and time providers.
 pub use chrono;
