@@ -699,6 +699,7 @@ mod tests {
                 item,
                 score: 0.25,
                 reason: InclusionReason::Scored,
+                variant: None,
             });
         }
         let item = ContextItem::new("a", 400).unwrap();
@@ -819,6 +820,7 @@ mod tests {
             item: &item,
             score: 0.5,
             reason: InclusionReason::Scored,
+            variant: None,
         });
         c.on_shortfalls(&[CountRequirementShortfall {
             kind: crate::ContextKind::MESSAGE,
@@ -906,6 +908,7 @@ mod tests {
             item: &items[1],
             score: 0.5,
             reason: InclusionReason::Scored,
+            variant: None,
         });
         both.on_stage_completed(&stage(PipelineStage::Place, 1));
         let (item_level, stage_level) = both.into_inner();
