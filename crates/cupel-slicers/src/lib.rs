@@ -65,6 +65,7 @@ mod quota;
 mod stream;
 #[cfg(test)]
 mod test_util;
+mod variants;
 
 pub use contiguous::ContiguousSlice;
 pub use count_knapsack::CountConstrainedKnapsackSlice;
