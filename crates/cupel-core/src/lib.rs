@@ -52,6 +52,7 @@
 mod budget;
 pub mod diagnostics;
 mod error;
+mod generate;
 mod item;
 mod kind;
 mod run_budget;
@@ -69,6 +70,7 @@ pub use diagnostics::{
     TraceDetailLevel, TraceEvent,
 };
 pub use error::{ConfigError, CupelError, DEFAULT_MAX_TABLE_BYTES, TableLimit, TokenSign};
+pub use generate::{HeadTail, Placeholder, VariantGenerator, with_generated_variants};
 pub use item::{ContextItem, ContextItemBuilder};
 pub use kind::{ContextKind, ContextSource};
 pub use run_budget::{
