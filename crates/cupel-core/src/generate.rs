@@ -244,7 +244,7 @@ pub(crate) fn group_digits(n: i64) -> String {
         out.push('-');
     }
     for (k, c) in digits.chars().enumerate() {
-        if k > 0 && (digits.len() - k) % 3 == 0 {
+        if k > 0 && (digits.len() - k).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
