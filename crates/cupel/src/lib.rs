@@ -85,6 +85,11 @@ pub use cupel_core::{
     check_finite_scores, check_token_totals, chrono, diagnostics, parse_timestamp, score_cmp_desc,
     score_sort_key, serde_timestamp,
 };
+// Issue 29: item variants, their generators, summaries of evicted units.
+pub use cupel_core::{
+    HeadTail, ItemVariant, Placeholder, VARIANT_METADATA_KEY, VariantChoice, VariantGenerator,
+    VariantOutcome, VariantPick, VariantReason, with_generated_variants,
+};
 
 // Scorers (cupel-scorers).
 pub use cupel_scorers::{
@@ -113,6 +118,9 @@ pub use cupel_pipeline::{
     RunHold, RunOptions, RunOutput, ScorerConfig, ScorerConstructor, ScorerType, SlicerConfig,
     SlicerConstructor, SlicerType, StepWindowConfig, TagWeightConfig, overflow_strategy_name,
     preset, presets, samples, scarcity_behavior_name, serde_json,
+};
+pub use cupel_pipeline::{
+    EvictedUnit, SUMMARY_METADATA_KEY, SummarizedWindow, Summary, SummaryPlan,
 };
 // Issue 28: remaining time for people.
 pub use cupel_core::RemainingTime;
