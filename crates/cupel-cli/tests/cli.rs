@@ -672,6 +672,40 @@ fn select_and_explain_show_atomic_groups() {
 }
 
 #[test]
+fn select_and_explain_show_variants() {
+    const VARIANTS: &str = "tests/fixtures/variants.toml";
+    let out = ok(&["select", VARIANTS]);
+    assert_fits_80(&out);
+    // See the fixture's header for the arithmetic.
+    assert!(
+        out.contains("[flights] [flight search results omitted]"),
+        "{out}"
+    );
+    assert!(out.contains("[flights] call search_flights(LIS)"), "{out}");
+    let out = ok(&["explain", VARIANTS]);
+    // Variant 2 saved 200 - 8 = 192 tokens; the window holds 258 tokens.
+    assert!(out.contains("Scored, variant 2 (-192)"), "{out}");
+    assert!(out.contains("included  7 items       258 tokens"), "{out}");
+    let json = ok(&["select", VARIANTS, "--format", "json", "--zero-durations"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["excluded"].as_array().unwrap().len(), 0);
+    let row = v["included"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r.get("variant").is_some())
+        .unwrap();
+    assert_eq!(
+        row["variant"],
+        serde_json::json!({"variant": 2, "reason": "did_not_fit", "tokens_saved": 192})
+    );
+    assert_eq!(row["position"], 5);
+    let input = "[budget]\nmax_tokens = 10\ntarget_tokens = 10\n[[items]]\ncontent = \"x\"\ntokens = 5\n[[items.variants]]\ncontent = \"y\"\ntokens = 6\n";
+    let err = fails(&["select", "-", "--input-format", "toml"], Some(input), 2);
+    assert!(err.contains("variant 1 of the item is invalid"), "{err}");
+}
+
+#[test]
 fn an_empty_group_id_is_an_input_error() {
     let input = "[budget]\nmax_tokens = 10\ntarget_tokens = 10\n[[items]]\ncontent = \"x\"\ntokens = 1\ngroup = \"\"\n";
     let err = fails(&["select", "-", "--input-format", "toml"], Some(input), 2);
