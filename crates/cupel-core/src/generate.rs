@@ -442,6 +442,38 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Any text, any size: within the size (or an error when even the
+        /// marker does not fit), head and tail are a prefix and a suffix of
+        /// the text, and the same input gives the same bytes.
+        #[test]
+        fn head_tail_holds_its_size_and_keeps_prefix_and_suffix(
+            text in "\\PC{0,300}",
+            size in 1i64..120,
+            share in 0.0f64..=1.0,
+            words in proptest::bool::ANY,
+        ) {
+            let cut = HeadTail::new(size).unwrap().head_share(share).unwrap();
+            let counter: &dyn TokenCounter = if words { &Words } else { &Chars };
+            match cut.truncate(&text, counter) {
+                Ok(None) => proptest::prop_assert!(counter.count_tokens(&text) <= size),
+                Ok(Some(v)) => {
+                    proptest::prop_assert!(v.tokens() <= size);
+                    proptest::prop_assert_eq!(v.tokens(), counter.count_tokens(v.content()));
+                    let again = cut.truncate(&text, counter).unwrap().unwrap();
+                    proptest::prop_assert_eq!(&again, &v);
+                    let (head, rest) = v.content().split_once("\n[… ").unwrap();
+                    let tail = &rest[rest.find(" …]\n").unwrap() + " …]\n".len()..];
+                    proptest::prop_assert!(text.starts_with(head));
+                    proptest::prop_assert!(text.ends_with(tail));
+                    proptest::prop_assert!(head.len() + tail.len() <= text.len());
+                }
+                Err(CupelError::InvalidArgument(_)) => {}
+                Err(e) => proptest::prop_assert!(false, "unexpected error {e}"),
+            }
+        }
+    }
+
     #[test]
     fn digits_are_grouped_by_three() {
         assert_eq!(group_digits(0), "0");
