@@ -151,6 +151,7 @@ impl Trim {
     /// its aged results are tried as head+tail, then as placeholders (every
     /// aged result of the unit at once, one step at a time), and the unit is
     /// kept at the first step that fits. Tool calls are never shortened.
+    /// (The cache-aware session does not use this option in this version.)
     ///
     /// ```
     /// use cupel_chat::{AgeToolResults, Message, Trim, trim};
