@@ -328,6 +328,50 @@ fn report_rows_carry_the_variant_in_json_and_omit_it_otherwise() {
     assert_eq!(back.included[0].variant, report.included[0].variant);
 }
 
+/// A slicer that selects everything and picks the variants it is told to.
+struct Picky(Vec<cupel_core::VariantPick>);
+impl Slicer for Picky {
+    fn slice(
+        &self,
+        items: &[ScoredItem<'_>],
+        _: SliceBudget,
+    ) -> Result<cupel_core::SliceOutcome, cupel_core::CupelError> {
+        Ok(cupel_core::SliceOutcome::selected(
+            (0..items.len()).collect(),
+        ))
+    }
+    fn slice_variants(
+        &self,
+        items: &[ScoredItem<'_>],
+        budget: SliceBudget,
+    ) -> Result<cupel_core::VariantOutcome, cupel_core::CupelError> {
+        let mut out: cupel_core::VariantOutcome = self.slice(items, budget)?.into();
+        out.picks.clone_from(&self.0);
+        Ok(out)
+    }
+}
+
+#[test]
+fn a_slicer_that_picks_a_missing_variant_or_an_unselected_item_is_a_config_error() {
+    use cupel_core::{CupelError, VariantPick};
+    let items = vec![log(0.9, None)];
+    let run = |picks: Vec<VariantPick>| pipeline(Arc::new(Picky(picks)), 1_000, 1_000).run(&items);
+    // The log has 2 variants: variant 3 does not exist.
+    assert_eq!(
+        run(vec![VariantPick::new(0, 3, VariantReason::DidNotFit)]),
+        Err(CupelError::PipelineConfig(
+            "slicer picked variant 3 for index 0, which has 2 variants (or picked twice)".into()
+        ))
+    );
+    assert!(matches!(
+        run(vec![VariantPick::new(5, 1, VariantReason::DidNotFit)]),
+        Err(CupelError::PipelineConfig(m)) if m.contains("index 5")
+    ));
+    // A valid pick is honoured.
+    let window = run(vec![VariantPick::new(0, 1, VariantReason::Denser)]).unwrap();
+    assert_eq!(window[0].content(), "log head … tail");
+}
+
 // ----- properties ---------------------------------------------------------
 
 const KINDS: [ContextKind; 3] = [
