@@ -178,12 +178,12 @@ pub use pipeline::{
 pub use policy::{Policy, PolicyBuilder};
 #[cfg(feature = "config")]
 pub use presets::{Preset, preset, presets};
+#[cfg(feature = "config")]
 pub use registry::{ComponentRegistry, PlacerConstructor, ScorerConstructor, SlicerConstructor};
 pub use run_budget::BudgetedWindow;
 /// The `serde_json` crate, whose `Value` is the parameter table passed to registry constructors.
 #[cfg(feature = "config")]
 pub use serde_json;
-#[cfg(feature = "config")]
 pub use summary::{EvictedUnit, SUMMARY_METADATA_KEY, SummarizedWindow, Summary, SummaryPlan};
 
 /// Moved to `cupel-rs-tokens` (`cupel_tokens::TiktokenCounter`).
