@@ -911,7 +911,22 @@ fn finish(
     let policy = build_policy(&config, &origin)?;
 
     let budget = build_budget(header.budget.unwrap_or_default(), settings)?;
+    let counter = sink.counter;
     let (items, counted) = sink.finish()?;
+    // A policy's [variants] table (spec chapter 21): the generated forms are
+    // counted with the --count-tokens counter.
+    let items = match (&config.variants, counter) {
+        (None, _) => items,
+        (Some(_), Some((c, _))) => config
+            .with_variants(&items, c)
+            .map_err(|e| CliError::input(format!("{name}: [variants]: {e}")))?,
+        (Some(_), None) => {
+            return Err(CliError::input(format!(
+                "{name}: the policy declares [variants], and their forms need a token counter"
+            ))
+            .hint("count them with --count-tokens ENCODING (e.g. o200k_base)"));
+        }
+    };
     Ok(Prepared {
         items,
         budget,

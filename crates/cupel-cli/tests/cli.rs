@@ -706,6 +706,47 @@ fn select_and_explain_show_variants() {
 }
 
 #[test]
+fn a_policy_variants_table_generates_forms_counted_with_count_tokens() {
+    let log: Vec<String> = (0..400).map(|i| format!("line {i} ok")).collect();
+    let input = format!(
+        "[budget]\nmax_tokens = 300\ntarget_tokens = 300\n[policy]\nslicer = \"greedy\"\n\
+         [[policy.scorers]]\ntype = \"reflexive\"\n[policy.variants]\nhead_tail = 100\n\
+         placeholder = \"[log of {{tokens}} tokens omitted]\"\nmin_tokens = 200\n\
+         [[items]]\ncontent = \"user: what failed?\"\ntokens = 5\n\
+         [[items]]\ncontent = \"{}\"\ntokens = 4000\n",
+        log.join("\\n")
+    );
+    let o = cupel(
+        &[
+            "select",
+            "-",
+            "--input-format",
+            "toml",
+            "--count-tokens",
+            "o200k_base",
+            "--format",
+            "json",
+        ],
+        Some(&input),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The log (thousands of tokens) cannot go in whole at 300: its head and
+    // tail (at most 100 tokens) does, as variant 1.
+    let row = &v["included"][1];
+    assert_eq!(row["variant"]["variant"], 1, "{v}");
+    assert!(row["item"]["tokens"].as_i64().unwrap() <= 100);
+    let text = row["item"]["content"].as_str().unwrap();
+    assert!(
+        text.starts_with("line 0 ok\n") && text.contains(" tokens omitted …]\n"),
+        "{text}"
+    );
+    // Without a counter the table cannot be applied: an input error.
+    let err = fails(&["select", "-", "--input-format", "toml"], Some(&input), 2);
+    assert!(err.contains("[variants]"), "{err}");
+}
+
+#[test]
 fn an_empty_group_id_is_an_input_error() {
     let input = "[budget]\nmax_tokens = 10\ntarget_tokens = 10\n[[items]]\ncontent = \"x\"\ntokens = 1\ngroup = \"\"\n";
     let err = fails(&["select", "-", "--input-format", "toml"], Some(input), 2);

@@ -372,6 +372,50 @@ fn a_slicer_that_picks_a_missing_variant_or_an_unselected_item_is_a_config_error
     assert_eq!(window[0].content(), "log head … tail");
 }
 
+/// One token per whitespace-separated word.
+struct Words;
+impl cupel_core::TokenCounter for Words {
+    fn count_tokens(&self, text: &str) -> i64 {
+        text.split_whitespace().count() as i64
+    }
+}
+
+#[test]
+fn a_policy_declares_generators_and_a_caller_applies_them_with_its_counter() {
+    use cupel_pipeline::PolicyConfig;
+    let cfg = PolicyConfig::from_toml_str(
+        "[[scorers]]\ntype = \"reflexive\"\n[variants]\nhead_tail = 20\nplaceholder = \"[{tokens} tokens omitted]\"\nmin_tokens = 50\n",
+    )
+    .unwrap();
+    let words: Vec<String> = (1..=100).map(|i| format!("w{i}")).collect();
+    let items = vec![
+        ContextItem::new(words.join(" "), 100).unwrap(),
+        ContextItem::new("short note", 2).unwrap(),
+    ];
+    let out = cfg.with_variants(&items, &Words).unwrap();
+    // 100 > 50: head+tail to 20 words, then "[100 tokens omitted]" (3 words).
+    let tokens: Vec<i64> = out[0].variants().iter().map(ItemVariant::tokens).collect();
+    assert_eq!(tokens, [20, 3]);
+    assert_eq!(out[0].variants()[1].content(), "[100 tokens omitted]");
+    // 2 <= 50: unchanged, the very same item.
+    assert!(out[1].ptr_eq(&items[1]));
+    // Without the table, nothing changes; the key round-trips.
+    let json = serde_json::to_value(&cfg).unwrap();
+    assert_eq!(json["variants"]["head_tail"], 20);
+    // Keys are checked like every other policy key.
+    let err = PolicyConfig::from_toml_str(
+        "[[scorers]]\ntype = \"reflexive\"\n[variants]\nhead_tial = 20\n",
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("head_tial"), "{err}");
+    // A bad size is an error when the generators are made.
+    let bad = PolicyConfig::from_toml_str(
+        "[[scorers]]\ntype = \"reflexive\"\n[variants]\nhead_tail = 0\n",
+    )
+    .unwrap();
+    assert!(bad.with_variants(&items, &Words).is_err());
+}
+
 // ----- properties ---------------------------------------------------------
 
 const KINDS: [ContextKind; 3] = [
