@@ -486,6 +486,54 @@ mod aging {
     }
 
     #[test]
+    fn an_anthropic_tool_result_block_is_shortened_in_place() {
+        use cupel_chat::{Transcript, trim_transcript};
+        let log: Vec<String> = (1..=100).map(|i| format!("w{i}")).collect();
+        let doc = serde_json::json!({
+            "model": "claude",
+            "system": "be brief",
+            "messages": [
+                {"role": "user", "content": "why failed"},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "toolu_1", "name": "lookup_logs", "input": {}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": log.join(" ")}]},
+                {"role": "assistant", "content": "disk full"},
+                {"role": "user", "content": "fixed now"}
+            ]
+        })
+        .to_string();
+        let t = Transcript::parse(&doc).unwrap();
+        // Placeholder only (a head+tail of 200 would not be smaller): the
+        // result block's content becomes the placeholder text; the block
+        // keeps its type and tool_use_id.
+        let aging = AgeToolResults::new(1)
+            .truncate_to(500)
+            .unwrap()
+            .placeholder("[{meta:tool} output omitted]")
+            .unwrap();
+        let opts = Trim::anthropic(20).counter(Words).age_tool_results(aging);
+        let (window, out) = trim_transcript(&t, &opts).unwrap();
+        // Pinned system 1 + 2 = 3; available 17. #5 3 (14), #4 3 (11),
+        // the group 1 (no text) + 101 > 11; placeholder "[lookup_logs output
+        // omitted]" 1 + 3 = 4 -> 1 + 4 = 5 <= 11 (6 left), #1 3 (3 left).
+        assert_eq!(out.positions, vec![0, 1, 2, 3, 4, 5]);
+        let v = window.to_value();
+        let block = &v["messages"][2]["content"][0];
+        assert_eq!(block["type"], "tool_result");
+        assert_eq!(block["tool_use_id"], "toolu_1");
+        assert_eq!(block["content"], "[lookup_logs output omitted]");
+        assert_eq!(
+            v["messages"][1],
+            serde_json::to_value(&doc_value(&doc)["messages"][1]).unwrap()
+        );
+    }
+
+    fn doc_value(doc: &str) -> serde_json::Value {
+        serde_json::from_str(doc).unwrap()
+    }
+
+    #[test]
     fn a_result_younger_than_k_exchanges_is_never_shortened() {
         let messages = transcript();
         // K = 2: only one user message follows the result: not aged, so the
