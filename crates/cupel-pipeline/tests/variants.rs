@@ -574,6 +574,39 @@ proptest! {
         }
     }
 
+    /// Variants without declared values are fallbacks: when every item fits
+    /// whole (target = all tokens), a window is the same with or without
+    /// them, for every slicer whose room is the whole target (quota shares
+    /// are smaller than their kinds' tokens, so quota is left out).
+    #[test]
+    fn fallback_variants_change_nothing_when_everything_fits(
+        items in prop::collection::vec(arb_item(true), 0..16),
+        which in prop::sample::select(vec![0usize, 1, 3, 4, 5, 6]),
+    ) {
+        let plain: Vec<ContextItem> = items
+            .iter()
+            .map(|i| {
+                let undeclared: Vec<ItemVariant> = i
+                    .variants()
+                    .iter()
+                    .map(|v| ItemVariant::new(v.content(), v.tokens()))
+                    .collect();
+                i.to_builder().variants(undeclared).build().unwrap()
+            })
+            .collect();
+        let stripped: Vec<ContextItem> = plain
+            .iter()
+            .map(|i| i.to_builder().clear_variants().build().unwrap())
+            .collect();
+        // Room for every item whole, also after the knapsack's bucket
+        // rounding (bucket 5: each weight rounds up by at most 4 tokens).
+        let total: i64 = items.iter().map(ContextItem::tokens).sum::<i64>() + 5 * items.len() as i64 + 5;
+        let p = pipeline(slicer(which), total, total);
+        let with = p.run(&plain).map(|w| w.iter().map(|i| i.content().to_owned()).collect::<Vec<_>>());
+        let without = p.run(&stripped).map(|w| w.iter().map(|i| i.content().to_owned()).collect::<Vec<_>>());
+        prop_assert_eq!(with, without);
+    }
+
     /// Runs are deterministic: the same input gives the same window bytes.
     #[test]
     fn same_input_same_window(
