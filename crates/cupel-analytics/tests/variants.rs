@@ -1,0 +1,45 @@
+//! Analytics over items with variants (spec/21-variants.md): a sweep counts
+//! a window's tokens as the window holds them (an item taken as a variant
+//! at its variant's tokens).
+#![allow(clippy::unwrap_used)]
+
+use cupel_analytics::budget_sweep_rows;
+use cupel_core::{ContextBudget, ContextItem, ItemVariant};
+use cupel_pipeline::Pipeline;
+use cupel_placers::ChronologicalPlacer;
+use cupel_scorers::ReflexiveScorer;
+use cupel_slicers::GreedySlice;
+
+#[test]
+fn a_sweep_counts_variants_at_their_own_tokens() {
+    let pipeline = Pipeline::builder()
+        .scorer(ReflexiveScorer)
+        .slicer(GreedySlice)
+        .placer(ChronologicalPlacer)
+        .budget(ContextBudget::new(1_000, 1_000).unwrap())
+        .build()
+        .unwrap();
+    let items = vec![
+        ContextItem::builder("log", 300)
+            .future_relevance_hint(0.9)
+            .variant(ItemVariant::new("[log omitted]", 5))
+            .build()
+            .unwrap(),
+        ContextItem::builder("doc", 50)
+            .future_relevance_hint(0.5)
+            .build()
+            .unwrap(),
+    ];
+    let rows: Vec<_> = budget_sweep_rows(&pipeline, &items, &[100, 400])
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    // 100: doc 50 (density 0.01) then the log: 300 > 50, placeholder 5 <= 50:
+    // 50 + 5 = 55 tokens, not 50 + 300.
+    assert_eq!(
+        (rows[0].included.clone(), rows[0].included_tokens),
+        (vec![0, 1], 55)
+    );
+    // 400: both whole, 350.
+    assert_eq!(rows[1].included_tokens, 350);
+}
