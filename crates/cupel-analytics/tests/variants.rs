@@ -43,3 +43,47 @@ fn a_sweep_counts_variants_at_their_own_tokens() {
     // 400: both whole, 350.
     assert_eq!(rows[1].included_tokens, 350);
 }
+
+#[test]
+fn policy_sensitivity_matches_a_variant_to_its_item() {
+    use cupel_analytics::policy_sensitivity;
+    use cupel_pipeline::Policy;
+    use cupel_slicers::KnapsackSlice;
+    let greedy = Policy::builder()
+        .scorer(ReflexiveScorer)
+        .slicer(GreedySlice)
+        .placer(ChronologicalPlacer)
+        .build()
+        .unwrap();
+    let knapsack = Policy::builder()
+        .scorer(ReflexiveScorer)
+        .slicer(KnapsackSlice::new(1).unwrap())
+        .placer(ChronologicalPlacer)
+        .build()
+        .unwrap();
+    let items = vec![
+        ContextItem::builder("log", 300)
+            .future_relevance_hint(0.9)
+            .variant(ItemVariant::new("[log omitted]", 5))
+            .build()
+            .unwrap(),
+        ContextItem::builder("doc", 50)
+            .future_relevance_hint(0.5)
+            .build()
+            .unwrap(),
+    ];
+    // Target 310. Greedy: doc (density 0.01) 50, 260 left; log 300 > 260,
+    // placeholder 5: the log is in as a variant. Knapsack (bucket 1): the
+    // whole log alone is worth 9000; doc + placeholder only 5000 + about
+    // 150; log + doc = 350 > 310: the log goes in whole, doc stays out.
+    // The log is in under both (in two forms): only doc differs.
+    let budget = ContextBudget::new(310, 310).unwrap();
+    let report = policy_sensitivity(
+        &items,
+        &budget,
+        &[("greedy", &greedy), ("knapsack", &knapsack)],
+    )
+    .unwrap();
+    let diffs: Vec<&str> = report.diffs.iter().map(|d| d.content.as_str()).collect();
+    assert_eq!(diffs, ["doc"]);
+}
