@@ -87,3 +87,41 @@ fn policy_sensitivity_matches_a_variant_to_its_item() {
     let diffs: Vec<&str> = report.diffs.iter().map(|d| d.content.as_str()).collect();
     assert_eq!(diffs, ["doc"]);
 }
+
+#[test]
+fn the_minimum_budget_search_starts_at_the_smallest_form() {
+    use cupel_analytics::{find_min_budget_for, find_min_budget_for_exact};
+    let pipeline = Pipeline::builder()
+        .scorer(ReflexiveScorer)
+        .slicer(GreedySlice)
+        .placer(ChronologicalPlacer)
+        .budget(ContextBudget::new(1_000, 1_000).unwrap())
+        .build()
+        .unwrap();
+    let items = vec![
+        ContextItem::builder("log", 300)
+            .future_relevance_hint(0.9)
+            .variant(ItemVariant::new("[log omitted]", 5))
+            .build()
+            .unwrap(),
+        ContextItem::builder("doc", 50)
+            .future_relevance_hint(0.5)
+            .build()
+            .unwrap(),
+    ];
+    // At b: doc first when 50 <= b (density 0.01 > 0.003), then the log's
+    // placeholder if 5 more fit; below 50 the placeholder alone. So the log
+    // is in for b in 5..=49, out for 50..=54 (doc leaves fewer than 5), in
+    // from 55: the exact smallest is 5 (not the whole item's 300).
+    assert_eq!(
+        find_min_budget_for_exact(&pipeline, &items, 0, 1_000).unwrap(),
+        Some(5)
+    );
+    // The binary search over [5, 400] assumes monotonic inclusion: it probes
+    // 202 (in), 103 (in), 54 (out), 78, 66, 60, 57, 55 (in) and verifies 55.
+    assert_eq!(
+        find_min_budget_for(&pipeline, &items, 0, 400).unwrap(),
+        Some(55)
+    );
+    assert!(find_min_budget_for(&pipeline, &items, 0, 4).is_err());
+}
