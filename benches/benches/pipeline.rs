@@ -4,7 +4,8 @@
 //! same case on the grouped workload (a fifth of the items in atomic pairs),
 //! `run_grouped` and `dry_run_grouped`, reported beside the ungrouped rows;
 //! `run_traced` feeds an item-level `DiagnosticTraceCollector` (the traced
-//! path with every record built). `run` and the floor are also measured at
+//! path with every record built); `run_variants` runs the variant workload
+//! (every fifth item with two cheaper forms). `run` and the floor are also measured at
 //! N = 1M (10 samples; set `CUPEL_BENCH_NO_1M` to skip that size).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -13,7 +14,9 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
-use cupel_benches::{floor_pairs, floor_sort, grouped_items, items, quick, standard_pipeline};
+use cupel_benches::{
+    floor_pairs, floor_sort, grouped_items, items, quick, standard_pipeline, variant_items,
+};
 use cupel_core::{DiagnosticTraceCollector, TraceDetailLevel};
 
 fn bench_pipeline(c: &mut Criterion) {
@@ -79,6 +82,10 @@ fn bench_pipeline(c: &mut Criterion) {
                 b.iter(|| black_box(pipeline.dry_run(black_box(items)).unwrap()));
             },
         );
+        let varied = variant_items(n);
+        group.bench_with_input(BenchmarkId::new("run_variants", n), &varied, |b, items| {
+            b.iter(|| black_box(pipeline.run(black_box(items)).unwrap()));
+        });
         let pairs = floor_pairs(n);
         group.bench_with_input(BenchmarkId::new("floor", n), &pairs, |b, pairs| {
             b.iter_batched_ref(

@@ -133,6 +133,37 @@ pub fn grouped_items(n: usize) -> Vec<ContextItem> {
     out
 }
 
+/// The variant workload (item variants, an extension): the same `n`
+/// items, every fifth (`i % 5 == 0`) with two variants — a quarter of its
+/// tokens (`head … tail`) and an 8-token placeholder. No extra random draws,
+/// so it differs from the standard case only by the variants.
+pub fn variant_items(n: usize) -> Vec<ContextItem> {
+    let mut out = Vec::with_capacity(n);
+    for (i, item) in items(n).into_iter().enumerate() {
+        if i % 5 == 0 {
+            let quarter = item.tokens() / 4;
+            let built = item
+                .to_builder()
+                .variant(cupel_core::ItemVariant::new(
+                    format!("item-{i:06} head … tail"),
+                    quarter.max(8),
+                ))
+                .variant(cupel_core::ItemVariant::new(
+                    format!("[item-{i:06} omitted]"),
+                    8,
+                ))
+                .build();
+            match built {
+                Ok(v) => out.push(v),
+                Err(e) => unreachable_content(&e),
+            }
+        } else {
+            out.push(item);
+        }
+    }
+    out
+}
+
 #[cold]
 fn unreachable_content(e: &cupel_core::CupelError) {
     // Generated content is never empty; report loudly if that ever changes.

@@ -95,7 +95,8 @@ pub use cupel_run::{
     BudgetCandidates, BudgetSuggestion, SuggestionRule, USAGE_WINDOW, UsageError, UsageRecorder,
 };
 pub use metrics::{
-    KindQuotaUtilization, budget_utilization, kind_diversity, quota_utilization, timestamp_coverage,
+    KindQuotaUtilization, VariantSavings, budget_utilization, kind_diversity, quota_utilization,
+    timestamp_coverage, variant_savings,
 };
 pub use sensitivity::{
     ItemStatus, PolicySensitivityDiffEntry, PolicySensitivityReport, policy_sensitivity,

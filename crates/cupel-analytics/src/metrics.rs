@@ -83,6 +83,50 @@ pub fn timestamp_coverage(report: &SelectionReport) -> f64 {
     report.timestamp_coverage()
 }
 
+/// What variants saved in one window (an extension: `spec/22-variants.md`):
+/// from [`variant_savings`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct VariantSavings {
+    /// Included items the window holds as a variant.
+    pub items: usize,
+    /// Their whole tokens minus their variants' tokens, summed (saturating).
+    pub tokens_saved: i64,
+    /// Their whole tokens, summed (saturating).
+    pub whole_tokens: i64,
+}
+
+/// How many included items went in as a variant and how many tokens that
+/// saved against including them whole.
+///
+/// ```
+/// use cupel_analytics::variant_savings;
+/// use cupel_core::{ContextItem, IncludedItem, InclusionReason, SelectionReport, VariantChoice, VariantReason};
+///
+/// let mut report = SelectionReport::default();
+/// let mut row = IncludedItem::new(ContextItem::new("[log omitted]", 5)?, 0.9, InclusionReason::Scored);
+/// row.variant = Some(VariantChoice { variant: 2, reason: VariantReason::DidNotFit, tokens_saved: 295 });
+/// report.included.push(row);
+/// report.included.push(IncludedItem::new(ContextItem::new("doc", 50)?, 0.5, InclusionReason::Scored));
+/// let s = variant_savings(&report);
+/// // One variant: 295 saved on a 300-token item (5 + 295).
+/// assert_eq!((s.items, s.tokens_saved, s.whole_tokens), (1, 295, 300));
+/// # Ok::<(), cupel_core::CupelError>(())
+/// ```
+pub fn variant_savings(report: &SelectionReport) -> VariantSavings {
+    let mut out = VariantSavings::default();
+    for row in &report.included {
+        if let Some(v) = row.variant {
+            out.items += 1;
+            out.tokens_saved = out.tokens_saved.saturating_add(v.tokens_saved);
+            out.whole_tokens = out
+                .whole_tokens
+                .saturating_add(row.item.tokens().saturating_add(v.tokens_saved));
+        }
+    }
+    out
+}
+
 /// How one kind's included tokens compare with its quota; a row of
 /// [`quota_utilization`].
 #[derive(Debug, Clone, PartialEq)]

@@ -20,6 +20,9 @@ use cupel_pipeline::{Pipeline, Policy, RunOptions};
 #[derive(Debug, Default)]
 struct IncludedIndices {
     placed: Vec<usize>,
+    /// Tokens of the included items as the window holds them (a variant's
+    /// tokens for an item taken as a variant: spec chapter 22).
+    tokens: i64,
 }
 
 impl TraceCollector for IncludedIndices {
@@ -29,6 +32,7 @@ impl TraceCollector for IncludedIndices {
 
     fn on_run_started(&mut self, _items: &[ContextItem], _budget: &ContextBudget) {
         self.placed.clear();
+        self.tokens = 0;
     }
 
     fn on_stage_completed(&mut self, _trace: &StageTrace) {}
@@ -37,6 +41,7 @@ impl TraceCollector for IncludedIndices {
 
     fn on_item_included(&mut self, record: InclusionRecord<'_>) {
         self.placed.push(record.index);
+        self.tokens = self.tokens.saturating_add(record.item.tokens());
     }
 }
 
@@ -137,18 +142,26 @@ impl<'a> Prober<'a> {
         &self,
         budget: &ContextBudget,
     ) -> Result<Vec<usize>, CupelError> {
+        self.included_window(budget).map(|(placed, _)| placed)
+    }
+
+    /// [`included_positions`](Self::included_positions) and the tokens the
+    /// window holds (variants at their own tokens).
+    pub(crate) fn included_window(
+        &self,
+        budget: &ContextBudget,
+    ) -> Result<(Vec<usize>, i64), CupelError> {
         let mut collector = IncludedIndices::default();
         Pipeline::new(self.policy.clone(), budget.clone())
             .run_with(self.items, RunOptions::new().collector(&mut collector))?;
-        Ok(collector.placed)
+        Ok((collector.placed, collector.tokens))
     }
 
     /// Runs the probe of size `b` (`b >= 0`).
     pub(crate) fn probe(&self, b: i64) -> Result<Probe, CupelError> {
-        let outcome =
-            probe_budget(self.base, b).and_then(|budget| self.included_positions(&budget));
+        let outcome = probe_budget(self.base, b).and_then(|budget| self.included_window(&budget));
         match outcome {
-            Ok(placed) => Ok(Probe::Window(placed)),
+            Ok((placed, tokens)) => Ok(Probe::Window(placed, tokens)),
             Err(e) if is_no_window(&e) => Ok(Probe::NoWindow(e)),
             Err(e) => Err(e),
         }
@@ -157,7 +170,7 @@ impl<'a> Prober<'a> {
     /// Whether `items[target]` is included by the probe of size `b`.
     pub(crate) fn includes(&self, target: usize, b: i64) -> Result<bool, CupelError> {
         Ok(match self.probe(b)? {
-            Probe::Window(placed) => placed.contains(&target),
+            Probe::Window(placed, _) => placed.contains(&target),
             Probe::NoWindow(_) => false,
         })
     }
@@ -166,8 +179,9 @@ impl<'a> Prober<'a> {
 /// The outcome of a probe at one budget size.
 #[derive(Debug)]
 pub(crate) enum Probe {
-    /// The run produced a window; the positions of its items, in placed order.
-    Window(Vec<usize>),
+    /// The run produced a window; the positions of its items, in placed
+    /// order, and the tokens it holds.
+    Window(Vec<usize>, i64),
     /// No window exists at this size (see [`is_no_window`]); the error says why.
     NoWindow(CupelError),
 }
@@ -328,7 +342,7 @@ mod tests {
         assert_eq!(calls.load(Ordering::SeqCst), 1);
         let prober = Prober::new(&p, &items).unwrap();
         assert_eq!(prober.included_positions(&budget).unwrap(), vec![0]);
-        assert!(matches!(prober.probe(100).unwrap(), Probe::Window(v) if v == [0]));
+        assert!(matches!(prober.probe(100).unwrap(), Probe::Window(v, _) if v == [0]));
         assert_eq!(calls.load(Ordering::SeqCst), 1);
     }
 

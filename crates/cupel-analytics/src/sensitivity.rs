@@ -169,10 +169,20 @@ fn build_report(
     items: &[ContextItem],
     variants: Vec<(String, SelectionReport)>,
 ) -> PolicySensitivityReport {
-    // Sets are only queried, never iterated, so their order cannot leak.
+    // Sets are only queried, never iterated, so their order cannot leak. An
+    // item the window holds as a variant (spec chapter 22) is matched by its
+    // input item's content: it is in, in another form.
     let included: Vec<HashSet<&str>> = variants
         .iter()
-        .map(|(_, r)| r.included_items().map(ContextItem::content).collect())
+        .map(|(_, r)| {
+            r.included
+                .iter()
+                .map(|row| match (row.variant, items.get(row.position)) {
+                    (Some(_), Some(input)) => input.content(),
+                    _ => row.item.content(),
+                })
+                .collect()
+        })
         .collect();
     let mut seen: HashSet<&str> = HashSet::with_capacity(items.len());
     let mut diffs = Vec::new();

@@ -107,7 +107,9 @@ pub fn get_marginal_items(
 }
 
 /// Checks the preconditions shared by both minimum-budget searches and
-/// returns the target item's token count.
+/// returns where the search starts: the target item's token count, or its
+/// smallest variant's when it has variants (an item taken in any form counts
+/// as selected).
 fn check_search(
     items: &[ContextItem],
     target_index: usize,
@@ -124,6 +126,16 @@ fn check_search(
         return Err(CupelError::InvalidArgument(format!(
             "targetItem has negative tokens ({tokens}); the pipeline excludes such items at every budget"
         )));
+    }
+    // With variants (spec chapter 22) the item can be in from its smallest
+    // form's tokens on (forms never grow, so that is the last variant's).
+    if let Some(smallest) = item.variants().last().map(cupel_core::ItemVariant::tokens) {
+        if search_ceiling < smallest {
+            return Err(CupelError::InvalidArgument(format!(
+                "searchCeiling must be >= the target item's smallest form: search_ceiling is {search_ceiling}, its smallest variant has {smallest} tokens"
+            )));
+        }
+        return Ok(smallest);
     }
     if search_ceiling < tokens {
         return Err(CupelError::InvalidArgument(format!(

@@ -15,7 +15,8 @@ pub struct SweepRow {
     pub budget: i64,
     /// Positions in `items` of the included items, ascending.
     pub included: Vec<usize>,
-    /// Sum of the included items' tokens.
+    /// Sum of the included items' tokens, as the window holds them: an
+    /// item taken as a variant (spec chapter 22) counts its variant's tokens.
     pub included_tokens: i64,
     /// Why no window exists at this size, if none does (`included` is then
     /// empty): the output reserve exceeds `b`
@@ -222,12 +223,8 @@ pub fn budget_sweep_rows<'a>(
     let prober = Prober::new(pipeline, items)?;
     Ok(budgets.iter().map(move |&b| {
         Ok(match prober.probe(b)? {
-            Probe::Window(mut included) => {
+            Probe::Window(mut included, included_tokens) => {
                 included.sort_unstable();
-                let included_tokens = included
-                    .iter()
-                    .filter_map(|&i| items.get(i))
-                    .fold(0i64, |acc, item| acc.saturating_add(item.tokens()));
                 SweepRow {
                     budget: b,
                     included,

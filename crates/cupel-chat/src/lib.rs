@@ -53,6 +53,7 @@
 //! Depends on `cupel-core` and `cupel-pipeline` (for its tiktoken counter).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod aging;
 mod cache;
 #[cfg(feature = "async-openai")]
 mod compat;
@@ -63,6 +64,7 @@ mod transcript;
 mod trim;
 mod wire;
 
+pub use aging::AgeToolResults;
 pub use cache::{
     AttributeValue, Block, CacheError, CacheMode, CacheProfile, CacheSession, CacheTurn,
     CacheUsage, Cut, LowWater, PrefixBreak, PromptCache, SimStrategy, SimTurn, Simulation,

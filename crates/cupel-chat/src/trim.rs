@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use cupel_core::{
     ContextItem, ContextKind, ExcludedItem, ExclusionReason, IncludedItem, InclusionReason,
-    SelectionReport, score_cmp_desc,
+    SelectionReport, VariantChoice, VariantReason, score_cmp_desc,
 };
 use serde_json::Value;
 
+use crate::aging::AgeToolResults;
 use crate::count::{AnthropicEstimate, MessageCounter, OpenAiCounter};
 use crate::error::ChatError;
 use crate::message::{Message, Role};
@@ -91,6 +92,7 @@ pub struct Trim {
     keep_orphans: bool,
     tools: Option<Value>,
     report: bool,
+    aging: Option<AgeToolResults>,
 }
 
 impl fmt::Debug for Trim {
@@ -106,6 +108,7 @@ impl fmt::Debug for Trim {
             .field("start_on", &self.start_on)
             .field("end_on", &self.end_on)
             .field("keep_orphans", &self.keep_orphans)
+            .field("aging", &self.aging)
             .finish_non_exhaustive()
     }
 }
@@ -139,7 +142,38 @@ impl Trim {
             keep_orphans: false,
             tools: None,
             report: true,
+            aging: None,
         }
+    }
+
+    /// Shortens old tool results before dropping whole units (an
+    /// extension: `spec/22-variants.md`, "Chat"): when a unit does not fit,
+    /// its aged results are tried as head+tail, then as placeholders (every
+    /// aged result of the unit at once, one step at a time), and the unit is
+    /// kept at the first step that fits. Tool calls are never shortened.
+    /// (The cache-aware session does not use this option in this version.)
+    ///
+    /// ```
+    /// use cupel_chat::{AgeToolResults, Message, Trim, trim};
+    /// let log = "log line\n".repeat(2_000);
+    /// let messages = vec![
+    ///     Message::user("Why did the deploy fail?"),
+    ///     Message::assistant_calls([("call_1", "lookup_logs", "{}")]),
+    ///     Message::tool("call_1", log),
+    ///     Message::assistant("The disk was full."),
+    ///     Message::user("Thanks. Is it fixed?"),
+    /// ];
+    /// let aging = AgeToolResults::new(1).truncate_to(60)?;
+    /// let out = trim(&messages, &Trim::openai(200).age_tool_results(aging))?;
+    /// // The log (about 4,000 tokens) goes in at 60 tokens at most, so the
+    /// // whole conversation fits; its call is untouched.
+    /// assert_eq!(out.positions, vec![0, 1, 2, 3, 4]);
+    /// assert!(out.shortened[&2].text().contains("tokens omitted"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn age_tool_results(mut self, aging: AgeToolResults) -> Self {
+        self.aging = Some(aging);
+        self
     }
 
     /// The tiktoken encoding of the OpenAI counter (`o200k_base`,
@@ -287,6 +321,16 @@ pub enum Decision {
     },
     /// Dropped only so the window ends with one of the `end_on` roles.
     EndRule,
+    /// Kept in a shorter form: an aged tool result (see
+    /// [`Trim::age_tool_results`]) whose unit only fit shortened.
+    Shortened {
+        /// 1: head and tail; 2: the placeholder.
+        form: usize,
+        /// The tokens of the form sent.
+        tokens: i64,
+        /// The message's tokens minus the form's.
+        tokens_saved: i64,
+    },
 }
 
 impl Decision {
@@ -294,7 +338,10 @@ impl Decision {
     pub fn is_kept(&self) -> bool {
         matches!(
             self,
-            Decision::Pinned | Decision::Kept | Decision::KeptOrphan { .. }
+            Decision::Pinned
+                | Decision::Kept
+                | Decision::KeptOrphan { .. }
+                | Decision::Shortened { .. }
         )
     }
 
@@ -434,6 +481,21 @@ impl fmt::Display for Reason<'_, '_> {
                 "dropped only so the conversation starts with a {required} message (provider rule)"
             ),
             Decision::EndRule => write!(f, "dropped only so the window ends on an `end_on` role"),
+            Decision::Shortened {
+                form,
+                tokens,
+                tokens_saved,
+            } => write!(
+                f,
+                "kept {}: {} tokens instead of {} (old tool result)",
+                if *form == 1 {
+                    "as head and tail"
+                } else {
+                    "as a placeholder"
+                },
+                group_digits(*tokens),
+                group_digits(tokens.saturating_add(*tokens_saved))
+            ),
         }
     }
 }
@@ -474,6 +536,11 @@ pub struct Trimmed<'a> {
     /// tool groups and units as atomic groups (`unit-N`). Empty when
     /// [`Trim::report`] was `false`.
     pub report: SelectionReport,
+    /// The shortened form sent for each kept message that was shortened
+    /// ([`Trim::age_tool_results`]), by input position. `messages` holds
+    /// such a message in its original form;
+    /// [`cloned_messages`](Self::cloned_messages) applies these.
+    pub shortened: BTreeMap<usize, Message>,
 }
 
 impl<'a> Trimmed<'a> {
@@ -482,9 +549,14 @@ impl<'a> Trimmed<'a> {
         self.rows.iter().filter(|r| !r.decision.is_kept())
     }
 
-    /// Owned copies of the kept messages.
+    /// Owned copies of the kept messages, as sent: shortened ones in their
+    /// shortened form.
     pub fn cloned_messages(&self) -> Vec<Message> {
-        self.messages.iter().map(|m| (*m).clone()).collect()
+        self.messages
+            .iter()
+            .zip(&self.positions)
+            .map(|(m, p)| self.shortened.get(p).unwrap_or(m).clone())
+            .collect()
     }
 
     /// Where Anthropic `cache_control` markers go in this window when it is
@@ -744,6 +816,29 @@ pub fn trim<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, Cha
     }
     let available = opts.max_tokens - fixed;
 
+    // Aged tool results: their shorter forms, and each unit's members.
+    let (forms, members) = match &opts.aging {
+        Some(aging) => {
+            let names: BTreeMap<&str, &str> = messages
+                .iter()
+                .flat_map(Message::calls)
+                .map(|c| (c.id.as_str(), c.name.as_str()))
+                .collect();
+            let forms = aging.forms(messages, &tokens, &*counter, |id| {
+                names.get(id).map(|n| (*n).to_owned())
+            });
+            let mut members: Vec<Vec<usize>> = vec![Vec::new(); units.len()];
+            for (i, u) in unit_of.iter().enumerate() {
+                if let Some(u) = u {
+                    members[*u].push(i);
+                }
+            }
+            (forms, members)
+        }
+        None => (Vec::new(), Vec::new()),
+    };
+    // The step each unit is kept at (0: whole).
+    let mut unit_step: Vec<usize> = vec![0; if forms.is_empty() { 0 } else { units.len() }];
     // Newest units first (by their newest member), contiguous.
     let mut order: Vec<usize> = (0..units.len()).collect();
     order.sort_by_key(|&u| std::cmp::Reverse(units[u].last));
@@ -759,6 +854,11 @@ pub fn trim<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, Cha
         } else if unit.tokens <= remaining {
             remaining -= unit.tokens;
             kept_units.push(u);
+            Decision::Kept
+        } else if let Some((step, t)) = shortest_step(&forms, members.get(u), &tokens, remaining) {
+            remaining -= t;
+            kept_units.push(u);
+            unit_step[u] = step;
             Decision::Kept
         } else {
             cut = Some(first);
@@ -818,6 +918,7 @@ pub fn trim<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, Cha
     let mut rows = Vec::with_capacity(n);
     let mut kept_msgs = Vec::new();
     let mut positions = Vec::new();
+    let mut shortened = BTreeMap::new();
     let (mut kept_tokens, mut dropped_tokens) = (0i64, 0i64);
     for i in 0..n {
         let m = &messages[i];
@@ -834,8 +935,28 @@ pub fn trim<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, Cha
                 call_id: call_id.clone(),
             };
         }
+        let step = unit_of[i]
+            .and_then(|u| unit_step.get(u).copied())
+            .unwrap_or(0);
+        if d == Decision::Kept
+            && step > 0
+            && let Some(f) = forms.get(i).filter(|f| !f.is_empty())
+        {
+            let form = step.min(f.len());
+            let (short, t) = &f[form - 1];
+            shortened.insert(i, short.clone());
+            d = Decision::Shortened {
+                form,
+                tokens: *t,
+                tokens_saved: tokens[i].saturating_sub(*t),
+            };
+        }
         if d.is_kept() {
-            kept_tokens = kept_tokens.saturating_add(tokens[i]);
+            let sent = match &d {
+                Decision::Shortened { tokens, .. } => *tokens,
+                _ => tokens[i],
+            };
+            kept_tokens = kept_tokens.saturating_add(sent);
             kept_msgs.push(m);
             positions.push(i);
         } else {
@@ -869,6 +990,7 @@ pub fn trim<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, Cha
         counter: counter.describe(),
         rows,
         report,
+        shortened,
     })
 }
 
@@ -949,6 +1071,29 @@ fn excerpt(m: &Message, max: usize) -> Option<String> {
     (seen > 1 || !first.is_empty()).then_some(out)
 }
 
+/// The first step (1, 2, ...) at which a unit, its aged results shortened
+/// (each to its form `min(step, forms)`), fits `remaining`, with its tokens
+/// then; `None` when no step fits or the unit has nothing to shorten.
+fn shortest_step(
+    forms: &[Vec<(Message, i64)>],
+    members: Option<&Vec<usize>>,
+    tokens: &[i64],
+    remaining: i64,
+) -> Option<(usize, i64)> {
+    let members = members?;
+    let steps = members.iter().map(|&i| forms[i].len()).max()?;
+    (1..=steps).find_map(|step| {
+        let t = members.iter().fold(0i64, |acc, &i| {
+            let own = match forms[i].len() {
+                0 => tokens[i],
+                n => forms[i][step.min(n) - 1].1,
+            };
+            acc.saturating_add(own)
+        });
+        (t <= remaining).then_some((step, t))
+    })
+}
+
 fn build_report(messages: &[Message], rows: &[MessageRow<'_>], units: &[Unit]) -> SelectionReport {
     let n = rows.len().max(1) as f64;
     let mut included = Vec::new();
@@ -971,7 +1116,11 @@ fn build_report(messages: &[Message], rows: &[MessageRow<'_>], units: &[Unit]) -
             .unit
             .filter(|&u| units[u].len > 1)
             .map(|u| format!("unit-{u}"));
-        let built = ContextItem::builder(content, r.tokens)
+        let sent = match &r.decision {
+            Decision::Shortened { tokens, .. } => *tokens,
+            _ => r.tokens,
+        };
+        let built = ContextItem::builder(content, sent)
             .kind(kind)
             .pinned(r.decision == Decision::Pinned)
             .group_opt(group.clone())
@@ -986,9 +1135,21 @@ fn build_report(messages: &[Message], rows: &[MessageRow<'_>], units: &[Unit]) -
             Decision::Pinned => included.push(
                 IncludedItem::new(item, 1.0, InclusionReason::Pinned).at_position(r.position),
             ),
-            d if d.is_kept() => included.push(
-                IncludedItem::new(item, score, InclusionReason::Scored).at_position(r.position),
-            ),
+            d if d.is_kept() => {
+                let mut row =
+                    IncludedItem::new(item, score, InclusionReason::Scored).at_position(r.position);
+                if let Decision::Shortened {
+                    form, tokens_saved, ..
+                } = d
+                {
+                    row.variant = Some(VariantChoice {
+                        variant: *form,
+                        reason: VariantReason::DidNotFit,
+                        tokens_saved: *tokens_saved,
+                    });
+                }
+                included.push(row);
+            }
             d => {
                 let reason = match (d, group) {
                     (

@@ -374,3 +374,175 @@ fn anthropic_tool_results_in_user_messages_join_their_call() {
         "#3 tool result for t1, t2 dropped with its call: the group needs 55 tokens, 20 left"
     );
 }
+
+// ----- ageing old tool results (spec/22-variants.md, "Chat") -----
+
+mod aging {
+    use cupel_chat::{AgeToolResults, Decision, Message, MessageCounter, Trim, trim};
+
+    /// One token per message plus one per whitespace-separated word.
+    struct Words;
+    impl MessageCounter for Words {
+        fn count_message(&self, m: &Message) -> i64 {
+            1 + m.text().split_whitespace().count() as i64
+        }
+        fn describe(&self) -> String {
+            "words".into()
+        }
+    }
+
+    fn transcript() -> Vec<Message> {
+        let log: Vec<String> = (1..=100).map(|i| format!("w{i}")).collect();
+        vec![
+            Message::system("be brief"), // 1 + 2 = 3, pinned
+            Message::user("why failed"), // 3
+            Message::assistant_calls([("call_1", "lookup_logs", "{}")]), // 1 (no text)
+            Message::tool("call_1", log.join(" ")), // 1 + 100 = 101
+            Message::assistant("disk full"), // 3
+            Message::user("fixed now"),  // 3
+        ]
+    }
+
+    #[test]
+    fn an_old_result_goes_in_as_head_and_tail_before_its_unit_is_dropped() {
+        let messages = transcript();
+        let opts = Trim::openai(40)
+            .counter(Words)
+            .age_tool_results(AgeToolResults::new(1).truncate_to(20).unwrap());
+        let out = trim(&messages, &opts).unwrap();
+        // The result has one user message after it: aged. Its message costs
+        // 1 without text, so the text gets 20 - 1 = 19 tokens; the widest
+        // marker "[… 100 tokens omitted …]" is 5 words: 14 kept, head
+        // floor(14 * 0.6) = 8 words, tail 6; omitted w9..=w94 = 86 words.
+        // Form 1: 1 + 8 + 5 + 6 = 20 tokens.
+        // Available 40 - 3 (pinned) = 37. Newest first: #5 3 (34 left),
+        // #4 3 (31), the tool group 1 + 101 = 102 > 31, shortened 1 + 20 =
+        // 21 <= 31 (10 left), #1 3 (7 left): everything kept.
+        assert_eq!(out.positions, vec![0, 1, 2, 3, 4, 5]);
+        let head: Vec<String> = (1..=8).map(|i| format!("w{i}")).collect();
+        let tail: Vec<String> = (95..=100).map(|i| format!("w{i}")).collect();
+        let want = format!(
+            "{} \n[… 86 tokens omitted …]\n {}",
+            head.join(" "),
+            tail.join(" ")
+        );
+        assert_eq!(out.shortened[&3].text(), want);
+        assert_eq!(
+            out.rows[3].decision,
+            Decision::Shortened {
+                form: 1,
+                tokens: 20,
+                tokens_saved: 81
+            }
+        );
+        // The call is untouched and the shortened result answers it.
+        assert_eq!(out.cloned_messages()[2], messages[2]);
+        assert_eq!(
+            out.cloned_messages()[3].tool_call_id.as_deref(),
+            Some("call_1")
+        );
+        // Window: 3 + 3 + 1 + 20 + 3 + 3 = 33.
+        assert_eq!(out.tokens.window, 33);
+        let row = out
+            .report
+            .included
+            .iter()
+            .find(|r| r.position == 3)
+            .unwrap();
+        assert_eq!(
+            row.variant.map(|v| (v.variant, v.tokens_saved)),
+            Some((1, 81))
+        );
+        assert!(
+            out.rows[3]
+                .to_string()
+                .contains("kept as head and tail: 20 tokens instead of 101")
+        );
+    }
+
+    #[test]
+    fn then_as_a_placeholder() {
+        let messages = transcript();
+        let opts = Trim::openai(26)
+            .counter(Words)
+            .age_tool_results(AgeToolResults::new(1).truncate_to(20).unwrap());
+        let out = trim(&messages, &opts).unwrap();
+        // Available 26 - 3 = 23: #5 (20 left), #4 (17), the group 102 > 17,
+        // head+tail 21 > 17, placeholder "[tool result of 101 tokens
+        // omitted]" 1 + 6 = 7 -> 1 + 7 = 8 <= 17 (9 left), #1 3 (6 left).
+        assert_eq!(out.positions, vec![0, 1, 2, 3, 4, 5]);
+        assert_eq!(
+            out.shortened[&3].text(),
+            "[tool result of 101 tokens omitted]"
+        );
+        assert_eq!(
+            out.rows[3].decision,
+            Decision::Shortened {
+                form: 2,
+                tokens: 7,
+                tokens_saved: 94
+            }
+        );
+    }
+
+    #[test]
+    fn an_anthropic_tool_result_block_is_shortened_in_place() {
+        use cupel_chat::{Transcript, trim_transcript};
+        let log: Vec<String> = (1..=100).map(|i| format!("w{i}")).collect();
+        let doc = serde_json::json!({
+            "model": "claude",
+            "system": "be brief",
+            "messages": [
+                {"role": "user", "content": "why failed"},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "toolu_1", "name": "lookup_logs", "input": {}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": log.join(" ")}]},
+                {"role": "assistant", "content": "disk full"},
+                {"role": "user", "content": "fixed now"}
+            ]
+        })
+        .to_string();
+        let t = Transcript::parse(&doc).unwrap();
+        // Placeholder only (a head+tail of 200 would not be smaller): the
+        // result block's content becomes the placeholder text; the block
+        // keeps its type and tool_use_id.
+        let aging = AgeToolResults::new(1)
+            .truncate_to(500)
+            .unwrap()
+            .placeholder("[{meta:tool} output omitted]")
+            .unwrap();
+        let opts = Trim::anthropic(20).counter(Words).age_tool_results(aging);
+        let (window, out) = trim_transcript(&t, &opts).unwrap();
+        // Pinned system 1 + 2 = 3; available 17. #5 3 (14), #4 3 (11),
+        // the group 1 (no text) + 101 > 11; placeholder "[lookup_logs output
+        // omitted]" 1 + 3 = 4 -> 1 + 4 = 5 <= 11 (6 left), #1 3 (3 left).
+        assert_eq!(out.positions, vec![0, 1, 2, 3, 4, 5]);
+        let v = window.to_value();
+        let block = &v["messages"][2]["content"][0];
+        assert_eq!(block["type"], "tool_result");
+        assert_eq!(block["tool_use_id"], "toolu_1");
+        assert_eq!(block["content"], "[lookup_logs output omitted]");
+        assert_eq!(
+            v["messages"][1],
+            serde_json::to_value(&doc_value(&doc)["messages"][1]).unwrap()
+        );
+    }
+
+    fn doc_value(doc: &str) -> serde_json::Value {
+        serde_json::from_str(doc).unwrap()
+    }
+
+    #[test]
+    fn a_result_younger_than_k_exchanges_is_never_shortened() {
+        let messages = transcript();
+        // K = 2: only one user message follows the result: not aged, so the
+        // group (102) is dropped as before, and #1 with it (no holes).
+        let opts = Trim::openai(40)
+            .counter(Words)
+            .age_tool_results(AgeToolResults::new(2));
+        let out = trim(&messages, &opts).unwrap();
+        assert!(out.shortened.is_empty());
+        assert_eq!(out.positions, vec![0, 5]);
+    }
+}

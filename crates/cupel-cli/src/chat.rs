@@ -2,7 +2,9 @@
 //! budget and write it back in its own format (or explain every message).
 
 use clap::{Args, ValueEnum};
-use cupel_chat::{ChatError, Format, Granularity, Transcript, Trim, trim_transcript};
+use cupel_chat::{
+    AgeToolResults, ChatError, Format, Granularity, Transcript, Trim, trim_transcript,
+};
 
 use crate::error::CliError;
 
@@ -82,6 +84,23 @@ pub(crate) struct ChatArgs {
     /// Print the per-message table instead of the trimmed document
     #[arg(long)]
     explain: bool,
+
+    /// Shorten tool results with at least K user messages after them
+    ///
+    /// Before a unit is dropped, its old results are tried as head and
+    /// tail (--truncate-results-to), then as a one-line placeholder; the
+    /// tool call is never changed.
+    #[arg(long, value_name = "K", verbatim_doc_comment)]
+    age_tool_results: Option<usize>,
+
+    /// Size of a shortened tool result, in message tokens (default 200)
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "age_tool_results",
+        allow_negative_numbers = true
+    )]
+    truncate_results_to: Option<i64>,
 
     /// Cache-aware session: read the previous window from FILE (if it
     /// exists), keep its prefix, write the new window back to FILE
@@ -165,6 +184,15 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
         });
     if let Some(e) = &a.encoding {
         opts = opts.encoding(e.clone());
+    }
+    if let Some(k) = a.age_tool_results {
+        let mut aging = AgeToolResults::new(k);
+        if let Some(n) = a.truncate_results_to {
+            aging = aging
+                .truncate_to(n)
+                .map_err(|e| CliError::input(format!("--truncate-results-to: {e}")))?;
+        }
+        opts = opts.age_tool_results(aging);
     }
     if let Some(state) = &a.state {
         let g = a.granularity.map(|u| match u {

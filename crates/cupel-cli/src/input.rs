@@ -18,7 +18,7 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 use cupel_core::{
-    ContextBudget, ContextItem, ContextKind, ContextSource, CupelError, TokenCounter,
+    ContextBudget, ContextItem, ContextKind, ContextSource, CupelError, ItemVariant, TokenCounter,
 };
 use cupel_pipeline::{Policy, PolicyConfig};
 use serde::Deserialize;
@@ -457,6 +457,22 @@ struct InputItem {
     /// placed together.
     #[serde(default)]
     group: Option<String>,
+    /// Cheaper forms of the item (extension, spec chapter 22), most
+    /// complete first; `tokens` may be counted like the item's.
+    #[serde(default)]
+    variants: Vec<InputVariant>,
+}
+
+/// One `variants` entry of an item: [`cupel_core::ItemVariant`]'s wire
+/// schema with `tokens` optional.
+#[derive(Debug, Deserialize)]
+#[serde(expecting = "a variant table with `content`")]
+struct InputVariant {
+    content: String,
+    #[serde(default)]
+    tokens: Option<i64>,
+    #[serde(default)]
+    value: Option<f64>,
 }
 
 /// The command-line settings that shape a run.
@@ -789,7 +805,22 @@ fn finish(
     let policy = build_policy(&config, &origin)?;
 
     let budget = build_budget(header.budget.unwrap_or_default(), settings)?;
+    let counter = sink.counter;
     let (items, counted) = sink.finish()?;
+    // A policy's [variants] table (spec chapter 22): the generated forms are
+    // counted with the --count-tokens counter.
+    let items = match (&config.variants, counter) {
+        (None, _) => items,
+        (Some(_), Some((c, _))) => config
+            .with_variants(&items, c)
+            .map_err(|e| CliError::input(format!("{name}: [variants]: {e}")))?,
+        (Some(_), None) => {
+            return Err(CliError::input(format!(
+                "{name}: the policy declares [variants], and their forms need a token counter"
+            ))
+            .hint("count them with --count-tokens ENCODING (e.g. o200k_base)"));
+        }
+    };
     Ok(Prepared {
         items,
         budget,
@@ -924,6 +955,25 @@ impl<'c> ItemSink<'c> {
             // Already failing (reported in `finish`): only count the rest.
             return Ok(());
         }
+        let mut variants = Vec::with_capacity(it.variants.len());
+        for (k, v) in it.variants.into_iter().enumerate() {
+            let t = match (v.tokens, self.counter) {
+                (Some(t), _) => t,
+                (None, Some((c, _))) => c.count_tokens(&v.content),
+                (None, None) => {
+                    return Err(CliError::input(format!(
+                        "{}: items[{i}].variants[{k}]: `tokens` is missing",
+                        self.name
+                    ))
+                    .hint("give each variant its `tokens`, or count them with --count-tokens"));
+                }
+            };
+            let mut variant = ItemVariant::new(v.content, t);
+            if let Some(value) = v.value {
+                variant = variant.value(value);
+            }
+            variants.push(variant);
+        }
         let item = ContextItem::builder(it.content, tokens)
             .kind(it.kind.unwrap_or_default())
             .source(it.source.unwrap_or_default())
@@ -935,6 +985,7 @@ impl<'c> ItemSink<'c> {
             .pinned(it.pinned)
             .original_tokens_opt(it.original_tokens)
             .group_opt(it.group)
+            .variants(variants)
             .build()
             .map_err(|e| CliError::input(format!("{}: items[{i}]: {e}", self.name)))?;
         self.items.push(item);

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 
-use cupel_core::{ContextItem, ExclusionReason, SelectionReport};
+use cupel_core::{ContextItem, ExclusionReason, IncludedItem, SelectionReport};
 use cupel_pipeline::{
     CurveConfig, InnerScorer, PolicyConfig, ScorerConfig, ScorerType, SlicerType,
 };
@@ -358,6 +358,14 @@ impl<'a> Indexer<'a> {
         }
     }
 
+    /// The input index of an included row: its item's, or, for an item the
+    /// window holds as a variant (a new item, chapter 22), the row's position.
+    fn included_index(&self, inc: &IncludedItem) -> Option<usize> {
+        self.index_of(&inc.item).or_else(|| {
+            (inc.variant.is_some() && inc.position < self.items.len()).then_some(inc.position)
+        })
+    }
+
     fn index_of(&self, item: &ContextItem) -> Option<usize> {
         self.by_ptr
             .get(&item.ptr_id())
@@ -394,7 +402,7 @@ pub(crate) fn window(p: &Prepared, report: &SelectionReport) -> String {
         .iter()
         .map(|inc| {
             [
-                idx_text(ix.index_of(&inc.item)),
+                idx_text(ix.included_index(inc)),
                 inc.item.kind().to_string(),
                 inc.item.tokens().to_string(),
                 fmt_score(inc.score),
@@ -569,7 +577,7 @@ pub(crate) fn explain_table(p: &Prepared, report: &SelectionReport) -> String {
     }
     let mut rows: Vec<Row<'_>> = Vec::new();
     for inc in &report.included {
-        let i = ix.index_of(&inc.item);
+        let i = ix.included_index(inc);
         rows.push(Row {
             cells: [
                 idx_text(i),
@@ -578,7 +586,14 @@ pub(crate) fn explain_table(p: &Prepared, report: &SelectionReport) -> String {
                 inc.item.tokens().to_string(),
                 inc.item.kind().to_string(),
             ],
-            reason: inc.reason.to_string(),
+            reason: match inc.variant {
+                // Short: the reason column is narrow (80 columns in all).
+                Some(v) => format!(
+                    "{}, variant {} (-{})",
+                    inc.reason, v.variant, v.tokens_saved
+                ),
+                None => inc.reason.to_string(),
+            },
             item: &inc.item,
         });
     }

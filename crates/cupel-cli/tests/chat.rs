@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{cupel, fails, ok, stdout};
+use common::{cupel, fails, ok, stderr, stdout};
 use serde_json::Value;
 
 const AGENT: &str = "tests/fixtures/chat/openai-agent.json";
@@ -155,4 +155,62 @@ fn cache_breakpoints_mark_the_pinned_prompt_and_the_end_only_on_request() {
     );
     assert!(v["messages"][0]["content"].is_string());
     assert_eq!(marked.matches("cache_control").count(), 2);
+}
+
+#[test]
+fn old_tool_results_are_shortened_before_their_exchange_is_dropped() {
+    let log: Vec<String> = (0..3_000)
+        .map(|i| format!("line {i}: disk usage 99%"))
+        .collect();
+    let doc = serde_json::json!([
+        {"role": "user", "content": "Why did the deploy fail?"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "lookup_logs", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": log.join("\n")},
+        {"role": "assistant", "content": "The disk was full."},
+        {"role": "user", "content": "Is it fixed now?"}
+    ])
+    .to_string();
+    // Without ageing, 400 tokens cannot hold the log's exchange: only the
+    // newest user message is left.
+    let plain = cupel(&["chat", "-", "--max-tokens", "400"], Some(&doc));
+    let plain: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
+    assert_eq!(plain.as_array().unwrap().len(), 1);
+    // With it, the log goes in as head and tail (at most 120 tokens) and
+    // every message stays, the call unchanged.
+    let aged = cupel(
+        &[
+            "chat",
+            "-",
+            "--max-tokens",
+            "400",
+            "--age-tool-results",
+            "1",
+            "--truncate-results-to",
+            "120",
+        ],
+        Some(&doc),
+    );
+    assert_eq!(aged.status.code(), Some(0), "{}", stderr(&aged));
+    let aged: serde_json::Value = serde_json::from_slice(&aged.stdout).unwrap();
+    let aged = aged.as_array().unwrap();
+    assert_eq!(aged.len(), 5);
+    assert_eq!(aged[1]["tool_calls"][0]["id"], "call_1");
+    let text = aged[2]["content"].as_str().unwrap();
+    assert!(text.starts_with("line 0: disk usage 99%"), "{text}");
+    assert!(text.contains(" tokens omitted …]"), "{text}");
+    assert!(text.ends_with("line 2999: disk usage 99%"), "{text}");
+    let explain = stdout(&cupel(
+        &[
+            "chat",
+            "-",
+            "--max-tokens",
+            "400",
+            "--age-tool-results",
+            "1",
+            "--explain",
+        ],
+        Some(&doc),
+    ));
+    assert!(explain.contains("kept as head and tail"), "{explain}");
 }

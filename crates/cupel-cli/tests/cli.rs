@@ -751,6 +751,81 @@ fn select_and_explain_show_atomic_groups() {
 }
 
 #[test]
+fn select_and_explain_show_variants() {
+    const VARIANTS: &str = "tests/fixtures/variants.toml";
+    let out = ok(&["select", VARIANTS]);
+    assert_fits_80(&out);
+    // See the fixture's header for the arithmetic.
+    assert!(
+        out.contains("[flights] [flight search results omitted]"),
+        "{out}"
+    );
+    assert!(out.contains("[flights] call search_flights(LIS)"), "{out}");
+    let out = ok(&["explain", VARIANTS]);
+    // Variant 2 saved 200 - 8 = 192 tokens; the window holds 258 tokens.
+    assert!(out.contains("Scored, variant 2 (-192)"), "{out}");
+    assert!(out.contains("included  7 items       258 tokens"), "{out}");
+    let json = ok(&["select", VARIANTS, "--format", "json", "--zero-durations"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["excluded"].as_array().unwrap().len(), 0);
+    let row = v["included"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r.get("variant").is_some())
+        .unwrap();
+    assert_eq!(
+        row["variant"],
+        serde_json::json!({"variant": 2, "reason": "did_not_fit", "tokens_saved": 192})
+    );
+    assert_eq!(row["position"], 5);
+    let input = "[budget]\nmax_tokens = 10\ntarget_tokens = 10\n[[items]]\ncontent = \"x\"\ntokens = 5\n[[items.variants]]\ncontent = \"y\"\ntokens = 6\n";
+    let err = fails(&["select", "-", "--input-format", "toml"], Some(input), 2);
+    assert!(err.contains("variant 1 of the item is invalid"), "{err}");
+}
+
+#[test]
+fn a_policy_variants_table_generates_forms_counted_with_count_tokens() {
+    let log: Vec<String> = (0..400).map(|i| format!("line {i} ok")).collect();
+    let input = format!(
+        "[budget]\nmax_tokens = 300\ntarget_tokens = 300\n[policy]\nslicer = \"greedy\"\n\
+         [[policy.scorers]]\ntype = \"reflexive\"\n[policy.variants]\nhead_tail = 100\n\
+         placeholder = \"[log of {{tokens}} tokens omitted]\"\nmin_tokens = 200\n\
+         [[items]]\ncontent = \"user: what failed?\"\ntokens = 5\n\
+         [[items]]\ncontent = \"{}\"\ntokens = 4000\n",
+        log.join("\\n")
+    );
+    let o = cupel(
+        &[
+            "select",
+            "-",
+            "--input-format",
+            "toml",
+            "--count-tokens",
+            "o200k_base",
+            "--format",
+            "json",
+        ],
+        Some(&input),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The log (thousands of tokens) cannot go in whole at 300: its head and
+    // tail (at most 100 tokens) does, as variant 1.
+    let row = &v["included"][1];
+    assert_eq!(row["variant"]["variant"], 1, "{v}");
+    assert!(row["item"]["tokens"].as_i64().unwrap() <= 100);
+    let text = row["item"]["content"].as_str().unwrap();
+    assert!(
+        text.starts_with("line 0 ok\n") && text.contains(" tokens omitted …]\n"),
+        "{text}"
+    );
+    // Without a counter the table cannot be applied: an input error.
+    let err = fails(&["select", "-", "--input-format", "toml"], Some(&input), 2);
+    assert!(err.contains("[variants]"), "{err}");
+}
+
+#[test]
 fn an_empty_group_id_is_an_input_error() {
     let input = "[budget]\nmax_tokens = 10\ntarget_tokens = 10\n[[items]]\ncontent = \"x\"\ntokens = 1\ngroup = \"\"\n";
     let err = fails(&["select", "-", "--input-format", "toml"], Some(input), 2);

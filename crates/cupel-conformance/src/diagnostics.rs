@@ -1,7 +1,7 @@
 //! `[expected.diagnostics]`: the summary totals and the included / excluded
 //! lists of a [`SelectionReport`].
 
-use cupel_core::{ExclusionReason, InclusionReason, SelectionReport};
+use cupel_core::{ExclusionReason, InclusionReason, SelectionReport, VariantChoice};
 use toml::{Table, Value};
 
 use crate::toml_util::{
@@ -40,10 +40,16 @@ pub(crate) fn compare(
     }
     if diag.contains_key("included") {
         let want = tables(diag, "included", "[expected.diagnostics]")?;
-        let got: Vec<(&str, f64, &InclusionReason)> = report
+        let rows: Vec<Included<'_>> = report
             .included
             .iter()
-            .map(|i| (i.item.content(), i.score, &i.reason))
+            .map(|i| (&i.reason, i.variant))
+            .collect();
+        let got: Vec<(&str, f64, &Included<'_>)> = report
+            .included
+            .iter()
+            .zip(&rows)
+            .map(|(i, row)| (i.item.content(), i.score, row))
             .collect();
         compare_list(
             "included",
@@ -51,7 +57,7 @@ pub(crate) fn compare(
             &got,
             eps,
             &mut diffs,
-            |e, ctx, actual, out| {
+            |e, ctx, (actual, variant): &Included<'_>, out| {
                 if let Some(reason) = string(e, "inclusion_reason", ctx)?
                     && normalise(reason) != normalise(actual.name())
                 {
@@ -60,7 +66,7 @@ pub(crate) fn compare(
                         actual.name()
                     ));
                 }
-                Ok(())
+                compare_variant(e, ctx, variant.as_ref(), out)
             },
         )?;
     }
@@ -74,6 +80,50 @@ pub(crate) fn compare(
         compare_list("excluded", &want, &got, eps, &mut diffs, compare_exclusion)?;
     }
     Ok(diffs)
+}
+
+/// An included row's reason and variant (chapter 22).
+type Included<'a> = (&'a InclusionReason, Option<VariantChoice>);
+
+/// The variant keys of an included entry (an extension, chapter 22):
+/// `variant` (the variant's number; absent means the item went in whole,
+/// and is then checked too), `variant_reason` and `tokens_saved` (checked
+/// when given).
+fn compare_variant(
+    e: &Table,
+    ctx: &str,
+    actual: Option<&VariantChoice>,
+    out: &mut Vec<String>,
+) -> Result<(), String> {
+    let want = int(e, "variant", ctx)?;
+    let got = actual.map(|v| v.variant);
+    if want.map(i128::from) != got.map(|v| v as i128) {
+        let show = |v: Option<String>| v.unwrap_or_else(|| "none (whole item)".into());
+        out.push(format!(
+            "{ctx}: variant expected {}, actual {}",
+            show(want.map(|v| v.to_string())),
+            show(got.map(|v| v.to_string()))
+        ));
+        return Ok(());
+    }
+    let Some(v) = actual else { return Ok(()) };
+    if let Some(reason) = string(e, "variant_reason", ctx)?
+        && normalise(reason) != normalise(v.reason.name())
+    {
+        out.push(format!(
+            "{ctx}: variant_reason expected {reason}, actual {}",
+            v.reason.name()
+        ));
+    }
+    if let Some(saved) = int(e, "tokens_saved", ctx)?
+        && saved != v.tokens_saved
+    {
+        out.push(format!(
+            "{ctx}: tokens_saved expected {saved}, actual {}",
+            v.tokens_saved
+        ));
+    }
+    Ok(())
 }
 
 type Check<R> = fn(&Table, &str, &R, &mut Vec<String>) -> Result<(), String>;

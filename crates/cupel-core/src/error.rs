@@ -112,6 +112,17 @@ pub enum CupelError {
     #[error("pipeline configuration: {0}")]
     Config(ConfigError),
 
+    /// A variant of an item (see [`ItemVariant`](crate::ItemVariant)) was
+    /// malformed: empty content, a token count below 0 or above the form
+    /// before it, or a value outside `[0, 1]`.
+    #[error("variant {variant} of the item is invalid: {detail}")]
+    InvalidVariant {
+        /// The variant's number (1 is the first variant).
+        variant: usize,
+        /// What is wrong, with the numbers.
+        detail: String,
+    },
+
     /// A function argument broke its documented precondition.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use crate::{ContextKind, ContextSource, CupelError};
+use crate::{ContextKind, ContextSource, CupelError, ItemVariant};
 
 /// One candidate piece of context: a message, document, tool output, memory, ...
 ///
@@ -46,7 +46,31 @@ struct ItemData {
     future_relevance_hint: Option<f64>,
     pinned: bool,
     original_tokens: Option<i64>,
+    /// The rarer extension fields, behind one pointer: `None` (8 bytes, no
+    /// allocation) for the usual item without a group or variants.
+    ext: Option<Box<Extension>>,
+}
+
+/// An item's extension fields (atomic group, variants); never both empty.
+#[derive(Clone, PartialEq, Default)]
+struct Extension {
     group: Option<Arc<str>>,
+    /// Cheaper forms, most complete first.
+    variants: Box<[ItemVariant]>,
+}
+
+impl ItemData {
+    fn group(&self) -> Option<&str> {
+        self.ext.as_ref().and_then(|e| e.group.as_deref())
+    }
+
+    fn variants(&self) -> &[ItemVariant] {
+        self.ext.as_ref().map_or(&[], |e| &e.variants)
+    }
+
+    fn ext_mut(&mut self) -> &mut Extension {
+        self.ext.get_or_insert_with(Box::default)
+    }
 }
 
 impl ContextItem {
@@ -132,7 +156,21 @@ impl ContextItem {
     /// id are kept, dropped and placed together: the window holds all of
     /// them or none, adjacent and in input order. Ids compare byte for byte.
     pub fn group(&self) -> Option<&str> {
-        self.inner.group.as_deref()
+        self.inner.group()
+    }
+
+    /// The item's cheaper forms, most complete first (an extension to the
+    /// specification: see `spec/22-variants.md`). A slicer may put one of
+    /// them in the window instead of the whole item; the window never holds
+    /// two forms of one item. Variant `k` of this slice is form `k + 1`
+    /// ([`as_variant`](Self::as_variant)); form 0 is the item itself.
+    pub fn variants(&self) -> &[ItemVariant] {
+        self.inner.variants()
+    }
+
+    /// Whether the item has at least one variant.
+    pub fn has_variants(&self) -> bool {
+        !self.inner.variants().is_empty()
     }
 
     /// Whether `self` and `other` are the very same allocation (cheap identity check).
@@ -187,8 +225,11 @@ impl fmt::Debug for ContextItem {
         if let Some(o) = d.original_tokens {
             s.field("original_tokens", &o);
         }
-        if let Some(g) = &d.group {
-            s.field("group", g);
+        if let Some(g) = d.group() {
+            s.field("group", &g);
+        }
+        if !d.variants().is_empty() {
+            s.field("variants", &d.variants());
         }
         s.finish()
     }
@@ -225,7 +266,7 @@ impl ContextItemBuilder {
                 future_relevance_hint: None,
                 pinned: false,
                 original_tokens: None,
-                group: None,
+                ext: None,
             },
         }
     }
@@ -346,13 +387,57 @@ impl ContextItemBuilder {
     /// # Ok::<(), cupel_core::CupelError>(())
     /// ```
     pub fn group(mut self, group: impl Into<String>) -> Self {
-        self.data.group = Some(Arc::from(group.into()));
+        self.data.ext_mut().group = Some(Arc::from(group.into()));
         self
     }
 
     /// Sets or clears the group.
     pub fn group_opt(mut self, group: Option<String>) -> Self {
-        self.data.group = group.map(Arc::from);
+        match group {
+            Some(g) => self.data.ext_mut().group = Some(Arc::from(g)),
+            None => {
+                if let Some(e) = &mut self.data.ext {
+                    e.group = None;
+                }
+            }
+        }
+        self
+    }
+
+    /// Appends a cheaper form of the item (see [`ContextItem::variants`]);
+    /// add them most complete first.
+    ///
+    /// ```
+    /// use cupel_core::{ContextItem, ItemVariant};
+    /// let item = ContextItem::builder("a long tool log", 900)
+    ///     .variant(ItemVariant::new("the log's first and last lines", 120))
+    ///     .build()?;
+    /// assert_eq!(item.variants()[0].tokens(), 120);
+    /// # Ok::<(), cupel_core::CupelError>(())
+    /// ```
+    pub fn variant(mut self, variant: ItemVariant) -> Self {
+        let ext = self.data.ext_mut();
+        let mut all = std::mem::take(&mut ext.variants).into_vec();
+        all.push(variant);
+        ext.variants = all.into_boxed_slice();
+        self
+    }
+
+    /// Replaces the variants.
+    pub fn variants<I: IntoIterator<Item = ItemVariant>>(mut self, variants: I) -> Self {
+        let variants: Box<[ItemVariant]> = variants.into_iter().collect();
+        if variants.is_empty() {
+            return self.clear_variants();
+        }
+        self.data.ext_mut().variants = variants;
+        self
+    }
+
+    /// Removes every variant.
+    pub fn clear_variants(mut self) -> Self {
+        if let Some(e) = &mut self.data.ext {
+            e.variants = Box::default();
+        }
         self
     }
 
@@ -360,17 +445,33 @@ impl ContextItemBuilder {
     ///
     /// # Errors
     /// [`CupelError::EmptyContent`] when the content is empty;
-    /// [`CupelError::InvalidArgument`] when the group id is empty. (Negative token
+    /// [`CupelError::InvalidArgument`] when the group id is empty;
+    /// [`CupelError::InvalidVariant`] when a variant has empty content,
+    /// negative tokens, more tokens than the form before it (the item
+    /// itself for the first variant), or a value outside `[0, 1]`. (Negative token
     /// counts are accepted here: the pipeline reports them as
     /// `NegativeTokens` exclusions, as the specification requires.)
     pub fn build(mut self) -> Result<ContextItem, CupelError> {
         if self.data.content.is_empty() {
             return Err(CupelError::EmptyContent);
         }
-        if self.data.group.as_deref() == Some("") {
+        if self.data.group() == Some("") {
             return Err(CupelError::InvalidArgument(
                 "an item's group id must not be empty (omit it for no group)".into(),
             ));
+        }
+        let mut previous = self.data.tokens;
+        for (k, v) in self.data.variants().iter().enumerate() {
+            v.check(k + 1, previous)?;
+            previous = v.tokens();
+        }
+        if self
+            .data
+            .ext
+            .as_ref()
+            .is_some_and(|e| e.group.is_none() && e.variants.is_empty())
+        {
+            self.data.ext = None;
         }
         // An item lives as long as its caller keeps it: drop the spare
         // capacity that `format!` and pushes leave (often a third of the
@@ -413,6 +514,8 @@ mod serde_impl {
         original_tokens: Option<i64>,
         #[serde(skip_serializing_if = "Option::is_none")]
         group: Option<&'a str>,
+        #[serde(skip_serializing_if = "<[ItemVariant]>::is_empty")]
+        variants: &'a [ItemVariant],
     }
 
     impl Serialize for ContextItem {
@@ -430,7 +533,8 @@ mod serde_impl {
                 future_relevance_hint: d.future_relevance_hint,
                 pinned: d.pinned,
                 original_tokens: d.original_tokens,
-                group: d.group.as_deref(),
+                group: d.group(),
+                variants: d.variants(),
             }
             .serialize(s)
         }
@@ -462,6 +566,8 @@ mod serde_impl {
         original_tokens: Option<i64>,
         #[serde(default)]
         group: Option<String>,
+        #[serde(default)]
+        variants: Vec<ItemVariant>,
     }
 
     impl<'de> Deserialize<'de> for ContextItem {
@@ -478,6 +584,7 @@ mod serde_impl {
                 .pinned(o.pinned)
                 .original_tokens_opt(o.original_tokens)
                 .group_opt(o.group)
+                .variants(o.variants)
                 .build()
                 .map_err(serde::de::Error::custom)
         }

@@ -57,6 +57,7 @@
 mod budget;
 pub mod diagnostics;
 mod error;
+mod generate;
 mod item;
 mod kind;
 mod run_budget;
@@ -67,6 +68,7 @@ pub mod strict;
 mod time;
 mod timestamp;
 mod tokens;
+mod variant;
 
 pub use budget::{ContextBudget, ContextBudgetBuilder, SliceBudget};
 pub use diagnostics::{
@@ -76,6 +78,7 @@ pub use diagnostics::{
     TraceDetailLevel, TraceEvent,
 };
 pub use error::{ConfigError, CupelError, DEFAULT_MAX_TABLE_BYTES, TableLimit, TokenSign};
+pub use generate::{HeadTail, Placeholder, VariantGenerator, with_generated_variants};
 pub use item::{ContextItem, ContextItemBuilder};
 pub use kind::{ContextKind, ContextSource};
 pub use run_budget::{
@@ -91,6 +94,9 @@ pub use timestamp::parse_timestamp;
 #[cfg(feature = "serde")]
 pub use timestamp::serde_timestamp;
 pub use tokens::{TokenCounter, check_token_totals};
+pub use variant::{
+    ItemVariant, VARIANT_METADATA_KEY, VariantChoice, VariantOutcome, VariantPick, VariantReason,
+};
 
 /// The `chrono` crate, whose `DateTime<Utc>` and `TimeDelta` appear in timestamps, decay and time providers.
 pub use chrono;

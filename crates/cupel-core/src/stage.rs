@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use crate::diagnostics::{CapExclusion, CountRequirementShortfall};
-use crate::{ContextItem, CupelError, SliceBudget};
+use crate::{ContextItem, CupelError, SliceBudget, VariantOutcome};
 
 /// An item paired with the relevance score the Score stage gave it.
 ///
@@ -326,6 +326,25 @@ pub trait Slicer: Send + Sync {
         budget: SliceBudget,
     ) -> Result<SliceOutcome, CupelError>;
 
+    /// Selects items within `budget`, free to take a cheaper form of any
+    /// item that has [variants](crate::ContextItem::variants) (an extension:
+    /// `spec/22-variants.md`). The pipeline calls this instead of
+    /// [`slice`](Self::slice) only when some item of the run has variants.
+    ///
+    /// The default ignores variants: it is `slice`, every item whole or not
+    /// at all. A variant-aware slicer overrides it, takes at most one form of
+    /// each item and keeps the chosen forms' tokens within the target.
+    ///
+    /// # Errors
+    /// As [`slice`](Self::slice).
+    fn slice_variants(
+        &self,
+        items: &[ScoredItem<'_>],
+        budget: SliceBudget,
+    ) -> Result<VariantOutcome, CupelError> {
+        self.slice(items, budget).map(VariantOutcome::from)
+    }
+
     /// Which built-in strategy this is ([`SlicerKind::Custom`] by default).
     fn slicer_kind(&self) -> SlicerKind {
         SlicerKind::Custom
@@ -349,6 +368,9 @@ macro_rules! forward_slicer {
         impl<T: Slicer + ?Sized> Slicer for $ptr {
             fn slice(&self, items: &[ScoredItem<'_>], budget: SliceBudget) -> Result<SliceOutcome, CupelError> {
                 (**self).slice(items, budget)
+            }
+            fn slice_variants(&self, items: &[ScoredItem<'_>], budget: SliceBudget) -> Result<VariantOutcome, CupelError> {
+                (**self).slice_variants(items, budget)
             }
             fn slicer_kind(&self) -> SlicerKind {
                 (**self).slicer_kind()

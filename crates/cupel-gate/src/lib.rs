@@ -110,7 +110,10 @@ pub use config::{
     GateConfigError, GateSpec, RuleSpec,
 };
 pub use format::{NODE_HEADER, format_node, header_value};
-pub use retry::{ContextCompactor, GaveUp, LoopGuard, LoopOutcome, SummarizeWith};
+pub use retry::{
+    ContextCompactor, GaveUp, LoopGuard, LoopOutcome, RUNNING_SUMMARY_PREFIX, RunningSummary,
+    SummarizeWith,
+};
 
 /// One retrieved text waiting to enter the context.
 ///

@@ -101,6 +101,87 @@ where
     }
 }
 
+/// The prefix that marks the running summary block of a context compacted
+/// by [`RunningSummary`].
+pub const RUNNING_SUMMARY_PREFIX: &str = "[summary] ";
+
+/// A [`ContextCompactor`] that keeps a running summary (the hook of
+/// `spec/22-variants.md`, "Summaries", for the gate's loop): it keeps the
+/// newest `keep` blocks and hands the older ones, with the previous summary,
+/// to `summarise`, whose text becomes the first block (marked with
+/// [`RUNNING_SUMMARY_PREFIX`]).
+///
+/// The previous summary is the first block when it carries the prefix; it
+/// is passed on its own, never as a block to summarise, so a summary is
+/// always made from one previous summary and raw blocks. When no block is
+/// older than the newest `keep`, the oldest block is summarised instead, so
+/// that every call makes progress while blocks remain.
+///
+/// ```
+/// use cupel_core::CupelError;
+/// use cupel_gate::{ContextCompactor, GateState, RunningSummary};
+/// let fold = RunningSummary::new(2, |previous: Option<&str>, old: &[String]| {
+///     // A real one would ask a model; this one lists what it folded.
+///     Ok::<_, CupelError>(format!("{}+{}", previous.unwrap_or("-"), old.join(",")))
+/// });
+/// let ctx: Vec<String> = ["a", "b", "c", "d"].map(String::from).to_vec();
+/// let pending = GateState::new(ctx.clone(), Vec::new());
+/// let once = fold.compact_context(&ctx, &pending)?;
+/// assert_eq!(once, ["[summary] -+a,b", "c", "d"]);
+/// let twice = fold.compact_context(&once, &pending)?;
+/// assert_eq!(twice, ["[summary] -+a,b+c", "d"]);
+/// # Ok::<(), CupelError>(())
+/// ```
+pub struct RunningSummary<F> {
+    keep: usize,
+    summarise: F,
+}
+
+impl<F> RunningSummary<F> {
+    /// Keeps the newest `keep` blocks; `summarise(previous, older_blocks)`
+    /// writes the new summary.
+    pub fn new(keep: usize, summarise: F) -> Self {
+        Self { keep, summarise }
+    }
+}
+
+impl<F> fmt::Debug for RunningSummary<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunningSummary")
+            .field("keep", &self.keep)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F> ContextCompactor for RunningSummary<F>
+where
+    F: Fn(Option<&str>, &[String]) -> Result<String, CupelError> + Send + Sync,
+{
+    fn compact_context(
+        &self,
+        context: &[String],
+        _pending: &GateState,
+    ) -> Result<Vec<String>, CupelError> {
+        let (previous, blocks) = match context.split_first() {
+            Some((first, rest)) if first.starts_with(RUNNING_SUMMARY_PREFIX) => {
+                (first.get(RUNNING_SUMMARY_PREFIX.len()..), rest)
+            }
+            _ => (None, context),
+        };
+        if blocks.is_empty() {
+            // Nothing left to fold: the loop sees no progress and stops.
+            return Ok(context.to_vec());
+        }
+        let evict = blocks.len().saturating_sub(self.keep).max(1);
+        let (old, newest) = blocks.split_at(evict);
+        let text = (self.summarise)(previous, old)?;
+        let mut out = Vec::with_capacity(1 + newest.len());
+        out.push(format!("{RUNNING_SUMMARY_PREFIX}{text}"));
+        out.extend_from_slice(newest);
+        Ok(out)
+    }
+}
+
 /// The seed's `loop_guard` for the retry loop: at most this many gate calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LoopGuard {

@@ -133,6 +133,32 @@ fn a_compaction_that_does_not_shrink_stops_the_loop() {
     }
 }
 
+/// The running-summary hook (spec/22-variants.md, "Summaries") in the loop.
+#[test]
+fn a_running_summary_folds_the_oldest_blocks_until_the_batch_fits() {
+    use cupel_gate::RunningSummary;
+    let fold = RunningSummary::new(2, |previous: Option<&str>, old: &[String]| {
+        assert!(previous.is_none(), "one compaction is enough here");
+        Ok::<_, CupelError>(format!("{} turns", old.len()))
+    });
+    let (gate, state, inbox) = scenario();
+    // Attempt 1: 88 + 24 > 60 -> over; the 6 oldest blocks fold into
+    // "[summary] 6 turns" (3 words), the newest 2 stay (22): 25.
+    // Attempt 2: 25 + 24 = 49 <= 60 -> admitted.
+    let guard = LoopGuard::new(5).unwrap();
+    match gate.admit_with_retry(state, inbox, &fold, guard).unwrap() {
+        LoopOutcome::Admitted { admitted, attempts } => {
+            assert_eq!(attempts, 2);
+            let context = admitted.context();
+            assert_eq!(context[0], "[summary] 6 turns");
+            assert!(context[1].starts_with("turn 7:"));
+            assert!(context[2].starts_with("turn 8:"));
+            assert_eq!(admitted.report().total_tokens, 49);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 /// A compactor's own failure ends the loop with its error and the state.
 #[test]
 fn a_failing_compactor_hands_the_state_back() {

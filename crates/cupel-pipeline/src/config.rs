@@ -6,7 +6,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use cupel_core::strict::{self, KeyPath, StrictError, field_names, line_col, one_line};
-use cupel_core::{ConfigError, CupelError, OverflowStrategy};
+use cupel_core::{
+    ConfigError, ContextItem, CupelError, HeadTail, OverflowStrategy, Placeholder, TokenCounter,
+    VariantGenerator, with_generated_variants,
+};
 use cupel_slicers::ScarcityBehavior;
 
 use crate::names::{ComponentType, PlacerType, ScorerType, SlicerType};
@@ -89,6 +92,63 @@ pub struct PolicyConfig {
     pub deduplication: bool,
     /// `throw` (default), `truncate` or `proceed` on the wire.
     pub overflow_strategy: OverflowStrategy,
+    /// Variant generators the policy declares (`[variants]`; an extension,
+    /// `spec/22-variants.md`). Building the [`Policy`](crate::Policy) does
+    /// not use them: a caller with a token counter applies them to its items
+    /// with [`with_variants`](Self::with_variants).
+    pub variants: Option<VariantsConfig>,
+}
+
+/// The `[variants]` table of a policy: which cheaper forms to generate for
+/// the items (spec chapter 22). Forms are added in this order: head + tail,
+/// then the placeholder; each only if smaller than the form before it.
+///
+/// ```
+/// use cupel_pipeline::PolicyConfig;
+/// let cfg = PolicyConfig::from_toml_str(
+///     "[[scorers]]\ntype = \"reflexive\"\n[variants]\nhead_tail = 300\nplaceholder = \"[{tokens} tokens omitted]\"\nmin_tokens = 1000\n",
+/// )?;
+/// let v = cfg.variants.as_ref().expect("declared");
+/// assert_eq!((v.head_tail, v.min_tokens), (Some(300), Some(1_000)));
+/// # Ok::<(), cupel_core::CupelError>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct VariantsConfig {
+    /// Head + tail truncation to this many tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_tail: Option<i64>,
+    /// The head's share of the kept tokens (default 0.6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_share: Option<f64>,
+    /// A placeholder template (`{tokens}`, `{kind}`, `{source}`, `{meta:KEY}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placeholder: Option<String>,
+    /// Only items of more than this many tokens get variants (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_tokens: Option<i64>,
+}
+
+impl VariantsConfig {
+    /// The declared generators, in order (head + tail, then placeholder).
+    ///
+    /// # Errors
+    /// [`CupelError::InvalidArgument`] for a head + tail size `<= 0`, a head
+    /// share outside `[0, 1]` or an invalid template.
+    pub fn generators(&self) -> Result<Vec<Box<dyn VariantGenerator>>, CupelError> {
+        let mut out: Vec<Box<dyn VariantGenerator>> = Vec::new();
+        if let Some(size) = self.head_tail {
+            let mut h = HeadTail::new(size)?;
+            if let Some(share) = self.head_share {
+                h = h.head_share(share)?;
+            }
+            out.push(Box::new(h));
+        }
+        if let Some(t) = &self.placeholder {
+            out.push(Box::new(Placeholder::parse(t)?));
+        }
+        Ok(out)
+    }
 }
 
 /// The flat wire shape of [`PolicyConfig`] (serde's `flatten` would hide unknown keys).
@@ -130,6 +190,8 @@ struct RawPolicy {
         with = "overflow_wire"
     )]
     overflow_strategy: OverflowStrategy,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    variants: Option<VariantsConfig>,
 }
 
 impl From<RawPolicy> for PolicyConfig {
@@ -151,6 +213,7 @@ impl From<RawPolicy> for PolicyConfig {
             placer_params: r.placer_params,
             deduplication: r.deduplication,
             overflow_strategy: r.overflow_strategy,
+            variants: r.variants,
         }
     }
 }
@@ -172,6 +235,7 @@ impl From<PolicyConfig> for RawPolicy {
             placer_params: c.placer_params,
             deduplication: c.deduplication,
             overflow_strategy: c.overflow_strategy,
+            variants: c.variants,
         }
     }
 }
@@ -691,6 +755,7 @@ impl PolicyConfig {
             placer_params: None,
             deduplication: true,
             overflow_strategy: OverflowStrategy::default(),
+            variants: None,
         }
     }
 }
@@ -810,6 +875,37 @@ impl PolicyConfig {
             .into());
         }
         self.slicer.check_keys()
+    }
+
+    /// `items` with the variants the policy's `[variants]` table declares,
+    /// counted with `counter`: each item of more than `min_tokens` tokens
+    /// that has no variants of its own gets the generated forms (see
+    /// `cupel_core::with_generated_variants`). Without a `[variants]` table
+    /// the items come back unchanged (clones sharing their data).
+    ///
+    /// # Errors
+    /// As [`VariantsConfig::generators`] and the generators themselves.
+    pub fn with_variants(
+        &self,
+        items: &[ContextItem],
+        counter: &dyn TokenCounter,
+    ) -> Result<Vec<ContextItem>, CupelError> {
+        let Some(v) = &self.variants else {
+            return Ok(items.to_vec());
+        };
+        let generators = v.generators()?;
+        let refs: Vec<&dyn VariantGenerator> = generators.iter().map(AsRef::as_ref).collect();
+        let min = v.min_tokens.unwrap_or(0);
+        items
+            .iter()
+            .map(|item| {
+                if item.tokens() > min && !item.has_variants() {
+                    with_generated_variants(item, &refs, counter)
+                } else {
+                    Ok(item.clone())
+                }
+            })
+            .collect()
     }
 
     /// Builds the [`Policy`](crate::Policy) from the built-in components only.

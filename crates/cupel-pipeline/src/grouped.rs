@@ -11,7 +11,7 @@
 
 use std::collections::hash_map::Entry;
 
-use cupel_core::{ContextItem, CupelError, ExclusionReason};
+use cupel_core::{ContextItem, CupelError, ExclusionReason, ItemVariant};
 use rustc_hash::FxHashMap;
 
 use crate::run::Units;
@@ -197,6 +197,12 @@ impl Units for Grouped<'_> {
 /// The item a group is sliced and placed as: the group id as content (never
 /// empty: the builder rejects empty ids), the members' total tokens, the first
 /// member's kind and source, the earliest member timestamp.
+///
+/// When a member has variants (chapter 22), the group has variants too, one
+/// per *level*: at level `j` every member is in its form `min(j, its
+/// variant count)`, so the group shrinks and stays whole
+/// ([`member_form`]). Level tokens sum the members' forms and never grow
+/// from one level to the next, since no member's forms do.
 fn synthetic_item(
     items: &[ContextItem],
     g: &Group<'_>,
@@ -204,10 +210,29 @@ fn synthetic_item(
 ) -> Result<ContextItem, CupelError> {
     let first = &items[members[0]];
     let timestamp = members.iter().filter_map(|&i| items[i].timestamp()).min();
-    ContextItem::builder(g.id, g.tokens)
+    let levels = members
+        .iter()
+        .map(|&i| items[i].variants().len())
+        .max()
+        .unwrap_or(0);
+    let mut builder = ContextItem::builder(g.id, g.tokens)
         .kind(first.kind().clone())
         .source(first.source().clone())
         .timestamp_opt(timestamp)
-        .pinned(g.pinned)
-        .build()
+        .pinned(g.pinned);
+    if !g.negative {
+        for level in 1..=levels {
+            let tokens = members.iter().fold(0i64, |acc, &i| {
+                let form = member_form(&items[i], level);
+                acc.saturating_add(items[i].variant_tokens(form).unwrap_or(0))
+            });
+            builder = builder.variant(ItemVariant::new(g.id, tokens));
+        }
+    }
+    builder.build()
+}
+
+/// The form a member is in when its group is taken at `level` (0: whole).
+pub(crate) fn member_form(item: &ContextItem, level: usize) -> usize {
+    level.min(item.variants().len())
 }

@@ -138,11 +138,12 @@ mod run;
 mod run_budget;
 #[cfg(feature = "config")]
 pub mod samples;
+mod summary;
 
 #[cfg(feature = "config")]
 pub use config::{
     CountQuotaConfig, CurveConfig, InnerScorer, KindWeightConfig, MAX_SCORER_DEPTH, PolicyConfig,
-    QuotaConfig, ScorerConfig, SlicerConfig, StepWindowConfig, TagWeightConfig,
+    QuotaConfig, ScorerConfig, SlicerConfig, StepWindowConfig, TagWeightConfig, VariantsConfig,
     overflow_strategy_name, scarcity_behavior_name,
 };
 #[cfg(feature = "config")]
@@ -185,6 +186,7 @@ pub use run_budget::BudgetedWindow;
 /// The `serde_json` crate, whose `Value` is the parameter table passed to registry constructors.
 #[cfg(feature = "config")]
 pub use serde_json;
+pub use summary::{EvictedUnit, SUMMARY_METADATA_KEY, SummarizedWindow, Summary, SummaryPlan};
 
 /// Moved to `cupel-rs-tokens` (`cupel_tokens::TiktokenCounter`).
 #[cfg(feature = "tiktoken")]

@@ -61,6 +61,7 @@ fn config(scorers: &[(ScorerType, f64)], slicer: SlicerConfig, placer: PlacerTyp
         placer_params: None,
         deduplication: true,
         overflow_strategy: Default::default(),
+        variants: None,
     }
 }
 

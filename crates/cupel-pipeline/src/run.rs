@@ -13,8 +13,8 @@ use std::time::{Instant, SystemTime};
 use cupel_core::{
     CapExclusion, ContextBudget, ContextItem, CupelError, ExclusionReason, ExclusionRecord,
     InclusionReason, InclusionRecord, OverflowEvent, OverflowStrategy, PipelineStage, ScoredItem,
-    SliceOutcome, StageTrace, TraceCollector, check_finite, check_token_totals, score_cmp_desc,
-    score_sort_key,
+    SliceOutcome, StageTrace, TraceCollector, VariantChoice, VariantPick, VariantReason,
+    check_finite, check_token_totals, score_cmp_desc, score_sort_key,
 };
 use rustc_hash::FxHashMap;
 
@@ -102,11 +102,22 @@ pub(crate) fn execute<C: TraceCollector + ?Sized>(
     let result = check_token_totals(items).and_then(|()| {
         // Atomic groups (an extension) need a unit table; a run without any
         // grouped item goes through exactly the specification's stages.
-        if items.iter().any(|i| i.group().is_some()) {
+        // Variants (another extension) only change which slicer method is
+        // called and are otherwise looked at only once a slicer took one.
+        let (mut grouped, mut varied) = (false, false);
+        for item in items {
+            grouped |= item.group().is_some();
+            varied |= item.has_variants();
+        }
+        if grouped {
             let table = Grouped::build(items)?;
-            Engine::new(policy, budget, items, &table, collector, observer).run()
+            Engine::new(policy, budget, items, &table, collector, observer)
+                .with_variants(varied)
+                .run()
         } else {
-            Engine::new(policy, budget, items, &Plain(items), collector, observer).run()
+            Engine::new(policy, budget, items, &Plain(items), collector, observer)
+                .with_variants(varied)
+                .run()
         }
     });
     if traced {
@@ -141,6 +152,12 @@ struct Engine<'r, T, C: ?Sized> {
     /// Built at Slice when tracing; shared with Truncate so that a pinned
     /// item is never blamed for more tokens than it holds over the run.
     blame: Option<PinnedBlame>,
+    /// Whether some input item has variants: the slicer is then asked
+    /// through `slice_variants`.
+    varied: bool,
+    /// The form each unit is taken in and why, when the slicer took at
+    /// least one variant; empty otherwise (every unit whole).
+    forms: Vec<(usize, VariantReason)>,
 }
 
 /// The merged list of the Place stage: (unit, score).
@@ -168,7 +185,67 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
             pinned_tokens: 0,
             pinned_items: Vec::new(),
             blame: None,
+            varied: false,
+            forms: Vec::new(),
         }
+    }
+
+    fn with_variants(mut self, varied: bool) -> Self {
+        self.varied = varied;
+        self
+    }
+
+    /// The tokens unit `u` takes in the window: its chosen form's.
+    fn unit_tokens(&self, u: usize) -> i64 {
+        match self.forms.get(u) {
+            Some(&(form, _)) if form > 0 => self
+                .units
+                .item(u)
+                .variant_tokens(form)
+                .unwrap_or_else(|| self.units.tokens(u)),
+            _ => self.units.tokens(u),
+        }
+    }
+
+    /// Records the slicer's variant picks against the units (checked: each
+    /// pick names a selected index, an existing variant, once).
+    fn take_picks(
+        &mut self,
+        picks: &[VariantPick],
+        keyed: &[(f64, usize)],
+        selected: &[bool],
+    ) -> Result<(), CupelError> {
+        let mut forms = vec![(0, VariantReason::DidNotFit); self.units.count()];
+        for p in picks {
+            let Some(&(_, u)) = keyed.get(p.index).filter(|_| selected[p.index]) else {
+                return Err(CupelError::PipelineConfig(format!(
+                    "slicer picked a variant for index {}, which it did not select ({} items were given)",
+                    p.index,
+                    keyed.len()
+                )));
+            };
+            let count = self.units.item(u).variants().len();
+            if p.variant == 0 || p.variant > count || forms[u].0 != 0 {
+                return Err(CupelError::PipelineConfig(format!(
+                    "slicer picked variant {} for index {}, which has {count} variants (or picked twice)",
+                    p.variant, p.index
+                )));
+            }
+            forms[u] = (p.variant, p.reason);
+        }
+        self.forms = forms;
+        Ok(())
+    }
+
+    /// The form member `i` of unit `u` is in, with its report row.
+    fn member_form(&self, u: usize, i: usize) -> Option<(usize, VariantReason)> {
+        let &(level, reason) = self.forms.get(u)?;
+        let form = if T::GROUPED && self.units.group(u).is_some() {
+            crate::grouped::member_form(&self.items[i], level)
+        } else {
+            level
+        };
+        (form > 0).then_some((form, reason))
     }
 
     fn run(mut self) -> Result<Vec<ContextItem>, CupelError> {
@@ -432,13 +509,22 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
             .map(|&(s, u)| ScoredItem::new(units.item(u), s))
             .collect();
         let effective = self.budget.effective(self.pinned_tokens);
-        let outcome = self.policy.slicer.slice(&sorted, effective)?;
-        let selected = checked_selection(&outcome, sorted.len())?;
+        let (outcome, picks) = if self.varied {
+            let v = self.policy.slicer.slice_variants(&sorted, effective)?;
+            (v.outcome, v.picks)
+        } else {
+            (self.policy.slicer.slice(&sorted, effective)?, Vec::new())
+        };
+        drop(sorted);
+        let selected = checked_selection(&outcome, keyed.len())?;
+        if !picks.is_empty() {
+            self.take_picks(&picks, &keyed, &selected)?;
+        }
         let mut merged: Merged = Vec::with_capacity(pinned.len() + outcome.selected.len());
         merged.extend(pinned.iter().map(|&u| (u, 1.0)));
         let mut sliced_tokens: i64 = 0;
         for (&(score, u), _) in keyed.iter().zip(&selected).filter(|(_, sel)| **sel) {
-            sliced_tokens = sliced_tokens.saturating_add(units.tokens(u));
+            sliced_tokens = sliced_tokens.saturating_add(self.unit_tokens(u));
             merged.push((u, score));
         }
         if self.traced {
@@ -522,7 +608,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         let merged_in = item_count(units, merged.iter().map(|(u, _)| u));
         let merged_tokens = merged
             .iter()
-            .fold(0i64, |acc, &(u, _)| acc.saturating_add(units.tokens(u)));
+            .fold(0i64, |acc, &(u, _)| acc.saturating_add(self.unit_tokens(u)));
         // The real room: the target, capped at max - reserve (S-15a).
         let target = self.budget.overflow_limit();
         if merged_tokens > target {
@@ -531,8 +617,8 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                 OverflowStrategy::Proceed => {
                     let items = merged
                         .iter()
-                        .flat_map(|&(u, _)| units.members(u))
-                        .map(|i| self.items[i].clone())
+                        .flat_map(|&(u, _)| units.members(u).map(move |i| (u, i)))
+                        .map(|(u, i)| self.window_item(u, i).0)
                         .collect();
                     let event =
                         OverflowEvent::new(merged_tokens - target, items, self.budget.clone());
@@ -560,18 +646,41 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         for &m in &order {
             let u = merged[m].0;
             for i in units.members(u) {
-                let item = &self.items[i];
+                let (item, variant) = self.window_item(u, i);
                 if self.traced {
                     let reason = inclusion_reason(units.pinned(u), item.tokens());
-                    let record = InclusionRecord::new(i, item, self.score_of[i], reason);
+                    let mut record = InclusionRecord::new(i, &item, self.score_of[i], reason);
+                    if let Some(v) = variant {
+                        record = record.with_variant(v);
+                    }
                     self.collector.on_item_included(record);
                 }
-                window.push(item.clone());
+                window.push(item);
             }
         }
         let count_out = window.len();
         self.finish(timer, PipelineStage::Place, || (merged_in, count_out));
         Ok(window)
+    }
+
+    /// Member `i` of unit `u` as the window holds it: the item itself, or
+    /// the chosen variant's form with its report row.
+    fn window_item(&self, u: usize, i: usize) -> (ContextItem, Option<VariantChoice>) {
+        let item = &self.items[i];
+        match self.member_form(u, i) {
+            Some((form, reason)) => match item.as_variant(form) {
+                Some(v) => {
+                    let choice = VariantChoice {
+                        variant: form,
+                        reason,
+                        tokens_saved: item.tokens().saturating_sub(v.tokens()),
+                    };
+                    (v, Some(choice))
+                }
+                None => (item.clone(), None),
+            },
+            None => (item.clone(), None),
+        }
     }
 
     /// The Truncate strategy (S-10, AG-8): pinned units are kept, any other
@@ -584,7 +693,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         let mut current: i64 = 0;
         let mut kept_unpinned: i64 = 0;
         for (u, score) in merged {
-            let tokens = units.tokens(u);
+            let tokens = self.unit_tokens(u);
             if units.pinned(u) {
                 current = current.saturating_add(tokens);
                 kept.push((u, score));
@@ -598,7 +707,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         }
         if let Some(mut blame) = self.blame.take() {
             for (u, kept_before, room) in removed {
-                let tokens = units.tokens(u);
+                let tokens = self.unit_tokens(u);
                 let reason = match units.group(u) {
                     Some(g) => g.excluded(room),
                     None => blame.at_truncate(tokens, kept_before, target).unwrap_or(

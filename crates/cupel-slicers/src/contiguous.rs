@@ -1,7 +1,12 @@
 //! [`ContiguousSlice`]: take items in score order until the first one that
 //! does not fit.
 
-use cupel_core::{CupelError, ScoredItem, SliceBudget, SliceOutcome, SliceRoom, Slicer};
+use cupel_core::{
+    CupelError, ScoredItem, SliceBudget, SliceOutcome, SliceRoom, Slicer, VariantOutcome,
+    VariantPick, VariantReason,
+};
+
+use crate::variants::{form_count, form_tokens};
 
 /// Takes items in the order given (score descending in the pipeline) while
 /// they fit the target, and stops at the first one that does not: nothing
@@ -77,6 +82,47 @@ impl Slicer for ContiguousSlice {
             return Ok(outcome);
         }
         Ok(SliceOutcome::selected(selected))
+    }
+
+    /// As [`slice`](Slicer::slice), except that an item that does not fit
+    /// whole is taken in its most complete variant that fits (reason
+    /// `DidNotFit`) and the walk goes on; it stops only at an item no form
+    /// of which fits. Variant values play no part: order, not density,
+    /// decides here.
+    fn slice_variants(
+        &self,
+        items: &[ScoredItem<'_>],
+        budget: SliceBudget,
+    ) -> Result<VariantOutcome, CupelError> {
+        crate::inner::check_scores("ContiguousSlice", items)?;
+        if items.is_empty() || budget.target_tokens <= 0 {
+            return Ok(VariantOutcome::default());
+        }
+        let mut remaining = budget.target_tokens;
+        let mut out = VariantOutcome::default();
+        for (i, s) in items.iter().enumerate() {
+            if s.item.tokens() < 0 {
+                continue;
+            }
+            let fitting = (0..form_count(s.item)).find(|&f| form_tokens(s.item, f) <= remaining);
+            if let Some(form) = fitting {
+                remaining -= form_tokens(s.item, form);
+                out.outcome.selected.push(i);
+                if form > 0 {
+                    out.picks
+                        .push(VariantPick::new(i, form, VariantReason::DidNotFit));
+                }
+                continue;
+            }
+            out.outcome.rooms.push(SliceRoom::new(remaining, vec![i]));
+            if i + 1 < items.len() {
+                out.outcome
+                    .rooms
+                    .push(SliceRoom::new(0, (i + 1..items.len()).collect()));
+            }
+            return Ok(out);
+        }
+        Ok(out)
     }
 }
 

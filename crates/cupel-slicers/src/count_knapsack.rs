@@ -1,6 +1,8 @@
 //! [`CountConstrainedKnapsackSlice`]: count quotas with knapsack selection.
 
-use cupel_core::{CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer, SlicerKind};
+use cupel_core::{
+    CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer, SlicerKind, VariantOutcome,
+};
 
 use crate::count_quota::{CountPolicy, CountQuotaEntry, Phase2Order, ScarcityBehavior};
 use crate::knapsack::KnapsackSlice;
@@ -107,10 +109,26 @@ impl Slicer for CountConstrainedKnapsackSlice {
         budget: SliceBudget,
     ) -> Result<SliceOutcome, CupelError> {
         // Normative re-sort of the knapsack's selection before the cap loop.
+        self.policy
+            .slice(
+                NAME,
+                &self.knapsack,
+                (Phase2Order::ScoreDescending, false),
+                items,
+                budget,
+            )
+            .map(|o| o.outcome)
+    }
+
+    fn slice_variants(
+        &self,
+        items: &[ScoredItem<'_>],
+        budget: SliceBudget,
+    ) -> Result<VariantOutcome, CupelError> {
         self.policy.slice(
             NAME,
             &self.knapsack,
-            Phase2Order::ScoreDescending,
+            (Phase2Order::ScoreDescending, true),
             items,
             budget,
         )

@@ -6,11 +6,12 @@ use std::sync::Arc;
 
 use cupel_core::{
     CapExclusion, ContextKind, CountRequirementShortfall, CupelError, ScoredItem, SliceBudget,
-    SliceOutcome, SliceRoom, Slicer, SlicerKind, score_cmp_desc,
+    SliceOutcome, SliceRoom, Slicer, SlicerKind, VariantOutcome, score_cmp_desc,
 };
 
-use crate::inner::{selected_tokens, slice_subset};
+use crate::inner::{selected_tokens, slice_subset_with};
 use crate::kinds::KindLookup;
+use crate::variants::chosen_tokens;
 
 /// What a count-quota slicer does when a kind has fewer candidates than its
 /// `require_count`.
@@ -160,18 +161,20 @@ impl CountPolicy {
     }
 
     /// The three phases around `inner` (see [`CountQuotaSlice`]); `slicer`
-    /// names the caller in errors.
+    /// names the caller in errors. With `order.1` set, phase 2 may take
+    /// variants (phase 1 commits whole items; a cap counts an item once,
+    /// whichever form it is in).
     pub(crate) fn slice(
         &self,
         slicer: &'static str,
         inner: &dyn Slicer,
-        order: Phase2Order,
+        (order, variants): (Phase2Order, bool),
         items: &[ScoredItem<'_>],
         budget: SliceBudget,
-    ) -> Result<SliceOutcome, CupelError> {
+    ) -> Result<VariantOutcome, CupelError> {
         crate::inner::check_scores(slicer, items)?;
         if items.is_empty() || budget.target_tokens <= 0 {
-            return Ok(SliceOutcome::default());
+            return Ok(VariantOutcome::default());
         }
         let Committed {
             committed,
@@ -196,10 +199,17 @@ impl CountPolicy {
         // min(.., max_tokens) keeps it within i64.
         let target = i64::try_from(target).unwrap_or(budget.max_tokens);
         let sub = SliceBudget::new(budget.max_tokens, target);
-        let inner = slice_subset(slicer, inner, items, &residual, sub)?;
+        let got = slice_subset_with(slicer, inner, items, &residual, sub, variants)?;
         // The room phase 2 left: what the items the inner slicer passed over
         // actually had (items the caps remove afterwards took room when it chose).
-        let phase2_room = target.saturating_sub(selected_tokens(items, &inner.selected));
+        let used = if got.picks.is_empty() {
+            selected_tokens(items, &got.outcome.selected)
+        } else {
+            chosen_tokens(items, &got)
+        };
+        let phase2_room = target.saturating_sub(used);
+        let mut picks = got.picks;
+        let inner = got.outcome;
         let mut phase2 = inner.selected;
         if order == Phase2Order::ScoreDescending {
             phase2.sort_unstable_by(|&a, &b| by_score_then_index(items, a, b));
@@ -217,7 +227,20 @@ impl CountPolicy {
         // Whatever the inner slicer reported itself comes after our own.
         out.shortfalls.extend(inner.shortfalls);
         out.cap_exclusions.extend(inner.cap_exclusions);
-        Ok(out)
+        if !picks.is_empty() {
+            // A capped item is out in every form.
+            let mut kept = vec![false; items.len()];
+            for &i in &out.selected {
+                if let Some(k) = kept.get_mut(i) {
+                    *k = true;
+                }
+            }
+            picks.retain(|p| kept.get(p.index).copied().unwrap_or(false));
+        }
+        Ok(VariantOutcome {
+            outcome: out,
+            picks,
+        })
     }
 
     /// Phase 1 (Count-Satisfy): per entry with `require_count > 0`, in entry
@@ -447,10 +470,26 @@ impl Slicer for CountQuotaSlice {
         items: &[ScoredItem<'_>],
         budget: SliceBudget,
     ) -> Result<SliceOutcome, CupelError> {
+        self.policy
+            .slice(
+                COUNT_QUOTA,
+                &*self.inner,
+                (Phase2Order::AsReturned, false),
+                items,
+                budget,
+            )
+            .map(|o| o.outcome)
+    }
+
+    fn slice_variants(
+        &self,
+        items: &[ScoredItem<'_>],
+        budget: SliceBudget,
+    ) -> Result<VariantOutcome, CupelError> {
         self.policy.slice(
             COUNT_QUOTA,
             &*self.inner,
-            Phase2Order::AsReturned,
+            (Phase2Order::AsReturned, true),
             items,
             budget,
         )

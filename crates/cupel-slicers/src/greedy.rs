@@ -1,6 +1,11 @@
 //! [`GreedySlice`]: fill the budget by value density (score per token).
 
-use cupel_core::{CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer, SlicerKind};
+use cupel_core::{
+    CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer, SlicerKind, VariantOutcome,
+    VariantPick,
+};
+
+use crate::variants::{declares_value, form_count, form_tokens, reason};
 
 /// Selects items in order of value density — `score / tokens` — taking each
 /// one that still fits the remaining target.
@@ -25,6 +30,17 @@ use cupel_core::{CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer, Slic
 ///
 /// The output lists input indices in that pass order (density order), not in
 /// input order; the Place stage decides the final order.
+///
+/// # Variants
+/// [`slice_variants`](Slicer::slice_variants) runs the same pass over every
+/// *form* of every item (the item itself is form 0, its variants forms
+/// `1..`): a form's density is `score * value / tokens`, where a variant
+/// without a declared value has exactly its item's density. Ties go to the
+/// earlier item, then the more complete form. A form is taken when it fits
+/// and no other form of its item was taken; so by default an item's
+/// variants are tried, most complete first, right after the item itself
+/// failed to fit, and a variant with a declared value can go first when it
+/// is denser.
 ///
 /// # Choices where the specification is silent
 /// * **Negative token counts** never reach a slicer in the pipeline (Classify
@@ -115,6 +131,60 @@ impl Slicer for GreedySlice {
             }
         }
         Ok(SliceOutcome::selected(selected))
+    }
+
+    fn slice_variants(
+        &self,
+        items: &[ScoredItem<'_>],
+        budget: SliceBudget,
+    ) -> Result<VariantOutcome, CupelError> {
+        crate::inner::check_scores("GreedySlice", items)?;
+        if items.is_empty() || budget.target_tokens <= 0 {
+            return Ok(VariantOutcome::default());
+        }
+        // Every form of every item, in (item, form) order: the position in
+        // `forms` is the tie-break, so ties go to the earlier item, then to
+        // the more complete form.
+        let mut forms: Vec<(usize, usize, i64)> = Vec::with_capacity(items.len());
+        let mut order: Vec<u128> = Vec::with_capacity(items.len());
+        for (i, s) in items.iter().enumerate() {
+            let whole = s.item.tokens();
+            if whole < 0 {
+                continue;
+            }
+            let whole_density = density(s.score, whole);
+            for form in 0..form_count(s.item) {
+                let t = form_tokens(s.item, form);
+                let d = if declares_value(s.item, form) {
+                    let value = s.item.variant_value(form).unwrap_or(1.0);
+                    density(s.score * value, t)
+                } else {
+                    whole_density
+                };
+                order.push(u128::from(desc_key(d)) << 64 | forms.len() as u128);
+                forms.push((i, form, t));
+            }
+        }
+        order.sort_unstable();
+
+        let mut remaining = budget.target_tokens;
+        let mut taken = vec![false; items.len()];
+        let mut out = VariantOutcome::default();
+        for key in order {
+            let (i, form, t) = forms[key as u64 as usize];
+            if taken[i] || (t != 0 && t > remaining) {
+                continue;
+            }
+            taken[i] = true;
+            out.outcome.selected.push(i);
+            if form > 0 {
+                let why = reason(items[i].item, form, remaining);
+                out.picks.push(VariantPick::new(i, form, why));
+            }
+            // 0 <= t <= remaining: cannot overflow or go negative.
+            remaining -= t;
+        }
+        Ok(out)
     }
 
     fn slicer_kind(&self) -> SlicerKind {

@@ -1,6 +1,6 @@
 //! Running a wrapped (inner) slicer on a subset and mapping its answer back.
 
-use cupel_core::{CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer};
+use cupel_core::{CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer, VariantOutcome};
 
 /// The one rule for non-finite scores (spec H-1, checked by
 /// [`cupel_core::check_finite`]): a slicer given a NaN or infinite score
@@ -16,16 +16,25 @@ pub(crate) fn check_scores(slicer: &str, items: &[ScoredItem<'_>]) -> Result<(),
 /// outcome with every index translated back to `items`.
 ///
 /// An inner index outside its input is a [`CupelError::PipelineConfig`]
-/// naming `who` and the numbers, never a panic.
-pub(crate) fn slice_subset(
+/// naming `who` and the numbers, never a panic. Goes through the inner
+/// slicer's [`slice_variants`](Slicer::slice_variants) when `variants` is set; the variant picks are translated back too.
+pub(crate) fn slice_subset_with(
     who: &str,
     inner: &dyn Slicer,
     items: &[ScoredItem<'_>],
     map: &[usize],
     budget: SliceBudget,
-) -> Result<SliceOutcome, CupelError> {
+    variants: bool,
+) -> Result<VariantOutcome, CupelError> {
     let sub: Vec<ScoredItem<'_>> = map.iter().filter_map(|&i| items.get(i).copied()).collect();
-    let out = inner.slice(&sub, budget)?;
+    let VariantOutcome {
+        outcome: out,
+        picks,
+    } = if variants {
+        inner.slice_variants(&sub, budget)?
+    } else {
+        inner.slice(&sub, budget)?.into()
+    };
     let back = |i: usize| {
         map.get(i).copied().ok_or_else(|| {
             CupelError::PipelineConfig(format!(
@@ -49,11 +58,18 @@ pub(crate) fn slice_subset(
             *m = back(*m)?;
         }
     }
-    Ok(SliceOutcome {
-        selected,
-        shortfalls: out.shortfalls,
-        cap_exclusions,
-        rooms,
+    let mut picks = picks;
+    for p in &mut picks {
+        p.index = back(p.index)?;
+    }
+    Ok(VariantOutcome {
+        outcome: SliceOutcome {
+            selected,
+            shortfalls: out.shortfalls,
+            cap_exclusions,
+            rooms,
+        },
+        picks,
     })
 }
 
@@ -84,7 +100,8 @@ mod tests {
     fn out_of_range_inner_index_is_a_config_error() {
         let items = [item("a", 1), item("b", 1), item("c", 1)];
         let s = scored(&items, &[0.5; 3]);
-        let err = slice_subset("QuotaSlice", &Liar, &s, &[1, 2], budget(10)).unwrap_err();
+        let err =
+            slice_subset_with("QuotaSlice", &Liar, &s, &[1, 2], budget(10), false).unwrap_err();
         assert_eq!(
             err,
             CupelError::PipelineConfig(
@@ -97,7 +114,9 @@ mod tests {
     fn indices_map_back() {
         let items = [item("a", 1), item("b", 1), item("c", 1)];
         let s = scored(&items, &[0.5; 3]);
-        let out = slice_subset("x", &crate::GreedySlice, &s, &[2, 0], budget(10)).unwrap();
+        let out = slice_subset_with("x", &crate::GreedySlice, &s, &[2, 0], budget(10), false)
+            .unwrap()
+            .outcome;
         // Sub-input [c, a], equal densities -> sub order 0, 1 -> outer 2, 0.
         assert_eq!(out.selected, vec![2, 0]);
     }

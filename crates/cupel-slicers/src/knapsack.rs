@@ -5,7 +5,10 @@ use std::ops::Add;
 
 use cupel_core::{
     CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer, SlicerKind, TableLimit,
+    VariantOutcome, VariantPick,
 };
+
+use crate::variants::{form_count, form_tokens, reason};
 
 /// Default token bucket size of [`KnapsackSlice`].
 pub const DEFAULT_BUCKET_SIZE: i64 = 100;
@@ -76,6 +79,18 @@ pub const SCORE_SCALE: f64 = 10_000.0;
 /// buckets within the default guard, i.e. about 4 GB of rows. A table within the guard that cannot be allocated (only plausible
 /// with a raised guard) fails with [`CupelError::SlicerConfig`], never an
 /// abort.
+///
+/// # Variants
+/// [`slice_variants`](Slicer::slice_variants) solves the *multiple-choice*
+/// knapsack: each item is taken in at most one of its forms (the item
+/// itself, or one of its variants). A form's value is
+/// `max(0, floor(score * value * 10000))` (the item itself: `value = 1`, so
+/// exactly the value above), its weight `ceil(tokens / bucket_size)`. The DP
+/// keeps, for every candidate and capacity, which form (or none) gave the
+/// best total; a form replaces the best so far only when strictly better, so
+/// ties keep "none", then the more complete form. Candidates are items with
+/// `tokens > 0`; its table takes 2 bytes per cell (at most 65,534 forms per
+/// item) and the same byte and cell guards apply.
 ///
 /// # Choices where the specification is silent
 /// * Items with negative token counts (which the pipeline never passes) are
@@ -406,6 +421,136 @@ impl Slicer for KnapsackSlice {
             }
         }
         Ok(SliceOutcome::selected(selected))
+    }
+
+    fn slice_variants(
+        &self,
+        items: &[ScoredItem<'_>],
+        budget: SliceBudget,
+    ) -> Result<VariantOutcome, CupelError> {
+        crate::inner::check_scores("KnapsackSlice", items)?;
+        if items.is_empty() || budget.target_tokens <= 0 {
+            return Ok(VariantOutcome::default());
+        }
+        let mut out = VariantOutcome::default();
+        let mut candidates: Vec<usize> = Vec::new();
+        for (i, s) in items.iter().enumerate() {
+            match s.item.tokens() {
+                0 => out.outcome.selected.push(i),
+                t if t > 0 => candidates.push(i),
+                _ => {}
+            }
+        }
+        let capacity = budget.target_tokens / self.bucket_size;
+        if candidates.is_empty() || capacity == 0 {
+            // A variant of 0 tokens would still fit, but with no capacity
+            // there is nothing to weigh: the plain rule (zero-token items only).
+            return Ok(out);
+        }
+        let n = candidates.len();
+        let row_len = u128::from(capacity.unsigned_abs()) + 1;
+        let cells = (n as u128) * row_len;
+        let keep_bytes = cells * 2;
+        let limit = if keep_bytes > u128::from(self.max_table_bytes) {
+            Some(TableLimit::Bytes(self.max_table_bytes))
+        } else if cells > u128::from(self.max_table_cells) {
+            Some(TableLimit::Cells(self.max_table_cells))
+        } else {
+            None
+        };
+        if let Some(limit) = limit {
+            return Err(CupelError::TableTooLarge {
+                candidates: n,
+                capacity: u64::try_from(row_len).unwrap_or(u64::MAX),
+                cells,
+                keep_bytes,
+                limit,
+            });
+        }
+        let too_big = || {
+            CupelError::SlicerConfig(format!(
+                "KnapsackSlice: a choice table of {n} x {row_len} cells cannot be addressed or allocated on this platform"
+            ))
+        };
+        let capacity = usize::try_from(capacity).map_err(|_| too_big())?;
+        let row = capacity + 1;
+        let cells = n.checked_mul(row).ok_or_else(too_big)?;
+
+        // Per candidate, its forms as (weight, value); forms too heavy for
+        // the capacity are never taken (weight capacity + 1).
+        let mut forms: Vec<Vec<(usize, u128)>> = Vec::with_capacity(n);
+        for &i in &candidates {
+            let item = items[i].item;
+            let count = form_count(item);
+            if count > usize::from(u16::MAX) {
+                return Err(CupelError::SlicerConfig(format!(
+                    "KnapsackSlice: an item has {} variants; at most {} are supported",
+                    count - 1,
+                    u16::MAX - 1
+                )));
+            }
+            let mut f = Vec::with_capacity(count);
+            for form in 0..count {
+                let dw = match form_tokens(item, form) {
+                    0 => 0,
+                    t => ceil_div(t, self.bucket_size),
+                };
+                let w = usize::try_from(dw).map_or(capacity + 1, |w| w.min(capacity + 1));
+                let score = if form == 0 {
+                    items[i].score
+                } else {
+                    items[i].score * item.variant_value(form).unwrap_or(0.0)
+                };
+                f.push((w, u128::from(scaled_value(score))));
+            }
+            forms.push(f);
+        }
+        let mut old: Vec<u128> = zeroed(row).map_err(|_| too_big())?;
+        let mut new: Vec<u128> = zeroed(row).map_err(|_| too_big())?;
+        let mut choice: Vec<u16> = zeroed(cells).map_err(|_| too_big())?;
+        for (f, chosen) in forms.iter().zip(choice.chunks_exact_mut(row)) {
+            for w in 0..row {
+                let mut best = old[w];
+                let mut pick = 0u16;
+                for (k, &(dw, dv)) in f.iter().enumerate() {
+                    if dw <= w && dv > 0 && old[w - dw] + dv > best {
+                        best = old[w - dw] + dv;
+                        // k < u16::MAX: checked above.
+                        pick = u16::try_from(k + 1).unwrap_or(u16::MAX);
+                    }
+                }
+                new[w] = best;
+                chosen[w] = pick;
+            }
+            std::mem::swap(&mut old, &mut new);
+        }
+        // Reconstruction, last candidate first (as the plain knapsack).
+        let mut remaining = capacity;
+        let mut taken: Vec<(usize, usize)> = Vec::new();
+        for c in (0..n).rev() {
+            let pick = usize::from(choice[c * row + remaining]);
+            if pick > 0 {
+                let form = pick - 1;
+                taken.push((candidates[c], form));
+                remaining = remaining.saturating_sub(forms[c][form].0);
+            }
+        }
+        let total = taken.iter().fold(0i64, |acc, &(i, form)| {
+            acc.saturating_add(form_tokens(items[i].item, form))
+        });
+        for (i, form) in taken {
+            out.outcome.selected.push(i);
+            if form > 0 {
+                // The room the item had: the target minus everything else taken.
+                let own = form_tokens(items[i].item, form);
+                let room = budget
+                    .target_tokens
+                    .saturating_sub(total.saturating_sub(own));
+                out.picks
+                    .push(VariantPick::new(i, form, reason(items[i].item, form, room)));
+            }
+        }
+        Ok(out)
     }
 
     fn slicer_kind(&self) -> SlicerKind {

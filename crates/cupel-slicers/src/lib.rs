@@ -16,6 +16,15 @@
 //! | [`StreamSlice`] | first fit in arrival order (the optional streaming slicer) | yes |
 //! | [`ContiguousSlice`] | score order until the first item that does not fit (no holes) | yes |
 //!
+//! Every slicer here also takes item variants (an extension,
+//! `spec/22-variants.md`): [`Slicer::slice_variants`] selects each item in
+//! at most one of its forms — greedy by each form's density, knapsack as a
+//! multiple-choice knapsack, quota and count-quota through their inner
+//! slicer by the item's kind, contiguous and stream in the most complete
+//! form that fits.
+//!
+//! [`Slicer::slice_variants`]: cupel_core::Slicer::slice_variants
+//!
 //! Slicers keep no per-run state: count shortfalls
 //! ([`ScarcityBehavior::Degrade`]) and cap exclusions come back in the
 //! [`SliceOutcome`], so one slicer can serve many threads at once. Bad
@@ -65,6 +74,7 @@ mod quota;
 mod stream;
 #[cfg(test)]
 mod test_util;
+mod variants;
 
 pub use contiguous::ContiguousSlice;
 pub use count_knapsack::CountConstrainedKnapsackSlice;

@@ -5,11 +5,12 @@ use std::sync::Arc;
 
 use cupel_core::{
     ContextKind, CupelError, ScoredItem, SliceBudget, SliceOutcome, SliceRoom, Slicer, SlicerKind,
-    TokenSign,
+    TokenSign, VariantOutcome,
 };
 
-use crate::inner::{selected_tokens, slice_subset};
+use crate::inner::{selected_tokens, slice_subset_with};
 use crate::kinds::KindLookup;
+use crate::variants::chosen_tokens;
 
 /// Slack allowed when checking that the require percentages sum to at most
 /// 100: absorbs binary rounding (33.3 + 33.3 + 33.4 may not be exactly 100.0
@@ -455,15 +456,45 @@ impl Slicer for QuotaSlice {
         items: &[ScoredItem<'_>],
         budget: SliceBudget,
     ) -> Result<SliceOutcome, CupelError> {
+        self.slice_with(items, budget, false).map(|o| o.outcome)
+    }
+
+    fn slice_variants(
+        &self,
+        items: &[ScoredItem<'_>],
+        budget: SliceBudget,
+    ) -> Result<VariantOutcome, CupelError> {
+        self.slice_with(items, budget, true)
+    }
+
+    fn slicer_kind(&self) -> SlicerKind {
+        SlicerKind::Quota
+    }
+
+    fn is_monotonic(&self) -> bool {
+        false
+    }
+}
+
+impl QuotaSlice {
+    /// The quota pass; with `variants`, each kind's inner slicer may take
+    /// variants of that kind's items, within that kind's share.
+    fn slice_with(
+        &self,
+        items: &[ScoredItem<'_>],
+        budget: SliceBudget,
+        variants: bool,
+    ) -> Result<VariantOutcome, CupelError> {
         crate::inner::check_scores("QuotaSlice", items)?;
         let target = budget.target_tokens;
         if items.is_empty() || target <= 0 {
-            return Ok(SliceOutcome::default());
+            return Ok(VariantOutcome::default());
         }
         let parts = partition(items)?;
         let budgets = distribute_budget(&self.quotas, &parts, target);
 
         let mut out = SliceOutcome::default();
+        let mut picks = Vec::new();
         // Each kind's own room (its share minus what the inner slicer took of
         // it) is what its left-out items actually had; the inner slicer's
         // finer rooms, if any, go first (the first listed room counts).
@@ -474,8 +505,21 @@ impl Slicer for QuotaSlice {
                 continue;
             }
             let sub = SliceBudget::new(cap, budget);
-            let got = slice_subset("QuotaSlice", &*self.inner, items, &part.members, sub)?;
-            let used = selected_tokens(items, &got.selected);
+            let got = slice_subset_with(
+                "QuotaSlice",
+                &*self.inner,
+                items,
+                &part.members,
+                sub,
+                variants,
+            )?;
+            let used = if got.picks.is_empty() {
+                selected_tokens(items, &got.outcome.selected)
+            } else {
+                chosen_tokens(items, &got)
+            };
+            picks.extend(got.picks);
+            let got = got.outcome;
             kind_rooms.push(SliceRoom::new(budget.saturating_sub(used), part.members));
             out.selected.extend(got.selected);
             out.shortfalls.extend(got.shortfalls);
@@ -483,15 +527,10 @@ impl Slicer for QuotaSlice {
             out.rooms.extend(got.rooms);
         }
         out.rooms.extend(kind_rooms);
-        Ok(out)
-    }
-
-    fn slicer_kind(&self) -> SlicerKind {
-        SlicerKind::Quota
-    }
-
-    fn is_monotonic(&self) -> bool {
-        false
+        Ok(VariantOutcome {
+            outcome: out,
+            picks,
+        })
     }
 }
 

@@ -3,6 +3,7 @@
 
 use cupel_core::{
     ContextItem, CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer, SlicerKind,
+    VariantOutcome, VariantPick, VariantReason,
 };
 
 /// Selects items in the order they arrive, each one the moment it arrives,
@@ -136,6 +137,35 @@ impl StreamSelection {
         take
     }
 
+    /// Decides `item` now, in any of its forms (an extension: the item
+    /// itself is form 0, its [variants](ContextItem::variants) forms `1..`):
+    /// the most complete form that fits is selected and its tokens spent.
+    /// Returns that form, or `None` when no form is admitted.
+    ///
+    /// ```
+    /// use cupel_core::{ContextItem, ItemVariant, SliceBudget};
+    /// use cupel_slicers::StreamSlice;
+    /// let log = ContextItem::builder("log", 300)
+    ///     .variant(ItemVariant::new("log head … tail", 60))
+    ///     .build()?;
+    /// let mut sel = StreamSlice::new().start(SliceBudget::new(100, 100));
+    /// // 300 > 100; 60 <= 100: the head and tail, 40 left.
+    /// assert_eq!(sel.offer_form(&log, 0.5), Some(1));
+    /// assert_eq!(sel.remaining(), 40);
+    /// # Ok::<(), cupel_core::CupelError>(())
+    /// ```
+    pub fn offer_form(&mut self, item: &ContextItem, score: f64) -> Option<usize> {
+        self.offered += 1;
+        let form = (0..=item.variants().len()).find(|&f| {
+            item.variant_tokens(f)
+                .is_some_and(|t| item.tokens() >= 0 && self.admits(t, score))
+        })?;
+        // 0 <= tokens <= remaining (admits checked it): never negative.
+        self.remaining -= item.variant_tokens(form).unwrap_or(0);
+        self.accepted += 1;
+        Some(form)
+    }
+
     fn admits(&self, tokens: i64, score: f64) -> bool {
         if !self.open || tokens < 0 {
             return false;
@@ -174,6 +204,29 @@ impl Slicer for StreamSlice {
         Ok(SliceOutcome::selected(
             self.select(items.iter().copied(), budget),
         ))
+    }
+
+    /// First fit in arrival order, each item in its most complete form that
+    /// fits ([`StreamSelection::offer_form`]); a variant is always taken
+    /// because the more complete forms did not fit.
+    fn slice_variants(
+        &self,
+        items: &[ScoredItem<'_>],
+        budget: SliceBudget,
+    ) -> Result<VariantOutcome, CupelError> {
+        crate::inner::check_scores("StreamSlice", items)?;
+        let mut sel = self.start(budget);
+        let mut out = VariantOutcome::default();
+        for (i, s) in items.iter().enumerate() {
+            if let Some(form) = sel.offer_form(s.item, s.score) {
+                out.outcome.selected.push(i);
+                if form > 0 {
+                    out.picks
+                        .push(VariantPick::new(i, form, VariantReason::DidNotFit));
+                }
+            }
+        }
+        Ok(out)
     }
 
     fn slicer_kind(&self) -> SlicerKind {

@@ -171,6 +171,11 @@ pub use cupel_core::{
     SystemTimeProvider, TimeProvider, TokenCounter, TraceCollector, TraceDetailLevel, chrono,
     diagnostics,
 };
+// Issue 29: item variants, their generators, summaries of evicted units.
+pub use cupel_core::{
+    HeadTail, ItemVariant, Placeholder, VARIANT_METADATA_KEY, VariantChoice, VariantGenerator,
+    VariantOutcome, VariantPick, VariantReason, with_generated_variants,
+};
 
 // Scorers (cupel-scorers).
 pub use cupel_scorers::{
@@ -193,6 +198,10 @@ pub use cupel_placers::{ChronologicalPlacer, UShapedPlacer};
 pub use cupel_pipeline::{
     Pipeline, PipelineBuilder, Policy, PolicyBuilder, PolicyConfig, Preset, RunHold, RunOptions,
     RunOutput, preset, presets,
+};
+// Summaries of what a window evicts (cupel-pipeline).
+pub use cupel_pipeline::{
+    EvictedUnit, SUMMARY_METADATA_KEY, SummarizedWindow, Summary, SummaryPlan,
 };
 
 // The run budget (cupel-run): everyday names here, all of it in `cupel::run`.

@@ -6,7 +6,7 @@ use crate::diagnostics::{
     CountRequirementShortfall, ExcludedItem, ExclusionReason, IncludedItem, InclusionReason,
     OverflowEvent, PipelineStage, SelectionReport, StageTrace, TraceDetailLevel, TraceEvent,
 };
-use crate::{ContextBudget, ContextItem, CupelError};
+use crate::{ContextBudget, ContextItem, CupelError, VariantChoice};
 
 /// One item's exclusion, as the pipeline reports it to a collector.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +36,9 @@ pub struct InclusionRecord<'a> {
     pub score: f64,
     /// Why.
     pub reason: InclusionReason,
+    /// The variant the window holds instead of the whole item, if any (an
+    /// extension: `spec/22-variants.md`); `item` is then the variant's form.
+    pub variant: Option<VariantChoice>,
 }
 
 /// Observer of a pipeline run, passed per call
@@ -538,6 +541,7 @@ impl TraceCollector for DiagnosticTraceCollector {
             score: record.score,
             reason: record.reason,
             position: record.index,
+            variant: record.variant,
         });
     }
 
@@ -573,7 +577,15 @@ impl<'a> InclusionRecord<'a> {
             item,
             score,
             reason,
+            variant: None,
         }
+    }
+
+    /// The same record, for an item the window holds as a variant.
+    #[must_use]
+    pub fn with_variant(mut self, variant: VariantChoice) -> Self {
+        self.variant = Some(variant);
+        self
     }
 }
 
@@ -687,6 +699,7 @@ mod tests {
                 item,
                 score: 0.25,
                 reason: InclusionReason::Scored,
+                variant: None,
             });
         }
         let item = ContextItem::new("a", 400).unwrap();
@@ -807,6 +820,7 @@ mod tests {
             item: &item,
             score: 0.5,
             reason: InclusionReason::Scored,
+            variant: None,
         });
         c.on_shortfalls(&[CountRequirementShortfall {
             kind: crate::ContextKind::MESSAGE,
@@ -894,6 +908,7 @@ mod tests {
             item: &items[1],
             score: 0.5,
             reason: InclusionReason::Scored,
+            variant: None,
         });
         both.on_stage_completed(&stage(PipelineStage::Place, 1));
         let (item_level, stage_level) = both.into_inner();

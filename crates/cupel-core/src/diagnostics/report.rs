@@ -1,7 +1,7 @@
 //! The [`SelectionReport`] and its item types.
 
 use crate::diagnostics::{CountRequirementShortfall, ExclusionReason, InclusionReason, TraceEvent};
-use crate::{ContextBudget, ContextItem, ContextKind};
+use crate::{ContextBudget, ContextItem, ContextKind, VariantChoice};
 
 /// An item that made it into the window, with its score and reason.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,6 +18,14 @@ pub struct IncludedItem {
     /// specification's three fields; 0 when absent from JSON input).
     #[cfg_attr(feature = "serde", serde(default))]
     pub position: usize,
+    /// Which variant of the input item the window holds, why, and the tokens
+    /// it saved (an extension: `spec/22-variants.md`); `None` for an item
+    /// included whole, and omitted from JSON then.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub variant: Option<VariantChoice>,
 }
 
 /// An item left out, with its score and reason.
@@ -139,6 +147,7 @@ impl IncludedItem {
             score,
             reason,
             position: 0,
+            variant: None,
         }
     }
 
