@@ -20,8 +20,10 @@ use cupel_pipeline::{Pipeline, Policy, RunOptions};
 #[derive(Debug, Default)]
 struct IncludedIndices {
     placed: Vec<usize>,
-    /// Tokens of the included items as the window holds them (a variant's
-    /// tokens for an item taken as a variant: spec chapter 22).
+    /// Per entry of `placed`: the tokens the window holds for it (a
+    /// variant's tokens for an item taken as a variant: spec chapter 22).
+    held: Vec<i64>,
+    /// Their sum.
     tokens: i64,
 }
 
@@ -32,6 +34,7 @@ impl TraceCollector for IncludedIndices {
 
     fn on_run_started(&mut self, _items: &[ContextItem], _budget: &ContextBudget) {
         self.placed.clear();
+        self.held.clear();
         self.tokens = 0;
     }
 
@@ -41,6 +44,7 @@ impl TraceCollector for IncludedIndices {
 
     fn on_item_included(&mut self, record: InclusionRecord<'_>) {
         self.placed.push(record.index);
+        self.held.push(record.item.tokens());
         self.tokens = self.tokens.saturating_add(record.item.tokens());
     }
 }
@@ -142,26 +146,27 @@ impl<'a> Prober<'a> {
         &self,
         budget: &ContextBudget,
     ) -> Result<Vec<usize>, CupelError> {
-        self.included_window(budget).map(|(placed, _)| placed)
+        self.included_window(budget).map(|w| w.placed)
     }
 
     /// [`included_positions`](Self::included_positions) and the tokens the
     /// window holds (variants at their own tokens).
-    pub(crate) fn included_window(
-        &self,
-        budget: &ContextBudget,
-    ) -> Result<(Vec<usize>, i64), CupelError> {
+    pub(crate) fn included_window(&self, budget: &ContextBudget) -> Result<Window, CupelError> {
         let mut collector = IncludedIndices::default();
         Pipeline::new(self.policy.clone(), budget.clone())
             .run_with(self.items, RunOptions::new().collector(&mut collector))?;
-        Ok((collector.placed, collector.tokens))
+        Ok(Window {
+            placed: collector.placed,
+            held: collector.held,
+            tokens: collector.tokens,
+        })
     }
 
     /// Runs the probe of size `b` (`b >= 0`).
     pub(crate) fn probe(&self, b: i64) -> Result<Probe, CupelError> {
         let outcome = probe_budget(self.base, b).and_then(|budget| self.included_window(&budget));
         match outcome {
-            Ok((placed, tokens)) => Ok(Probe::Window(placed, tokens)),
+            Ok(window) => Ok(Probe::Window(window)),
             Err(e) if is_no_window(&e) => Ok(Probe::NoWindow(e)),
             Err(e) => Err(e),
         }
@@ -170,18 +175,28 @@ impl<'a> Prober<'a> {
     /// Whether `items[target]` is included by the probe of size `b`.
     pub(crate) fn includes(&self, target: usize, b: i64) -> Result<bool, CupelError> {
         Ok(match self.probe(b)? {
-            Probe::Window(placed, _) => placed.contains(&target),
+            Probe::Window(w) => w.placed.contains(&target),
             Probe::NoWindow(_) => false,
         })
     }
 }
 
+/// A window a probe produced.
+#[derive(Debug)]
+pub(crate) struct Window {
+    /// The positions of its items, in placed order.
+    pub(crate) placed: Vec<usize>,
+    /// Per entry of `placed`, the tokens the window holds for that item.
+    pub(crate) held: Vec<i64>,
+    /// Their sum.
+    pub(crate) tokens: i64,
+}
+
 /// The outcome of a probe at one budget size.
 #[derive(Debug)]
 pub(crate) enum Probe {
-    /// The run produced a window; the positions of its items, in placed
-    /// order, and the tokens it holds.
-    Window(Vec<usize>, i64),
+    /// The run produced a window.
+    Window(Window),
     /// No window exists at this size (see [`is_no_window`]); the error says why.
     NoWindow(CupelError),
 }
@@ -342,7 +357,7 @@ mod tests {
         assert_eq!(calls.load(Ordering::SeqCst), 1);
         let prober = Prober::new(&p, &items).unwrap();
         assert_eq!(prober.included_positions(&budget).unwrap(), vec![0]);
-        assert!(matches!(prober.probe(100).unwrap(), Probe::Window(v, _) if v == [0]));
+        assert!(matches!(prober.probe(100).unwrap(), Probe::Window(w) if w.placed == [0]));
         assert_eq!(calls.load(Ordering::SeqCst), 1);
     }
 

@@ -18,6 +18,9 @@ pub struct SweepRow {
     /// Sum of the included items' tokens, as the window holds them: an
     /// item taken as a variant (spec chapter 22) counts its variant's tokens.
     pub included_tokens: i64,
+    /// Per entry of `included` (same order), the tokens the window holds
+    /// for that item: its own, or its variant's.
+    pub held_tokens: Vec<i64>,
     /// Why no window exists at this size, if none does (`included` is then
     /// empty): the output reserve exceeds `b`
     /// ([`OutputReserveExceedsMax`](CupelError::OutputReserveExceedsMax)), the
@@ -223,12 +226,15 @@ pub fn budget_sweep_rows<'a>(
     let prober = Prober::new(pipeline, items)?;
     Ok(budgets.iter().map(move |&b| {
         Ok(match prober.probe(b)? {
-            Probe::Window(mut included, included_tokens) => {
-                included.sort_unstable();
+            Probe::Window(w) => {
+                let mut pairs: Vec<(usize, i64)> = w.placed.into_iter().zip(w.held).collect();
+                pairs.sort_unstable();
+                let (included, held_tokens) = pairs.into_iter().unzip();
                 SweepRow {
                     budget: b,
                     included,
-                    included_tokens,
+                    included_tokens: w.tokens,
+                    held_tokens,
                     no_window: None,
                 }
             }
@@ -236,6 +242,7 @@ pub fn budget_sweep_rows<'a>(
                 budget: b,
                 included: Vec::new(),
                 included_tokens: 0,
+                held_tokens: Vec::new(),
                 no_window: Some(e),
             },
         })
@@ -249,6 +256,7 @@ mod tests {
     fn row(budget: i64, included: Vec<usize>) -> SweepRow {
         SweepRow {
             budget,
+            held_tokens: vec![0; included.len()],
             included,
             included_tokens: 0,
             no_window: None,

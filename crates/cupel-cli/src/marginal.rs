@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use clap::Args;
 use cupel_analytics::get_marginal_items;
-use cupel_core::{ContextBudget, CupelError};
+use cupel_core::{ContextBudget, ContextItem, CupelError};
 
 use crate::InputArgs;
 use crate::error::CliError;
@@ -121,10 +121,19 @@ fn text(
     );
     out.push('\n');
     let (lo, hi) = (small_budget.target_tokens(), p.budget.target_tokens());
+    // As the full window holds them: a variant's tokens for an item that went
+    // in as one.
+    let held = |i: usize| {
+        full.outcomes
+            .get(i)
+            .and_then(Option::as_ref)
+            .map(|o| o.tokens)
+            .or_else(|| p.items.get(i).map(ContextItem::tokens))
+    };
     let tokens: i128 = marginal
         .iter()
-        .filter_map(|&i| p.items.get(i))
-        .map(|it| i128::from(it.tokens()))
+        .filter_map(|&i| held(i))
+        .map(i128::from)
         .sum();
     let _ = writeln!(
         out,
@@ -147,7 +156,7 @@ fn text(
                 [
                     i.to_string(),
                     item.map(|x| x.kind().to_string()).unwrap_or_default(),
-                    item.map(|x| x.tokens().to_string()).unwrap_or_default(),
+                    held(i).map(|t| t.to_string()).unwrap_or_default(),
                     score,
                 ]
             })

@@ -238,8 +238,10 @@ fn tabulate(
     for row in rows {
         let r = row?;
         let mut mix: BTreeMap<usize, Mix> = BTreeMap::new();
-        for &i in &r.included {
+        for (j, &i) in r.included.iter().enumerate() {
             let Some(item) = p.items.get(i) else { continue };
+            // The tokens the window holds for it: a variant's, when it went in as one.
+            let held = r.held_tokens.get(j).copied().unwrap_or(item.tokens());
             let next = kind_ids.len();
             let k = *kind_ids.entry(item.kind()).or_insert_with(|| {
                 kind_first_item.push(i);
@@ -250,7 +252,7 @@ fn tabulate(
             }
             let m = mix.entry(k).or_default();
             m.items += 1;
-            m.tokens = m.tokens.saturating_add(item.tokens());
+            m.tokens = m.tokens.saturating_add(held);
             if let Some(f) = first_in.get_mut(i) {
                 f.get_or_insert(r.budget);
             }

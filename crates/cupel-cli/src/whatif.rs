@@ -27,6 +27,9 @@ pub(crate) struct Outcome {
     /// `Scored`, `Pinned`, `BudgetExceeded: 85 > 3 available`, ... (the
     /// explanation table's wording).
     pub(crate) reason: String,
+    /// The tokens the window holds for an included item (a variant's when it
+    /// went in as one); the item's own tokens otherwise.
+    pub(crate) tokens: i64,
 }
 
 /// One run, by input position.
@@ -61,7 +64,8 @@ struct Positions {
 
 #[derive(Debug, Clone)]
 enum Fate {
-    In(InclusionReason),
+    /// Included, holding this many tokens.
+    In(InclusionReason, i64),
     Out(ExclusionReason),
 }
 
@@ -85,7 +89,7 @@ impl TraceCollector for Positions {
 
     fn on_item_included(&mut self, r: InclusionRecord<'_>) {
         if let Some(slot) = self.raw.get_mut(r.index) {
-            *slot = Some((r.score, Fate::In(r.reason)));
+            *slot = Some((r.score, Fate::In(r.reason, r.item.tokens())));
         }
         self.placed.push(r.index);
     }
@@ -119,19 +123,22 @@ pub(crate) fn run(
             pinned.entry(item.content()).or_insert(i);
         }
     }
-    let outcomes = rec
+    let outcomes: Vec<Option<Outcome>> = rec
         .raw
         .into_iter()
-        .map(|raw| {
+        .zip(items)
+        .map(|(raw, item)| {
             raw.map(|(score, fate)| match fate {
-                Fate::In(reason) => Outcome {
+                Fate::In(reason, tokens) => Outcome {
                     included: true,
                     score,
                     reason: reason.to_string(),
+                    tokens,
                 },
                 Fate::Out(reason) => Outcome {
                     included: false,
                     score,
+                    tokens: item.tokens(),
                     reason: render::exclusion_text(
                         &reason,
                         |c| kept.get(c).copied(),
@@ -144,8 +151,8 @@ pub(crate) fn run(
     let tokens = rec
         .placed
         .iter()
-        .filter_map(|&i| items.get(i))
-        .map(|it| i128::from(it.tokens()))
+        .filter_map(|&i| outcomes.get(i).and_then(Option::as_ref))
+        .map(|o| i128::from(o.tokens))
         .sum();
     Ok(Run {
         outcomes,

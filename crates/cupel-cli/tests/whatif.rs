@@ -619,3 +619,30 @@ fn compare_takes_preset_as_a_hidden_alias_of_policy() {
     let help = ok(&["compare", "--help"]);
     assert!(!help.contains("--preset"), "{help}");
 }
+
+/// Items that go in as a variant count the variant's tokens in `marginal`
+/// and in the sweep's mix by kind (spec chapter 22), not their whole size.
+#[test]
+fn marginal_and_sweep_count_a_variant_at_its_own_tokens() {
+    const VARIANTS: &str = "tests/fixtures/variants.toml";
+    // Full (target 300, effective 280): the fixture's header derives the
+    // window, 258 tokens with the flight results as their 8-token placeholder.
+    // Reduced by 50 (target 250, effective 230): user 30 (200 left),
+    // assistant 40 (160), weather 140 (20); the flights group needs at least
+    // 20 + 8 = 28 > 20 and stays out: 20 pinned + 30 + 40 + 140 = 230 tokens.
+    // The marginal items are the call (20) and the result as the window
+    // holds it (8): 28 tokens, not 20 + 200 = 220.
+    let out = ok(&["marginal", VARIANTS, "--slack", "50"]);
+    assert!(
+        out.contains("2 items (28 tokens) enter between target_tokens 250 and 300"),
+        "{out}"
+    );
+    assert!(out.contains("   5  ToolOutput       8  0.700"), "{out}");
+    assert!(out.contains("reduced  5 items      230 tokens"), "{out}");
+    // At 300 the window is the full one: SystemPrompt 20; Message 30 + 40 = 70;
+    // ToolOutput 20 + 120 + 20 + 8 = 168; 258 / 300 = 0.86.
+    let csv = ok(&[
+        "sweep", VARIANTS, "--from", "300", "--to", "300", "--step", "1", "--format", "csv",
+    ]);
+    assert!(csv.contains("\n300,7,258,0.86,,1,20,2,70,4,168\n"), "{csv}");
+}
