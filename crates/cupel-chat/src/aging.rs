@@ -55,8 +55,11 @@ impl AgeToolResults {
     }
 
     /// The placeholder template (see [`Placeholder`]): `{tokens}` is the
-    /// whole message's count, `{meta:tool}` the called tool's name,
-    /// `{meta:call_id}` the call id.
+    /// whole message's count (for a message answering several calls: what
+    /// that result's text adds to it), `{meta:tool}` the called tool's name,
+    /// `{meta:call_id}` the call id. A message holding several results gets
+    /// one placeholder per result, and its head and tail form gives each
+    /// result an equal share of the size.
     ///
     /// # Errors
     /// As [`Placeholder::parse`].
@@ -98,40 +101,80 @@ impl AgeToolResults {
             if users_after < self.after_exchanges {
                 continue;
             }
-            let Some((call_id, text)) = single_result(m) else {
+            let results = tool_results(m);
+            if results.is_empty() {
                 continue;
-            };
+            }
+            let n = results.len();
             let whole = tokens.get(i).copied().unwrap_or(0);
-            let adapter = MessageText {
+            let empty = vec![""; n];
+            let base = counter.count_message(&with_result_texts(m, &empty));
+            let text_of = |k: usize| ResultText {
                 counter,
                 template: m,
-                base: counter.count_message(&with_result_text(m, "")),
+                index: k,
+                count: n,
+                base,
             };
             let mut forms = Vec::new();
             let mut last = whole;
-            // The text gets the size minus what the message costs without it.
-            let sized = truncate
-                .map(|h| h.max_tokens().saturating_sub(adapter.base))
+            // Head and tail: the texts share the size minus what the message
+            // costs without them, equally.
+            let share = truncate
+                .map(|h| h.max_tokens().saturating_sub(base) / n as i64)
                 .filter(|&t| t > 0)
                 .and_then(|t| HeadTail::new(t).ok());
-            if let Some(Ok(Some(v))) = sized.map(|h| h.truncate(&text, &adapter)) {
-                let short = with_result_text(m, v.content());
-                let t = counter.count_message(&short).max(0);
-                if t < last {
-                    last = t;
-                    forms.push((short, t));
+            if let Some(h) = share {
+                let mut shortened = false;
+                let texts: Vec<String> = results
+                    .iter()
+                    .enumerate()
+                    .map(|(k, (_, text))| match h.truncate(text, &text_of(k)) {
+                        Ok(Some(v)) => {
+                            shortened = true;
+                            v.content().to_owned()
+                        }
+                        _ => text.clone(),
+                    })
+                    .collect();
+                if shortened {
+                    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                    let short = with_result_texts(m, &refs);
+                    let t = counter.count_message(&short).max(0);
+                    if t < last {
+                        last = t;
+                        forms.push((short, t));
+                    }
                 }
             }
-            let mut item = ContextItem::builder(text, whole).kind(ContextKind::TOOL_OUTPUT);
-            item = item.metadata("call_id", call_id.clone());
-            if let Some(name) = tool_name(&call_id) {
-                item = item.metadata("tool", name);
-            }
-            if let (Ok(item), Some(p)) = (item.build(), &placeholder) {
-                let short = with_result_text(m, &p.render(&item));
-                let t = counter.count_message(&short).max(0);
-                if t < last {
-                    forms.push((short, t));
+            if let Some(p) = &placeholder {
+                let texts: Vec<String> = results
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(k, (call_id, text))| {
+                        // One result: the whole message's count; several:
+                        // what each result's text adds to the message.
+                        let own = if n == 1 {
+                            whole
+                        } else {
+                            text_of(k).count_tokens(text)
+                        };
+                        let mut item =
+                            ContextItem::builder(text.clone(), own).kind(ContextKind::TOOL_OUTPUT);
+                        item = item.metadata("call_id", call_id.clone());
+                        if let Some(name) = tool_name(call_id) {
+                            item = item.metadata("tool", name);
+                        }
+                        item.build().ok().map(|item| p.render(&item))
+                    })
+                    .collect();
+                if texts.len() == n {
+                    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                    let short = with_result_texts(m, &refs);
+                    let t = counter.count_message(&short).max(0);
+                    if t < last {
+                        forms.push((short, t));
+                    }
                 }
             }
             out[i] = forms;
@@ -140,45 +183,66 @@ impl AgeToolResults {
     }
 }
 
-/// Counts a text as what it adds to the message `template` (the message
-/// with this text as its result, minus the message with an empty result),
-/// so that the head+tail generator counts the way the trim does.
-struct MessageText<'a> {
+/// Counts a text as what it adds to the message `template` when it is the
+/// content of its `index`-th tool result and the others are empty (minus
+/// the message with every result empty), so that the head+tail generator
+/// counts the way the trim does.
+struct ResultText<'a> {
     counter: &'a dyn MessageCounter,
     template: &'a Message,
+    index: usize,
+    count: usize,
     base: i64,
 }
 
-impl TokenCounter for MessageText<'_> {
+impl TokenCounter for ResultText<'_> {
     fn count_tokens(&self, text: &str) -> i64 {
+        let mut texts = vec![""; self.count];
+        if let Some(slot) = texts.get_mut(self.index) {
+            *slot = text;
+        }
         self.counter
-            .count_message(&with_result_text(self.template, text))
+            .count_message(&with_result_texts(self.template, &texts))
             .saturating_sub(self.base)
     }
 }
 
-/// The call id and text of a message that is exactly one tool result (an
-/// OpenAI `tool` message, or an Anthropic user message whose only block is
-/// one `tool_result`); messages with several results are never aged.
-fn single_result(m: &Message) -> Option<(String, String)> {
+/// The call ids and texts of the tool results `m` holds, in order: an
+/// OpenAI `tool` message has one; an Anthropic user message has one per
+/// `tool_result` block (its other blocks are left as they are).
+fn tool_results(m: &Message) -> Vec<(String, String)> {
     if m.role == Role::Tool {
-        return m.tool_call_id.clone().map(|id| (id, m.text()));
+        return m
+            .tool_call_id
+            .clone()
+            .map(|id| vec![(id, m.text())])
+            .unwrap_or_default();
     }
-    match m.content.parts() {
-        [Part::ToolResult(r)] => Some((r.call_id.clone(), r.content.texts().join("\n"))),
-        _ => None,
-    }
+    m.content
+        .parts()
+        .iter()
+        .filter_map(|p| match p {
+            Part::ToolResult(r) => Some((r.call_id.clone(), r.content.texts().join("\n"))),
+            _ => None,
+        })
+        .collect()
 }
 
-/// `m` with its one tool result's content replaced by `text`.
-fn with_result_text(m: &Message, text: &str) -> Message {
+/// `m` with its tool results' contents replaced by `texts`, in order.
+fn with_result_texts(m: &Message, texts: &[&str]) -> Message {
     let mut out = m.clone();
     if out.role == Role::Tool {
-        out.content = Content::Text(text.to_owned());
-    } else if let Content::Parts(parts) = &mut out.content
-        && let [Part::ToolResult(r)] = parts.as_mut_slice()
-    {
-        r.content = Content::Text(text.to_owned());
+        if let Some(text) = texts.first() {
+            out.content = Content::Text((*text).to_owned());
+        }
+    } else if let Content::Parts(parts) = &mut out.content {
+        let results = parts.iter_mut().filter_map(|p| match p {
+            Part::ToolResult(r) => Some(r),
+            _ => None,
+        });
+        for (r, text) in results.zip(texts) {
+            r.content = Content::Text((*text).to_owned());
+        }
     }
     out
 }

@@ -533,6 +533,78 @@ mod aging {
         serde_json::from_str(doc).unwrap()
     }
 
+    /// Parallel tool use: one Anthropic user message answers two calls. Both
+    /// results are shortened together, each in its own block.
+    #[test]
+    fn parallel_results_in_one_message_are_shortened_together() {
+        use cupel_chat::{Transcript, trim_transcript};
+        let log: Vec<String> = (1..=100).map(|i| format!("w{i}")).collect();
+        let trace: Vec<String> = (1..=50).map(|i| format!("v{i}")).collect();
+        let doc = serde_json::json!({
+            "system": "be brief",
+            "messages": [
+                {"role": "user", "content": "why failed"},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "toolu_1", "name": "lookup_logs", "input": {}},
+                    {"type": "tool_use", "id": "toolu_2", "name": "lookup_trace", "input": {}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": log.join(" ")},
+                    {"type": "tool_result", "tool_use_id": "toolu_2", "content": trace.join(" ")}]},
+                {"role": "assistant", "content": "disk full"},
+                {"role": "user", "content": "fixed now"}
+            ]
+        })
+        .to_string();
+        let t = Transcript::parse(&doc).unwrap();
+        let words = |v: &serde_json::Value| v.as_str().unwrap().split_whitespace().count();
+        // The results' message: 1 + 100 + 50 = 151 tokens; 1 with both empty.
+        // Head and tail of 20: each text gets (20 - 1) / 2 = 9 tokens: the
+        // widest marker "[… 100 tokens omitted …]" is 5 words, 4 left, head
+        // floor(4 * 0.6) = 2 words and tail 2: 9 words each; form 1 is
+        // 1 + 9 + 9 = 19 tokens. The placeholders count each result's own
+        // text: "[tool result of 100 tokens omitted]" and "... 50 ...", 6
+        // words each: form 2 is 1 + 6 + 6 = 13 tokens.
+        let aging = || AgeToolResults::new(1).truncate_to(20).unwrap();
+        // Budget 33: pinned 3, 30 left. #5 3 (27), #4 3 (24), the group
+        // 1 + 151 > 24, at form 1 1 + 19 = 20 <= 24 (4 left), #1 3 (1 left).
+        let opts = Trim::anthropic(33).counter(Words).age_tool_results(aging());
+        let (window, out) = trim_transcript(&t, &opts).unwrap();
+        assert_eq!(out.positions, vec![0, 1, 2, 3, 4, 5]);
+        let v = window.to_value();
+        let blocks = v["messages"][2]["content"].as_array().unwrap();
+        assert_eq!(blocks.len(), 2);
+        assert_eq!(
+            (
+                blocks[0]["tool_use_id"].as_str(),
+                blocks[1]["tool_use_id"].as_str()
+            ),
+            (Some("toolu_1"), Some("toolu_2"))
+        );
+        assert_eq!(
+            (words(&blocks[0]["content"]), words(&blocks[1]["content"])),
+            (9, 9)
+        );
+        assert!(blocks[0]["content"].as_str().unwrap().starts_with("w1 w2"));
+        assert!(blocks[1]["content"].as_str().unwrap().ends_with("v49 v50"));
+        // Budget 27: 24 left. #5 (21), #4 (18); form 1 20 > 18, form 2
+        // 1 + 13 = 14 <= 18 (4 left), #1 3 (1 left).
+        let opts = Trim::anthropic(27).counter(Words).age_tool_results(aging());
+        let (window, out) = trim_transcript(&t, &opts).unwrap();
+        assert_eq!(out.positions, vec![0, 1, 2, 3, 4, 5]);
+        assert_eq!(
+            out.rows[3].decision,
+            Decision::Shortened {
+                form: 2,
+                tokens: 13,
+                tokens_saved: 138
+            }
+        );
+        let v = window.to_value();
+        let blocks = v["messages"][2]["content"].as_array().unwrap();
+        assert_eq!(blocks[0]["content"], "[tool result of 100 tokens omitted]");
+        assert_eq!(blocks[1]["content"], "[tool result of 50 tokens omitted]");
+    }
+
     #[test]
     fn a_result_younger_than_k_exchanges_is_never_shortened() {
         let messages = transcript();
