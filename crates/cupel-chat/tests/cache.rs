@@ -95,8 +95,51 @@ fn appends_while_it_fits_then_cuts_deep_and_appends_again() {
         t6.explain()
     );
 
+    // Every input message has a row. Turn 5's window was #0..#9, so:
+    // #0 pinned; #1..#6 cut with exchanges 1, 1, 2, 2, 3, 3; #7..#9 were
+    // in the previous window but follow the moved front: sent again;
+    // #10 (A5) and #11 (U6) are new.
+    use cupel_chat::CacheStatus as St;
+    let statuses: Vec<St> = t6.rows.iter().map(|r| r.status.clone()).collect();
+    let cut_in = |unit| St::Cut { unit };
+    assert_eq!(
+        statuses,
+        vec![
+            St::Pinned,
+            cut_in(1),
+            cut_in(1),
+            cut_in(2),
+            cut_in(2),
+            cut_in(3),
+            cut_in(3),
+            St::Resent,
+            St::Resent,
+            St::Resent,
+            St::New,
+            St::New,
+        ]
+    );
+    assert_eq!(
+        t6.rows[1].to_string(),
+        "#1 user removed by this turn's cut, with unit 1 (10 tokens)"
+    );
+
     // Turn 7: 50 + A6 + U7 = 70 <= 90: appended after the whole window.
     let t7 = s.next(&all[..14]).unwrap();
+    // #1..#6 went in turn 6; #7..#11 are turn 6's window unchanged; A6 and
+    // U7 (#12, #13) are appended.
+    assert_eq!(
+        t7.rows_text(),
+        "#0 system kept: pinned prompt (10 tokens)\n\
+         #1–#6: 6 messages removed by earlier turns' cuts\n\
+         #7 user kept: unchanged prefix, same bytes as the previous window (10 tokens)\n\
+         #8 assistant kept: unchanged prefix, same bytes as the previous window (10 tokens)\n\
+         #9 user kept: unchanged prefix, same bytes as the previous window (10 tokens)\n\
+         #10 assistant kept: unchanged prefix, same bytes as the previous window (10 tokens)\n\
+         #11 user kept: unchanged prefix, same bytes as the previous window (10 tokens)\n\
+         #12 assistant kept: new since the previous window (10 tokens)\n\
+         #13 user kept: new since the previous window (10 tokens)\n"
+    );
     assert_eq!(t7.positions, vec![0, 7, 8, 9, 10, 11, 12, 13]);
     assert_eq!(t7.kept_prefix, 6);
     // Turn 8: 90 <= 90 (exactly full): still appended.

@@ -129,6 +129,20 @@ proptest! {
                 prop_assert!(w.window_tokens + unit > max,
                     "{} < {} and the last removed exchange ({unit}) fits back", w.window_tokens, w.low_water);
             }
+            // One row per request message; the rows in the window are the
+            // window's positions, the ones removed this turn are `removed`.
+            prop_assert_eq!(w.rows.len(), end);
+            let in_window: Vec<usize> =
+                w.rows.iter().filter(|r| r.in_window()).map(|r| r.position).collect();
+            prop_assert_eq!(&in_window, &w.positions);
+            let cut_now: Vec<usize> = w.rows.iter()
+                .filter(|r| matches!(r.status, cupel_chat::CacheStatus::Cut { .. }))
+                .map(|r| r.position)
+                .collect();
+            prop_assert_eq!(&cut_now, &w.removed);
+            let prefix = w.rows.iter().filter(|r| matches!(
+                r.status, cupel_chat::CacheStatus::Pinned | cupel_chat::CacheStatus::Prefix)).count();
+            prop_assert_eq!(prefix, w.kept_prefix.max(w.pinned));
             prev = Some(w.positions.clone());
         }
     }

@@ -240,10 +240,20 @@ pub(crate) fn run_with_state(
     if explain {
         let mut s = turn.explain();
         s.push('\n');
-        s.push_str(&format!(
-            "positions {:?}; kept prefix {} messages ({} tokens); low-water {}; cache markers after messages {:?}\n",
-            turn.positions, turn.kept_prefix, turn.kept_prefix_tokens, turn.low_water, turn.breakpoints
-        ));
+        s.push_str(&turn.rows_text());
+        if turn.breakpoints.is_empty() {
+            s.push_str("cache markers: none\n");
+        } else {
+            // Markers are prefix lengths of the window: a marker at b goes on
+            // window message b - 1, i.e. input position positions[b - 1].
+            let at: Vec<String> = turn
+                .breakpoints
+                .iter()
+                .filter_map(|&b| turn.positions.get(b.wrapping_sub(1)))
+                .map(|p| format!("#{p}"))
+                .collect();
+            s.push_str(&format!("cache markers after {}\n", at.join(", ")));
+        }
         return Ok(s);
     }
     let value = apply_breakpoints(&window, &turn.breakpoints, &profile);

@@ -80,6 +80,22 @@ fn state_keeps_the_previous_window_and_marks_the_request() {
         explain.starts_with("turn 2: kept the previous window (8 messages), appended 0"),
         "{explain}"
     );
+    // Then one line per message and where the markers go: the system
+    // prompt (#0, over the minimum) is always marked, the window's end
+    // (#7) too.
+    assert!(
+        explain.contains("\n#0 system kept: pinned prompt ("),
+        "{explain}"
+    );
+    assert!(
+        explain.contains("\n#7 user kept: unchanged prefix, same bytes as the previous window ("),
+        "{explain}"
+    );
+    let markers = explain.lines().last().unwrap();
+    assert!(
+        markers.starts_with("cache markers after #0,") && markers.ends_with(", #7"),
+        "{markers}"
+    );
 }
 
 #[test]

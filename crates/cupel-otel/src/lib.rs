@@ -98,6 +98,8 @@
 //! ```
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
+#[cfg(feature = "chat")]
+mod cache;
 mod collector;
 #[cfg(feature = "gate")]
 mod gate;
@@ -107,6 +109,9 @@ mod run_budget;
 mod tracing_collector;
 mod verbosity;
 
+#[cfg(feature = "chat")]
+#[cfg_attr(docsrs, doc(cfg(feature = "chat")))]
+pub use cache::{cache_turn_attributes, record_cache_turn};
 #[allow(deprecated)]
 pub use collector::CupelOtelTraceCollector;
 pub use collector::OtelCollector;

@@ -13,7 +13,9 @@ pub use anthropic::apply_breakpoints;
 pub use error::CacheError;
 pub use profile::{CacheMode, CacheProfile, CacheUsage};
 pub use prompt::{Block, PromptCache, plan_breakpoints};
-pub use session::{AttributeValue, CacheSession, CacheTurn, Cut, LowWater, PrefixBreak};
+pub use session::{
+    AttributeValue, CacheRow, CacheSession, CacheStatus, CacheTurn, Cut, LowWater, PrefixBreak,
+};
 pub use sim::{
     SimStrategy, SimTurn, Simulation, StrategyRun, request_ends, simulate, simulate_with,
 };

@@ -67,6 +67,83 @@ pub struct Cut {
     pub removed_tokens: i64,
 }
 
+/// What one turn did with one input message (see [`CacheTurn::rows`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CacheStatus {
+    /// A pinned system or developer prompt: first in every window.
+    Pinned,
+    /// In the window and in the previous window's prefix, byte for byte:
+    /// read from the provider's cache when that still holds it.
+    Prefix,
+    /// In the window and in the previous window, but after the point where
+    /// the prefix broke (or the cut moved the front): sent again.
+    Resent,
+    /// In the window and new since the previous window: appended.
+    New,
+    /// Removed by this turn's cut.
+    Cut {
+        /// 1-based unit number, counted like [`Cut::first_unit`].
+        unit: usize,
+    },
+    /// Older than the previous window's front: an earlier turn's cut
+    /// removed it.
+    EarlierCut,
+    /// Left out by the chat rules whatever the budget (orphan tool traffic,
+    /// a provider rule); `reason` is the chat trim's explanation.
+    Dropped {
+        /// The trim's reason (`dropped: result whose call ...`).
+        reason: String,
+    },
+}
+
+/// One input message's fate in a [`CacheTurn`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheRow<'a> {
+    /// Input position (0-based; an Anthropic `system` is #0).
+    pub position: usize,
+    /// The message.
+    pub message: &'a Message,
+    /// Its tokens as counted.
+    pub tokens: i64,
+    /// What the turn did with it.
+    pub status: CacheStatus,
+}
+
+impl CacheRow<'_> {
+    /// Whether the message is in the turn's window.
+    pub fn in_window(&self) -> bool {
+        matches!(
+            self.status,
+            CacheStatus::Pinned | CacheStatus::Prefix | CacheStatus::Resent | CacheStatus::New
+        )
+    }
+}
+
+impl fmt::Display for CacheRow<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{} {} ", self.position, self.message.label())?;
+        let t = crate::trim::group_digits(self.tokens);
+        match &self.status {
+            CacheStatus::Pinned => write!(f, "kept: pinned prompt ({t} tokens)"),
+            CacheStatus::Prefix => write!(
+                f,
+                "kept: unchanged prefix, same bytes as the previous window ({t} tokens)"
+            ),
+            CacheStatus::Resent => {
+                write!(f, "kept: sent again after the prefix moved ({t} tokens)")
+            }
+            CacheStatus::New => write!(f, "kept: new since the previous window ({t} tokens)"),
+            CacheStatus::Cut { unit } => write!(
+                f,
+                "removed by this turn's cut, with unit {unit} ({t} tokens)"
+            ),
+            CacheStatus::EarlierCut => write!(f, "removed by an earlier turn's cut"),
+            CacheStatus::Dropped { reason } => f.write_str(reason),
+        }
+    }
+}
+
 /// One turn's window with its cache accounting.
 #[derive(Debug, Clone)]
 pub struct CacheTurn<'a> {
@@ -105,6 +182,9 @@ pub struct CacheTurn<'a> {
     pub usage: CacheUsage,
     /// Its price in base input tokens.
     pub cost: f64,
+    /// Every input message, in input order, with what this turn did with
+    /// it (see [`rows_text`](Self::rows_text) for a printable digest).
+    pub rows: Vec<CacheRow<'a>>,
     granularity: Granularity,
 }
 
@@ -124,6 +204,48 @@ impl CacheTurn<'_> {
     /// exchanges 1–12 down to the 5,600-token low-water mark; ...").
     pub fn explain(&self) -> String {
         self.to_string()
+    }
+
+    /// [`rows`](Self::rows) one line each, except that consecutive
+    /// messages removed by earlier cuts share one line
+    /// (`#1–#80: 80 messages removed by earlier turns' cuts`).
+    ///
+    /// ```
+    /// use cupel_chat::{CacheProfile, CacheSession, Message, Trim};
+    /// let mut s = CacheSession::new(Trim::openai(100), CacheProfile::openai());
+    /// let t = vec![Message::system("Be terse."), Message::user("Hi")];
+    /// let text = s.next(&t)?.rows_text();
+    /// assert!(text.starts_with("#0 system kept: pinned prompt"));
+    /// # Ok::<(), cupel_chat::CacheError>(())
+    /// ```
+    pub fn rows_text(&self) -> String {
+        let mut out = String::new();
+        let mut i = 0;
+        while i < self.rows.len() {
+            if self.rows[i].status == CacheStatus::EarlierCut {
+                let mut j = i;
+                while j + 1 < self.rows.len() && self.rows[j + 1].status == CacheStatus::EarlierCut
+                {
+                    j += 1;
+                }
+                let n = j - i + 1;
+                if n == 1 {
+                    out.push_str(&self.rows[i].to_string());
+                } else {
+                    out.push_str(&format!(
+                        "#{}–#{}: {n} messages removed by earlier turns' cuts",
+                        self.rows[i].position, self.rows[j].position
+                    ));
+                }
+                out.push('\n');
+                i = j + 1;
+                continue;
+            }
+            out.push_str(&self.rows[i].to_string());
+            out.push('\n');
+            i += 1;
+        }
+        out
     }
 
     /// The turn as span attributes (for OpenTelemetry or any tracer), in a
@@ -427,7 +549,16 @@ impl CacheSession {
             }
         };
         let unit_start = |i: usize| i == 0 || eligible[i - 1].1 != eligible[i].1;
-        let (start, mut broke) = self.locate(messages, &pinned, &eligible, &unit_start);
+        let (start, matched, mut broke) = self.locate(messages, &pinned, &eligible, &unit_start);
+        // unit_rank[i]: the 1-based number of eligible[i]'s unit.
+        let mut unit_rank = Vec::with_capacity(eligible.len());
+        let mut rank = 0usize;
+        for i in 0..eligible.len() {
+            if unit_start(i) {
+                rank += 1;
+            }
+            unit_rank.push(rank);
+        }
 
         let conv: i64 = eligible[start..]
             .iter()
@@ -438,7 +569,6 @@ impl CacheSession {
         let mut removed = Vec::new();
         if conv > available {
             // Cut once and deep: whole units from the front.
-            let unit_rank = |i: usize| (0..=i).filter(|&k| unit_start(k)).count();
             let mut remaining = conv;
             let mut removed_messages = 0usize;
             let mut idx = start;
@@ -497,8 +627,11 @@ impl CacheSession {
                 .fold(0, i64::saturating_add);
             cut = Some(Cut {
                 reached: fixed.saturating_add(conv),
-                first_unit: unit_rank(start),
-                last_unit: unit_rank(new_front.saturating_sub(1).max(start)),
+                first_unit: unit_rank.get(start).copied().unwrap_or(0),
+                last_unit: unit_rank
+                    .get(new_front.saturating_sub(1).max(start))
+                    .copied()
+                    .unwrap_or(0),
                 removed_messages,
                 removed_tokens,
             });
@@ -541,6 +674,36 @@ impl CacheSession {
             .map(|e| e.2)
             .fold(fixed, i64::saturating_add);
 
+        let rows = {
+            // Eligible index of each input position (None: pinned or dropped).
+            let mut at = vec![None; messages.len()];
+            for (i, e) in eligible.iter().enumerate() {
+                at[e.0] = Some(i);
+            }
+            // Window positions in the unchanged prefix.
+            let prefix_end = kept_prefix.saturating_sub(pinned.len());
+            full.rows
+                .iter()
+                .map(|r| {
+                    let status = match (r.decision == Decision::Pinned, at[r.position]) {
+                        (true, _) => CacheStatus::Pinned,
+                        (false, None) => CacheStatus::Dropped { reason: r.reason() },
+                        (false, Some(i)) if i < start => CacheStatus::EarlierCut,
+                        (false, Some(i)) if i < front => CacheStatus::Cut { unit: unit_rank[i] },
+                        (false, Some(i)) if i - front < prefix_end => CacheStatus::Prefix,
+                        (false, Some(i)) if i < start + matched => CacheStatus::Resent,
+                        (false, Some(_)) => CacheStatus::New,
+                    };
+                    CacheRow {
+                        position: r.position,
+                        message: r.message,
+                        tokens: r.tokens,
+                        status,
+                    }
+                })
+                .collect()
+        };
+
         self.turn += 1;
         self.previous = Some(window.iter().map(|m| (*m).clone()).collect());
         self.prev_breakpoints = breakpoints.clone();
@@ -561,6 +724,7 @@ impl CacheSession {
             breakpoints,
             cost: self.profile.cost(&usage),
             usage,
+            rows,
             granularity: self.granularity,
         })
     }
@@ -573,17 +737,17 @@ impl CacheSession {
         pinned: &[usize],
         eligible: &[(usize, usize, i64)],
         unit_start: &dyn Fn(usize) -> bool,
-    ) -> (usize, Option<PrefixBreak>) {
+    ) -> (usize, usize, Option<PrefixBreak>) {
         let Some(prev) = &self.previous else {
-            return (0, Some(PrefixBreak::NoPrevious));
+            return (0, 0, Some(PrefixBreak::NoPrevious));
         };
         let p = pinned.len();
         if prev.len() < p || pinned.iter().zip(prev).any(|(&i, m)| &messages[i] != m) {
-            return (0, Some(PrefixBreak::PinnedChanged));
+            return (0, 0, Some(PrefixBreak::PinnedChanged));
         }
         let prev_conv = &prev[p..];
         let Some(first) = prev_conv.first() else {
-            return (0, Some(PrefixBreak::NotFound));
+            return (0, 0, Some(PrefixBreak::NotFound));
         };
         let mut best: Option<(usize, usize)> = None; // (matched, index)
         for (j, e) in eligible.iter().enumerate() {
@@ -600,9 +764,11 @@ impl CacheSession {
             }
         }
         match best {
-            None => (0, Some(PrefixBreak::NotFound)),
-            Some((m, j)) if m < prev_conv.len() => (j, Some(PrefixBreak::Diverged { at: p + m })),
-            Some((_, j)) => (j, None),
+            None => (0, 0, Some(PrefixBreak::NotFound)),
+            Some((m, j)) if m < prev_conv.len() => {
+                (j, m, Some(PrefixBreak::Diverged { at: p + m }))
+            }
+            Some((m, j)) => (j, m, None),
         }
     }
 }
