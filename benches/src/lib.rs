@@ -73,8 +73,7 @@ pub fn epoch() -> DateTime<Utc> {
 pub fn items(n: usize) -> Vec<ContextItem> {
     let mut rng = XorShift64::new(XorShift64::ITEM_SEED);
     let epoch = epoch();
-    let mut contents: Vec<String> = Vec::with_capacity(n);
-    let mut out = Vec::with_capacity(n);
+    let mut out: Vec<ContextItem> = Vec::with_capacity(n);
     for i in 0..n {
         let tokens = 10 + rng.below(1991) as i64;
         let age_s = rng.below(2_592_000) as i64;
@@ -92,12 +91,12 @@ pub fn items(n: usize) -> Vec<ContextItem> {
         let dflag = rng.below(100);
         let dsel = rng.below(i.max(1) as u64) as usize;
         let payload = rng.next();
-        let content = if dflag < 5 && i > 0 {
-            contents[dsel].clone()
-        } else {
-            format!("item-{i:06} {kind} synthetic payload {payload:016x}")
+        // A duplicate copies item `dsel`'s content (read back from the item:
+        // no second copy of every content is kept while generating).
+        let content = match out.get(dsel) {
+            Some(earlier) if dflag < 5 && i > 0 => earlier.content().to_owned(),
+            _ => format!("item-{i:06} {kind} synthetic payload {payload:016x}"),
         };
-        contents.push(content.clone());
         let mut b = ContextItem::builder(content, tokens)
             .kind(kind)
             .timestamp(epoch - Duration::seconds(age_s))

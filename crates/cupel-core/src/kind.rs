@@ -48,7 +48,10 @@ macro_rules! folded_name {
 
             /// Whether this value equals `other` under ASCII case folding.
             pub fn eq_str(&self, other: &str) -> bool {
-                self.0.eq_ignore_ascii_case(other)
+                // The same bytes (a well-known value shares its static
+                // spelling): equal without comparing them.
+                (std::ptr::eq(self.0.as_ptr(), other.as_ptr()) && self.0.len() == other.len())
+                    || self.0.eq_ignore_ascii_case(other)
             }
         }
 
@@ -60,7 +63,7 @@ macro_rules! folded_name {
 
         impl PartialEq for $name {
             fn eq(&self, other: &Self) -> bool {
-                self.0.eq_ignore_ascii_case(&other.0)
+                self.eq_str(&other.0)
             }
         }
 
