@@ -121,7 +121,7 @@ fn appends_while_it_fits_then_cuts_deep_and_appends_again() {
     );
     assert_eq!(
         t6.rows[1].to_string(),
-        "#1 user removed by this turn's cut, with unit 1 (10 tokens)"
+        "#1 user removed by this turn's cut, with exchange 1 (10 tokens)"
     );
 
     // Turn 7: 50 + A6 + U7 = 70 <= 90: appended after the whole window.
@@ -137,8 +137,8 @@ fn appends_while_it_fits_then_cuts_deep_and_appends_again() {
          #9 user kept: unchanged prefix, same bytes as the previous window (10 tokens)\n\
          #10 assistant kept: unchanged prefix, same bytes as the previous window (10 tokens)\n\
          #11 user kept: unchanged prefix, same bytes as the previous window (10 tokens)\n\
-         #12 assistant kept: new since the previous window (10 tokens)\n\
-         #13 user kept: new since the previous window (10 tokens)\n"
+         #12 assistant kept: not in the previous window (10 tokens)\n\
+         #13 user kept: not in the previous window (10 tokens)\n"
     );
     assert_eq!(t7.positions, vec![0, 7, 8, 9, 10, 11, 12, 13]);
     assert_eq!(t7.kept_prefix, 6);

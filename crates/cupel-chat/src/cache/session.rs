@@ -79,11 +79,13 @@ pub enum CacheStatus {
     /// In the window and in the previous window, but after the point where
     /// the prefix broke (or the cut moved the front): sent again.
     Resent,
-    /// In the window and new since the previous window: appended.
+    /// In the window and not in the previous window: appended (or, on a
+    /// first turn or after the previous window was lost, sent afresh).
     New,
     /// Removed by this turn's cut.
     Cut {
-        /// 1-based unit number, counted like [`Cut::first_unit`].
+        /// 1-based unit number (exchange, turn or message, by the session's
+        /// granularity), counted like [`Cut::first_unit`].
         unit: usize,
     },
     /// Older than the previous window's front: an earlier turn's cut
@@ -108,6 +110,8 @@ pub struct CacheRow<'a> {
     pub tokens: i64,
     /// What the turn did with it.
     pub status: CacheStatus,
+    /// What a unit is called in the explanation (`exchange`, `turn`, `message`).
+    unit_noun: &'static str,
 }
 
 impl CacheRow<'_> {
@@ -133,10 +137,11 @@ impl fmt::Display for CacheRow<'_> {
             CacheStatus::Resent => {
                 write!(f, "kept: sent again after the prefix moved ({t} tokens)")
             }
-            CacheStatus::New => write!(f, "kept: new since the previous window ({t} tokens)"),
+            CacheStatus::New => write!(f, "kept: not in the previous window ({t} tokens)"),
             CacheStatus::Cut { unit } => write!(
                 f,
-                "removed by this turn's cut, with unit {unit} ({t} tokens)"
+                "removed by this turn's cut, with {} {unit} ({t} tokens)",
+                self.unit_noun
             ),
             CacheStatus::EarlierCut => write!(f, "removed by an earlier turn's cut"),
             CacheStatus::Dropped { reason } => f.write_str(reason),
@@ -674,6 +679,11 @@ impl CacheSession {
             .map(|e| e.2)
             .fold(fixed, i64::saturating_add);
 
+        let unit_noun = match self.granularity {
+            Granularity::Exchange => "exchange",
+            Granularity::Turn => "turn",
+            _ => "message",
+        };
         let rows = {
             // Eligible index of each input position (None: pinned or dropped).
             let mut at = vec![None; messages.len()];
@@ -699,6 +709,7 @@ impl CacheSession {
                         message: r.message,
                         tokens: r.tokens,
                         status,
+                        unit_noun,
                     }
                 })
                 .collect()
