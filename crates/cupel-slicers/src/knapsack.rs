@@ -329,6 +329,29 @@ fn fill_keep_table<V: DpValue>(
     Ok(keep)
 }
 
+impl KnapsackSlice {
+    /// The table guard, before any allocation: a table of `n` rows of
+    /// `row_len` cells taking `keep_bytes` must stay within both limits.
+    fn check_table(&self, n: usize, row_len: u128, keep_bytes: u128) -> Result<(), CupelError> {
+        let cells = (n as u128) * row_len;
+        let limit = if keep_bytes > u128::from(self.max_table_bytes) {
+            TableLimit::Bytes(self.max_table_bytes)
+        } else if cells > u128::from(self.max_table_cells) {
+            TableLimit::Cells(self.max_table_cells)
+        } else {
+            return Ok(());
+        };
+        Err(CupelError::TableTooLarge {
+            candidates: n,
+            // row_len <= 2^63: the capacity is a non-negative i64.
+            capacity: u64::try_from(row_len).unwrap_or(u64::MAX),
+            cells,
+            keep_bytes,
+            limit,
+        })
+    }
+}
+
 impl Slicer for KnapsackSlice {
     fn slice(
         &self,
@@ -359,25 +382,8 @@ impl Slicer for KnapsackSlice {
 
         // ----- table guard (before any allocation) -----
         let row_len = u128::from(capacity.unsigned_abs()) + 1;
-        let cells = (n as u128) * row_len;
-        let keep_bytes = (n as u128) * row_len.div_ceil(64) * 8;
-        let limit = if keep_bytes > u128::from(self.max_table_bytes) {
-            Some(TableLimit::Bytes(self.max_table_bytes))
-        } else if cells > u128::from(self.max_table_cells) {
-            Some(TableLimit::Cells(self.max_table_cells))
-        } else {
-            None
-        };
-        if let Some(limit) = limit {
-            return Err(CupelError::TableTooLarge {
-                candidates: n,
-                // row_len <= 2^63: capacity is a non-negative i64.
-                capacity: u64::try_from(row_len).unwrap_or(u64::MAX),
-                cells,
-                keep_bytes,
-                limit,
-            });
-        }
+        // One bit per cell, rows rounded up to 64-bit words.
+        self.check_table(n, row_len, (n as u128) * row_len.div_ceil(64) * 8)?;
         let too_big = || {
             CupelError::SlicerConfig(format!(
                 "KnapsackSlice: a keep table of {n} x {row_len} cells cannot be addressed or allocated on this platform"
@@ -449,24 +455,8 @@ impl Slicer for KnapsackSlice {
         }
         let n = candidates.len();
         let row_len = u128::from(capacity.unsigned_abs()) + 1;
-        let cells = (n as u128) * row_len;
-        let keep_bytes = cells * 2;
-        let limit = if keep_bytes > u128::from(self.max_table_bytes) {
-            Some(TableLimit::Bytes(self.max_table_bytes))
-        } else if cells > u128::from(self.max_table_cells) {
-            Some(TableLimit::Cells(self.max_table_cells))
-        } else {
-            None
-        };
-        if let Some(limit) = limit {
-            return Err(CupelError::TableTooLarge {
-                candidates: n,
-                capacity: u64::try_from(row_len).unwrap_or(u64::MAX),
-                cells,
-                keep_bytes,
-                limit,
-            });
-        }
+        // Two bytes per cell: the form chosen at each (item, capacity).
+        self.check_table(n, row_len, (n as u128) * row_len * 2)?;
         let too_big = || {
             CupelError::SlicerConfig(format!(
                 "KnapsackSlice: a choice table of {n} x {row_len} cells cannot be addressed or allocated on this platform"
