@@ -1,11 +1,12 @@
-//! Replays the seeded 300-request agent transcript under the three window
-//! strategies with the Anthropic profile and prints the totals and the
-//! issue-26 targets (`cargo run --release -p cupel-benches --example
+//! Replays the seeded 300-request agent and chat transcripts under the
+//! three window strategies with the Anthropic profile and prints the totals
+//! and the issue-26 targets, then the same with tool results older than two
+//! exchanges aged (`cargo run --release -p cupel-benches --example
 //! cache_sim [MAX_TOKENS] [--write FILE.json]`).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use cupel_benches::agent::{AGENT_SEED, agent_transcript, chat_transcript};
-use cupel_chat::{CacheProfile, SimStrategy, Transcript, Trim, simulate};
+use cupel_chat::{AgeToolResults, CacheProfile, SimStrategy, Transcript, Trim, simulate};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -29,8 +30,26 @@ fn main() {
 }
 
 fn report(title: &str, doc: &Transcript, max: i64) {
+    report_with(title, doc, &Trim::anthropic(max));
+    if !doc
+        .messages()
+        .iter()
+        .any(cupel_chat::Message::is_tool_result)
+    {
+        return;
+    }
+    println!();
+    report_with(
+        &format!("{title}; tool results aged after 2 exchanges"),
+        doc,
+        &Trim::anthropic(max).age_tool_results(AgeToolResults::new(2)),
+    );
+}
+
+fn report_with(title: &str, doc: &Transcript, opts: &Trim) {
+    let max = opts.max_tokens();
     let profile = CacheProfile::anthropic();
-    let sim = simulate(doc.messages(), &Trim::anthropic(max), &profile).unwrap();
+    let sim = simulate(doc.messages(), opts, &profile).unwrap();
     if std::env::var_os("CACHE_SIM_DEBUG").is_some() {
         debug(&sim);
     }

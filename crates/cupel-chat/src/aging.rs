@@ -84,6 +84,46 @@ impl AgeToolResults {
         counter: &dyn MessageCounter,
         tool_name: impl Fn(&str) -> Option<String>,
     ) -> Vec<Vec<(Message, i64)>> {
+        self.aged(messages)
+            .into_iter()
+            .zip(messages)
+            .enumerate()
+            .map(|(i, (aged, m))| {
+                if !aged {
+                    return Vec::new();
+                }
+                let whole = tokens.get(i).copied().unwrap_or(0);
+                self.forms_of(m, whole, counter, &tool_name)
+            })
+            .collect()
+    }
+
+    /// Whether the message at each position is old enough to be shortened
+    /// (at least [`after_exchanges`](Self::after_exchanges) user messages
+    /// after it) and holds a tool result.
+    pub(crate) fn aged(&self, messages: &[Message]) -> Vec<bool> {
+        let mut users_after = 0usize;
+        let mut out = vec![false; messages.len()];
+        for (i, m) in messages.iter().enumerate().rev() {
+            if m.role == Role::User && !m.is_tool_result() {
+                users_after += 1;
+                continue;
+            }
+            out[i] = users_after >= self.after_exchanges && !tool_results(m).is_empty();
+        }
+        out
+    }
+
+    /// The shorter forms of one aged message `m` of `whole` tokens (see
+    /// [`forms`](Self::forms)); empty when it holds no tool result or no
+    /// form is smaller.
+    pub(crate) fn forms_of(
+        &self,
+        m: &Message,
+        whole: i64,
+        counter: &dyn MessageCounter,
+        tool_name: &impl Fn(&str) -> Option<String>,
+    ) -> Vec<(Message, i64)> {
         // The size was checked by `truncate_to` and the default template
         // parses: neither fallback below is ever taken.
         let truncate = HeadTail::new(self.truncate_to).ok();
@@ -91,22 +131,12 @@ impl AgeToolResults {
             Some(p) => Some(p.clone()),
             None => Placeholder::parse(DEFAULT_PLACEHOLDER).ok(),
         };
-        let mut users_after = 0usize;
-        let mut out: Vec<Vec<(Message, i64)>> = vec![Vec::new(); messages.len()];
-        for (i, m) in messages.iter().enumerate().rev() {
-            if m.role == Role::User && !m.is_tool_result() {
-                users_after += 1;
-                continue;
-            }
-            if users_after < self.after_exchanges {
-                continue;
-            }
+        {
             let results = tool_results(m);
             if results.is_empty() {
-                continue;
+                return Vec::new();
             }
             let n = results.len();
-            let whole = tokens.get(i).copied().unwrap_or(0);
             let empty = vec![""; n];
             let base = counter.count_message(&with_result_texts(m, &empty));
             let text_of = |k: usize| ResultText {
@@ -177,9 +207,8 @@ impl AgeToolResults {
                     }
                 }
             }
-            out[i] = forms;
+            forms
         }
-        out
     }
 }
 

@@ -67,9 +67,9 @@ mod wire;
 pub use aging::AgeToolResults;
 pub use cache::{
     AttributeValue, Block, CacheError, CacheMode, CacheProfile, CacheRow, CacheSession,
-    CacheStatus, CacheTurn, CacheUsage, Cut, LowWater, PrefixBreak, PromptCache, SimStrategy,
-    SimTurn, Simulation, StrategyRun, apply_breakpoints, plan_breakpoints, request_ends, simulate,
-    simulate_with,
+    CacheStatus, CacheTurn, CacheUsage, Cut, CutFront, LowWater, PrefixBreak, PromptCache,
+    SimStrategy, SimTurn, Simulation, StrategyRun, apply_breakpoints, plan_breakpoints,
+    request_ends, simulate, simulate_with,
 };
 #[cfg(feature = "async-openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]

@@ -92,7 +92,7 @@ pub struct Trim {
     keep_orphans: bool,
     tools: Option<Value>,
     report: bool,
-    aging: Option<AgeToolResults>,
+    pub(crate) aging: Option<AgeToolResults>,
 }
 
 impl fmt::Debug for Trim {
@@ -151,7 +151,8 @@ impl Trim {
     /// its aged results are tried as head+tail, then as placeholders (every
     /// aged result of the unit at once, one step at a time), and the unit is
     /// kept at the first step that fits. Tool calls are never shortened.
-    /// (The cache-aware session does not use this option in this version.)
+    /// A [`CacheSession`](crate::CacheSession) shortens only when it cuts
+    /// (see there), so that its prefix stays byte-identical between cuts.
     ///
     /// ```
     /// use cupel_chat::{AgeToolResults, Message, Trim, trim};
@@ -261,7 +262,7 @@ impl Trim {
         self.format
     }
 
-    fn make_counter(&self) -> Result<Arc<dyn MessageCounter>, ChatError> {
+    pub(crate) fn make_counter(&self) -> Result<Arc<dyn MessageCounter>, ChatError> {
         if let Some(c) = &self.counter {
             return Ok(Arc::clone(c));
         }

@@ -4,9 +4,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use cupel_chat::{
-    Block, CacheError, CacheProfile, CacheSession, CacheUsage, Format, LowWater, Message,
-    MessageCounter, PrefixBreak, PromptCache, SimStrategy, Transcript, Trim, apply_breakpoints,
-    plan_breakpoints, request_ends, simulate_with,
+    AgeToolResults, Block, CacheError, CacheProfile, CacheSession, CacheStatus, CacheUsage,
+    CutFront, Format, LowWater, Message, MessageCounter, PrefixBreak, PromptCache, SimStrategy,
+    Transcript, Trim, apply_breakpoints, plan_breakpoints, request_ends, simulate_with,
 };
 use serde_json::{Value, json};
 
@@ -87,9 +87,18 @@ fn appends_while_it_fits_then_cuts_deep_and_appends_again() {
     assert_eq!(t6.broke, Some(PrefixBreak::Cut));
     assert_eq!(t6.removed, vec![1, 2, 3, 4, 5, 6]); // U1 A1 U2 A2 U3 A3
     assert_eq!(t6.kept_prefix, 1); // only the system prompt
+    // The cut stopped at exchange 4 (U4 + A4 = 20 tokens): without it the
+    // window would hold 60 - 20 = 40 < 50 tokens.
+    assert_eq!(
+        (cut.front_unit, cut.front_unit_tokens, cut.front_reason),
+        (4, 20, CutFront::Mark)
+    );
+    assert_eq!((cut.shortened, cut.shortened_saved), (0, 0));
     assert!(
         t6.explain().starts_with(
-            "turn 6: window reached 120 of 100; removed exchanges 1–3 down to the 50-token low-water mark"
+            "turn 6: window reached 120 of 100; removed exchanges 1–3 (60 tokens) down to the \
+             50-token low-water mark; exchange 4 (20 tokens) stays: without it the window would \
+             fall under the mark; 60 of 100 tokens"
         ),
         "{}",
         t6.explain()
@@ -524,4 +533,128 @@ fn gemini_caches_from_2048_tokens() {
         read: 3_000,
     };
     assert!((g.cost(&u) - 1_300.0).abs() < 1e-9);
+}
+
+/// One token per message plus one per word of its text.
+struct Words;
+
+impl MessageCounter for Words {
+    fn count_message(&self, m: &Message) -> i64 {
+        1 + m.text().split_whitespace().count() as i64
+    }
+    fn describe(&self) -> String {
+        "words".into()
+    }
+}
+
+/// `tag` and then `n - 2` more words: `n` tokens under [`Words`].
+fn said(tag: &str, n: usize) -> String {
+    format!("{tag} {}", "w ".repeat(n - 2))
+}
+
+/// S (10); E1: U1 A1 (10 + 10); E2: U2 (10), a call C2 (1: no text), its
+/// result R2 (40), A2 (10); E3: U3 A3; E4: U4 A4; E5: U5 A5; U6 — #0..#13.
+fn aged_chat() -> Vec<Message> {
+    let mut v = vec![Message::system(said("system", 10))];
+    v.push(Message::user(said("u1", 10)));
+    v.push(Message::assistant(said("a1", 10)));
+    v.push(Message::user(said("u2", 10)));
+    v.push(Message::assistant_calls([("call_2", "grep", "{}")]));
+    v.push(Message::tool("call_2", said("r2", 40)));
+    v.push(Message::assistant(said("a2", 10)));
+    for k in 3..=5 {
+        v.push(Message::user(said(&format!("u{k}"), 10)));
+        v.push(Message::assistant(said(&format!("a{k}"), 10)));
+    }
+    v.push(Message::user(said("u6", 10)));
+    v
+}
+
+#[test]
+fn a_cut_shortens_old_tool_results_down_to_the_mark() {
+    let all = aged_chat();
+    assert_eq!(Words.count_message(&all[4]), 1);
+    assert_eq!(Words.count_message(&all[5]), 40);
+    // Budget 110 (100 after the system prompt), mark 50 (40 after it);
+    // results with a user message after them age, to the default
+    // placeholder "[tool result of 40 tokens omitted]": 1 + 6 = 7 tokens.
+    let opts = Trim::openai(110).counter(Words);
+    let aging = AgeToolResults::new(1);
+    let make = |aged: bool| {
+        let o = if aged {
+            opts.clone().age_tool_results(aging.clone())
+        } else {
+            opts.clone()
+        };
+        CacheSession::new(o, profile()).low_water(LowWater::Tokens(50))
+    };
+    for aged in [false, true] {
+        let mut s = make(aged);
+        // Turn 1: S E1 E2 U3 = #0..#7: 20 + 61 + 10 = 91 <= 100, all in.
+        let t1 = s.next(&all[..8]).unwrap();
+        assert_eq!(t1.window_tokens, 101);
+        assert!(
+            t1.shortened.is_empty(),
+            "nothing is shortened while it fits"
+        );
+        // Turn 2 adds A3 U4: 111 > 100. E1 must go (111 -> 91); E2 (61)
+        // may not (91 - 61 = 30 < 40): the cut stops at exchange 2.
+        let t2 = s.next(&all[..10]).unwrap();
+        assert_eq!(t2.positions, vec![0, 3, 4, 5, 6, 7, 8, 9]);
+        let cut = t2.cut.unwrap();
+        assert_eq!((cut.removed_messages, cut.removed_tokens), (2, 20));
+        assert_eq!((cut.front_unit, cut.front_reason), (2, CutFront::Mark));
+        if !aged {
+            // Without ageing the window stays at 10 + 91 = 101, 51 above
+            // the mark.
+            assert_eq!(t2.window_tokens, 101);
+            assert_eq!((cut.shortened, cut.front_unit_tokens), (0, 61));
+            continue;
+        }
+        // With ageing, R2 (two user messages after it) goes in as its
+        // placeholder: 91 - (40 - 7) = 58 >= 40, so the window is 68.
+        assert_eq!(t2.window_tokens, 68);
+        assert!(t2.window_tokens >= t2.low_water);
+        assert_eq!((cut.shortened, cut.shortened_saved), (1, 33));
+        assert_eq!(cut.front_unit_tokens, 10 + 1 + 7 + 10);
+        assert_eq!(
+            t2.shortened[&5].text(),
+            "[tool result of 40 tokens omitted]"
+        );
+        let sent = t2.cloned_messages();
+        assert_eq!(sent[3].text(), "[tool result of 40 tokens omitted]");
+        assert_eq!(sent[3].tool_call_id.as_deref(), Some("call_2"));
+        assert_eq!(t2.rows[5].sent_tokens, Some(7));
+        assert!(
+            t2.explain().starts_with(
+                "turn 2: window reached 121 of 110; removed exchange 1 (20 tokens) and shortened \
+                 1 old tool result by 33 tokens down to the 50-token low-water mark; exchange 2 \
+                 (28 tokens) stays: without it the window would fall under the mark; 68 of 110"
+            ),
+            "{}",
+            t2.explain()
+        );
+        // 68 - 28 = 40 < 50: the reason holds.
+        assert!(t2.window_tokens - cut.front_unit_tokens < t2.low_water);
+
+        // Turn 3 adds A4 U5: 58 + 20 = 78 <= 100: appended after the
+        // shortened prefix, which stays byte for byte (8 messages).
+        let t3 = s.next(&all[..12]).unwrap();
+        assert!(t3.cut.is_none());
+        assert_eq!(t3.kept_prefix, 8);
+        assert_eq!(t3.window_tokens, 10 + 58 + 20);
+        assert_eq!(t3.rows[5].status, CacheStatus::Prefix);
+        assert_eq!(t3.rows[5].sent_tokens, Some(7));
+        assert_eq!(t3.cloned_messages()[..8], sent[..]);
+
+        // A session resumed from that window (as `cupel chat --state`
+        // does) recognises the shortened result and keeps all 10 messages;
+        // A5 U6 are appended: 78 + 20 = 98 <= 100.
+        let mut resumed = make(true).resume(t3.cloned_messages());
+        let t4 = resumed.next(&all[..14]).unwrap();
+        assert_eq!(t4.broke, None, "{}", t4.explain());
+        assert_eq!(t4.kept_prefix, 10);
+        assert_eq!(t4.window_tokens, 10 + 98);
+        assert_eq!(t4.shortened.keys().copied().collect::<Vec<_>>(), vec![5]);
+    }
 }

@@ -5,7 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use cupel_chat::{
-    CacheProfile, CacheSession, LowWater, Message, MessageCounter, Role, Trim, request_ends,
+    AgeToolResults, CacheProfile, CacheSession, LowWater, Message, MessageCounter, Role, Trim,
+    request_ends,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -14,6 +15,11 @@ struct Fixed;
 
 impl MessageCounter for Fixed {
     fn count_message(&self, m: &Message) -> i64 {
+        // An aged result's placeholder, "[tool result of N tokens
+        // omitted]", counts 7; everything else its `t`.
+        if m.text().starts_with("[tool result of") {
+            return 7;
+        }
         m.extra.get("t").and_then(Value::as_i64).unwrap_or(0)
     }
     fn count_request(&self, _tools: Option<&Value>) -> i64 {
@@ -86,12 +92,17 @@ proptest! {
         // The largest exchange is 29 + 3 * (19 + 2 * 59) + 29 = 469 tokens.
         max in 520i64..1_200,
         fraction in prop::option::of(0.1f64..1.0),
+        aged in any::<bool>(),
     ) {
         let all = build(system, &exchanges);
         let low = fraction.map_or(LowWater::Auto, LowWater::Fraction);
-        let mut s = CacheSession::new(Trim::openai(max).counter(Fixed), CacheProfile::anthropic())
-            .low_water(low);
+        let mut opts = Trim::openai(max).counter(Fixed);
+        if aged {
+            opts = opts.age_tool_results(AgeToolResults::new(1));
+        }
+        let mut s = CacheSession::new(opts, CacheProfile::anthropic()).low_water(low);
         let mut prev: Option<Vec<usize>> = None;
+        let mut prev_sent: Vec<Message> = Vec::new();
         for end in request_ends(&all) {
             let req = &all[..end];
             let w = s.next(req).unwrap();
@@ -111,6 +122,10 @@ proptest! {
                         // The whole previous window, then appended messages.
                         prop_assert_eq!(w.kept_prefix, p.len());
                         prop_assert_eq!(&w.positions[..p.len()], &p[..]);
+                        // Byte for byte as sent: shortened results stay
+                        // shortened, nothing new is shortened between cuts.
+                        prop_assert_eq!(&w.cloned_messages()[..p.len()], &prev_sent[..]);
+                        prop_assert!(w.shortened.keys().all(|k| p.contains(k)));
                     }
                     Some(_) => {
                         // Kept up to the first unit removed: the pinned
@@ -123,6 +138,11 @@ proptest! {
             // Never under the low-water mark once the history is above it,
             // unless the budget forced it: the exchange just before the
             // window (the last one removed) would not fit back in.
+            // Shortening never takes a window under the mark (every
+            // exchange fits the budget here, so no cut is forced below it).
+            if w.cut.is_some_and(|c| c.shortened > 0) {
+                prop_assert!(w.window_tokens >= w.low_water);
+            }
             if w.history_tokens >= w.low_water && w.window_tokens < w.low_water {
                 let before = (0..conv[0]).rev().find(|&i| req[i].role == Role::User).unwrap();
                 let unit: i64 = req[before..conv[0]].iter().map(|m| Fixed.count_message(m)).sum();
@@ -143,7 +163,17 @@ proptest! {
             let prefix = w.rows.iter().filter(|r| matches!(
                 r.status, cupel_chat::CacheStatus::Pinned | cupel_chat::CacheStatus::Prefix)).count();
             prop_assert_eq!(prefix, w.kept_prefix.max(w.pinned));
+            // Only results already in the window before the last user
+            // message are shortened, and only to fewer tokens.
+            if !aged {
+                prop_assert!(w.shortened.is_empty());
+            }
+            for r in w.rows.iter().filter(|r| r.sent_tokens.is_some()) {
+                prop_assert_eq!(&r.message.role, &Role::Tool);
+                prop_assert!(r.sent_tokens < Some(r.tokens));
+            }
             prev = Some(w.positions.clone());
+            prev_sent = w.cloned_messages();
         }
     }
 }

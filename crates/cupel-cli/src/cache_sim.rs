@@ -25,9 +25,14 @@ one model request: the messages before it. Each request is trimmed to
   cache-aware      `cupel chat --state`: keeps the previous window and
                    appends; cuts once and deep when it no longer fits
 
+--age-tool-results K shortens tool results older than K exchanges in the two
+Cupel strategies (chat-trim: in the unit at the cut; cache-aware: only when
+it cuts, where the prefix is rewritten anyway); newest-messages never does.
+
 Examples:
   cupel cache-sim agent.json --max-tokens 40000 --provider anthropic
-  cupel cache-sim agent.json --max-tokens 40000 --provider openai --plot cost.svg";
+  cupel cache-sim agent.json --max-tokens 40000 --provider openai --plot cost.svg
+  cupel cache-sim agent.json --max-tokens 40000 --age-tool-results 2 --totals";
 
 #[derive(Debug, Args)]
 pub(crate) struct CacheSimArgs {
@@ -55,6 +60,20 @@ pub(crate) struct CacheSimArgs {
     /// Print only the totals, not one row per request
     #[arg(long)]
     totals: bool,
+
+    /// Shorten tool results with at least K user messages after them (see
+    /// below)
+    #[arg(long, value_name = "K")]
+    age_tool_results: Option<usize>,
+
+    /// Size of a shortened tool result, in message tokens (default 200)
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "age_tool_results",
+        allow_negative_numbers = true
+    )]
+    truncate_results_to: Option<i64>,
 }
 
 fn profile(name: &str) -> Result<CacheProfile, CliError> {
@@ -105,10 +124,13 @@ pub(crate) fn run(a: &CacheSimArgs) -> Result<String, CliError> {
     let doc = Transcript::parse(&read(&a.input)?)
         .map_err(|e| map_cache_err(CacheError::Chat(e), name))?;
     let opts = Trim::new(doc.format(), a.max_tokens);
-    let opts = match doc.tools() {
+    let mut opts = match doc.tools() {
         Some(t) => opts.tools(t.clone()),
         None => opts,
     };
+    if let Some(aging) = crate::chat::aging(a.age_tool_results, a.truncate_results_to)? {
+        opts = opts.age_tool_results(aging);
+    }
     let mut session = CacheSession::new(opts.clone(), profile.clone());
     if let Some(l) = a.low_water {
         session = session.low_water(LowWater::Tokens(l));
@@ -232,7 +254,7 @@ pub(crate) fn run_with_state(
     let turn = session
         .next(doc.messages())
         .map_err(|e| map_cache_err(e, name))?;
-    let window = doc.with_messages(turn.messages.iter().map(|m| (*m).clone()).collect());
+    let window = doc.with_messages(turn.cloned_messages());
     let mut saved = window.to_json_pretty();
     saved.push('\n');
     std::fs::write(state, saved)

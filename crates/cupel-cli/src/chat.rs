@@ -89,7 +89,9 @@ pub(crate) struct ChatArgs {
     ///
     /// Before a unit is dropped, its old results are tried as head and
     /// tail (--truncate-results-to), then as a one-line placeholder; the
-    /// tool call is never changed.
+    /// tool call is never changed. With --state, results are shortened
+    /// only when the session cuts (the prefix is rewritten then anyway),
+    /// down to the low-water mark, and stay so until a later cut.
     #[arg(long, value_name = "K", verbatim_doc_comment)]
     age_tool_results: Option<usize>,
 
@@ -185,13 +187,7 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
     if let Some(e) = &a.encoding {
         opts = opts.encoding(e.clone());
     }
-    if let Some(k) = a.age_tool_results {
-        let mut aging = AgeToolResults::new(k);
-        if let Some(n) = a.truncate_results_to {
-            aging = aging
-                .truncate_to(n)
-                .map_err(|e| CliError::input(format!("--truncate-results-to: {e}")))?;
-        }
+    if let Some(aging) = aging(a.age_tool_results, a.truncate_results_to)? {
         opts = opts.age_tool_results(aging);
     }
     if let Some(state) = &a.state {
@@ -293,4 +289,22 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
         ),
     );
     Ok(s)
+}
+
+/// `--age-tool-results K [--truncate-results-to N]` (of `chat` and
+/// `cache-sim`) as the trim option.
+pub(crate) fn aging(
+    after_exchanges: Option<usize>,
+    truncate_to: Option<i64>,
+) -> Result<Option<AgeToolResults>, CliError> {
+    let Some(k) = after_exchanges else {
+        return Ok(None);
+    };
+    let mut aging = AgeToolResults::new(k);
+    if let Some(n) = truncate_to {
+        aging = aging
+            .truncate_to(n)
+            .map_err(|e| CliError::input(format!("--truncate-results-to: {e}")))?;
+    }
+    Ok(Some(aging))
 }

@@ -136,3 +136,81 @@ fn cache_sim_prints_three_strategies_and_plots() {
     );
     assert!(err.contains("unknown cache profile `mistral`"), "{err}");
 }
+
+/// An Anthropic agent body: the system prompt of [`body`], then `n`
+/// exchanges of a question, a `grep` call, its result (about 430 estimated
+/// tokens: 1,500 characters) and an answer, then a last question.
+fn agent_body(n: usize) -> Value {
+    let mut messages = Vec::new();
+    for i in 0..n {
+        let id = format!("toolu_{i:03}");
+        messages.push(
+            json!({"role": "user", "content": format!("question {i} {}", "word ".repeat(40))}),
+        );
+        messages.push(json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": id, "name": "grep", "input": {"q": i}}]}));
+        messages.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": format!("hit {i} {}", "x".repeat(1_500))}]}));
+        messages.push(json!({"role": "assistant", "content": format!("answer {i}")}));
+    }
+    messages.push(json!({"role": "user", "content": "and now?"}));
+    json!({"model": "claude", "system": "rules ".repeat(1_167), "messages": messages})
+}
+
+#[test]
+fn state_with_ageing_shortens_results_only_when_it_cuts() {
+    let (t1, t2, t3, state) = (
+        tmp("age-t1.json"),
+        tmp("age-t2.json"),
+        tmp("age-t3.json"),
+        tmp("age-state.json"),
+    );
+    let _ = std::fs::remove_file(&state);
+    // Each exchange is about 500 tokens; 8 fit in 8,000 with the 2,000-token
+    // system prompt, 14 do not.
+    write(&t1, &agent_body(8));
+    write(&t2, &agent_body(14));
+    // Turn 3 appends the answer to "and now?" and a new question.
+    let mut next = agent_body(14);
+    let m = next["messages"].as_array_mut().unwrap();
+    m.push(json!({"role": "assistant", "content": "Done."}));
+    m.push(json!({"role": "user", "content": "Next?"}));
+    write(&t3, &next);
+    let args = |t: &str, explain: bool| {
+        let mut a = vec!["chat", t, "--max-tokens", "8000", "--state", &state];
+        a.extend(["--age-tool-results", "2"]);
+        if explain {
+            a.push("--explain");
+        }
+        a.into_iter().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let run = |t: &str| {
+        let a = args(t, true);
+        ok(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let first = run(&t1);
+    assert!(first.starts_with("turn 1: first window"), "{first}");
+    assert!(
+        !first.contains("shortened"),
+        "nothing is cut, so nothing is aged: {first}"
+    );
+    let second = run(&t2);
+    assert!(second.starts_with("turn 2: window reached"), "{second}");
+    assert!(second.contains(" old tool result"), "{second}");
+    assert!(second.contains("(shortened from "), "{second}");
+    // The state holds the shortened form, so the next turn, with two more
+    // messages that fit, keeps the whole previous window (a resumed session
+    // numbers the resumed window turn 1).
+    let saved = std::fs::read_to_string(&state).unwrap();
+    assert!(saved.contains("tokens omitted"), "{saved}");
+    let third = run(&t3);
+    assert!(
+        third.starts_with("turn 2: kept the previous window"),
+        "{third}"
+    );
+    assert!(
+        third
+            .contains("kept: unchanged prefix, same bytes as the previous window (shortened from "),
+        "{third}"
+    );
+}

@@ -2,11 +2,14 @@
 //! byte-identical, append while they fit, and cut once and deep when they
 //! no longer do.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::aging::AgeToolResults;
 use crate::cache::error::CacheError;
 use crate::cache::profile::{CacheProfile, CacheUsage};
 use crate::cache::prompt::{Block, PromptCache, plan_breakpoints};
+use crate::count::MessageCounter;
 use crate::error::ChatError;
 use crate::message::Message;
 use crate::trim::{Decision, Granularity, Trim, Trimmed, trim};
@@ -53,6 +56,7 @@ pub enum PrefixBreak {
 
 /// A deep cut: whole units removed from the front of the conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Cut {
     /// The window tokens had nothing been removed.
     pub reached: i64,
@@ -65,6 +69,32 @@ pub struct Cut {
     pub removed_messages: usize,
     /// Tokens removed.
     pub removed_tokens: i64,
+    /// 1-based number of the oldest unit the cut kept: the one whose removal
+    /// would have taken the window under the low-water mark (or the newest
+    /// unit, which a cut never removes).
+    pub front_unit: usize,
+    /// Its tokens, as sent.
+    pub front_unit_tokens: i64,
+    /// Why the cut stopped at that unit.
+    pub front_reason: CutFront,
+    /// Old tool results the cut shortened (with
+    /// [`Trim::age_tool_results`](crate::Trim::age_tool_results); 0 without).
+    pub shortened: usize,
+    /// The tokens that saved.
+    pub shortened_saved: i64,
+}
+
+/// Why a [`Cut`] kept the unit it stopped at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CutFront {
+    /// Removing it too would take the window under the low-water mark.
+    Mark,
+    /// It is the newest unit, which a cut never removes.
+    Newest,
+    /// The provider rules removed the units before it (a conversation
+    /// cannot start with them); it is the first that may start one.
+    ProviderRule,
 }
 
 /// What one turn did with one input message (see [`CacheTurn::rows`]).
@@ -110,6 +140,9 @@ pub struct CacheRow<'a> {
     pub tokens: i64,
     /// What the turn did with it.
     pub status: CacheStatus,
+    /// Its tokens as sent, when it went into the window shortened (an aged
+    /// tool result, see [`CacheSession`]); `None` when sent whole or not sent.
+    pub sent_tokens: Option<i64>,
     /// What a unit is called in the explanation (`exchange`, `turn`, `message`).
     unit_noun: &'static str,
 }
@@ -127,7 +160,14 @@ impl CacheRow<'_> {
 impl fmt::Display for CacheRow<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "#{} {} ", self.position, self.message.label())?;
-        let t = crate::trim::group_digits(self.tokens);
+        let t = match self.sent_tokens {
+            Some(sent) => format!(
+                "shortened from {} to {}",
+                crate::trim::group_digits(self.tokens),
+                crate::trim::group_digits(sent)
+            ),
+            None => crate::trim::group_digits(self.tokens),
+        };
         match &self.status {
             CacheStatus::Pinned => write!(f, "kept: pinned prompt ({t} tokens)"),
             CacheStatus::Prefix => write!(
@@ -155,7 +195,9 @@ pub struct CacheTurn<'a> {
     /// 1-based turn number within the session.
     pub turn: usize,
     /// The window's messages, in order: the pinned prompts, then the
-    /// conversation.
+    /// conversation. A message sent shortened is here in its original form;
+    /// [`cloned_messages`](Self::cloned_messages) applies
+    /// [`shortened`](Self::shortened).
     pub messages: Vec<&'a Message>,
     /// Their input positions.
     pub positions: Vec<usize>,
@@ -190,6 +232,10 @@ pub struct CacheTurn<'a> {
     /// Every input message, in input order, with what this turn did with
     /// it (see [`rows_text`](Self::rows_text) for a printable digest).
     pub rows: Vec<CacheRow<'a>>,
+    /// The form sent for each window message that went in shortened (old
+    /// tool results, with [`Trim::age_tool_results`](crate::Trim::age_tool_results)),
+    /// by input position.
+    pub shortened: BTreeMap<usize, Message>,
     granularity: Granularity,
 }
 
@@ -204,9 +250,22 @@ pub enum AttributeValue {
 }
 
 impl CacheTurn<'_> {
+    /// Owned copies of the window's messages as sent: shortened ones in
+    /// their shortened form. This is what the next turn must find as the
+    /// previous window (what `cupel chat --state` writes).
+    pub fn cloned_messages(&self) -> Vec<Message> {
+        self.messages
+            .iter()
+            .zip(&self.positions)
+            .map(|(m, p)| self.shortened.get(p).unwrap_or(m).clone())
+            .collect()
+    }
+
     /// One line: what was kept, appended or removed and why, and the
-    /// expected cache use ("turn 37: window reached 8,000 of 8,000; removed
-    /// exchanges 1–12 down to the 5,600-token low-water mark; ...").
+    /// expected cache use ("turn 37: window reached 8,300 of 8,000; removed
+    /// exchanges 1–12 (2,600 tokens) down to the 5,600-token low-water mark;
+    /// exchange 13 (400 tokens) stays: without it the window would fall
+    /// under the mark; 5,700 of 8,000 tokens: ...").
     pub fn explain(&self) -> String {
         self.to_string()
     }
@@ -308,13 +367,41 @@ impl fmt::Display for CacheTurn<'_> {
             } else {
                 format!("{units} {}–{}", c.first_unit, c.last_unit)
             };
+            let g = crate::trim::group_digits;
             write!(
                 f,
-                "window reached {} of {}; removed {range} down to the {}-token low-water mark",
-                crate::trim::group_digits(c.reached),
-                crate::trim::group_digits(self.max_tokens),
-                crate::trim::group_digits(self.low_water)
+                "window reached {} of {}; removed {range} ({} tokens)",
+                g(c.reached),
+                g(self.max_tokens),
+                g(c.removed_tokens)
             )?;
+            if c.shortened > 0 {
+                write!(
+                    f,
+                    " and shortened {} old tool result{} by {} tokens",
+                    c.shortened,
+                    if c.shortened == 1 { "" } else { "s" },
+                    g(c.shortened_saved)
+                )?;
+            }
+            write!(
+                f,
+                " down to the {}-token low-water mark; ",
+                g(self.low_water)
+            )?;
+            let unit = &units[..units.len() - 1];
+            let (n, t) = (c.front_unit, g(c.front_unit_tokens));
+            match c.front_reason {
+                CutFront::Newest => write!(f, "{unit} {n} ({t} tokens) stays: it is the newest")?,
+                CutFront::Mark => write!(
+                    f,
+                    "{unit} {n} ({t} tokens) stays: without it the window would fall under the mark"
+                )?,
+                CutFront::ProviderRule => write!(
+                    f,
+                    "{unit} {n} ({t} tokens) stays: the first the provider rules let a conversation start with"
+                )?,
+            }
         } else {
             match &self.broke {
                 None => write!(
@@ -361,7 +448,17 @@ impl fmt::Display for CacheTurn<'_> {
 ///    from the front of the conversation while the window exceeds the
 ///    budget or stays at or above the low-water mark without the unit; the
 ///    following turns append after the new front again;
-/// 4. satisfies the chat crate's provider rules: it is built from the units
+/// 4. with [`Trim::age_tool_results`], shortens old tool results only when
+///    it cuts: everything after the pinned prompts is sent afresh then, so
+///    a cut first removes whole units as above, then shortens the old
+///    results it keeps, oldest first, each to the shortest form that keeps
+///    the window at or above the low-water mark (a cut that stopped far
+///    above the mark, because the next unit is large, lands near it). A
+///    shortened result stays in that form, byte for byte, until a later cut
+///    removes it or shortens it further; between cuts nothing is shortened.
+///    A resumed session recognises a shortened result in the previous
+///    window as the transcript's result in that form;
+/// 5. satisfies the chat crate's provider rules: it is built from the units
 ///    [`trim`] forms, and every cut is checked by [`trim`] itself (a window
 ///    starting with a non-user message loses its leading units).
 ///
@@ -401,6 +498,7 @@ pub struct CacheSession {
     seed_pending: bool,
     turn: usize,
     cache: PromptCache,
+    memo: Memo,
 }
 
 impl CacheSession {
@@ -418,6 +516,7 @@ impl CacheSession {
             prev_breakpoints: Vec::new(),
             seed_pending: false,
             turn: 0,
+            memo: Memo::new(),
         }
     }
 
@@ -554,7 +653,38 @@ impl CacheSession {
             }
         };
         let unit_start = |i: usize| i == 0 || eligible[i - 1].1 != eligible[i].1;
-        let (start, matched, mut broke) = self.locate(messages, &pinned, &eligible, &unit_start);
+        let aging = self.opts.aging.clone();
+        let mut forms = Forms::new(&self.opts, messages, aging.as_ref());
+        // Take the memo out for the turn (put back below) so that `forms`
+        // can fill it while `self` is borrowed.
+        forms.memo = std::mem::take(&mut self.memo);
+        let previous = self.previous.take();
+        let (start, matched, mut broke) = locate(
+            previous.as_deref(),
+            messages,
+            &pinned,
+            &eligible,
+            &unit_start,
+            &mut forms,
+        );
+        // The form each message of the kept prefix was sent in, when it was
+        // sent shortened (an earlier cut aged it): it stays so.
+        let mut sent: BTreeMap<usize, (Message, i64)> = BTreeMap::new();
+        if let Some(prev) = &previous {
+            for (k, e) in eligible[start..start + matched].iter().enumerate() {
+                let Some(was) = prev.get(pinned.len() + k) else {
+                    break;
+                };
+                if &messages[e.0] != was
+                    && let Some(form) = forms.matching(e.0, e.2, was)
+                {
+                    sent.insert(e.0, form);
+                }
+            }
+        }
+        let tok = |sent: &BTreeMap<usize, (Message, i64)>, i: usize| {
+            sent.get(&eligible[i].0).map_or(eligible[i].2, |f| f.1)
+        };
         // unit_rank[i]: the 1-based number of eligible[i]'s unit.
         let mut unit_rank = Vec::with_capacity(eligible.len());
         let mut rank = 0usize;
@@ -565,9 +695,8 @@ impl CacheSession {
             unit_rank.push(rank);
         }
 
-        let conv: i64 = eligible[start..]
-            .iter()
-            .map(|e| e.2)
+        let conv: i64 = (start..eligible.len())
+            .map(|i| tok(&sent, i))
             .fold(0, i64::saturating_add);
         let mut front = start;
         let mut cut = None;
@@ -577,33 +706,27 @@ impl CacheSession {
             let mut remaining = conv;
             let mut removed_messages = 0usize;
             let mut idx = start;
+            let mut reason = CutFront::Newest;
             while idx < eligible.len() {
                 let mut end = idx + 1;
                 while end < eligible.len() && !unit_start(end) {
                     end += 1;
                 }
-                let u_tok: i64 = eligible[idx..end]
-                    .iter()
-                    .map(|e| e.2)
+                if end == eligible.len() {
+                    break;
+                }
+                let u_tok: i64 = (idx..end)
+                    .map(|i| tok(&sent, i))
                     .fold(0, i64::saturating_add);
                 let must = remaining > available;
                 let may = remaining - u_tok >= low_conv;
-                if end == eligible.len() || !(must || may) {
+                if !(must || may) {
+                    reason = CutFront::Mark;
                     break;
                 }
                 remaining -= u_tok;
                 removed_messages += end - idx;
                 idx = end;
-            }
-            if remaining > available {
-                let first = eligible[idx].0;
-                return Err(ChatError::NothingFits {
-                    position: first,
-                    label: messages[first].label(),
-                    unit_tokens: remaining,
-                    available_tokens: available,
-                }
-                .into());
             }
             // The provider rules, checked by the chat crate's own trim.
             let subset: Vec<Message> = pinned
@@ -624,11 +747,77 @@ impl CacheSession {
                 .into());
             };
             let skip = first_kept - pinned.len();
+            if skip > 0 {
+                reason = CutFront::ProviderRule;
+            }
             removed_messages += skip;
             let new_front = idx + skip;
-            let removed_tokens = eligible[start..new_front]
-                .iter()
-                .map(|e| e.2)
+            let mut remaining: i64 = (new_front..eligible.len())
+                .map(|i| tok(&sent, i))
+                .fold(0, i64::saturating_add);
+            // Ageing at the cut: everything after the pinned prompts is sent
+            // afresh anyway, so old tool results shrink here at no cache
+            // cost, oldest first, each to the shortest form that keeps the
+            // window at or above the mark (any form while over the budget).
+            let (mut shortened, mut shortened_saved) = (0usize, 0i64);
+            if let Some(aged) = forms.aged() {
+                for (i, e) in eligible.iter().enumerate().skip(new_front) {
+                    if remaining <= low_conv && remaining <= available {
+                        break;
+                    }
+                    if !aged[e.0] {
+                        continue;
+                    }
+                    let cur = tok(&sent, i);
+                    let over = remaining > available;
+                    let after = |t: i64| remaining - (cur - t);
+                    let smaller: Vec<&(Message, i64)> = forms
+                        .forms_at(e.0, e.2)
+                        .iter()
+                        .filter(|(_, t)| *t < cur)
+                        .collect();
+                    // The shortest form that keeps the mark; over the budget,
+                    // the first that brings the window within it, or the
+                    // shortest.
+                    let pick = smaller
+                        .iter()
+                        .rev()
+                        .find(|(_, t)| after(*t) >= low_conv)
+                        .or_else(|| {
+                            over.then(|| {
+                                smaller
+                                    .iter()
+                                    .find(|(_, t)| after(*t) <= available)
+                                    .or(smaller.last())
+                            })
+                            .flatten()
+                        })
+                        .map(|f| (*f).clone());
+                    if let Some((m, t)) = pick {
+                        sent.insert(e.0, (m, t));
+                        remaining -= cur - t;
+                        shortened += 1;
+                        shortened_saved = shortened_saved.saturating_add(cur - t);
+                    }
+                }
+            }
+            if remaining > available {
+                let first = eligible[new_front].0;
+                return Err(ChatError::NothingFits {
+                    position: first,
+                    label: messages[first].label(),
+                    unit_tokens: remaining,
+                    available_tokens: available,
+                }
+                .into());
+            }
+            let removed_tokens = (start..new_front)
+                .map(|i| tok(&sent, i))
+                .fold(0, i64::saturating_add);
+            let front_unit = unit_rank.get(new_front).copied().unwrap_or(0);
+            let front_unit_tokens = (new_front..eligible.len())
+                .take_while(|&i| unit_rank[i] == front_unit)
+                .map(|i| tok(&sent, i))
                 .fold(0, i64::saturating_add);
             cut = Some(Cut {
                 reached: fixed.saturating_add(conv),
@@ -639,11 +828,17 @@ impl CacheSession {
                     .unwrap_or(0),
                 removed_messages,
                 removed_tokens,
+                front_unit,
+                front_unit_tokens,
+                front_reason: reason,
+                shortened,
+                shortened_saved,
             });
             removed = eligible[start..new_front].iter().map(|e| e.0).collect();
             front = new_front;
             broke = Some(PrefixBreak::Cut);
         }
+        sent.retain(|&p, _| eligible[front..].iter().any(|e| e.0 == p));
 
         let positions: Vec<usize> = pinned
             .iter()
@@ -651,12 +846,19 @@ impl CacheSession {
             .chain(eligible[front..].iter().map(|e| e.0))
             .collect();
         let window: Vec<&'a Message> = positions.iter().map(|&p| &messages[p]).collect();
-        let tokens: Vec<i64> = positions.iter().map(|&p| full.rows[p].tokens).collect();
+        let as_sent: Vec<&Message> = positions
+            .iter()
+            .map(|p| sent.get(p).map_or(&messages[*p], |f| &f.0))
+            .collect();
+        let tokens: Vec<i64> = positions
+            .iter()
+            .map(|p| sent.get(p).map_or(full.rows[*p].tokens, |f| f.1))
+            .collect();
         let conv_tokens: i64 = tokens.iter().copied().fold(0, i64::saturating_add);
-        let kept_prefix = match &self.previous {
+        let kept_prefix = match &previous {
             Some(prev) => prev
                 .iter()
-                .zip(&window)
+                .zip(&as_sent)
                 .take_while(|(a, b)| a == *b)
                 .count(),
             None => 0,
@@ -665,7 +867,7 @@ impl CacheSession {
             .iter()
             .copied()
             .fold(0, i64::saturating_add);
-        let blocks = self.blocks(&window, &tokens);
+        let blocks = self.blocks(&as_sent, &tokens);
         let reuse_at = self
             .prev_breakpoints
             .iter()
@@ -708,6 +910,7 @@ impl CacheSession {
                         position: r.position,
                         message: r.message,
                         tokens: r.tokens,
+                        sent_tokens: sent.get(&r.position).map(|f| f.1),
                         status,
                         unit_noun,
                     }
@@ -715,8 +918,9 @@ impl CacheSession {
                 .collect()
         };
 
+        self.memo = forms.memo;
         self.turn += 1;
-        self.previous = Some(window.iter().map(|m| (*m).clone()).collect());
+        self.previous = Some(as_sent.iter().map(|m| (*m).clone()).collect());
         self.prev_breakpoints = breakpoints.clone();
         Ok(CacheTurn {
             turn: self.turn,
@@ -736,50 +940,137 @@ impl CacheSession {
             cost: self.profile.cost(&usage),
             usage,
             rows,
+            shortened: sent.into_iter().map(|(p, f)| (p, f.0)).collect(),
             granularity: self.granularity,
         })
     }
+}
 
-    /// Where the previous window's conversation starts among the eligible
-    /// messages, and why the prefix is not all kept.
-    fn locate(
-        &self,
-        messages: &[Message],
-        pinned: &[usize],
-        eligible: &[(usize, usize, i64)],
-        unit_start: &dyn Fn(usize) -> bool,
-    ) -> (usize, usize, Option<PrefixBreak>) {
-        let Some(prev) = &self.previous else {
-            return (0, 0, Some(PrefixBreak::NoPrevious));
+/// The shorter forms of a transcript's old tool results for one turn of a
+/// session with [`Trim::age_tool_results`], computed on demand and kept
+/// across turns (by input position, with the original they were made from).
+struct Forms<'m> {
+    opts: &'m Trim,
+    messages: &'m [Message],
+    aging: Option<&'m AgeToolResults>,
+    counter: Option<std::sync::Arc<dyn MessageCounter>>,
+    names: Option<BTreeMap<&'m str, &'m str>>,
+    aged: Option<Vec<bool>>,
+    memo: Memo,
+}
+
+/// Input position -> (the original message, its shorter forms and tokens).
+type Memo = BTreeMap<usize, (Message, Vec<(Message, i64)>)>;
+
+impl<'m> Forms<'m> {
+    fn new(opts: &'m Trim, messages: &'m [Message], aging: Option<&'m AgeToolResults>) -> Self {
+        Forms {
+            opts,
+            messages,
+            aging,
+            counter: None,
+            names: None,
+            aged: None,
+            memo: Memo::new(),
+        }
+    }
+
+    /// Which messages are old enough to shorten (`None` without ageing).
+    fn aged(&mut self) -> Option<Vec<bool>> {
+        let aging = self.aging?;
+        if self.aged.is_none() {
+            self.aged = Some(aging.aged(self.messages));
+        }
+        self.aged.clone()
+    }
+
+    /// The forms of the message at `pos` (`whole` tokens); empty without
+    /// ageing or when its counter cannot be made.
+    fn forms_at(&mut self, pos: usize, whole: i64) -> &[(Message, i64)] {
+        let Some(aging) = self.aging else {
+            return &[];
         };
-        let p = pinned.len();
-        if prev.len() < p || pinned.iter().zip(prev).any(|(&i, m)| &messages[i] != m) {
-            return (0, 0, Some(PrefixBreak::PinnedChanged));
-        }
-        let prev_conv = &prev[p..];
-        let Some(first) = prev_conv.first() else {
-            return (0, 0, Some(PrefixBreak::NotFound));
-        };
-        let mut best: Option<(usize, usize)> = None; // (matched, index)
-        for (j, e) in eligible.iter().enumerate() {
-            if &messages[e.0] != first || !unit_start(j) {
-                continue;
+        let m = &self.messages[pos];
+        let fresh = self.memo.get(&pos).is_none_or(|(orig, _)| orig != m);
+        if fresh {
+            if self.counter.is_none() {
+                self.counter = self.opts.make_counter().ok();
             }
-            let m = prev_conv
-                .iter()
-                .zip(&eligible[j..])
-                .take_while(|(a, e)| &messages[e.0] == *a)
-                .count();
-            if best.is_none_or(|(bm, _)| m >= bm) {
-                best = Some((m, j));
-            }
+            let names = self.names.get_or_insert_with(|| {
+                self.messages
+                    .iter()
+                    .flat_map(Message::calls)
+                    .map(|c| (c.id.as_str(), c.name.as_str()))
+                    .collect()
+            });
+            let forms = match &self.counter {
+                Some(c) => aging.forms_of(m, whole, &**c, &|id: &str| {
+                    names.get(id).map(|n| (*n).to_owned())
+                }),
+                None => Vec::new(),
+            };
+            self.memo.insert(pos, (m.clone(), forms));
         }
-        match best {
-            None => (0, 0, Some(PrefixBreak::NotFound)),
-            Some((m, j)) if m < prev_conv.len() => {
-                (j, m, Some(PrefixBreak::Diverged { at: p + m }))
-            }
-            Some((m, j)) => (j, m, None),
+        self.memo.get(&pos).map_or(&[], |(_, f)| f.as_slice())
+    }
+
+    /// The form of the message at `pos` equal to `was` (a message of the
+    /// previous window), if `was` is one of its shorter forms.
+    fn matching(&mut self, pos: usize, whole: i64, was: &Message) -> Option<(Message, i64)> {
+        let m = &self.messages[pos];
+        if self.aging.is_none() || m.role != was.role || !m.is_tool_result() {
+            return None;
         }
+        self.forms_at(pos, whole)
+            .iter()
+            .find(|(f, _)| f == was)
+            .cloned()
+    }
+}
+
+/// Where the previous window's conversation starts among the eligible
+/// messages, how many of its messages follow there, and why the prefix is
+/// not all kept. A message of the previous window matches its transcript
+/// message when equal, or when it is one of that message's shortened forms.
+fn locate(
+    previous: Option<&[Message]>,
+    messages: &[Message],
+    pinned: &[usize],
+    eligible: &[(usize, usize, i64)],
+    unit_start: &dyn Fn(usize) -> bool,
+    forms: &mut Forms<'_>,
+) -> (usize, usize, Option<PrefixBreak>) {
+    let Some(prev) = previous else {
+        return (0, 0, Some(PrefixBreak::NoPrevious));
+    };
+    let p = pinned.len();
+    if prev.len() < p || pinned.iter().zip(prev).any(|(&i, m)| &messages[i] != m) {
+        return (0, 0, Some(PrefixBreak::PinnedChanged));
+    }
+    let prev_conv = &prev[p..];
+    let Some(first) = prev_conv.first() else {
+        return (0, 0, Some(PrefixBreak::NotFound));
+    };
+    let mut same = |e: &(usize, usize, i64), was: &Message| {
+        &messages[e.0] == was || forms.matching(e.0, e.2, was).is_some()
+    };
+    let mut best: Option<(usize, usize)> = None; // (matched, index)
+    for (j, e) in eligible.iter().enumerate() {
+        if !unit_start(j) || !same(e, first) {
+            continue;
+        }
+        let m = prev_conv
+            .iter()
+            .zip(&eligible[j..])
+            .take_while(|(a, e)| same(e, a))
+            .count();
+        if best.is_none_or(|(bm, _)| m >= bm) {
+            best = Some((m, j));
+        }
+    }
+    match best {
+        None => (0, 0, Some(PrefixBreak::NotFound)),
+        Some((m, j)) if m < prev_conv.len() => (j, m, Some(PrefixBreak::Diverged { at: p + m })),
+        Some((m, j)) => (j, m, None),
     }
 }
