@@ -36,6 +36,9 @@ pub struct ContextItem {
 #[derive(Clone, PartialEq)]
 struct ItemData {
     content: String,
+    /// A 64-bit hash of `content`, taken once in [`ContextItemBuilder::build`]
+    /// (see [`ContextItem::content_hash`]).
+    content_hash: u64,
     tokens: i64,
     kind: ContextKind,
     source: ContextSource,
@@ -125,6 +128,24 @@ impl ContextItem {
     /// The text of the item. Deduplication compares it byte for byte.
     pub fn content(&self) -> &str {
         &self.inner.content
+    }
+
+    /// A 64-bit hash of [`content`](Self::content), taken once when the item
+    /// was built (a fixed function of the bytes: equal contents have equal
+    /// hashes in every process and run). Deduplication compares these and
+    /// only compares the bytes of contents whose hashes are equal, so a
+    /// run, and every re-run of the same items (budget simulation, sweeps),
+    /// does not read each content again.
+    ///
+    /// ```
+    /// use cupel_core::{ContextItem, ContextKind};
+    /// let a = ContextItem::builder("same text", 3).build()?;
+    /// let b = ContextItem::builder("same text", 5).kind(ContextKind::DOCUMENT).build()?;
+    /// assert_eq!(a.content_hash(), b.content_hash());
+    /// # Ok::<(), cupel_core::CupelError>(())
+    /// ```
+    pub fn content_hash(&self) -> u64 {
+        self.inner.content_hash
     }
 
     /// The caller-counted token cost. Negative values are excluded by the pipeline.
@@ -284,6 +305,7 @@ impl ContextItemBuilder {
         Self {
             data: ItemData {
                 content: content.into(),
+                content_hash: 0,
                 tokens,
                 kind: ContextKind::MESSAGE,
                 source: ContextSource::CHAT,
@@ -503,6 +525,7 @@ impl ContextItemBuilder {
         if self.data.content.is_empty() {
             return Err(CupelError::EmptyContent);
         }
+        self.data.content_hash = hash_content(&self.data.content);
         if self.data.group() == Some("") {
             return Err(CupelError::InvalidArgument(
                 "an item's group id must not be empty (omit it for no group)".into(),
@@ -632,6 +655,13 @@ mod serde_impl {
                 .map_err(serde::de::Error::custom)
         }
     }
+}
+
+/// The hash behind [`ContextItem::content_hash`]: foldhash with a fixed
+/// seed, so that it is the same in every process.
+fn hash_content(content: &str) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(0x6375_7065_6c5f_6964).hash_one(content)
 }
 
 #[cfg(test)]

@@ -431,30 +431,12 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         let mut keyed: Vec<(f64, usize)> =
             scoreable.iter().map(|&u| (self.unit_score(u), u)).collect();
         if self.policy.deduplication && !keyed.is_empty() {
-            let mut survivor = vec![true; keyed.len()];
-            // Only looked up, never iterated: hash order cannot reach the output.
-            let mut best: FxHashMap<&str, usize> =
-                FxHashMap::with_capacity_and_hasher(keyed.len(), Default::default());
-            for (k, &(score, u)) in keyed.iter().enumerate() {
-                if T::GROUPED && units.group(u).is_some() {
-                    continue;
-                }
-                match best.entry(units.item(u).content()) {
-                    Entry::Vacant(v) => {
-                        v.insert(k);
-                    }
-                    Entry::Occupied(mut o) => {
-                        let existing = *o.get();
-                        // Strictly better replaces; equal keeps the earlier one.
-                        if score_cmp_desc(score, keyed[existing].0).is_lt() {
-                            survivor[existing] = false;
-                            o.insert(k);
-                        } else {
-                            survivor[k] = false;
-                        }
-                    }
-                }
-            }
+            let candidates = keyed.iter().map(|&(score, u)| {
+                let item = units.item(u);
+                let compared = !(T::GROUPED && units.group(u).is_some());
+                compared.then(|| (item.content_hash(), item.content(), score))
+            });
+            let survivor = survivors(candidates, keyed.len());
             if self.traced {
                 for (k, &(_, u)) in keyed.iter().enumerate() {
                     if !survivor[k] {
@@ -733,5 +715,97 @@ fn inclusion_reason(pinned: bool, tokens: i64) -> InclusionReason {
         InclusionReason::ZeroToken
     } else {
         InclusionReason::Scored
+    }
+}
+
+/// Deduplication's decision (D-3): which candidates survive, in input order.
+/// A candidate is `None` when it is not compared (a multi-member group), or
+/// its content's hash, its content and its score. Among byte-identical
+/// contents the best score survives, ties keep the earlier one.
+///
+/// Only looked up, never iterated: hash order cannot reach the output.
+/// Candidates are keyed by the content hash each item carries, so a
+/// content's bytes are read only when another candidate has the same hash;
+/// contents that differ under one hash go to `spill`, keyed by their bytes.
+fn survivors<'c>(
+    candidates: impl Iterator<Item = Option<(u64, &'c str, f64)>>,
+    len: usize,
+) -> Vec<bool> {
+    let mut survivor = vec![true; len];
+    let mut best: FxHashMap<u64, (usize, &'c str, f64)> =
+        FxHashMap::with_capacity_and_hasher(len, Default::default());
+    let mut spill: FxHashMap<&'c str, (usize, f64)> = FxHashMap::default();
+    // Strictly better replaces; equal keeps the earlier one.
+    let contest = |held: (usize, f64), k: usize, score: f64, survivor: &mut [bool]| {
+        if score_cmp_desc(score, held.1).is_lt() {
+            survivor[held.0] = false;
+            (k, score)
+        } else {
+            survivor[k] = false;
+            held
+        }
+    };
+    for (k, candidate) in candidates.enumerate() {
+        let Some((hash, content, score)) = candidate else {
+            continue;
+        };
+        match best.entry(hash) {
+            Entry::Vacant(v) => {
+                v.insert((k, content, score));
+            }
+            Entry::Occupied(mut o) => {
+                let (held_k, held_content, held_score) = *o.get();
+                if held_content == content {
+                    let (k2, s2) = contest((held_k, held_score), k, score, &mut survivor);
+                    *o.get_mut() = (k2, held_content, s2);
+                } else {
+                    match spill.entry(content) {
+                        Entry::Vacant(v) => {
+                            v.insert((k, score));
+                        }
+                        Entry::Occupied(mut s) => {
+                            let held = *s.get();
+                            *s.get_mut() = contest(held, k, score, &mut survivor);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    survivor
+}
+
+#[cfg(test)]
+mod tests {
+    use super::survivors;
+
+    #[test]
+    fn contents_under_one_hash_are_told_apart_by_their_bytes() {
+        // A forced collision: "a" and "b" both hash to 7. #4 is a group
+        // member, never compared.
+        let candidates = [
+            Some((7, "a", 0.5)),
+            Some((7, "b", 0.9)),
+            Some((7, "a", 0.7)), // beats #0 (0.7 > 0.5)
+            Some((7, "b", 0.9)), // ties #1: the earlier one stays
+            None,
+            Some((9, "c", 0.1)),
+        ];
+        let s = survivors(candidates.into_iter(), candidates.len());
+        assert_eq!(s, [false, true, true, false, true, true]);
+    }
+
+    #[test]
+    fn a_spilled_content_keeps_its_own_best() {
+        // "x" holds hash 3; "y" collides and spills; its second copy scores
+        // higher and replaces the first, and "x" is untouched.
+        let candidates = [
+            Some((3, "x", 0.2)),
+            Some((3, "y", 0.4)),
+            Some((3, "y", 0.6)),
+            Some((3, "x", 0.1)),
+        ];
+        let s = survivors(candidates.into_iter(), candidates.len());
+        assert_eq!(s, [true, false, true, false]);
     }
 }

@@ -1,5 +1,6 @@
 use std::cmp::Ordering;
 
+use chrono::{DateTime, Utc};
 use cupel_core::{Placer, ScoredItem};
 
 /// Orders items by timestamp, oldest first; items without a timestamp follow,
@@ -21,24 +22,60 @@ pub struct ChronologicalPlacer;
 
 impl Placer for ChronologicalPlacer {
     fn place(&self, items: &[ScoredItem<'_>]) -> Vec<usize> {
-        // Extract the keys once (one pointer chase per item, not per comparison);
-        // the index makes every key unique, so an unstable sort is stable here.
-        let mut keyed: Vec<(_, usize)> = items
+        // One packed key per item, read once (one pointer chase per item,
+        // not per comparison), compared as a single integer. Every key is
+        // unique (it ends with the index), so an unstable sort is stable.
+        let Ok(count) = u32::try_from(items.len()) else {
+            return place_wide(items);
+        };
+        let mut keys: Vec<u128> = items
             .iter()
-            .enumerate()
-            .map(|(i, s)| (s.item.timestamp(), i))
+            .zip(0..count)
+            .map(|(s, i)| key(s.item.timestamp(), i))
             .collect();
-        keyed.sort_unstable_by(|a, b| {
-            match (a.0, b.0) {
-                (Some(x), Some(y)) => x.cmp(&y),
-                (Some(_), None) => Ordering::Less,
-                (None, Some(_)) => Ordering::Greater,
-                (None, None) => Ordering::Equal,
-            }
-            .then(a.1.cmp(&b.1))
-        });
-        keyed.into_iter().map(|(_, i)| i).collect()
+        keys.sort_unstable();
+        keys.into_iter()
+            .map(|k| (k & u128::from(u32::MAX)) as usize)
+            .collect()
     }
+}
+
+/// The sort key of a timestamp and an index, as one integer ordered like
+/// (timestamped before untimestamped, then time, then index):
+/// bit 127 set for no timestamp; then the seconds since the epoch with
+/// the sign bit flipped (64 bits, so that negative seconds order first);
+/// then the nanoseconds (31 bits: at most 1,999,999,999 with a leap
+/// second); then the index (32 bits).
+fn key(timestamp: Option<DateTime<Utc>>, index: u32) -> u128 {
+    let time = match timestamp {
+        None => 1u128 << 127,
+        Some(t) => {
+            let secs = u128::from((t.timestamp() as u64) ^ (1u64 << 63));
+            let nanos = u128::from(t.timestamp_subsec_nanos() & 0x7fff_ffff);
+            (secs << 63) | (nanos << 32)
+        }
+    };
+    time | u128::from(index)
+}
+
+/// [`ChronologicalPlacer::place`] for more than `u32::MAX` items: the same
+/// order, keys compared field by field.
+fn place_wide(items: &[ScoredItem<'_>]) -> Vec<usize> {
+    let mut keyed: Vec<(Option<DateTime<Utc>>, usize)> = items
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.item.timestamp(), i))
+        .collect();
+    keyed.sort_unstable_by(|a, b| {
+        match (a.0, b.0) {
+            (Some(x), Some(y)) => x.cmp(&y),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => Ordering::Equal,
+        }
+        .then(a.1.cmp(&b.1))
+    });
+    keyed.into_iter().map(|(_, i)| i).collect()
 }
 
 #[cfg(test)]
@@ -109,5 +146,29 @@ mod tests {
             .build()
             .unwrap();
         assert_eq!(place(&[a, b]), ["eight", "nine"]);
+    }
+
+    proptest::proptest! {
+        /// The packed key orders exactly as the field-by-field comparison:
+        /// negative and positive seconds, leap-second nanoseconds, no
+        /// timestamp, ties broken by index.
+        #[test]
+        fn packed_keys_order_as_the_fields(
+            stamps in proptest::collection::vec(
+                proptest::option::of((-62_000_000_000i64..250_000_000_000, 0u32..2_000_000_000)),
+                0..60,
+            )
+        ) {
+            let items: Vec<ContextItem> = stamps
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    let ts = s.and_then(|(secs, nanos)| chrono::DateTime::from_timestamp(secs, nanos));
+                    ContextItem::builder(format!("i{i}"), 1).timestamp_opt(ts).build().unwrap()
+                })
+                .collect();
+            let scored: Vec<_> = items.iter().map(|i| ScoredItem::new(i, 0.5)).collect();
+            proptest::prop_assert_eq!(ChronologicalPlacer.place(&scored), place_wide(&scored));
+        }
     }
 }
