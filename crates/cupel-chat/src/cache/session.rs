@@ -838,7 +838,10 @@ impl CacheSession {
             front = new_front;
             broke = Some(PrefixBreak::Cut);
         }
-        sent.retain(|&p, _| eligible[front..].iter().any(|e| e.0 == p));
+        // Keep the forms of the window's messages only: eligible positions
+        // ascend, so the window is every eligible position from the front's.
+        let front_pos = eligible.get(front).map_or(usize::MAX, |e| e.0);
+        sent.retain(|&p, _| p >= front_pos);
 
         let positions: Vec<usize> = pinned
             .iter()
@@ -1018,7 +1021,11 @@ impl<'m> Forms<'m> {
     /// previous window), if `was` is one of its shorter forms.
     fn matching(&mut self, pos: usize, whole: i64, was: &Message) -> Option<(Message, i64)> {
         let m = &self.messages[pos];
-        if self.aging.is_none() || m.role != was.role || !m.is_tool_result() {
+        if self.aging.is_none()
+            || m.role != was.role
+            || !m.is_tool_result()
+            || !was.is_tool_result()
+        {
             return None;
         }
         self.forms_at(pos, whole)
