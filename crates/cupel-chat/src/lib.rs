@@ -67,7 +67,7 @@ mod wire;
 pub use aging::AgeToolResults;
 pub use cache::{
     AttributeValue, Block, CacheError, CacheMode, CacheProfile, CacheRow, CacheSession,
-    CacheStatus, CacheTurn, CacheUsage, Cut, CutFront, LowWater, PrefixBreak, PromptCache,
+    CacheStatus, CacheTurn, CacheUsage, Cut, CutFront, Expiry, LowWater, PrefixBreak, PromptCache,
     SimStrategy, SimTurn, Simulation, StrategyRun, apply_breakpoints, plan_breakpoints,
     request_ends, simulate, simulate_with,
 };

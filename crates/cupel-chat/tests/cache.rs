@@ -277,6 +277,79 @@ fn resumed_sessions_keep_a_window_from_a_state_file() {
     );
 }
 
+#[test]
+fn turns_are_numbered_from_the_caller_or_the_transcript() {
+    let all = chat(3);
+    let mut first = session();
+    let w = first.next(&all[..4]).unwrap();
+    assert_eq!(w.turn, 1);
+    let state: Vec<Message> = w.messages.iter().map(|m| (*m).clone()).collect();
+    // By default a resumed session numbers the resumed window 1.
+    let mut resumed = session().resume(state.clone());
+    assert_eq!(resumed.next(&all[..6]).unwrap().turn, 2);
+    // all[..6] is S U1 A1 U2 A2 U3: two answered requests (A1, A2), so
+    // this request is the third; later turns count on from it.
+    let n = request_ends(&all[..6]).len() + 1;
+    assert_eq!(n, 3);
+    let mut numbered = session().resume(state).turn_number(n);
+    assert_eq!(numbered.next(&all[..6]).unwrap().turn, 3);
+    assert_eq!(numbered.next(&all[..7]).unwrap().turn, 4);
+    // Turn numbers are 1-based: 0 counts as 1.
+    assert_eq!(session().turn_number(0).next(&all[..2]).unwrap().turn, 1);
+}
+
+#[test]
+fn a_request_after_the_cache_lifetime_reads_nothing() {
+    use std::time::Duration;
+    let all = chat(3);
+    let run = |s: &mut CacheSession, idle: Option<Duration>| {
+        s.next(&all[..4]).unwrap();
+        let expired = idle.is_some_and(|d| s.idle(d));
+        (expired, s.next(&all[..6]).unwrap().usage)
+    };
+    // Within the 5-minute lifetime: as in the resumed case, the markers sit
+    // at 4 (the previous window's end) and 6: reads 40, writes 60 - 40 = 20.
+    let warm = CacheUsage {
+        uncached: 0,
+        written: 20,
+        read: 40,
+    };
+    assert_eq!(
+        run(&mut session(), Some(Duration::from_secs(299))),
+        (false, warm)
+    );
+    assert_eq!(run(&mut session(), None), (false, warm));
+    // Six minutes later the entries are gone: the same window, the same
+    // markers, nothing read, all 60 tokens up to the last marker written.
+    let cold = CacheUsage {
+        uncached: 0,
+        written: 60,
+        read: 0,
+    };
+    assert_eq!(
+        run(&mut session(), Some(Duration::from_secs(360))),
+        (true, cold)
+    );
+    // A profile without a lifetime never expires.
+    let mut forever = CacheSession::new(Trim::openai(100).counter(Fixed), profile().lifetime(None))
+        .low_water(LowWater::Tokens(50));
+    assert_eq!(
+        run(&mut forever, Some(Duration::from_secs(86_400))),
+        (false, warm)
+    );
+    // The expiry is told once: the turn after reads the cache again.
+    let mut s = session();
+    s.next(&all[..4]).unwrap();
+    s.idle(Duration::from_secs(360));
+    let cold_turn = s.next(&all[..6]).unwrap();
+    let expiry = cold_turn.expired.unwrap();
+    assert_eq!(expiry.lifetime, Duration::from_secs(300));
+    assert!(cold_turn.to_string().starts_with(
+        "turn 2: the cache had expired (6m since the previous request; a prefix lives 5m unused); "
+    ));
+    assert!(s.next(&all[..7]).unwrap().usage.read > 0);
+}
+
 fn t_sys(text: &str) -> Message {
     t(Message::system(text), 10)
 }

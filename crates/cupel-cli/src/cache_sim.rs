@@ -3,11 +3,12 @@
 //! and the cache-aware session behind `cupel chat --state FILE`.
 
 use std::path::Path;
+use std::time::SystemTime;
 
 use clap::Args;
 use cupel_chat::{
     CacheError, CacheProfile, CacheSession, ChatError, Format, Granularity, LowWater, Transcript,
-    Trim, apply_breakpoints, simulate_with,
+    Trim, apply_breakpoints, request_ends, simulate_with,
 };
 
 use crate::chart::{LineChart, Series};
@@ -231,7 +232,10 @@ pub(crate) fn run_with_state(
         Some(t) => opts.tools(t.clone()),
         None => opts,
     };
-    let mut session = CacheSession::new(opts, profile.clone());
+    // Turns are numbered by the requests the transcript already holds, as
+    // `cache-sim` numbers them: the state file keeps no counter.
+    let turn = request_ends(doc.messages()).len() + 1;
+    let mut session = CacheSession::new(opts, profile.clone()).turn_number(turn);
     if let Some(g) = granularity {
         session = session.granularity(g);
     }
@@ -250,6 +254,15 @@ pub(crate) fn run_with_state(
     };
     if let Some(p) = previous {
         session = session.resume(p);
+        // The state file was written when the previous request was made:
+        // its age is how long the provider's cache has sat unused. (A
+        // modification time in the future, or none, counts as no wait.)
+        let idle = std::fs::metadata(state)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|written| SystemTime::now().duration_since(written).ok())
+            .unwrap_or_default();
+        session.idle(idle);
     }
     let turn = session
         .next(doc.messages())

@@ -76,8 +76,10 @@ fn state_keeps_the_previous_window_and_marks_the_request() {
         &state,
         "--explain",
     ]);
+    // Turns are numbered by the requests the transcript holds: body(3) has
+    // 3 answered requests (one assistant message each), so this is turn 4.
     assert!(
-        explain.starts_with("turn 2: kept the previous window (8 messages), appended 0"),
+        explain.starts_with("turn 4: kept the previous window (8 messages), appended 0"),
         "{explain}"
     );
     // Then one line per message and where the markers go: the system
@@ -96,6 +98,55 @@ fn state_keeps_the_previous_window_and_marks_the_request() {
         markers.starts_with("cache markers after #0,") && markers.ends_with(", #7"),
         "{markers}"
     );
+}
+
+#[test]
+fn a_state_older_than_the_cache_lifetime_expects_nothing_from_the_cache() {
+    let (t1, t2, state) = (tmp("x-t1.json"), tmp("x-t2.json"), tmp("x-state.json"));
+    let _ = std::fs::remove_file(&state);
+    write(&t1, &body(2));
+    write(&t2, &body(3));
+    let args = |t: &str| {
+        [
+            "chat",
+            t,
+            "--max-tokens",
+            "100000",
+            "--state",
+            &state,
+            "--explain",
+        ]
+        .map(str::to_owned)
+    };
+    let run = |t: &str| ok(&args(t).iter().map(String::as_str).collect::<Vec<_>>());
+    run(&t1);
+    // The previous request was sent ten minutes ago; Anthropic's entries
+    // live five.
+    let ten_minutes_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(600);
+    std::fs::File::options()
+        .write(true)
+        .open(&state)
+        .unwrap()
+        .set_modified(ten_minutes_ago)
+        .unwrap();
+    let second = run(&t2);
+    // body(3) holds three answered requests: turn 4. The window is made as
+    // always: it keeps body(2)'s window up to #4 (body(2)'s #5 was "and
+    // now?", body(3)'s is "question 2"), but reads nothing from the cache.
+    assert!(
+        second.starts_with(
+            "turn 4: the cache had expired (10m since the previous request; a prefix lives 5m unused); the transcript differs from the previous window at its message #5"
+        ),
+        "{second}"
+    );
+    assert!(second.contains(": 0 from cache, "), "{second}");
+    // Written just now: the next call reads the cache again.
+    let third = run(&t2);
+    assert!(
+        third.starts_with("turn 4: kept the previous window"),
+        "{third}"
+    );
+    assert!(!third.contains(": 0 from cache, "), "{third}");
 }
 
 #[test]
@@ -188,24 +239,27 @@ fn state_with_ageing_shortens_results_only_when_it_cuts() {
         let a = args(t, true);
         ok(&a.iter().map(String::as_str).collect::<Vec<_>>())
     };
+    // Turn numbers count the requests each transcript already holds (two
+    // assistant messages per exchange: the tool call and the answer):
+    // agent_body(8) holds 16, so it is turn 17; agent_body(14) turn 29; t3
+    // adds the answer "Done.", turn 30 — as `cache-sim` numbers them.
     let first = run(&t1);
-    assert!(first.starts_with("turn 1: first window"), "{first}");
+    assert!(first.starts_with("turn 17: first window"), "{first}");
     assert!(
         !first.contains("shortened"),
         "nothing is cut, so nothing is aged: {first}"
     );
     let second = run(&t2);
-    assert!(second.starts_with("turn 2: window reached"), "{second}");
+    assert!(second.starts_with("turn 29: window reached"), "{second}");
     assert!(second.contains(" old tool result"), "{second}");
     assert!(second.contains("(shortened from "), "{second}");
     // The state holds the shortened form, so the next turn, with two more
-    // messages that fit, keeps the whole previous window (a resumed session
-    // numbers the resumed window turn 1).
+    // messages that fit, keeps the whole previous window.
     let saved = std::fs::read_to_string(&state).unwrap();
     assert!(saved.contains("tokens omitted"), "{saved}");
     let third = run(&t3);
     assert!(
-        third.starts_with("turn 2: kept the previous window"),
+        third.starts_with("turn 30: kept the previous window"),
         "{third}"
     );
     assert!(

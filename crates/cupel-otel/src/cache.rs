@@ -16,7 +16,9 @@ use opentelemetry::trace::Span;
 /// `cupel.cache.kept_prefix_messages`, `cupel.cache.kept_prefix_tokens`,
 /// `cupel.cache.read_tokens`, `cupel.cache.written_tokens`,
 /// `cupel.cache.uncached_tokens`, `cupel.cache.removed_messages`,
-/// `cupel.cache.breakpoints` and `cupel.cache.explanation`.
+/// `cupel.cache.breakpoints` and `cupel.cache.explanation`, plus
+/// `cupel.cache.expired_idle_seconds` when the turn came after the cache's
+/// lifetime ([`CacheSession::idle`](cupel_chat::CacheSession::idle)).
 ///
 /// ```
 /// use cupel_chat::{CacheProfile, CacheSession, Message, Trim};

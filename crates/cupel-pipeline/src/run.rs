@@ -431,12 +431,16 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         let mut keyed: Vec<(f64, usize)> =
             scoreable.iter().map(|&u| (self.unit_score(u), u)).collect();
         if self.policy.deduplication && !keyed.is_empty() {
-            let candidates = keyed.iter().map(|&(score, u)| {
-                let item = units.item(u);
-                let compared = !(T::GROUPED && units.group(u).is_some());
-                compared.then(|| (item.content_hash(), item.content(), score))
-            });
-            let survivor = survivors(candidates, keyed.len());
+            let survivor = survivors(
+                keyed.len(),
+                |k| {
+                    let u = keyed[k].1;
+                    let compared = !(T::GROUPED && units.group(u).is_some());
+                    compared.then(|| units.item(u).content_hash())
+                },
+                |k| units.item(keyed[k].1).content(),
+                |k| keyed[k].0,
+            );
             if self.traced {
                 for (k, &(_, u)) in keyed.iter().enumerate() {
                     if !survivor[k] {
@@ -718,54 +722,60 @@ fn inclusion_reason(pinned: bool, tokens: i64) -> InclusionReason {
     }
 }
 
-/// Deduplication's decision (D-3): which candidates survive, in input order.
-/// A candidate is `None` when it is not compared (a multi-member group), or
-/// its content's hash, its content and its score. Among byte-identical
-/// contents the best score survives, ties keep the earlier one.
+/// Deduplication's decision (D-3): which of `len` candidates survive, in
+/// input order. `hash(k)` is `None` when candidate `k` is not compared (a
+/// multi-member group), else its content's hash; `content(k)` and
+/// `score(k)` are its content and score. Among byte-identical contents the
+/// best score survives, ties keep the earlier one.
 ///
 /// Only looked up, never iterated: hash order cannot reach the output.
-/// Candidates are keyed by the content hash each item carries, so a
-/// content's bytes are read only when another candidate has the same hash;
-/// contents that differ under one hash go to `spill`, keyed by their bytes.
+/// Candidates are keyed by the content hash each item carries, and the map
+/// holds only the candidate's index (16 bytes an entry), so a content's
+/// bytes and a score are read only when another candidate has the same
+/// hash; contents that differ under one hash go to `spill`, keyed by their
+/// bytes.
 fn survivors<'c>(
-    candidates: impl Iterator<Item = Option<(u64, &'c str, f64)>>,
     len: usize,
+    hash: impl Fn(usize) -> Option<u64>,
+    content: impl Fn(usize) -> &'c str,
+    score: impl Fn(usize) -> f64,
 ) -> Vec<bool> {
     let mut survivor = vec![true; len];
-    let mut best: FxHashMap<u64, (usize, &'c str, f64)> =
+    let mut best: FxHashMap<u64, usize> =
         FxHashMap::with_capacity_and_hasher(len, Default::default());
-    let mut spill: FxHashMap<&'c str, (usize, f64)> = FxHashMap::default();
-    // Strictly better replaces; equal keeps the earlier one.
-    let contest = |held: (usize, f64), k: usize, score: f64, survivor: &mut [bool]| {
-        if score_cmp_desc(score, held.1).is_lt() {
-            survivor[held.0] = false;
-            (k, score)
+    let mut spill: FxHashMap<&'c str, usize> = FxHashMap::default();
+    // Strictly better replaces; equal keeps the earlier one. Returns the
+    // index that holds the content from now on.
+    let contest = |held: usize, k: usize, survivor: &mut [bool]| {
+        if score_cmp_desc(score(k), score(held)).is_lt() {
+            survivor[held] = false;
+            k
         } else {
             survivor[k] = false;
             held
         }
     };
-    for (k, candidate) in candidates.enumerate() {
-        let Some((hash, content, score)) = candidate else {
+    for k in 0..len {
+        let Some(h) = hash(k) else {
             continue;
         };
-        match best.entry(hash) {
+        match best.entry(h) {
             Entry::Vacant(v) => {
-                v.insert((k, content, score));
+                v.insert(k);
             }
             Entry::Occupied(mut o) => {
-                let (held_k, held_content, held_score) = *o.get();
-                if held_content == content {
-                    let (k2, s2) = contest((held_k, held_score), k, score, &mut survivor);
-                    *o.get_mut() = (k2, held_content, s2);
+                let held = *o.get();
+                let mine = content(k);
+                if content(held) == mine {
+                    *o.get_mut() = contest(held, k, &mut survivor);
                 } else {
-                    match spill.entry(content) {
+                    match spill.entry(mine) {
                         Entry::Vacant(v) => {
-                            v.insert((k, score));
+                            v.insert(k);
                         }
                         Entry::Occupied(mut s) => {
                             let held = *s.get();
-                            *s.get_mut() = contest(held, k, score, &mut survivor);
+                            *s.get_mut() = contest(held, k, &mut survivor);
                         }
                     }
                 }
@@ -779,6 +789,15 @@ fn survivors<'c>(
 mod tests {
     use super::survivors;
 
+    fn run_survivors(candidates: &[Option<(u64, &str, f64)>]) -> Vec<bool> {
+        survivors(
+            candidates.len(),
+            |k| candidates[k].map(|c| c.0),
+            |k| candidates[k].map_or("", |c| c.1),
+            |k| candidates[k].map_or(f64::NAN, |c| c.2),
+        )
+    }
+
     #[test]
     fn contents_under_one_hash_are_told_apart_by_their_bytes() {
         // A forced collision: "a" and "b" both hash to 7. #4 is a group
@@ -791,7 +810,7 @@ mod tests {
             None,
             Some((9, "c", 0.1)),
         ];
-        let s = survivors(candidates.into_iter(), candidates.len());
+        let s = run_survivors(&candidates);
         assert_eq!(s, [false, true, true, false, true, true]);
     }
 
@@ -805,7 +824,7 @@ mod tests {
             Some((3, "y", 0.6)),
             Some((3, "x", 0.1)),
         ];
-        let s = survivors(candidates.into_iter(), candidates.len());
+        let s = run_survivors(&candidates);
         assert_eq!(s, [true, false, true, false]);
     }
 }

@@ -14,8 +14,8 @@ pub use error::CacheError;
 pub use profile::{CacheMode, CacheProfile, CacheUsage};
 pub use prompt::{Block, PromptCache, plan_breakpoints};
 pub use session::{
-    AttributeValue, CacheRow, CacheSession, CacheStatus, CacheTurn, Cut, CutFront, LowWater,
-    PrefixBreak,
+    AttributeValue, CacheRow, CacheSession, CacheStatus, CacheTurn, Cut, CutFront, Expiry,
+    LowWater, PrefixBreak,
 };
 pub use sim::{
     SimStrategy, SimTurn, Simulation, StrategyRun, request_ends, simulate, simulate_with,

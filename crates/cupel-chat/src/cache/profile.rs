@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::ops::AddAssign;
+use std::time::Duration;
 
 /// How a provider decides which prefixes it caches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -64,7 +65,18 @@ pub struct CacheProfile {
     pub write_multiplier: f64,
     /// Price of a cache read per token, in base input tokens.
     pub read_multiplier: f64,
+    /// How long a cached prefix lives without being used; `None` when the
+    /// provider gives no figure. A [`CacheSession`](crate::CacheSession) told
+    /// that a request comes later than this
+    /// ([`CacheSession::idle`](crate::CacheSession::idle)) expects nothing
+    /// from the cache.
+    pub lifetime: Option<Duration>,
 }
+
+/// The lifetime of OpenAI's automatic cache (prefixes stay "for 5 to 10
+/// minutes of inactivity", the lower figure) and of Anthropic's default
+/// `cache_control` entries.
+const FIVE_MINUTES: Duration = Duration::from_secs(300);
 
 impl CacheProfile {
     /// OpenAI's automatic caching: prompts of 1,024 tokens or more are cached,
@@ -83,6 +95,7 @@ impl CacheProfile {
             lookback_blocks: 0,
             write_multiplier: 1.0,
             read_multiplier: 0.1,
+            lifetime: Some(FIVE_MINUTES),
         }
     }
 
@@ -102,6 +115,7 @@ impl CacheProfile {
             lookback_blocks: 20,
             write_multiplier: 1.25,
             read_multiplier: 0.1,
+            lifetime: Some(FIVE_MINUTES),
         }
     }
 
@@ -111,6 +125,7 @@ impl CacheProfile {
         CacheProfile {
             name: "anthropic-1h".into(),
             write_multiplier: 2.0,
+            lifetime: Some(Duration::from_secs(3_600)),
             ..Self::anthropic()
         }
     }
@@ -130,6 +145,7 @@ impl CacheProfile {
             lookback_blocks: 0,
             write_multiplier: 1.0,
             read_multiplier: 0.1,
+            lifetime: None,
         }
     }
 
@@ -159,6 +175,12 @@ impl CacheProfile {
     /// Sets [`read_multiplier`](Self::read_multiplier).
     pub fn read_multiplier(mut self, m: f64) -> Self {
         self.read_multiplier = m;
+        self
+    }
+
+    /// Sets how long a cached prefix lives unused (`None`: no expiry).
+    pub fn lifetime(mut self, lifetime: Option<Duration>) -> Self {
+        self.lifetime = lifetime;
         self
     }
 

@@ -112,8 +112,10 @@ fn cumulative(window: &[Block]) -> Vec<i64> {
 }
 
 /// A model of one provider's prompt cache across the requests of a
-/// conversation: entries never expire (turns are assumed to come within the
-/// cache lifetime), prefixes are compared message by message.
+/// conversation: entries do not expire by themselves (the model has no
+/// clock; a [`CacheSession`](crate::CacheSession) told it sat idle past the
+/// profile's lifetime starts a new one), prefixes are compared message by
+/// message.
 ///
 /// * Implicit caching: a request reads the longest prefix (in whole
 ///   messages) some earlier request had, rounded by

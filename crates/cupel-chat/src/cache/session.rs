@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::time::Duration;
 
 use crate::aging::AgeToolResults;
 use crate::cache::error::CacheError;
@@ -236,7 +237,36 @@ pub struct CacheTurn<'a> {
     /// tool results, with [`Trim::age_tool_results`](crate::Trim::age_tool_results)),
     /// by input position.
     pub shortened: BTreeMap<usize, Message>,
+    /// Set when the caller said ([`CacheSession::idle`]) that this request
+    /// comes after the cache's lifetime: nothing is expected from the cache.
+    pub expired: Option<Expiry>,
     granularity: Granularity,
+}
+
+/// A request that came after the provider's cache lifetime (see
+/// [`CacheSession::idle`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expiry {
+    /// How long it had been since the previous request.
+    pub idle: Duration,
+    /// How long the profile says a cached prefix lives unused.
+    pub lifetime: Duration,
+}
+
+/// `90s` -> "1m 30s", `300s` -> "5m", `3600s` -> "1h", `45s` -> "45s".
+fn short_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    let (h, m, s) = (secs / 3_600, secs / 60 % 60, secs % 60);
+    let parts: Vec<String> = [(h, "h"), (m, "m"), (s, "s")]
+        .into_iter()
+        .filter(|(v, _)| *v > 0)
+        .map(|(v, unit)| format!("{v}{unit}"))
+        .collect();
+    if parts.is_empty() {
+        "0s".into()
+    } else {
+        parts.join(" ")
+    }
 }
 
 /// The value of one of [`CacheTurn::attributes`].
@@ -317,7 +347,9 @@ impl CacheTurn<'_> {
     /// `.low_water_tokens`, `.kept_prefix_messages`, `.kept_prefix_tokens`,
     /// `.read_tokens`, `.written_tokens`, `.uncached_tokens`,
     /// `.removed_messages` (0 without a cut), `.breakpoints`, and
-    /// `cupel.cache.explanation` (the [`explain`](Self::explain) line).
+    /// `cupel.cache.explanation` (the [`explain`](Self::explain) line), then
+    /// `cupel.cache.expired_idle_seconds` when the turn came after the
+    /// cache's lifetime ([`CacheSession::idle`]).
     ///
     /// ```
     /// use cupel_chat::{AttributeValue, CacheProfile, CacheSession, Message, Trim};
@@ -330,7 +362,7 @@ impl CacheTurn<'_> {
     pub fn attributes(&self) -> Vec<(&'static str, AttributeValue)> {
         use AttributeValue::{Int, Str};
         let n = |v: usize| Int(i64::try_from(v).unwrap_or(i64::MAX));
-        vec![
+        let mut attrs = vec![
             ("cupel.cache.turn", n(self.turn)),
             ("cupel.cache.window_tokens", Int(self.window_tokens)),
             ("cupel.cache.max_tokens", Int(self.max_tokens)),
@@ -349,13 +381,26 @@ impl CacheTurn<'_> {
             ),
             ("cupel.cache.breakpoints", n(self.breakpoints.len())),
             ("cupel.cache.explanation", Str(self.explain())),
-        ]
+        ];
+        if let Some(e) = self.expired {
+            let secs = i64::try_from(e.idle.as_secs()).unwrap_or(i64::MAX);
+            attrs.push(("cupel.cache.expired_idle_seconds", Int(secs)));
+        }
+        attrs
     }
 }
 
 impl fmt::Display for CacheTurn<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "turn {}: ", self.turn)?;
+        if let Some(e) = self.expired {
+            write!(
+                f,
+                "the cache had expired ({} since the previous request; a prefix lives {} unused); ",
+                short_duration(e.idle),
+                short_duration(e.lifetime)
+            )?;
+        }
         let units = match self.granularity {
             Granularity::Exchange => "exchanges",
             Granularity::Turn => "turns",
@@ -497,6 +542,10 @@ pub struct CacheSession {
     prev_breakpoints: Vec<usize>,
     seed_pending: bool,
     turn: usize,
+    /// The number the next turn takes, when the caller set one.
+    next_turn: Option<usize>,
+    /// Set by [`idle`](Self::idle) when the cache expired before the next turn.
+    expired: Option<Expiry>,
     cache: PromptCache,
     memo: Memo,
 }
@@ -516,6 +565,8 @@ impl CacheSession {
             prev_breakpoints: Vec::new(),
             seed_pending: false,
             turn: 0,
+            next_turn: None,
+            expired: None,
             memo: Memo::new(),
         }
     }
@@ -542,6 +593,75 @@ impl CacheSession {
         // The resumed window counts as a turn: the next one is turn 2.
         self.turn = self.turn.max(1);
         self
+    }
+
+    /// Numbers the next turn `turn` (1-based; 0 counts as 1); the turns
+    /// after it count on from there. By default a new session's first turn
+    /// is 1 and a resumed session's is 2.
+    ///
+    /// A caller that keeps no counter between processes (a state file holds
+    /// only the window) can number each request as [`simulate`](crate::simulate)
+    /// does: by the requests the transcript already holds,
+    /// `request_ends(&transcript).len() + 1` — what `cupel chat --state`
+    /// does, so its turn numbers match `cupel cache-sim`'s for the same
+    /// transcript.
+    ///
+    /// ```
+    /// use cupel_chat::{CacheProfile, CacheSession, Message, Trim, request_ends};
+    /// let transcript = vec![
+    ///     Message::system("Be brief."),
+    ///     Message::user("Hi"),
+    ///     Message::assistant("Hello."),
+    ///     Message::user("How are you?"),
+    /// ];
+    /// // One request was answered already: this is the second.
+    /// let turn = request_ends(&transcript).len() + 1;
+    /// let mut s = CacheSession::new(Trim::openai(1_000), CacheProfile::openai())
+    ///     .turn_number(turn);
+    /// assert_eq!(s.next(&transcript)?.turn, 2);
+    /// # Ok::<(), cupel_chat::CacheError>(())
+    /// ```
+    pub fn turn_number(mut self, turn: usize) -> Self {
+        self.next_turn = Some(turn.max(1));
+        self
+    }
+
+    /// Tells the session how long it has been since the previous request
+    /// was sent. Longer than the profile's
+    /// [`lifetime`](CacheProfile::lifetime), and the provider has dropped
+    /// the cached prefix: the next turn expects nothing from the cache
+    /// (everything it sends is written again, or uncached) and its line says
+    /// so. The window itself is made as always — it keeps the previous one,
+    /// which the provider then caches afresh for the turns after it.
+    /// Returns whether the cache expired; a profile without a lifetime never
+    /// expires. `cupel chat --state` takes the idle time from the state
+    /// file's modification time.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use cupel_chat::{CacheProfile, CacheSession, Message, Trim};
+    /// let mut t = vec![Message::system("Be brief. ".repeat(800)), Message::user("Hi")];
+    /// let mut s = CacheSession::new(Trim::anthropic(10_000), CacheProfile::anthropic());
+    /// s.next(&t)?;
+    /// t.push(Message::assistant("Hello."));
+    /// t.push(Message::user("Still there?"));
+    /// assert!(s.idle(Duration::from_secs(7 * 60))); // Anthropic's entries live 5 minutes
+    /// let turn = s.next(&t)?;
+    /// assert_eq!(turn.usage.read, 0);
+    /// assert!(turn.to_string().starts_with(
+    ///     "turn 2: the cache had expired (7m since the previous request; a prefix lives 5m unused)"));
+    /// # Ok::<(), cupel_chat::CacheError>(())
+    /// ```
+    pub fn idle(&mut self, since_previous: Duration) -> bool {
+        self.expired = self
+            .profile
+            .lifetime
+            .filter(|lifetime| since_previous > *lifetime)
+            .map(|lifetime| Expiry {
+                idle: since_previous,
+                lifetime,
+            });
+        self.expired.is_some()
     }
 
     /// The last window made (or resumed from).
@@ -601,6 +721,10 @@ impl CacheSession {
             .report(false);
         if self.seed_pending {
             self.seed(&opts)?;
+        }
+        if self.expired.is_some() {
+            // The provider dropped every entry: nothing is read this turn.
+            self.cache = PromptCache::new(self.profile.clone());
         }
         let full = trim(messages, &opts.clone().with_max_tokens(UNLIMITED))?;
         let overhead = full.tokens.overhead;
@@ -922,7 +1046,8 @@ impl CacheSession {
         };
 
         self.memo = forms.memo;
-        self.turn += 1;
+        self.turn = self.next_turn.take().unwrap_or(self.turn + 1);
+        let expired = self.expired.take();
         self.previous = Some(as_sent.iter().map(|m| (*m).clone()).collect());
         self.prev_breakpoints = breakpoints.clone();
         Ok(CacheTurn {
@@ -944,6 +1069,7 @@ impl CacheSession {
             usage,
             rows,
             shortened: sent.into_iter().map(|(p, f)| (p, f.0)).collect(),
+            expired,
             granularity: self.granularity,
         })
     }
