@@ -337,6 +337,10 @@ fn a_request_after_the_cache_lifetime_reads_nothing() {
         run(&mut forever, Some(Duration::from_secs(86_400))),
         (false, warm)
     );
+    // Before the first turn there is nothing cached to lose.
+    let mut fresh = session();
+    assert!(!fresh.idle(Duration::from_secs(360)));
+    assert!(fresh.next(&all[..2]).unwrap().expired.is_none());
     // The expiry is told once: the turn after reads the cache again.
     let mut s = session();
     s.next(&all[..4]).unwrap();

@@ -634,8 +634,9 @@ impl CacheSession {
     /// so. The window itself is made as always — it keeps the previous one,
     /// which the provider then caches afresh for the turns after it.
     /// Returns whether the cache expired; a profile without a lifetime never
-    /// expires. `cupel chat --state` takes the idle time from the state
-    /// file's modification time.
+    /// expires, and a session with no previous window has nothing cached to
+    /// lose (its first turn is never called expired). `cupel chat --state`
+    /// takes the idle time from the state file's modification time.
     ///
     /// ```
     /// use std::time::Duration;
@@ -656,7 +657,7 @@ impl CacheSession {
         self.expired = self
             .profile
             .lifetime
-            .filter(|lifetime| since_previous > *lifetime)
+            .filter(|lifetime| self.previous.is_some() && since_previous > *lifetime)
             .map(|lifetime| Expiry {
                 idle: since_previous,
                 lifetime,
@@ -1205,5 +1206,24 @@ fn locate(
         None => (0, 0, Some(PrefixBreak::NotFound)),
         Some((m, j)) if m < prev_conv.len() => (j, m, Some(PrefixBreak::Diverged { at: p + m })),
         Some((m, j)) => (j, m, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::short_duration;
+
+    #[test]
+    fn durations_read_as_hours_minutes_seconds_without_zero_parts() {
+        let d = Duration::from_secs;
+        assert_eq!(short_duration(d(0)), "0s");
+        assert_eq!(short_duration(d(45)), "45s");
+        assert_eq!(short_duration(d(90)), "1m 30s");
+        assert_eq!(short_duration(d(300)), "5m");
+        assert_eq!(short_duration(d(3_600)), "1h");
+        // 3,725 s = 1 h + 2 min + 5 s; sub-second parts are dropped.
+        assert_eq!(short_duration(Duration::from_millis(3_725_900)), "1h 2m 5s");
     }
 }
