@@ -5,6 +5,14 @@
 
 pub mod agent;
 
+/// With the `mimalloc` feature (`cargo xtask bench --allocator mimalloc`),
+/// every bench and example linking this crate allocates through mimalloc
+/// instead of the system allocator: the same library code, to measure how
+/// much of a run is the allocator's (see README "Benchmarks").
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};

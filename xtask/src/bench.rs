@@ -11,7 +11,21 @@ use std::path::{Path, PathBuf};
 
 use crate::{cargo, run_step, workspace_root};
 
-pub(crate) fn run(quick: bool, summary_only: bool, names: &[String]) -> Result<(), String> {
+/// The global allocator the bench binaries are built with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Allocator {
+    /// The platform's allocator (glibc malloc on Linux).
+    System,
+    /// mimalloc (the `mimalloc` feature of `cupel-benches`).
+    Mimalloc,
+}
+
+pub(crate) fn run(
+    quick: bool,
+    summary_only: bool,
+    allocator: Allocator,
+    names: &[String],
+) -> Result<(), String> {
     let run_benches = !summary_only;
     let mut benches: Vec<&str> = names.iter().map(String::as_str).collect();
     if benches.is_empty() {
@@ -23,7 +37,11 @@ pub(crate) fn run(quick: bool, summary_only: bool, names: &[String]) -> Result<(
         // Criterion runs from the package directory; keep its output in the workspace target.
         cmd.env("CRITERION_HOME", root.join("target").join("criterion"));
         cmd.current_dir(&root)
-            .args(["bench", "-p", "cupel-benches", "--bench", bench, "--"]);
+            .args(["bench", "-p", "cupel-benches", "--bench", bench]);
+        if allocator == Allocator::Mimalloc {
+            cmd.args(["--features", "mimalloc"]);
+        }
+        cmd.arg("--");
         if quick {
             // Fewer samples and shorter windows; the benches read this too.
             cmd.env("CUPEL_BENCH_QUICK", "1");

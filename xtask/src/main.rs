@@ -59,6 +59,10 @@ enum Cmd {
         /// Only print the table from earlier results.
         #[arg(long)]
         summary_only: bool,
+        /// The global allocator of the bench binaries: `system` (the
+        /// default, what a library's users get) or `mimalloc`.
+        #[arg(long, value_enum, default_value_t = bench::Allocator::System)]
+        allocator: bench::Allocator,
         /// Benchmarks to run (names of benches/benches/*.rs).
         #[arg(value_name = "BENCH")]
         benches: Vec<String>,
@@ -97,8 +101,9 @@ fn main() -> ExitCode {
         Cmd::Bench {
             quick,
             summary_only,
+            allocator,
             benches,
-        } => bench::run(quick, summary_only, &benches),
+        } => bench::run(quick, summary_only, allocator, &benches),
         Cmd::Conformance { dirs, filter } => conformance::run(&dirs, filter.as_deref()),
         Cmd::Fuzz {
             time,

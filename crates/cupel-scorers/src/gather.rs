@@ -36,12 +36,19 @@ impl TagArena {
     pub(crate) fn gather(items: &[&ContextItem]) -> Self {
         let n = items.len();
         let lists: Vec<&[String]> = items.iter().map(|item| item.tags()).collect();
-        let mut texts: Vec<&str> = Vec::with_capacity(n * 2);
+        // The offsets first, from the list lengths alone: they give the exact
+        // tag count, so `texts` is allocated once at its final size (a guess
+        // that falls short would copy the whole buffer on growing).
         let mut offsets: Vec<usize> = Vec::with_capacity(n + 1);
         offsets.push(0);
+        let mut count = 0usize;
+        for list in &lists {
+            count += list.len();
+            offsets.push(count);
+        }
+        let mut texts: Vec<&str> = Vec::with_capacity(count);
         for list in &lists {
             texts.extend(list.iter().map(String::as_str));
-            offsets.push(texts.len());
         }
         let mut raw: Vec<u8> = Vec::with_capacity(texts.iter().map(|t| t.len()).sum());
         let mut ends: Vec<usize> = Vec::with_capacity(texts.len());
