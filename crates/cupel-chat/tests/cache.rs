@@ -5,8 +5,9 @@
 
 use cupel_chat::{
     AgeToolResults, Block, CacheError, CacheProfile, CacheSession, CacheStatus, CacheUsage,
-    CutFront, Format, LowWater, Message, MessageCounter, PrefixBreak, PromptCache, SimStrategy,
-    Transcript, Trim, apply_breakpoints, plan_breakpoints, request_ends, simulate_with,
+    ChatError, CutFront, Format, LowWater, Message, MessageCounter, PrefixBreak, PromptCache,
+    SimStrategy, Transcript, Trim, apply_breakpoints, plan_breakpoints, request_ends,
+    simulate_with,
 };
 use serde_json::{Value, json};
 
@@ -536,6 +537,34 @@ fn simulation_bills_the_three_strategies() {
     // The cache-aware turn 7 reads its whole turn-6 window (60 tokens).
     assert_eq!(aware.turns[6].usage.read, 60);
     assert!(aware.cost < newest.cost);
+}
+
+#[test]
+fn a_simulation_names_the_request_it_cannot_window() {
+    // S 10, then U1 10 / A1 10, U2 120 / A2 10. Requests end before A1 (#2)
+    // and A2 (#4). Request 2 holds the first 4 messages; its newest unit U2
+    // alone needs 120 of the 90 tokens left after S.
+    let mut all = chat(1);
+    all.push(t(Message::user("a long question"), 120));
+    all.push(t(Message::assistant("answer 2"), 10));
+    let err = simulate_with(&all, &Trim::openai(100).counter(Fixed), session()).unwrap_err();
+    match err {
+        CacheError::Request {
+            request,
+            messages,
+            source:
+                ChatError::NothingFits {
+                    position,
+                    unit_tokens,
+                    available_tokens,
+                    ..
+                },
+        } => {
+            assert_eq!((request, messages), (2, 4));
+            assert_eq!((position, unit_tokens, available_tokens), (3, 120, 90));
+        }
+        other => panic!("expected CacheError::Request, got {other:?}"),
+    }
 }
 
 /// S 10, U1 10, A1 call 10 + result 10, A1 text 10, U2 10, A2 30, U3 20:

@@ -89,6 +89,11 @@ pub(crate) fn map_cache_err(e: CacheError, input: &str) -> CliError {
         CacheError::Chat(
             c @ (ChatError::PinnedOverBudget { .. } | ChatError::NothingFits { .. }),
         ) => CliError::selection(c.to_string()).hint("raise --max-tokens"),
+        e @ CacheError::Request {
+            source: ChatError::PinnedOverBudget { .. } | ChatError::NothingFits { .. },
+            ..
+        } => CliError::selection(e.to_string())
+            .hint("raise --max-tokens: every request is replayed, so the budget must hold each request's newest exchange"),
         CacheError::Chat(c @ (ChatError::Json { .. } | ChatError::Shape { .. })) => {
             CliError::input(format!("{input}: {c}"))
         }

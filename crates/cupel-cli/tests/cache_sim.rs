@@ -268,3 +268,29 @@ fn state_with_ageing_shortens_results_only_when_it_cuts() {
         "{third}"
     );
 }
+
+#[test]
+fn a_request_whose_newest_exchange_is_over_the_budget_is_named() {
+    // agent_41.json: message #19 is an assistant tool call (26 tokens) whose
+    // result #20 holds a log of 27,906 tokens; one unit of 26 + 27,906 =
+    // 27,932. Requests end before each assistant message after the first
+    // conversation message (#2, #4, #6, #8, #10, #12, #15, #17, #19, #21),
+    // so request 10 holds the first 21 messages and ends with that unit,
+    // which cannot fit 2,000 tokens.
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../cupel-chat/tests/fixtures/agent_41.json"
+    );
+    let err = fails(&["cache-sim", fixture, "--max-tokens", "2000"], None, 1);
+    assert!(
+        err.starts_with(
+            "error: request 10 (the first 21 messages) cannot be windowed: nothing fits: \
+             the newest unit (from #19 assistant tool call fetch_logs (call_4)) needs 27932 tokens"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("hint: raise --max-tokens"), "{err}");
+    // With room for that unit every request is replayed.
+    let out = ok(&["cache-sim", fixture, "--max-tokens", "30000", "--totals"]);
+    assert!(out.contains("19 requests"), "{out}");
+}

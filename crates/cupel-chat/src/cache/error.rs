@@ -24,6 +24,18 @@ pub enum CacheError {
         /// The budget.
         max_tokens: i64,
     },
+    /// One request of a simulation cannot be windowed (typically: its newest
+    /// exchange alone is over the budget). Every request is replayed, so
+    /// the budget must fit the largest newest exchange of the transcript.
+    #[error("request {request} (the first {messages} messages) cannot be windowed: {source}")]
+    Request {
+        /// The request, numbered from 1 as the simulation numbers them.
+        request: usize,
+        /// The messages that request holds.
+        messages: usize,
+        /// Why.
+        source: ChatError,
+    },
     /// A simulation needs at least one request: a non-pinned message before
     /// an assistant message.
     #[error(

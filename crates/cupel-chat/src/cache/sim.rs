@@ -7,6 +7,7 @@ use crate::cache::error::CacheError;
 use crate::cache::profile::{CacheProfile, CacheUsage};
 use crate::cache::prompt::{Block, PromptCache, plan_breakpoints};
 use crate::cache::session::CacheSession;
+use crate::error::ChatError;
 use crate::message::{Message, Role};
 use crate::trim::{Decision, Trim, trim};
 
@@ -196,8 +197,10 @@ impl Sender {
 /// ```
 ///
 /// # Errors
-/// [`CacheError::NoRequests`] when there is nothing to replay, and any error
-/// of [`trim`] or [`CacheSession::next`] on a request.
+/// [`CacheError::NoRequests`] when there is nothing to replay;
+/// [`CacheError::Request`] (naming the request) when [`trim`] or
+/// [`CacheSession::next`] refuses one, e.g. because its newest exchange
+/// alone is over the budget.
 pub fn simulate(
     messages: &[Message],
     opts: &Trim,
@@ -208,6 +211,15 @@ pub fn simulate(
         opts,
         CacheSession::new(opts.clone(), profile.clone()),
     )
+}
+
+/// The error of request `k` (0-based), which ends before message `end`.
+fn at(k: usize, end: usize, source: ChatError) -> CacheError {
+    CacheError::Request {
+        request: k + 1,
+        messages: end,
+        source,
+    }
 }
 
 /// [`simulate`] with a session of the caller's (low-water mark,
@@ -272,14 +284,17 @@ pub fn simulate_with(
                     (positions, u, None, 0)
                 }
                 SimStrategy::ChatTrim => {
-                    let out = trim(request, &per_turn)?;
+                    let out = trim(request, &per_turn).map_err(|e| at(k, end, e))?;
                     let win: Vec<Block> = out.positions.iter().map(|&p| blocks[p]).collect();
                     let pinned = out.positions.iter().filter(|&&p| pinned_at[p]).count();
                     let u = sender.send(&win, pinned, out.tokens.overhead);
                     (out.positions, u, None, 0)
                 }
                 SimStrategy::CacheAware => {
-                    let t = session.next(request)?;
+                    let t = session.next(request).map_err(|e| match e {
+                        CacheError::Chat(e) => at(k, end, e),
+                        e => e,
+                    })?;
                     (t.positions.clone(), t.usage, Some(t.explain()), t.low_water)
                 }
             };
