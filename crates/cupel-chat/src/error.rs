@@ -52,6 +52,42 @@ pub enum ChatError {
         /// The budget.
         max_tokens: i64,
     },
+    /// A pinned prompt (system or developer message) makes or answers a
+    /// tool call. Pinned messages are always sent and never move, so the
+    /// other half of that call could be dropped or sit before the prompt,
+    /// and providers accept tool traffic only between the assistant and
+    /// tool results. Remove the message's tool fields, or stop pinning
+    /// prompts ([`Trim::pin_system`](crate::Trim::pin_system)`(false)`) so
+    /// it is trimmed with its tool group.
+    #[error("message #{position} ({label}) is a pinned prompt but {action} tool call {call_id}")]
+    PinnedToolTraffic {
+        /// Input position of the message.
+        position: usize,
+        /// Its label (`developer`, `system`).
+        label: String,
+        /// `makes` or `answers`.
+        action: &'static str,
+        /// The first call id involved.
+        call_id: String,
+    },
+    /// The input has conversation messages, but none of them can be sent:
+    /// each is incomplete tool traffic (a result without its call, a call
+    /// never answered) or was dropped so the window obeys the provider's
+    /// rules. A window with no conversation is one providers refuse
+    /// (Anthropic needs at least one message, starting with the user).
+    #[error(
+        "no conversation message can be sent: of {messages} messages after the pinned prompts, {orphans} are tool traffic missing its other half, {provider_rules} were dropped for the provider's rules and {budget} for the budget"
+    )]
+    NoConversation {
+        /// Messages that are not pinned.
+        messages: usize,
+        /// Dropped as orphans or with an orphan's tool group.
+        orphans: usize,
+        /// Dropped by the start or end rule.
+        provider_rules: usize,
+        /// Dropped because they did not fit.
+        budget: usize,
+    },
     /// Not even the newest message (with its group) fits, so the window would
     /// hold no conversation at all, which providers refuse.
     #[error(

@@ -685,6 +685,24 @@ pub fn trim<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, Cha
         .map(|m| opts.pin_system && m.role.is_prompt())
         .collect();
 
+    // A pinned prompt in tool traffic cannot be paired safely: refuse it
+    // (see `ChatError::PinnedToolTraffic`).
+    for (i, m) in messages.iter().enumerate().filter(|(i, _)| pinned[*i]) {
+        let traffic = m
+            .answered_ids()
+            .next()
+            .map(|id| ("answers", id))
+            .or_else(|| m.calls().next().map(|c| ("makes", c.id.as_str())));
+        if let Some((action, id)) = traffic {
+            return Err(ChatError::PinnedToolTraffic {
+                position: i,
+                label: m.label(),
+                action,
+                call_id: id.to_string(),
+            });
+        }
+    }
+
     // Tool groups: each result joins the message that made its call.
     let mut dsu = Dsu::new(n);
     let mut call_owner: BTreeMap<&str, usize> = BTreeMap::new();
@@ -970,6 +988,27 @@ pub fn trim<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, Cha
             unit: unit_of[i],
             decision: d,
             granularity: opts.granularity,
+        });
+    }
+    // A window without conversation is refused by providers: say why
+    // every conversation message went (see `ChatError::NoConversation`).
+    let conversation = pinned.iter().filter(|p| !**p).count();
+    if conversation > 0 && positions.iter().all(|&i| pinned[i]) {
+        let (mut orphans, mut provider_rules) = (0, 0);
+        for r in rows.iter().filter(|r| !pinned[r.position]) {
+            match r.decision {
+                Decision::OrphanResult { .. }
+                | Decision::UnansweredCall { .. }
+                | Decision::WithOrphan { .. } => orphans += 1,
+                Decision::StartRule { .. } | Decision::EndRule => provider_rules += 1,
+                _ => {}
+            }
+        }
+        return Err(ChatError::NoConversation {
+            messages: conversation,
+            orphans,
+            provider_rules,
+            budget: conversation - orphans - provider_rules,
         });
     }
     let report = if opts.report {

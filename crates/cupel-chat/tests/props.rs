@@ -109,8 +109,19 @@ proptest! {
         let out = match trim(&messages, &opts) {
             Ok(out) => out,
             Err(ChatError::NothingFits { .. } | ChatError::PinnedOverBudget { .. }) => return Ok(()),
+            Err(ChatError::NoConversation { messages: m, orphans, provider_rules, budget }) => {
+                // Refused only with the reasons adding up to the conversation.
+                let conversation = messages.iter().filter(|x| !x.role.is_prompt()).count();
+                prop_assert_eq!(m, conversation);
+                prop_assert_eq!(orphans + provider_rules + budget, conversation);
+                return Ok(());
+            }
             Err(e) => return Err(TestCaseError::fail(format!("unexpected error {e}"))),
         };
+        // A conversation in, a conversation out (providers refuse none).
+        if messages.iter().any(|m| !m.role.is_prompt()) {
+            prop_assert!(out.messages.iter().any(|m| !m.role.is_prompt()), "a window without conversation");
+        }
         // Never over budget.
         prop_assert!(out.tokens.window <= max);
         prop_assert_eq!(out.rows.len(), messages.len());

@@ -618,3 +618,76 @@ mod aging {
         assert_eq!(out.positions, vec![0, 5]);
     }
 }
+
+/// Found by the `chat_transcript` fuzz target: a developer message carrying
+/// a `tool_call_id` (it "answers" call_a, which no message makes), a tool
+/// result for a call nobody makes, then an assistant reply.
+fn stray_tool_ids() -> Vec<Message> {
+    doc(json!([
+        {"role": "developer", "tool_call_id": "call_a", "content": "2°C", "t": 8},
+        {"role": "tool", "tool_call_id": "call_b", "content": "-4°C", "t": 12},
+        {"role": "assistant", "content": "Cold in both.", "t": 8},
+    ]))
+}
+
+#[test]
+fn a_pinned_prompt_in_tool_traffic_is_refused() {
+    // Pinned, #0 would be sent whatever happens to its call: it used to be
+    // kept as the window's only message, a result without its call.
+    let opts = Trim::openai(1_000).counter(Fixed { overhead: 0 });
+    let err = trim(&stray_tool_ids(), &opts).unwrap_err();
+    assert_eq!(
+        err,
+        ChatError::PinnedToolTraffic {
+            position: 0,
+            label: "developer".into(),
+            action: "answers",
+            call_id: "call_a".into(),
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "message #0 (developer) is a pinned prompt but answers tool call call_a"
+    );
+    // An assistant message makes calls; a pinned system message making one is refused too.
+    let makes = doc(json!([
+        {"role": "system", "content": "x", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        ], "t": 1},
+        {"role": "user", "content": "hi", "t": 1},
+    ]));
+    assert!(matches!(
+        trim(&makes, &opts),
+        Err(ChatError::PinnedToolTraffic {
+            position: 0,
+            action: "makes",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn a_transcript_with_no_sendable_conversation_is_refused() {
+    // Unpinned: #0 answers call_a and #1 call_b, neither made by anyone
+    // (2 orphans); #2, an assistant reply, would open the conversation and
+    // is dropped by the start rule (1). Nothing is left to send, which a
+    // provider refuses: an error instead of an empty window.
+    let opts = Trim::openai(1_000)
+        .counter(Fixed { overhead: 0 })
+        .pin_system(false);
+    assert_eq!(
+        trim(&stray_tool_ids(), &opts).unwrap_err(),
+        ChatError::NoConversation {
+            messages: 3,
+            orphans: 2,
+            provider_rules: 1,
+            budget: 0,
+        }
+    );
+    // With a user question after them, that question is the conversation.
+    let mut asked = stray_tool_ids();
+    asked.extend(doc(
+        json!([{"role": "user", "content": "And tomorrow?", "t": 5}]),
+    ));
+    assert_eq!(trim(&asked, &opts).unwrap().positions, vec![3]);
+}

@@ -130,6 +130,11 @@ fn map_err(e: ChatError, input: &str) -> CliError {
         }
         ChatError::PinnedOverBudget { .. } => CliError::selection(e.to_string())
             .hint("raise --max-tokens, or unpin the system prompt with --no-pin-system"),
+        ChatError::PinnedToolTraffic { .. } => CliError::input(format!("{input}: {e}"))
+            .hint("remove the message's tool fields, or pass --no-pin-system to trim it with its tool group"),
+        ChatError::NoConversation { .. } => CliError::selection(format!("{input}: {e}")).hint(
+            "a window needs a user message to start on, and each tool result the assistant message that makes its call",
+        ),
         ChatError::NothingFits { .. } => {
             CliError::selection(e.to_string()).hint("raise --max-tokens")
         }
