@@ -3,8 +3,9 @@
 //! trimmed to a budget taken from the input. Asserts no panic; that writing
 //! what was read and reading it again gives the same JSON value; and that
 //! every window is one the provider accepts: within the budget, every tool
-//! call answered and every answer's call present, and after the pinned
-//! system / developer prompt the first message is a user message.
+//! call answered and every answer's call present, after the pinned system /
+//! developer prompt the first message is a user message, and a transcript
+//! with a conversation gives a window with one.
 #![no_main]
 
 use std::collections::BTreeSet;
@@ -39,6 +40,19 @@ fuzz_target!(|data: &[u8]| {
         out.tokens.window
     );
     let kept = window.messages();
+    // A conversation in, a conversation out: an input with messages besides
+    // the prompts never yields a window of prompts only (providers refuse it).
+    if doc
+        .messages()
+        .iter()
+        .any(|m| !matches!(m.role, Role::System | Role::Developer))
+    {
+        assert!(
+            kept.iter()
+                .any(|m| !matches!(m.role, Role::System | Role::Developer)),
+            "a window without conversation"
+        );
+    }
     let calls: BTreeSet<&str> = kept
         .iter()
         .flat_map(|m| m.calls().map(|c| c.id.as_str()))

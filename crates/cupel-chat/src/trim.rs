@@ -1,7 +1,7 @@
 //! [`trim`]: the newest-turns window of a transcript, valid for the provider,
 //! with every message explained.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -705,15 +705,17 @@ pub fn trim<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, Cha
 
     // Tool groups: each result joins the message that made its call.
     let mut dsu = Dsu::new(n);
+    // A result answers the latest earlier message making its call id (ids
+    // can repeat); `bound` holds each (maker, id) that got an answer.
     let mut call_owner: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut answered: BTreeMap<&str, bool> = BTreeMap::new();
+    let mut bound: BTreeSet<(usize, &str)> = BTreeSet::new();
     let mut orphan: Vec<Option<Decision>> = vec![None; n];
     for (i, m) in messages.iter().enumerate() {
         for id in m.answered_ids() {
             match call_owner.get(id) {
                 Some(&owner) => {
                     dsu.union(owner, i);
-                    answered.insert(id, true);
+                    bound.insert((owner, id));
                 }
                 None if orphan[i].is_none() => {
                     orphan[i] = Some(Decision::OrphanResult {
@@ -724,15 +726,12 @@ pub fn trim<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, Cha
             }
         }
         for c in m.calls() {
-            call_owner.entry(c.id.as_str()).or_insert(i);
-            answered.entry(c.id.as_str()).or_insert(false);
+            call_owner.insert(c.id.as_str(), i);
         }
     }
     for (i, m) in messages.iter().enumerate() {
         if orphan[i].is_none()
-            && let Some(c) = m
-                .calls()
-                .find(|c| answered.get(c.id.as_str()) == Some(&false))
+            && let Some(c) = m.calls().find(|c| !bound.contains(&(i, c.id.as_str())))
         {
             orphan[i] = Some(Decision::UnansweredCall {
                 call_id: c.id.clone(),

@@ -691,3 +691,40 @@ fn a_transcript_with_no_sendable_conversation_is_refused() {
     ));
     assert_eq!(trim(&asked, &opts).unwrap().positions, vec![3]);
 }
+
+#[test]
+fn a_repeated_call_id_is_answered_only_after_its_own_call() {
+    // Found by the fuzz target. #1 calls c1 and c2, #2 answers c1, #3 calls
+    // c1 again and nothing answers that second call. A result answers the
+    // latest earlier call with its id: #2 pairs with #1, so #3's call is
+    // unanswered (it used to pass as answered, by #2, and was sent alone).
+    // #1's c2 is never answered either: #1 and #2 go as one group.
+    let messages = doc(json!([
+        {"role": "user", "content": "weather?", "t": 1},
+        {"role": "assistant", "content": null, "t": 1, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+            {"id": "c2", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "sun", "t": 1},
+        call("c1", 1),
+        {"role": "assistant", "content": "Sunny.", "t": 1},
+        {"role": "user", "content": "thanks", "t": 1},
+    ]));
+    let out = trim(&messages, &opts(100)).unwrap();
+    assert_eq!(
+        out.rows[1].decision,
+        Decision::UnansweredCall {
+            call_id: "c2".into()
+        }
+    );
+    assert_eq!(out.rows[2].decision, Decision::WithOrphan { position: 1 });
+    assert_eq!(
+        out.rows[3].decision,
+        Decision::UnansweredCall {
+            call_id: "c1".into()
+        }
+    );
+    // Left: #0, then #4 and #5 (#4 is the oldest after the gap, but the
+    // start rule needs a user message: #0 opens the window).
+    assert!(!out.positions.contains(&3));
+    assert!(out.messages.iter().all(|m| m.calls().next().is_none()));
+}
