@@ -76,7 +76,7 @@ pub enum ChatError {
     /// rules. A window with no conversation is one providers refuse
     /// (Anthropic needs at least one message, starting with the user).
     #[error(
-        "no conversation message can be sent: of {messages} messages after the pinned prompts, {orphans} are tool traffic missing its other half, {provider_rules} were dropped for the provider's rules and {budget} for the budget"
+        "no conversation message can be sent: of {messages} messages after the pinned prompts, {orphans} went as tool traffic missing its other half, {provider_rules} for the provider's rules and {budget} for the budget"
     )]
     NoConversation {
         /// Messages that are not pinned.

@@ -993,13 +993,14 @@ pub fn trim<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, Cha
     // every conversation message went (see `ChatError::NoConversation`).
     let conversation = pinned.iter().filter(|p| !**p).count();
     if conversation > 0 && positions.iter().all(|&i| pinned[i]) {
-        let (mut orphans, mut provider_rules) = (0, 0);
+        let (mut orphans, mut provider_rules, mut budget) = (0, 0, 0);
         for r in rows.iter().filter(|r| !pinned[r.position]) {
             match r.decision {
                 Decision::OrphanResult { .. }
                 | Decision::UnansweredCall { .. }
                 | Decision::WithOrphan { .. } => orphans += 1,
                 Decision::StartRule { .. } | Decision::EndRule => provider_rules += 1,
+                Decision::DoesNotFit { .. } | Decision::OlderThanCut { .. } => budget += 1,
                 _ => {}
             }
         }
@@ -1007,7 +1008,7 @@ pub fn trim<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, Cha
             messages: conversation,
             orphans,
             provider_rules,
-            budget: conversation - orphans - provider_rules,
+            budget,
         });
     }
     let report = if opts.report {

@@ -110,7 +110,8 @@ proptest! {
             Ok(out) => out,
             Err(ChatError::NothingFits { .. } | ChatError::PinnedOverBudget { .. }) => return Ok(()),
             Err(ChatError::NoConversation { messages: m, orphans, provider_rules, budget }) => {
-                // Refused only with the reasons adding up to the conversation.
+                // Refused only when every conversation message went for one
+                // of the three reasons (the counts are taken separately).
                 let conversation = messages.iter().filter(|x| !x.role.is_prompt()).count();
                 prop_assert_eq!(m, conversation);
                 prop_assert_eq!(orphans + provider_rules + budget, conversation);

@@ -290,7 +290,8 @@ fn a_request_whose_newest_exchange_is_over_the_budget_is_named() {
         "{err}"
     );
     assert!(err.contains("hint: raise --max-tokens"), "{err}");
-    // With room for that unit every request is replayed.
+    // With room for that unit every request is replayed: one per assistant
+    // message after #1, and agent_41.json has 19 of them (#2 to #39).
     let out = ok(&["cache-sim", fixture, "--max-tokens", "30000", "--totals"]);
     assert!(out.contains("19 requests"), "{out}");
 }

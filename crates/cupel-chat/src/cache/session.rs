@@ -13,7 +13,7 @@ use crate::cache::prompt::{Block, PromptCache, plan_breakpoints};
 use crate::count::MessageCounter;
 use crate::error::ChatError;
 use crate::message::Message;
-use crate::trim::{Decision, Granularity, Trim, Trimmed, trim};
+use crate::trim::{Decision, Granularity, Trim, trim};
 
 /// A budget no transcript reaches: trims at it only group and validate.
 const UNLIMITED: i64 = i64::MAX / 4;
@@ -859,17 +859,27 @@ impl CacheSession {
                 .map(|&p| messages[p].clone())
                 .chain(eligible[idx..].iter().map(|e| messages[e.0].clone()))
                 .collect();
-            let check: Trimmed<'_> = trim(&subset, &opts.clone().with_max_tokens(UNLIMITED))?;
-            let first_kept = check.positions.iter().copied().find(|&p| p >= pinned.len());
-            let Some(first_kept) = first_kept else {
-                let first = eligible[idx].0;
-                return Err(ChatError::NothingFits {
+            // Nothing fits from `eligible[at]` on: `tokens` over `available`,
+            // named by the transcript's own positions.
+            let nothing_fits = |at: usize, tokens: i64| -> CacheError {
+                let first = eligible[at].0;
+                ChatError::NothingFits {
                     position: first,
                     label: messages[first].label(),
-                    unit_tokens: remaining,
+                    unit_tokens: tokens,
                     available_tokens: available,
                 }
-                .into());
+                .into()
+            };
+            // No conversation left after the rules (`NoConversation`, which
+            // would count the subset's messages) is this cut's `NothingFits`.
+            let first_kept = match trim(&subset, &opts.clone().with_max_tokens(UNLIMITED)) {
+                Ok(check) => check.positions.iter().copied().find(|&p| p >= pinned.len()),
+                Err(ChatError::NoConversation { .. }) => None,
+                Err(e) => return Err(e.into()),
+            };
+            let Some(first_kept) = first_kept else {
+                return Err(nothing_fits(idx, remaining));
             };
             let skip = first_kept - pinned.len();
             if skip > 0 {
@@ -927,14 +937,7 @@ impl CacheSession {
                 }
             }
             if remaining > available {
-                let first = eligible[new_front].0;
-                return Err(ChatError::NothingFits {
-                    position: first,
-                    label: messages[first].label(),
-                    unit_tokens: remaining,
-                    available_tokens: available,
-                }
-                .into());
+                return Err(nothing_fits(new_front, remaining));
             }
             let removed_tokens = (start..new_front)
                 .map(|i| tok(&sent, i))
