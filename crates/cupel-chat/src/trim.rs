@@ -90,7 +90,7 @@ pub struct Trim {
     start_on: Option<Role>,
     end_on: Option<Vec<Role>>,
     keep_orphans: bool,
-    tools: Option<Value>,
+    pub(crate) tools: Option<Value>,
     report: bool,
     pub(crate) aging: Option<AgeToolResults>,
 }

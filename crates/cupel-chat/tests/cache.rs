@@ -216,6 +216,79 @@ fn expected_billing_follows_the_markers() {
     );
 }
 
+/// Counts `t` per message, 3 tokens of reply priming per request, and
+/// 1,200 tokens for any tool definitions.
+struct WithTools;
+
+impl MessageCounter for WithTools {
+    fn count_message(&self, m: &Message) -> i64 {
+        m.extra.get("t").and_then(Value::as_i64).unwrap_or(0)
+    }
+    fn count_request(&self, tools: Option<&Value>) -> i64 {
+        3 + if tools.is_some() { 1_200 } else { 0 }
+    }
+    fn describe(&self) -> String {
+        "with tools".into()
+    }
+}
+
+#[test]
+fn tool_definitions_are_cached_as_the_front_of_the_prefix() {
+    let tools =
+        json!([{"name": "grep", "description": "search", "input_schema": {"type": "object"}}]);
+    let opts = Trim::anthropic(10_000).counter(WithTools).tools(tools);
+    let msgs = vec![
+        t(Message::system("Be brief."), 100),
+        t(Message::user("Find the bug."), 200),
+        t(Message::assistant("Where?"), 50),
+        t(Message::user("In main."), 100),
+    ];
+    let mut s = CacheSession::new(opts.clone(), CacheProfile::anthropic());
+    // Turn 1 sends tools 1,200 | S 100 | U 200, then 3 tokens of priming.
+    // Prefix ends: tools 1,200, +S 1,300, +U 1,500 — the pinned end (1,300)
+    // and the end (1,500) reach Anthropic's 1,024 minimum, so markers go on
+    // S and U (message positions 1 and 2). Nothing is cached yet: 1,500
+    // written, the 3 tokens of priming uncached. (Billing the tools uncached
+    // would leave 100 and 300 under the minimum: no markers, 1,503 uncached.)
+    let t1 = s.next(&msgs[..2]).unwrap();
+    assert_eq!(t1.breakpoints, vec![1, 2]);
+    assert_eq!(
+        t1.usage,
+        CacheUsage {
+            uncached: 3,
+            written: 1_500,
+            read: 0
+        }
+    );
+    // Turn 2 appends A 50 and U 100: ends 1,550 and 1,650. Markers: the
+    // pinned end (1), the reused prefix (2) and the end (4). It reads the
+    // 1,500 written at position 2, writes 1,650 - 1,500 = 150.
+    let t2 = s.next(&msgs).unwrap();
+    assert_eq!(t2.breakpoints, vec![1, 2, 4]);
+    assert_eq!(
+        t2.usage,
+        CacheUsage {
+            uncached: 3,
+            written: 150,
+            read: 1_500
+        }
+    );
+    // 1,500 + 150 + 3 = 1,653 = overhead 1,203 + messages 450.
+    assert_eq!(t2.usage.total(), 1_653);
+    // The simulation bills the same requests the same way. A request is
+    // what precedes an assistant message, so with a second reply appended
+    // the requests are the first 2 messages and the first 4: turns 1 and 2.
+    let mut replayed = msgs.clone();
+    replayed.push(t(Message::assistant("Fixed."), 10));
+    let session = CacheSession::new(opts.clone(), CacheProfile::anthropic());
+    let sim = simulate_with(&replayed, &opts, session).unwrap();
+    for strategy in [SimStrategy::NewestMessages, SimStrategy::CacheAware] {
+        let run = sim.run(strategy).unwrap();
+        let usage: Vec<CacheUsage> = run.turns.iter().map(|t| t.usage).collect();
+        assert_eq!(usage, vec![t1.usage, t2.usage], "{strategy:?}");
+    }
+}
+
 #[test]
 fn a_new_message_displaces_nothing_until_the_budget_forces_a_cut() {
     // S 10, U1 10, A1 10, U2 10, then a huge tool exchange arrives.

@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use crate::cache::profile::{CacheMode, CacheProfile, CacheUsage};
+use crate::error::ChatError;
 use crate::message::Message;
+use crate::trim::Trim;
 use crate::wire::{Format, message_to_value};
 
 /// One message of a request as the cache sees it: the hash of its
@@ -101,6 +103,90 @@ pub fn plan_breakpoints(
     wanted
 }
 
+/// What a request sends besides its messages, as the cache sees it: the
+/// tool definitions in front, which every provider caches as the start of
+/// the prefix (tools, then system, then messages), and a tail billed in full
+/// every time (OpenAI's reply priming). Splits a trim's overhead by asking
+/// the counter for the request without tools: that is the tail, the rest is
+/// the tools.
+///
+/// The cache sees the tools as one leading [`Block`] (hashed from their
+/// JSON, so changed tools break every prefix); breakpoints go in and come
+/// out in message positions, as [`plan_breakpoints`] counts them without
+/// the tools, and never on the tools alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Frame {
+    lead: Option<Block>,
+    tail: i64,
+}
+
+impl Frame {
+    /// The frame of requests trimmed with `opts`, whose overhead is
+    /// `overhead` tokens (`Trimmed::tokens.overhead`).
+    pub(crate) fn of(opts: &Trim, overhead: i64) -> Result<Self, ChatError> {
+        let overhead = overhead.max(0);
+        let tail = opts.make_counter()?.count_request(None).clamp(0, overhead);
+        let lead_tokens = overhead - tail;
+        let lead = opts
+            .tools
+            .as_ref()
+            .filter(|_| lead_tokens > 0)
+            .map(|tools| {
+                let mut h = DefaultHasher::new();
+                tools.to_string().hash(&mut h);
+                Block {
+                    hash: h.finish(),
+                    tokens: lead_tokens,
+                    blocks: 1,
+                }
+            });
+        Ok(Frame {
+            lead,
+            tail: if lead.is_some() { tail } else { overhead },
+        })
+    }
+
+    fn offset(&self) -> usize {
+        usize::from(self.lead.is_some())
+    }
+
+    /// The request's blocks: the tools (if any), then `messages`.
+    pub(crate) fn blocks(&self, messages: &[Block]) -> Vec<Block> {
+        self.lead.iter().chain(messages).copied().collect()
+    }
+
+    /// [`plan_breakpoints`] over `blocks` (from [`Frame::blocks`]), with
+    /// `pinned`, `reuse_at` and the result in message positions.
+    pub(crate) fn plan(
+        &self,
+        blocks: &[Block],
+        pinned: usize,
+        reuse_at: Option<usize>,
+        profile: &CacheProfile,
+    ) -> Vec<usize> {
+        let o = self.offset();
+        let pinned = if pinned > 0 { pinned + o } else { 0 };
+        plan_breakpoints(blocks, pinned, reuse_at.map(|r| r + o), profile)
+            .into_iter()
+            .filter(|&b| b > o)
+            .map(|b| b - o)
+            .collect()
+    }
+
+    /// Sends `blocks` (from [`Frame::blocks`]) with markers at the message
+    /// positions `breakpoints`; the tail is billed uncached.
+    pub(crate) fn request(
+        &self,
+        cache: &mut PromptCache,
+        blocks: &[Block],
+        breakpoints: &[usize],
+    ) -> CacheUsage {
+        let o = self.offset();
+        let marks: Vec<usize> = breakpoints.iter().map(|&b| b + o).collect();
+        cache.request(blocks, &marks, self.tail)
+    }
+}
+
 fn cumulative(window: &[Block]) -> Vec<i64> {
     let mut cum = Vec::with_capacity(window.len() + 1);
     cum.push(0i64);
@@ -126,7 +212,10 @@ fn cumulative(window: &[Block]) -> Vec<i64> {
 ///   before it; the request reads the longest entry found, writes from there
 ///   to its last marker, and pays the rest in full.
 ///
-/// `overhead` tokens (tool definitions, reply priming) are billed uncached.
+/// `overhead` tokens are billed uncached: pass what follows the messages
+/// (OpenAI's reply priming) there, and tool definitions, which providers
+/// cache as the front of the prefix, as the window's first block (the
+/// session and the simulation do both).
 ///
 /// ```
 /// use cupel_chat::{Block, CacheProfile, CacheUsage, PromptCache};

@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::aging::AgeToolResults;
 use crate::cache::error::CacheError;
 use crate::cache::profile::{CacheProfile, CacheUsage};
-use crate::cache::prompt::{Block, PromptCache, plan_breakpoints};
+use crate::cache::prompt::{Block, Frame, PromptCache};
 use crate::count::MessageCounter;
 use crate::error::ChatError;
 use crate::message::Message;
@@ -224,7 +224,7 @@ pub struct CacheTurn<'a> {
     /// The input positions the cut removed (empty without a cut), in order.
     pub removed: Vec<usize>,
     /// Anthropic `cache_control` markers, as prefix lengths of
-    /// [`messages`](Self::messages) (see [`plan_breakpoints`]).
+    /// [`messages`](Self::messages) (see [`plan_breakpoints`](crate::plan_breakpoints)).
     pub breakpoints: Vec<usize>,
     /// Expected billing of this request, if every turn of the session was sent.
     pub usage: CacheUsage,
@@ -698,8 +698,10 @@ impl CacheSession {
             .iter()
             .take_while(|r| r.decision == Decision::Pinned)
             .count();
-        let bps = plan_breakpoints(&blocks, pinned, None, &self.profile);
-        self.cache.request(&blocks, &bps, out.tokens.overhead);
+        let frame = Frame::of(opts, out.tokens.overhead)?;
+        let sent = frame.blocks(&blocks);
+        let bps = frame.plan(&sent, pinned, None, &self.profile);
+        frame.request(&mut self.cache, &sent, &bps);
         self.prev_breakpoints = bps;
         Ok(())
     }
@@ -1005,8 +1007,10 @@ impl CacheSession {
             .copied()
             .filter(|&b| b <= kept_prefix)
             .max();
-        let breakpoints = plan_breakpoints(&blocks, pinned.len(), reuse_at, &self.profile);
-        let usage = self.cache.request(&blocks, &breakpoints, overhead);
+        let frame = Frame::of(&opts, overhead)?;
+        let sent_blocks = frame.blocks(&blocks);
+        let breakpoints = frame.plan(&sent_blocks, pinned.len(), reuse_at, &self.profile);
+        let usage = frame.request(&mut self.cache, &sent_blocks, &breakpoints);
         let history = eligible
             .iter()
             .map(|e| e.2)

@@ -5,7 +5,7 @@ use std::fmt;
 
 use crate::cache::error::CacheError;
 use crate::cache::profile::{CacheProfile, CacheUsage};
-use crate::cache::prompt::{Block, PromptCache, plan_breakpoints};
+use crate::cache::prompt::{Block, Frame, PromptCache};
 use crate::cache::session::CacheSession;
 use crate::error::ChatError;
 use crate::message::{Message, Role};
@@ -157,12 +157,13 @@ pub fn request_ends(messages: &[Message]) -> Vec<usize> {
 
 struct Sender {
     cache: PromptCache,
+    frame: Frame,
     prev: Vec<u64>,
     prev_bps: Vec<usize>,
 }
 
 impl Sender {
-    fn send(&mut self, blocks: &[Block], pinned: usize, overhead: i64) -> CacheUsage {
+    fn send(&mut self, blocks: &[Block], pinned: usize) -> CacheUsage {
         let lcp = self
             .prev
             .iter()
@@ -170,8 +171,11 @@ impl Sender {
             .take_while(|(a, b)| **a == b.hash)
             .count();
         let reuse_at = self.prev_bps.iter().copied().filter(|&b| b <= lcp).max();
-        let bps = plan_breakpoints(blocks, pinned, reuse_at, self.cache.profile());
-        let usage = self.cache.request(blocks, &bps, overhead);
+        let sent = self.frame.blocks(blocks);
+        let bps = self
+            .frame
+            .plan(&sent, pinned, reuse_at, self.cache.profile());
+        let usage = self.frame.request(&mut self.cache, &sent, &bps);
         self.prev = blocks.iter().map(|b| b.hash).collect();
         self.prev_bps = bps;
         usage
@@ -181,7 +185,7 @@ impl Sender {
 /// Replays `messages` request by request (see [`request_ends`]) with the
 /// budget and rules of `opts`, under the three [`SimStrategy`]s, billing
 /// every request with a [`PromptCache`] of `profile`; every strategy places
-/// Anthropic markers with the same [`plan_breakpoints`].
+/// Anthropic markers with the same [`plan_breakpoints`](crate::plan_breakpoints).
 ///
 /// ```
 /// use cupel_chat::{CacheProfile, Message, SimStrategy, Trim, simulate};
@@ -258,12 +262,14 @@ pub fn simulate_with(
         .collect();
     let max = opts.max_tokens();
     let overhead = full.tokens.overhead;
+    let frame = Frame::of(opts, overhead)?;
     let per_turn = opts.clone().report(false);
 
     let mut runs = Vec::new();
     for strategy in SimStrategy::ALL {
         let mut sender = Sender {
             cache: PromptCache::new(profile.clone()),
+            frame,
             prev: Vec::new(),
             prev_bps: Vec::new(),
         };
@@ -280,14 +286,14 @@ pub fn simulate_with(
                     let positions = newest_messages(request, &tokens, &pinned_at, max - overhead);
                     let win: Vec<Block> = positions.iter().map(|&p| blocks[p]).collect();
                     let pinned = positions.iter().filter(|&&p| pinned_at[p]).count();
-                    let u = sender.send(&win, pinned, overhead);
+                    let u = sender.send(&win, pinned);
                     (positions, u, None, 0)
                 }
                 SimStrategy::ChatTrim => {
                     let out = trim(request, &per_turn).map_err(|e| at(k, end, e))?;
                     let win: Vec<Block> = out.positions.iter().map(|&p| blocks[p]).collect();
                     let pinned = out.positions.iter().filter(|&&p| pinned_at[p]).count();
-                    let u = sender.send(&win, pinned, out.tokens.overhead);
+                    let u = sender.send(&win, pinned);
                     (out.positions, u, None, 0)
                 }
                 SimStrategy::CacheAware => {
