@@ -2,7 +2,10 @@
 //! three window strategies with the Anthropic profile and prints the totals
 //! and the issue-26 targets, then the same with tool results older than two
 //! exchanges aged (`cargo run --release -p cupel-benches --example
-//! cache_sim [MAX_TOKENS] [--write FILE.json]`).
+//! cache_sim [MAX_TOKENS] [--write FILE.json]`). With `--seeds K` it
+//! replays the agent transcripts of K consecutive seeds instead (the
+//! README's seed first) and prints the spread of the issue-26 measures, so
+//! one seed's figure can be read against the generator's variation.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use cupel_benches::agent::{AGENT_SEED, agent_transcript, chat_transcript};
@@ -11,6 +14,11 @@ use cupel_chat::{AgeToolResults, CacheProfile, SimStrategy, Transcript, Trim, si
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let max: i64 = args.first().and_then(|s| s.parse().ok()).unwrap_or(40_000);
+    if let Some(i) = args.iter().position(|a| a == "--seeds") {
+        let k: u64 = args.get(i + 1).and_then(|s| s.parse().ok()).unwrap_or(10);
+        spread(k, max);
+        return;
+    }
     let agent = agent_transcript(AGENT_SEED, 300).unwrap();
     let chat = chat_transcript(AGENT_SEED, 300).unwrap();
     if let Some(i) = args.iter().position(|a| a == "--write") {
@@ -95,6 +103,54 @@ fn report_with(title: &str, doc: &Transcript, opts: &Trim) {
     println!(
         "cuts: {cuts}; turns under the low-water mark once the history exceeds it: {under}; smallest window then: {min_after}"
     );
+}
+
+/// Per seed: cost ratio, both read shares and the cut count; then the
+/// median and range of each.
+fn spread(k: u64, max: i64) {
+    let profile = CacheProfile::anthropic();
+    let mut rows: Vec<[f64; 4]> = Vec::new();
+    println!("| seed | cost aware/newest | aware from cache | newest from cache | cuts |");
+    println!("|---|---:|---:|---:|---:|");
+    for s in 0..k {
+        let seed = AGENT_SEED.wrapping_add(s);
+        let doc = agent_transcript(seed, 300).unwrap();
+        let sim = simulate(doc.messages(), &Trim::anthropic(max), &profile).unwrap();
+        let aware = sim.run(SimStrategy::CacheAware).unwrap();
+        let newest = sim.run(SimStrategy::NewestMessages).unwrap();
+        let cuts = aware
+            .turns
+            .iter()
+            .filter(|t| t.note.as_deref().is_some_and(|n| n.contains("removed")))
+            .count();
+        let row = [
+            aware.cost / newest.cost * 100.0,
+            aware.total.read_share() * 100.0,
+            newest.total.read_share() * 100.0,
+            cuts as f64,
+        ];
+        println!(
+            "| {seed:#x} | {:.1}% | {:.1}% | {:.1}% | {} |",
+            row[0], row[1], row[2], row[3]
+        );
+        rows.push(row);
+    }
+    let names = [
+        "cost aware/newest",
+        "aware from cache",
+        "newest from cache",
+        "cuts",
+    ];
+    for (c, name) in names.iter().enumerate() {
+        let mut v: Vec<f64> = rows.iter().map(|r| r[c]).collect();
+        v.sort_by(f64::total_cmp);
+        if let (Some(lo), Some(hi)) = (v.first(), v.last()) {
+            println!(
+                "{name}: median {:.1}, range {lo:.1}-{hi:.1}",
+                v[v.len() / 2]
+            );
+        }
+    }
 }
 
 #[allow(dead_code)]

@@ -152,15 +152,19 @@ pub(crate) fn run(a: &CacheSimArgs) -> Result<String, CliError> {
         sim.profile
     );
     if !a.totals {
-        s.push_str(&format!("{:>5} {:>6}", "req", "msgs"));
+        // A group row naming each strategy over its five columns, then the
+        // column names.
+        let mut group = format!("{:12}", "");
         for r in &sim.runs {
+            group.push_str(&format!(" | {:<45}", r.strategy.as_str()));
+        }
+        s.push_str(group.trim_end());
+        s.push('\n');
+        s.push_str(&format!("{:>5} {:>6}", "req", "msgs"));
+        for _ in &sim.runs {
             s.push_str(&format!(
                 " | {:>8} {:>8} {:>8} {:>8} {:>9}",
-                "window",
-                "read",
-                "written",
-                "uncached",
-                r.strategy.as_str()
+                "window", "read", "written", "uncached", "cost"
             ));
         }
         s.push('\n');
@@ -178,7 +182,7 @@ pub(crate) fn run(a: &CacheSimArgs) -> Result<String, CliError> {
             s.push('\n');
         }
         s.push_str(
-            "\n(the last column of each strategy is the request's cost in base input tokens)\n\n",
+            "\n(tokens; cost in base input tokens: uncached + write multiplier x written + read multiplier x read)\n\n",
         );
         if let Some(aware) = sim.runs.last() {
             for t in &aware.turns {

@@ -172,6 +172,16 @@ fn cache_sim_prints_three_strategies_and_plots() {
     ] {
         assert!(out.contains(s), "{s} missing:\n{out}");
     }
+    // The per-request table names each strategy over its five columns.
+    let mut lines = out.lines().skip_while(|l| !l.contains("| newest-messages"));
+    let group = lines.next().unwrap_or_default();
+    assert!(
+        group.contains("| chat-trim") && group.trim_end().ends_with("| cache-aware"),
+        "{out}"
+    );
+    let columns = lines.next().unwrap_or_default();
+    assert!(columns.trim_start().starts_with("req"), "{out}");
+    assert_eq!(columns.matches("uncached      cost").count(), 3, "{out}");
     assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
     let err = fails(
         &[
