@@ -225,17 +225,28 @@ fn peer_overlap_counts_with(items: &[&ContextItem], force: Option<Method>) -> Ve
     let mut group_sets: Vec<&[u32]> = Vec::new();
     let mut sizes: Vec<u64> = Vec::new();
     {
+        // Sets of at most three ids below 2^21 are keyed by the ids packed
+        // into one integer (hashed and compared as a word); longer ones by
+        // their slice. A set's length decides its map, so groups are still
+        // numbered in order of first appearance.
+        let capacity = n.min(GROUP_MAP_CAPACITY);
+        let mut packed_index: PassMap<u64, usize> =
+            HashMap::with_capacity_and_hasher(capacity, state.clone());
         let mut index: PassMap<&[u32], usize> = HashMap::with_hasher(state.clone());
         for (i, w) in shared_offsets.windows(2).enumerate() {
             let set = &shared[w[0]..w[1]];
             if set.is_empty() {
                 continue;
             }
-            let g = *index.entry(set).or_insert_with(|| {
+            let mut new_group = || {
                 group_sets.push(set);
                 sizes.push(0);
                 group_sets.len() - 1
-            });
+            };
+            let g = match pack_set(set) {
+                Some(key) => *packed_index.entry(key).or_insert_with(&mut new_group),
+                None => *index.entry(set).or_insert_with(&mut new_group),
+            };
             sizes[g] += 1;
             group_of[i] = Some(g);
         }
@@ -267,6 +278,29 @@ fn peer_overlap_counts_with(items: &[&ContextItem], force: Option<Method>) -> Ve
             }
         })
         .collect()
+}
+
+/// The initial capacity of the map from tag sets to groups (at most one
+/// group per item; the benchmark workload has at most 1,350), so the map
+/// does not rehash its way up on every pass.
+const GROUP_MAP_CAPACITY: usize = 2_048;
+
+/// A sorted set of at most three tag ids, each below 2^21, packed into one
+/// integer: `(id + 1)` in 21-bit fields, empty fields zero, so distinct sets
+/// get distinct keys. `None` for longer sets or larger ids.
+fn pack_set(set: &[u32]) -> Option<u64> {
+    const BITS: u32 = 21;
+    if set.len() > 3 {
+        return None;
+    }
+    let mut key: u64 = 0;
+    for &id in set {
+        if id >= (1 << BITS) - 1 {
+            return None;
+        }
+        key = key << BITS | u64::from(id + 1);
+    }
+    Some(key)
 }
 
 /// The pairwise count, for inputs too large to index.
@@ -651,6 +685,35 @@ mod tests {
             reference
         );
         assert_eq!(peer_overlap_counts(&refs), reference);
+    }
+
+    #[test]
+    fn packed_set_keys_tell_sets_apart() {
+        // (id + 1) per 21-bit field: {0} = 1; {0, 1} = 1 << 21 | 2;
+        // {1} = 2 differs from {0, 1}; {0, 1, 2} = (1 << 42) | (2 << 21) | 3.
+        assert_eq!(pack_set(&[0]), Some(1));
+        assert_eq!(pack_set(&[1]), Some(2));
+        assert_eq!(pack_set(&[0, 1]), Some((1 << 21) | 2));
+        assert_eq!(pack_set(&[0, 1, 2]), Some((1 << 42) | (2 << 21) | 3));
+        // The largest id that fits is 2^21 - 2 (its field holds 2^21 - 1).
+        assert_eq!(pack_set(&[(1 << 21) - 2]), Some((1 << 21) - 1));
+        assert_eq!(pack_set(&[(1 << 21) - 1]), None);
+        assert_eq!(pack_set(&[0, 1, 2, 3]), None);
+        // Mixed lengths in one pass: two-id sets take the packed map, the
+        // four-id set the slice map; every count still matches the reference.
+        let items = [
+            item("a", &["p", "q"]),
+            item("b", &["p", "q"]),
+            item("c", &["p", "q", "r", "s"]),
+            item("d", &["r", "s", "p", "q"]),
+            item("e", &["s"]),
+        ];
+        let refs: Vec<&ContextItem> = items.iter().collect();
+        // a, b share p/q with each other and with c, d: 3 peers each; c, d
+        // share with a, b, each other and e (s): 4; e with c, d: 2.
+        let expected = vec![Some(3), Some(3), Some(4), Some(4), Some(2)];
+        assert_eq!(reference_counts(&refs), expected);
+        assert_eq!(peer_overlap_counts(&refs), expected);
     }
 
     #[test]

@@ -144,10 +144,18 @@ impl KindScorer {
 
     fn lookup(&self, kind: &ContextKind, name: &str) -> f64 {
         match &self.scan {
-            Some(list) => list
-                .iter()
-                .find(|(k, _)| k.eq_str(name))
-                .map_or(0.0, |(_, w)| *w),
+            Some(list) => {
+                // A well-known kind shares its static spelling with the
+                // configured one: find it by address first (integer
+                // compares only), then by folded bytes.
+                let by_address = list.iter().find(|(k, _)| {
+                    let key = k.as_str();
+                    std::ptr::eq(key.as_ptr(), name.as_ptr()) && key.len() == name.len()
+                });
+                by_address
+                    .or_else(|| list.iter().find(|(k, _)| k.eq_str(name)))
+                    .map_or(0.0, |(_, w)| *w)
+            }
             None => self.weights.get(kind).copied().unwrap_or(0.0),
         }
     }
