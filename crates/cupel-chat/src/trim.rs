@@ -503,11 +503,19 @@ impl fmt::Display for Reason<'_, '_> {
 
 /// Token totals of a trim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TokenTotals {
     /// The budget.
     pub max_tokens: i64,
-    /// What every request costs: reply priming and tool definitions.
+    /// What every request costs besides its messages: reply priming and
+    /// tool definitions.
     pub overhead: i64,
+    /// The tool definitions' part of [`overhead`](Self::overhead): the
+    /// counter's request cost with the tools minus without them. Providers
+    /// send them before the messages, so a prompt cache stores them with
+    /// the prefix; the rest of the overhead (OpenAI's reply priming) comes
+    /// after the messages.
+    pub tools: i64,
     /// The pinned messages.
     pub pinned: i64,
     /// The kept messages, pinned included.
@@ -565,7 +573,8 @@ impl<'a> Trimmed<'a> {
     /// [`messages`](Self::messages), planned by
     /// [`plan_breakpoints`](crate::plan_breakpoints) without a reused
     /// prefix — the end of the pinned prompts and the end of the window
-    /// (each only when at least `profile`'s minimum cacheable length), plus
+    /// (each only when at least `profile`'s minimum cacheable length, tool
+    /// definitions included: they come first in the prefix), plus
     /// one lookback marker when the gap is wider than the lookback. Write
     /// them with [`apply_breakpoints`](crate::apply_breakpoints). `format`
     /// is the transcript's format (blocks are counted as it writes them).
@@ -596,7 +605,9 @@ impl<'a> Trimmed<'a> {
             .iter()
             .take_while(|r| r.decision == Decision::Pinned)
             .count();
-        crate::plan_breakpoints(&blocks, pinned, None, profile)
+        // The tool definitions count towards each marker's prefix.
+        let frame = crate::cache::Frame::new(None, &self.tokens);
+        frame.plan(&frame.blocks(&blocks), pinned, None, profile)
     }
 
     /// One line per message (`#12 tool result for call_7 dropped with its call: ...`).
@@ -680,6 +691,13 @@ pub fn trim<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, Cha
         .map(|m| counter.count_message(m).max(0))
         .collect();
     let overhead = counter.count_request(opts.tools.as_ref()).max(0);
+    let tools_tokens = if opts.tools.is_some() {
+        overhead
+            .saturating_sub(counter.count_request(None))
+            .clamp(0, overhead)
+    } else {
+        0
+    };
     let pinned: Vec<bool> = messages
         .iter()
         .map(|m| opts.pin_system && m.role.is_prompt())
@@ -1022,6 +1040,7 @@ pub fn trim<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, Cha
         tokens: TokenTotals {
             max_tokens: opts.max_tokens,
             overhead,
+            tools: tools_tokens,
             pinned: pinned_tokens,
             kept: kept_tokens,
             dropped: dropped_tokens,

@@ -7,7 +7,7 @@ use cupel_chat::{
     AgeToolResults, Block, CacheError, CacheProfile, CacheSession, CacheStatus, CacheUsage,
     ChatError, CutFront, Format, LowWater, Message, MessageCounter, PrefixBreak, PromptCache,
     SimStrategy, Transcript, Trim, apply_breakpoints, plan_breakpoints, request_ends,
-    simulate_with,
+    simulate_with, trim,
 };
 use serde_json::{Value, json};
 
@@ -243,6 +243,17 @@ fn tool_definitions_are_cached_as_the_front_of_the_prefix() {
         t(Message::assistant("Where?"), 50),
         t(Message::user("In main."), 100),
     ];
+    // The trim splits the 1,203 tokens of overhead: 1,200 of tools (with
+    // tools minus without), 3 of priming.
+    let one_off = trim(&msgs[..2], &opts).unwrap();
+    assert_eq!(
+        (one_off.tokens.overhead, one_off.tokens.tools),
+        (1_203, 1_200)
+    );
+    // Sent on its own, the window gets markers after S (1,200 + 100 = 1,300)
+    // and U (1,500): both prefixes reach the minimum only with the tools.
+    let profile = CacheProfile::anthropic();
+    assert_eq!(one_off.breakpoints(Format::Anthropic, &profile), vec![1, 2]);
     let mut s = CacheSession::new(opts.clone(), CacheProfile::anthropic());
     // Turn 1 sends tools 1,200 | S 100 | U 200, then 3 tokens of priming.
     // Prefix ends: tools 1,200, +S 1,300, +U 1,500 — the pinned end (1,300)

@@ -233,9 +233,10 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
         (
             "budget   ",
             format!(
-                "max_tokens {}; request overhead {} (reply priming, tool definitions)",
+                "max_tokens {}; request overhead {}{}",
                 cupel_chat::group_digits(a.max_tokens),
-                cupel_chat::group_digits(out.tokens.overhead)
+                cupel_chat::group_digits(out.tokens.overhead),
+                overhead_parts(&out.tokens)
             ),
         ),
         (
@@ -312,4 +313,23 @@ pub(crate) fn aging(
             .map_err(|e| CliError::input(format!("--truncate-results-to: {e}")))?;
     }
     Ok(Some(aging))
+}
+
+/// ` (112 of tool definitions, 3 of reply priming)`: the overhead's
+/// non-zero parts, or nothing.
+fn overhead_parts(t: &cupel_chat::TokenTotals) -> String {
+    let tools = t.tools.clamp(0, t.overhead.max(0));
+    let parts: Vec<String> = [
+        (tools, "tool definitions"),
+        (t.overhead - tools, "reply priming"),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{} of {what}", cupel_chat::group_digits(n)))
+    .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join(", "))
+    }
 }

@@ -12,6 +12,7 @@ mod sim;
 pub use anthropic::apply_breakpoints;
 pub use error::CacheError;
 pub use profile::{CacheMode, CacheProfile, CacheUsage};
+pub(crate) use prompt::Frame;
 pub use prompt::{Block, PromptCache, plan_breakpoints};
 pub use session::{
     AttributeValue, CacheRow, CacheSession, CacheStatus, CacheTurn, Cut, CutFront, Expiry,

@@ -6,9 +6,10 @@ use std::collections::BTreeSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use crate::cache::profile::{CacheMode, CacheProfile, CacheUsage};
-use crate::error::ChatError;
+use serde_json::Value;
+
 use crate::message::Message;
-use crate::trim::Trim;
+use crate::trim::TokenTotals;
 use crate::wire::{Format, message_to_value};
 
 /// One message of a request as the cache sees it: the hash of its
@@ -106,9 +107,8 @@ pub fn plan_breakpoints(
 /// What a request sends besides its messages, as the cache sees it: the
 /// tool definitions in front, which every provider caches as the start of
 /// the prefix (tools, then system, then messages), and a tail billed in full
-/// every time (OpenAI's reply priming). Splits a trim's overhead by asking
-/// the counter for the request without tools: that is the tail, the rest is
-/// the tools.
+/// every time (OpenAI's reply priming): [`TokenTotals::tools`] and the rest
+/// of [`TokenTotals::overhead`].
 ///
 /// The cache sees the tools as one leading [`Block`] (hashed from their
 /// JSON, so changed tools break every prefix); breakpoints go in and come
@@ -121,29 +121,25 @@ pub(crate) struct Frame {
 }
 
 impl Frame {
-    /// The frame of requests trimmed with `opts`, whose overhead is
-    /// `overhead` tokens (`Trimmed::tokens.overhead`).
-    pub(crate) fn of(opts: &Trim, overhead: i64) -> Result<Self, ChatError> {
-        let overhead = overhead.max(0);
-        let tail = opts.make_counter()?.count_request(None).clamp(0, overhead);
-        let lead_tokens = overhead - tail;
-        let lead = opts
-            .tools
-            .as_ref()
-            .filter(|_| lead_tokens > 0)
-            .map(|tools| {
-                let mut h = DefaultHasher::new();
-                tools.to_string().hash(&mut h);
-                Block {
-                    hash: h.finish(),
-                    tokens: lead_tokens,
-                    blocks: 1,
-                }
-            });
-        Ok(Frame {
+    /// The frame of a request with the tool definitions `tools` (for the
+    /// hash; `None` hashes nothing: planning only needs the tokens) and the
+    /// token totals of its trim.
+    pub(crate) fn new(tools: Option<&Value>, totals: &TokenTotals) -> Self {
+        let overhead = totals.overhead.max(0);
+        let lead_tokens = totals.tools.clamp(0, overhead);
+        let lead = (lead_tokens > 0).then(|| {
+            let mut h = DefaultHasher::new();
+            tools.map(Value::to_string).hash(&mut h);
+            Block {
+                hash: h.finish(),
+                tokens: lead_tokens,
+                blocks: 1,
+            }
+        });
+        Frame {
             lead,
-            tail: if lead.is_some() { tail } else { overhead },
-        })
+            tail: overhead - lead_tokens,
+        }
     }
 
     fn offset(&self) -> usize {

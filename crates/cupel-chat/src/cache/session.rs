@@ -698,7 +698,7 @@ impl CacheSession {
             .iter()
             .take_while(|r| r.decision == Decision::Pinned)
             .count();
-        let frame = Frame::of(opts, out.tokens.overhead)?;
+        let frame = Frame::new(opts.tools.as_ref(), &out.tokens);
         let sent = frame.blocks(&blocks);
         let bps = frame.plan(&sent, pinned, None, &self.profile);
         frame.request(&mut self.cache, &sent, &bps);
@@ -1007,7 +1007,7 @@ impl CacheSession {
             .copied()
             .filter(|&b| b <= kept_prefix)
             .max();
-        let frame = Frame::of(&opts, overhead)?;
+        let frame = Frame::new(opts.tools.as_ref(), &full.tokens);
         let sent_blocks = frame.blocks(&blocks);
         let breakpoints = frame.plan(&sent_blocks, pinned.len(), reuse_at, &self.profile);
         let usage = frame.request(&mut self.cache, &sent_blocks, &breakpoints);

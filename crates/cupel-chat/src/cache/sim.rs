@@ -262,7 +262,7 @@ pub fn simulate_with(
         .collect();
     let max = opts.max_tokens();
     let overhead = full.tokens.overhead;
-    let frame = Frame::of(opts, overhead)?;
+    let frame = Frame::new(opts.tools.as_ref(), &full.tokens);
     let per_turn = opts.clone().report(false);
 
     let mut runs = Vec::new();
