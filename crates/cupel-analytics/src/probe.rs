@@ -286,6 +286,7 @@ mod tests {
             capacity: 2,
             cells: 2,
             keep_bytes: 8,
+            row_bytes: 16,
             limit: cupel_core::TableLimit::Cells(1)
         }));
     }

@@ -123,6 +123,8 @@ mod tests {
             capacity: 2,
             cells: 2,
             keep_bytes: 8,
+            // Two rows of 2 buckets at 4 bytes.
+            row_bytes: 16,
             limit: cupel_core::TableLimit::Cells(1),
         };
         assert_eq!(error_matches("table_too_large", &table), Some(true));

@@ -155,13 +155,14 @@ pub enum CupelError {
         target_tokens: i64,
     },
 
-    /// The knapsack keep table would exceed its guard: by default
+    /// The knapsack table would exceed its guard: by default
     /// [`DEFAULT_MAX_TABLE_BYTES`](crate::DEFAULT_MAX_TABLE_BYTES) bytes of
-    /// keep table, optionally also a cell count (see [`TableLimit`]).
+    /// keep table and DP rows together, optionally also a cell count (see
+    /// [`TableLimit`]).
     ///
     /// The numbers are exact (`u128`): nothing saturates, so the message never
     /// compares a clamped value with itself.
-    #[error("{}", table_too_large(*.candidates, *.capacity, *.cells, *.keep_bytes, *.limit))]
+    #[error("{}", table_too_large(*.candidates, *.capacity, *.cells, *.keep_bytes, *.row_bytes, *.limit))]
     TableTooLarge {
         /// Number of non-zero-token candidates.
         candidates: usize,
@@ -171,6 +172,11 @@ pub enum CupelError {
         cells: u128,
         /// Bytes the keep table would take: `candidates * ceil(capacity / 64) * 8`.
         keep_bytes: u128,
+        /// Bytes the two DP rows would take: `2 * capacity * width`, the
+        /// width being the narrowest integer that holds the candidates'
+        /// total scaled value (4, 8 or 16 bytes; 16 when variants are
+        /// weighed). The byte guard counts `keep_bytes + row_bytes`.
+        row_bytes: u128,
         /// The guard that was exceeded.
         limit: TableLimit,
     },
@@ -483,14 +489,16 @@ fn millis(d: &TimeDelta) -> String {
     }
 }
 
-/// Default knapsack keep-table guard: 64 MiB of keep table (one bit per cell,
-/// rows padded to whole 64-bit words), i.e. about 536 million cells.
+/// Default knapsack table guard: 64 MiB for the keep table (one bit per
+/// cell, rows padded to whole 64-bit words) and the two DP rows (4, 8 or 16
+/// bytes per bucket of capacity) together.
 pub const DEFAULT_MAX_TABLE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The guard a [`CupelError::TableTooLarge`] exceeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TableLimit {
-    /// The keep table would take more than this many bytes (`max_table_bytes`).
+    /// The keep table and the DP rows would take more than this many bytes
+    /// (`max_table_bytes`).
     Bytes(u64),
     /// The keep table would have more than this many cells (`max_table_cells`).
     Cells(u64),
@@ -501,6 +509,7 @@ fn table_too_large(
     capacity: u64,
     cells: u128,
     keep_bytes: u128,
+    row_bytes: u128,
     limit: TableLimit,
 ) -> String {
     let over = match limit {
@@ -513,7 +522,8 @@ fn table_too_large(
     };
     format!(
         "knapsack table too large: {candidates} candidates x {capacity} capacity buckets = \
-         {cells} cells, a keep table of {keep_bytes} bytes, {over}; raise the knapsack \
+         {cells} cells, a keep table of {keep_bytes} bytes and DP rows of {row_bytes} bytes, \
+         {over}; raise the knapsack \
          `bucket_size` (fewer buckets), lower `target_tokens`, or raise `{raise}`"
     )
 }

@@ -436,7 +436,9 @@ impl GateOutcome {
 /// [`ContextGate::admit`] failed; the state comes back untouched with the error.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GateError {
-    error: CupelError,
+    /// Boxed: the state is large already, and results carrying this error
+    /// should stay small.
+    error: Box<CupelError>,
     state: GateState,
 }
 
@@ -454,7 +456,7 @@ impl GateError {
 
     /// The error, dropping the state.
     pub fn into_error(self) -> CupelError {
-        self.error
+        *self.error
     }
 }
 
@@ -466,13 +468,13 @@ impl fmt::Display for GateError {
 
 impl std::error::Error for GateError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.error)
+        Some(self.error.as_ref())
     }
 }
 
 impl From<GateError> for CupelError {
     fn from(e: GateError) -> Self {
-        e.error
+        *e.error
     }
 }
 
@@ -632,7 +634,12 @@ impl ContextGate {
     ) -> Result<GateOutcome, GateError> {
         let plan = match self.plan(&state.context, &state.nodes, consumed) {
             Ok(p) => p,
-            Err(error) => return Err(GateError { error, state }),
+            Err(error) => {
+                return Err(GateError {
+                    error: Box::new(error),
+                    state,
+                });
+            }
         };
         Ok(match plan.report.decision {
             GateDecision::Over => GateOutcome::Over(Over {

@@ -338,7 +338,10 @@ impl ContextGate {
                 Ok(c) => c,
                 Err(error) => {
                     let (state, _) = over.into_parts();
-                    return Err(GateError { error, state });
+                    return Err(GateError {
+                        error: Box::new(error),
+                        state,
+                    });
                 }
             };
             let mut after: i128 = 0;
@@ -347,7 +350,10 @@ impl ContextGate {
                     Ok(n) => after += n,
                     Err(error) => {
                         let (state, _) = over.into_parts();
-                        return Err(GateError { error, state });
+                        return Err(GateError {
+                            error: Box::new(error),
+                            state,
+                        });
                     }
                 }
             }

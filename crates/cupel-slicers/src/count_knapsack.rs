@@ -419,6 +419,8 @@ mod tests {
                 capacity: 1001,
                 cells: 2002,
                 keep_bytes: 2 * 16 * 8,
+                // Two u32 rows of 1001 buckets.
+                row_bytes: 2 * 1001 * 4,
                 limit: TableLimit::Cells(100)
             }
         );

@@ -65,20 +65,24 @@ pub const SCORE_SCALE: f64 = 10_000.0;
 /// | 1,000 | 2,501 (target 250,000, bucket 100) | 2.5 M | 320 KB | 20 KB | ~1.8 ms |
 /// | 1,000 | 25,001 (target 250,000, bucket 10) | 25 M | 3.1 MB | 200 KB | ~19 ms |
 /// | 10,000 | 25,001 (target 2,500,000, bucket 100) | 250 M | 31 MB | 200 KB | over the default guard; ~180 ms with it raised |
-/// | — | — | ~537 M (default guard: 64 MiB) | 64 MiB | — | ~0.4 s (extrapolated at 0.73 ns/cell) |
+/// | — | — | ~537 M (default guard: 64 MiB) | up to 64 MiB | — | ~0.4 s (extrapolated at 0.73 ns/cell) |
 ///
-/// A run whose keep table would take more than
+/// A run whose keep table and DP rows together would take more than
 /// [`max_table_bytes`](Self::max_table_bytes) bytes (default
 /// [`DEFAULT_MAX_TABLE_BYTES`], 64 MiB), or — when a cell guard is set with
 /// [`with_max_table_cells`](Self::with_max_table_cells) — more than that many
-/// cells, fails with [`CupelError::TableTooLarge`] before allocating anything;
-/// its message names the numbers and what to change (raise the bucket size,
-/// lower the target, or raise the guard). The guard counts every candidate,
-/// including ones too heavy to fit. Note that the DP rows grow with the
-/// capacity alone: a single candidate may bring a capacity of half a billion
-/// buckets within the default guard, i.e. about 4 GB of rows. A table within the guard that cannot be allocated (only plausible
-/// with a raised guard) fails with [`CupelError::SlicerConfig`], never an
-/// abort.
+/// cells, fails with [`CupelError::TableTooLarge`] before allocating any
+/// table; its message names the numbers and what to change (raise the bucket
+/// size, lower the target, or raise the guard). The guard counts every
+/// candidate, including ones too heavy to fit. The rows count because they
+/// grow with the capacity alone: without them a single candidate could bring
+/// half a billion buckets within a 64 MiB keep table, and 4 GB of rows. So
+/// the default guard holds a capacity of up to about 8.26 million buckets
+/// with one candidate (2 rows × 4 bytes + 1/8 byte of keep table = 8.125
+/// bytes per bucket; 64 MiB / 8.125 = 8,259,552), fewer as candidates add
+/// keep-table bytes. A table within the guard that cannot be
+/// allocated (only plausible with a raised guard) fails with
+/// [`CupelError::SlicerConfig`], never an abort.
 ///
 /// # Variants
 /// [`slice_variants`](Slicer::slice_variants) solves the *multiple-choice*
@@ -330,11 +334,20 @@ fn fill_keep_table<V: DpValue>(
 }
 
 impl KnapsackSlice {
-    /// The table guard, before any allocation: a table of `n` rows of
-    /// `row_len` cells taking `keep_bytes` must stay within both limits.
-    fn check_table(&self, n: usize, row_len: u128, keep_bytes: u128) -> Result<(), CupelError> {
+    /// The table guard, before any table allocation: a table of `n` rows of
+    /// `row_len` cells taking `keep_bytes`, worked through with two DP rows
+    /// taking `row_bytes`, must stay within both limits (the byte guard
+    /// counts both: a single candidate's rows would otherwise be bounded by
+    /// the capacity alone).
+    fn check_table(
+        &self,
+        n: usize,
+        row_len: u128,
+        keep_bytes: u128,
+        row_bytes: u128,
+    ) -> Result<(), CupelError> {
         let cells = (n as u128) * row_len;
-        let limit = if keep_bytes > u128::from(self.max_table_bytes) {
+        let limit = if keep_bytes.saturating_add(row_bytes) > u128::from(self.max_table_bytes) {
             TableLimit::Bytes(self.max_table_bytes)
         } else if cells > u128::from(self.max_table_cells) {
             TableLimit::Cells(self.max_table_cells)
@@ -347,6 +360,7 @@ impl KnapsackSlice {
             capacity: u64::try_from(row_len).unwrap_or(u64::MAX),
             cells,
             keep_bytes,
+            row_bytes,
             limit,
         })
     }
@@ -380,10 +394,24 @@ impl Slicer for KnapsackSlice {
             return Ok(SliceOutcome::selected(selected));
         }
 
-        // ----- table guard (before any allocation) -----
+        // ----- table guard (before any table allocation) -----
         let row_len = u128::from(capacity.unsigned_abs()) + 1;
-        // One bit per cell, rows rounded up to 64-bit words.
-        self.check_table(n, row_len, (n as u128) * row_len.div_ceil(64) * 8)?;
+        // The DP value width the fill will use: the narrowest that holds the
+        // values' total (see `fill_keep_table` below).
+        let value_total: u128 = candidates
+            .iter()
+            .map(|&i| u128::from(scaled_value(items[i].score)))
+            .sum();
+        let width: u128 = if value_total <= u128::from(u32::MAX) {
+            4
+        } else if value_total <= u128::from(u64::MAX) {
+            8
+        } else {
+            16
+        };
+        // One bit per cell, rows rounded up to 64-bit words; two DP rows.
+        let keep_bytes = (n as u128) * row_len.div_ceil(64) * 8;
+        self.check_table(n, row_len, keep_bytes, 2 * row_len * width)?;
         let too_big = || {
             CupelError::SlicerConfig(format!(
                 "KnapsackSlice: a keep table of {n} x {row_len} cells cannot be addressed or allocated on this platform"
@@ -396,20 +424,18 @@ impl Slicer for KnapsackSlice {
         // ----- parallel arrays -----
         let mut weights = Vec::with_capacity(n);
         let mut values = Vec::with_capacity(n);
-        let mut value_total: u128 = 0;
         for &i in &candidates {
             let s = &items[i];
             let dw = ceil_div(s.item.tokens(), self.bucket_size);
             // Anything heavier than the capacity never fits: store capacity + 1.
             weights.push(usize::try_from(dw).map_or(capacity + 1, |w| w.min(capacity + 1)));
-            let v = scaled_value(s.score);
-            value_total += u128::from(v);
-            values.push(v);
+            values.push(scaled_value(s.score));
         }
 
-        let keep = if value_total <= u128::from(u32::MAX) {
+        // The width chosen for the guard above.
+        let keep = if width == 4 {
             fill_keep_table::<u32>(&weights, &values, capacity, row_words, words)
-        } else if value_total <= u128::from(u64::MAX) {
+        } else if width == 8 {
             fill_keep_table::<u64>(&weights, &values, capacity, row_words, words)
         } else {
             fill_keep_table::<u128>(&weights, &values, capacity, row_words, words)
@@ -455,8 +481,9 @@ impl Slicer for KnapsackSlice {
         }
         let n = candidates.len();
         let row_len = u128::from(capacity.unsigned_abs()) + 1;
-        // Two bytes per cell: the form chosen at each (item, capacity).
-        self.check_table(n, row_len, (n as u128) * row_len * 2)?;
+        // Two bytes per cell: the form chosen at each (item, capacity); two
+        // DP rows of u128 values.
+        self.check_table(n, row_len, (n as u128) * row_len * 2, 2 * row_len * 16)?;
         let too_big = || {
             CupelError::SlicerConfig(format!(
                 "KnapsackSlice: a choice table of {n} x {row_len} cells cannot be addressed or allocated on this platform"
@@ -735,6 +762,8 @@ mod tests {
                 capacity: 101,
                 cells: 303,
                 keep_bytes: 3 * 2 * 8,
+                // Two rows of 101 buckets, u32 values (total 3 x 1000).
+                row_bytes: 2 * 101 * 4,
                 limit: TableLimit::Cells(300)
             }
         );
@@ -761,16 +790,18 @@ mod tests {
 
     #[test]
     fn unallocatable_tables_are_errors_not_aborts() {
-        // Guard lifted, one candidate, capacity 2^63 - 1: the DP rows alone
-        // would need 2^63 x 4 bytes. Every buffer is now reserved fallibly (the
-        // DP rows used to be `vec!`s, which abort the process when the
-        // allocator says no — seen with capacity ~1e10 on a 23 GB machine,
-        // where the 1.2 GB keep table fitted and the 40 GB rows did not).
+        // Guard lifted, one candidate, capacity 1.5e18 buckets: each DP row
+        // would need 1.5e18 x 4 = 6e18 bytes, which no address space holds,
+        // while rows and keep table (2 x 6e18 + 1.875e17 bytes) stay within a
+        // u64::MAX guard. Every buffer is reserved fallibly (the DP rows used
+        // to be `vec!`s, which abort the process when the allocator says no —
+        // seen with capacity ~1e10 on a 23 GB machine, where the 1.2 GB keep
+        // table fitted and the 40 GB rows did not).
         let items = [item("a", 10)];
         let err = k(1)
             .with_max_table_cells(u64::MAX)
             .with_max_table_bytes(u64::MAX)
-            .slice(&scored(&items, &[0.5]), budget(i64::MAX))
+            .slice(&scored(&items, &[0.5]), budget(1_500_000_000_000_000_000))
             .unwrap_err();
         assert!(
             matches!(&err, CupelError::SlicerConfig(m) if m.contains("cannot be addressed or allocated")),
@@ -809,10 +840,63 @@ mod tests {
         );
         assert!(msg.contains("raise the knapsack `bucket_size`"), "{msg}");
         assert!(!msg.contains("limit is"), "{msg}");
-        // A table just within 64 MiB passes: one row of 64 Mi x 8 bits.
+        // One row of 64 Mi x 8 bits is a 64 MiB keep table.
         let cap = 64 * 1024 * 1024 * 8 - 1;
         let t = k(1).table_size(1, cap);
         assert_eq!(t.keep_bytes, DEFAULT_MAX_TABLE_BYTES);
+    }
+
+    #[test]
+    fn the_dp_rows_count_towards_the_byte_guard() {
+        // Found by the pipeline fuzz target: one candidate, bucket 1, target
+        // 300,000,000. Row length L = 300,000,001: a keep table of
+        // ceil(L / 64) = 4,687,501 words = 37,500,008 bytes, within 64 MiB,
+        // but two u32 rows of 2 x L x 4 = 2,400,000,008 bytes (the old guard
+        // let 2.4 GB through). Together 2,437,500,016 > 67,108,864.
+        let items = [item("a", 10)];
+        let err = k(1)
+            .slice(&scored(&items, &[0.5]), budget(300_000_000))
+            .unwrap_err();
+        assert_eq!(
+            err,
+            CupelError::TableTooLarge {
+                candidates: 1,
+                capacity: 300_000_001,
+                cells: 300_000_001,
+                keep_bytes: 37_500_008,
+                row_bytes: 2_400_000_008,
+                limit: TableLimit::Bytes(DEFAULT_MAX_TABLE_BYTES)
+            }
+        );
+        assert!(
+            err.to_string()
+                .contains("a keep table of 37500008 bytes and DP rows of 2400000008 bytes"),
+            "{err}"
+        );
+        // The boundary, with a small guard: target 639 gives L = 640, a keep
+        // table of 10 words = 80 bytes and rows of 2 x 640 x 4 = 5,120 bytes:
+        // 5,200 in all. A guard of 5,200 holds it; 5,199 does not.
+        let scored_a = scored(&items, &[0.5]);
+        assert_eq!(
+            k(1).with_max_table_bytes(5_200)
+                .slice(&scored_a, budget(639))
+                .unwrap()
+                .selected,
+            vec![0]
+        );
+        assert_eq!(
+            k(1).with_max_table_bytes(5_199)
+                .slice(&scored_a, budget(639))
+                .unwrap_err(),
+            CupelError::TableTooLarge {
+                candidates: 1,
+                capacity: 640,
+                cells: 640,
+                keep_bytes: 80,
+                row_bytes: 5_120,
+                limit: TableLimit::Bytes(5_199)
+            }
+        );
     }
 
     #[test]
