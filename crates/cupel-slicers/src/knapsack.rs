@@ -202,6 +202,8 @@ impl KnapsackSlice {
 
     /// The keep table a run with `candidates` positive-token items and
     /// `target_tokens` would build (`row_len` is 1 when the target is `<= 0`).
+    /// The byte guard compares `keep_bytes + dp_bytes` (for `u32` values,
+    /// the usual case) with [`max_table_bytes`](Self::max_table_bytes).
     ///
     /// ```
     /// let k = cupel_slicers::KnapsackSlice::new(10)?;
