@@ -5,9 +5,9 @@
 use std::collections::BTreeSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-use crate::cache::profile::{CacheMode, CacheProfile, CacheUsage};
 use serde_json::Value;
 
+use crate::cache::profile::{CacheMode, CacheProfile, CacheUsage};
 use crate::message::Message;
 use crate::trim::TokenTotals;
 use crate::wire::{Format, message_to_value};
