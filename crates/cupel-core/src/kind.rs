@@ -8,6 +8,29 @@ use std::str::FromStr;
 
 use crate::CupelError;
 
+/// The bytes of `s` as an array of its length (for a static spelling).
+const fn spelling_bytes<const N: usize>(s: &str) -> [u8; N] {
+    let b = s.as_bytes();
+    let mut out = [0u8; N];
+    let mut i = 0;
+    while i < N && i < b.len() {
+        out[i] = b[i];
+        i += 1;
+    }
+    out
+}
+
+/// A static spelling as `&str`: the bytes came from a `&str`, so they are
+/// UTF-8; were they not, the constant would fail to compile (const
+/// evaluation), never at run time.
+#[allow(clippy::panic)]
+const fn spelling_str(bytes: &'static [u8]) -> &'static str {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(_) => panic!("a well-known spelling is not UTF-8"),
+    }
+}
+
 macro_rules! folded_name {
     (
         $(#[$meta:meta])*
@@ -21,7 +44,14 @@ macro_rules! folded_name {
         impl $name {
             $(
                 $(#[$cmeta])*
-                pub const $cname: $name = $name(Cow::Borrowed($cval));
+                pub const $cname: $name = {
+                    // The spelling lives in a static, so every crate that
+                    // uses this constant points at the same bytes and
+                    // `eq_str` can tell well-known values apart by address
+                    // (a literal is copied into each crate that inlines it).
+                    static SPELLING: [u8; $cval.len()] = spelling_bytes($cval);
+                    $name(Cow::Borrowed(spelling_str(&SPELLING)))
+                };
             )*
 
             #[doc = concat!("Creates a ", $what, " from any non-blank string.")]

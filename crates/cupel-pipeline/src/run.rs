@@ -147,6 +147,10 @@ struct Engine<'r, T, C: ?Sized> {
     /// Score of each input item: its scorer's score, 1.0 when pinned.
     score_of: Vec<f64>,
     pinned_tokens: i64,
+    /// The tokens of the sliced units in their chosen forms (set at Slice):
+    /// with `pinned_tokens`, the merged list's total at Place, which is
+    /// then not summed again.
+    sliced_tokens: i64,
     /// Input indices of the pinned items, in input order.
     pinned_items: Vec<usize>,
     /// Built at Slice when tracing; shared with Truncate so that a pinned
@@ -183,6 +187,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
             traced,
             score_of: Vec::new(),
             pinned_tokens: 0,
+            sliced_tokens: 0,
             pinned_items: Vec::new(),
             blame: None,
             varied: false,
@@ -520,6 +525,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
             let whole_room = effective.target_tokens.saturating_sub(sliced_tokens);
             self.report_slice_exclusions(&keyed, &selected, &outcome, whole_room);
         }
+        self.sliced_tokens = sliced_tokens;
         let n_pinned = pinned.len();
         self.finish(timer, PipelineStage::Slice, || {
             let sliced = merged[n_pinned..].iter().map(|(u, _)| u);
@@ -592,9 +598,17 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         let timer = self.start();
         let units = self.units;
         let merged_in = item_count(units, merged.iter().map(|(u, _)| u));
-        let merged_tokens = merged
-            .iter()
-            .fold(0i64, |acc, &(u, _)| acc.saturating_add(self.unit_tokens(u)));
+        // `merged` is the pinned units (whole: no unit is both pinned and
+        // sliced, and only sliced units take variants) then the sliced ones,
+        // as Slice built it. All counts are non-negative, so the saturating
+        // sum does not depend on the order of the additions.
+        let merged_tokens = self.pinned_tokens.saturating_add(self.sliced_tokens);
+        debug_assert_eq!(
+            merged_tokens,
+            merged
+                .iter()
+                .fold(0i64, |acc, &(u, _)| acc.saturating_add(self.unit_tokens(u)))
+        );
         // The real room: the target, capped at max - reserve (S-15a).
         let target = self.budget.overflow_limit();
         if merged_tokens > target {

@@ -304,3 +304,32 @@ mod tests {
         assert_eq!(a.weight(&ContextKind::new("MEMORY").unwrap()), Some(0.3));
     }
 }
+
+#[cfg(test)]
+mod address_tests {
+    use cupel_core::ContextKind;
+
+    #[test]
+    fn well_known_kinds_share_one_spelling_across_crates() {
+        // `new` runs in cupel-core, the constant is inlined here: both
+        // point at the static spelling, so the scorer's address check hits.
+        let built = ContextKind::new("Message").unwrap();
+        let here = ContextKind::MESSAGE;
+        assert!(std::ptr::eq(
+            built.as_str().as_ptr(),
+            here.as_str().as_ptr()
+        ));
+        let default = &super::KindScorer::DEFAULT_WEIGHTS[4].0;
+        assert!(std::ptr::eq(
+            built.as_str().as_ptr(),
+            default.as_str().as_ptr()
+        ));
+        // A spelling that only folds to a well-known one is its own string.
+        let folded = ContextKind::new("message").unwrap();
+        assert!(!std::ptr::eq(
+            folded.as_str().as_ptr(),
+            here.as_str().as_ptr()
+        ));
+        assert_eq!(folded, here);
+    }
+}
