@@ -876,3 +876,26 @@ fn the_exit_code_table_is_in_the_top_level_help_once() {
     let help = ok(&["budget", "simulate", "--help"]);
     assert!(!help.contains("  2  usage or input error"), "{help}");
 }
+
+#[test]
+fn a_knapsack_whose_dp_rows_exceed_the_guard_fails_at_once() {
+    // One 10-token item, target 300,000,000, bucket 1: a keep table of
+    // ceil(300,000,001 / 64) x 8 = 37,500,008 bytes, within 64 MiB, but two
+    // u32 DP rows of 2 x 300,000,001 x 4 = 2,400,000,008 bytes. The guard
+    // counts both, so the command refuses before allocating anything (it
+    // used to allocate the 2.4 GB).
+    let input = "[budget]\nmax_tokens = 400000000\ntarget_tokens = 300000000\n\n\
+                 [policy]\nslicer = \"knapsack\"\nbucket_size = 1\n\n\
+                 [[policy.scorers]]\ntype = \"priority\"\n\n\
+                 [[items]]\ncontent = \"one big document\"\ntokens = 10\n";
+    let err = fails(&["select", "-", "--input-format", "toml"], Some(input), 1);
+    assert!(
+        err.contains("1 candidate x 300000001 capacity buckets")
+            && err.contains("a keep table of 37500008 bytes and DP rows of 2400000008 bytes"),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint: raise the knapsack `bucket_size`"),
+        "{err}"
+    );
+}

@@ -520,8 +520,9 @@ fn table_too_large(
         TableLimit::Bytes(_) => "max_table_bytes",
         TableLimit::Cells(_) => "max_table_cells",
     };
+    let plural = if candidates == 1 { "" } else { "s" };
     format!(
-        "knapsack table too large: {candidates} candidates x {capacity} capacity buckets = \
+        "knapsack table too large: {candidates} candidate{plural} x {capacity} capacity buckets = \
          {cells} cells, a keep table of {keep_bytes} bytes and DP rows of {row_bytes} bytes, \
          {over}; raise the knapsack \
          `bucket_size` (fewer buckets), lower `target_tokens`, or raise `{raise}`"
