@@ -510,8 +510,9 @@ pub struct TokenTotals {
     /// What every request costs besides its messages: reply priming and
     /// tool definitions.
     pub overhead: i64,
-    /// The tool definitions' part of [`overhead`](Self::overhead): the
-    /// counter's request cost with the tools minus without them. Providers
+    /// The tool definitions' part of [`overhead`](Self::overhead) (between
+    /// 0 and it): the counter's request cost with the tools minus without
+    /// them. Providers
     /// send them before the messages, so a prompt cache stores them with
     /// the prefix; the rest of the overhead (OpenAI's reply priming) comes
     /// after the messages.
@@ -606,8 +607,7 @@ impl<'a> Trimmed<'a> {
             .take_while(|r| r.decision == Decision::Pinned)
             .count();
         // The tool definitions count towards each marker's prefix.
-        let frame = crate::cache::Frame::new(None, &self.tokens);
-        frame.plan(&frame.blocks(&blocks), pinned, None, profile)
+        crate::cache::Frame::new(None, &self.tokens).plan(&blocks, pinned, None, profile)
     }
 
     /// One line per message (`#12 tool result for call_7 dropped with its call: ...`).

@@ -318,10 +318,9 @@ pub(crate) fn aging(
 /// ` (112 of tool definitions, 3 of reply priming)`: the overhead's
 /// non-zero parts, or nothing.
 fn overhead_parts(t: &cupel_chat::TokenTotals) -> String {
-    let tools = t.tools.clamp(0, t.overhead.max(0));
     let parts: Vec<String> = [
-        (tools, "tool definitions"),
-        (t.overhead - tools, "reply priming"),
+        (t.tools, "tool definitions"),
+        (t.overhead - t.tools, "reply priming"),
     ]
     .into_iter()
     .filter(|(n, _)| *n > 0)

@@ -77,6 +77,7 @@ macro_rules! folded_name {
             }
 
             /// Whether this value equals `other` under ASCII case folding.
+            #[inline]
             pub fn eq_str(&self, other: &str) -> bool {
                 // The same bytes (a well-known value shares its static
                 // spelling): equal without comparing them.

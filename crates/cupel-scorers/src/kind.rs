@@ -144,18 +144,12 @@ impl KindScorer {
 
     fn lookup(&self, kind: &ContextKind, name: &str) -> f64 {
         match &self.scan {
-            Some(list) => {
-                // A well-known kind shares its static spelling with the
-                // configured one: find it by address first (integer
-                // compares only), then by folded bytes.
-                let by_address = list.iter().find(|(k, _)| {
-                    let key = k.as_str();
-                    std::ptr::eq(key.as_ptr(), name.as_ptr()) && key.len() == name.len()
-                });
-                by_address
-                    .or_else(|| list.iter().find(|(k, _)| k.eq_str(name)))
-                    .map_or(0.0, |(_, w)| *w)
-            }
+            // `eq_str` compares addresses first: a well-known kind shares its
+            // static spelling with the configured one.
+            Some(list) => list
+                .iter()
+                .find(|(k, _)| k.eq_str(name))
+                .map_or(0.0, |(_, w)| *w),
             None => self.weights.get(kind).copied().unwrap_or(0.0),
         }
     }
@@ -303,11 +297,6 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(a.weight(&ContextKind::new("MEMORY").unwrap()), Some(0.3));
     }
-}
-
-#[cfg(test)]
-mod address_tests {
-    use cupel_core::ContextKind;
 
     #[test]
     fn well_known_kinds_share_one_spelling_across_crates() {
@@ -319,7 +308,7 @@ mod address_tests {
             built.as_str().as_ptr(),
             here.as_str().as_ptr()
         ));
-        let default = &super::KindScorer::DEFAULT_WEIGHTS[4].0;
+        let default = &KindScorer::DEFAULT_WEIGHTS[4].0;
         assert!(std::ptr::eq(
             built.as_str().as_ptr(),
             default.as_str().as_ptr()

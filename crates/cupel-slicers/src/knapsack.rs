@@ -400,10 +400,11 @@ impl Slicer for KnapsackSlice {
         let row_len = u128::from(capacity.unsigned_abs()) + 1;
         // The DP value width the fill will use: the narrowest that holds the
         // values' total (see `fill_keep_table` below).
-        let value_total: u128 = candidates
+        let values: Vec<u64> = candidates
             .iter()
-            .map(|&i| u128::from(scaled_value(items[i].score)))
-            .sum();
+            .map(|&i| scaled_value(items[i].score))
+            .collect();
+        let value_total: u128 = values.iter().map(|&v| u128::from(v)).sum();
         let width: u128 = if value_total <= u128::from(u32::MAX) {
             4
         } else if value_total <= u128::from(u64::MAX) {
@@ -425,13 +426,10 @@ impl Slicer for KnapsackSlice {
 
         // ----- parallel arrays -----
         let mut weights = Vec::with_capacity(n);
-        let mut values = Vec::with_capacity(n);
         for &i in &candidates {
-            let s = &items[i];
-            let dw = ceil_div(s.item.tokens(), self.bucket_size);
+            let dw = ceil_div(items[i].item.tokens(), self.bucket_size);
             // Anything heavier than the capacity never fits: store capacity + 1.
             weights.push(usize::try_from(dw).map_or(capacity + 1, |w| w.min(capacity + 1)));
-            values.push(scaled_value(s.score));
         }
 
         // The width chosen for the guard above.

@@ -125,8 +125,8 @@ impl Frame {
     /// hash; `None` hashes nothing: planning only needs the tokens) and the
     /// token totals of its trim.
     pub(crate) fn new(tools: Option<&Value>, totals: &TokenTotals) -> Self {
-        let overhead = totals.overhead.max(0);
-        let lead_tokens = totals.tools.clamp(0, overhead);
+        // `trim` keeps 0 <= tools <= overhead.
+        let lead_tokens = totals.tools;
         let lead = (lead_tokens > 0).then(|| {
             let mut h = DefaultHasher::new();
             tools.map(Value::to_string).hash(&mut h);
@@ -138,7 +138,7 @@ impl Frame {
         });
         Frame {
             lead,
-            tail: overhead - lead_tokens,
+            tail: totals.overhead - lead_tokens,
         }
     }
 
@@ -146,40 +146,57 @@ impl Frame {
         usize::from(self.lead.is_some())
     }
 
+    /// The markers for a window of `messages` (message positions; `pinned`
+    /// and `reuse_at` likewise), with the tools counted in every prefix.
+    pub(crate) fn plan(
+        &self,
+        messages: &[Block],
+        pinned: usize,
+        reuse_at: Option<usize>,
+        profile: &CacheProfile,
+    ) -> Vec<usize> {
+        self.plan_sent(&self.blocks(messages), pinned, reuse_at, profile)
+    }
+
+    /// Plans the markers for `messages` and sends the request (tools,
+    /// messages, then the tail uncached) to `cache`: the markers, in
+    /// message positions, and what the request is billed.
+    pub(crate) fn send(
+        &self,
+        cache: &mut PromptCache,
+        messages: &[Block],
+        pinned: usize,
+        reuse_at: Option<usize>,
+    ) -> (Vec<usize>, CacheUsage) {
+        let sent = self.blocks(messages);
+        let marks = self.plan_sent(&sent, pinned, reuse_at, cache.profile());
+        let o = self.offset();
+        let at: Vec<usize> = marks.iter().map(|&b| b + o).collect();
+        let usage = cache.request(&sent, &at, self.tail);
+        (marks, usage)
+    }
+
     /// The request's blocks: the tools (if any), then `messages`.
-    pub(crate) fn blocks(&self, messages: &[Block]) -> Vec<Block> {
+    fn blocks(&self, messages: &[Block]) -> Vec<Block> {
         self.lead.iter().chain(messages).copied().collect()
     }
 
-    /// [`plan_breakpoints`] over `blocks` (from [`Frame::blocks`]), with
+    /// [`plan_breakpoints`] over `sent` (from [`Frame::blocks`]), with
     /// `pinned`, `reuse_at` and the result in message positions.
-    pub(crate) fn plan(
+    fn plan_sent(
         &self,
-        blocks: &[Block],
+        sent: &[Block],
         pinned: usize,
         reuse_at: Option<usize>,
         profile: &CacheProfile,
     ) -> Vec<usize> {
         let o = self.offset();
         let pinned = if pinned > 0 { pinned + o } else { 0 };
-        plan_breakpoints(blocks, pinned, reuse_at.map(|r| r + o), profile)
+        plan_breakpoints(sent, pinned, reuse_at.map(|r| r + o), profile)
             .into_iter()
             .filter(|&b| b > o)
             .map(|b| b - o)
             .collect()
-    }
-
-    /// Sends `blocks` (from [`Frame::blocks`]) with markers at the message
-    /// positions `breakpoints`; the tail is billed uncached.
-    pub(crate) fn request(
-        &self,
-        cache: &mut PromptCache,
-        blocks: &[Block],
-        breakpoints: &[usize],
-    ) -> CacheUsage {
-        let o = self.offset();
-        let marks: Vec<usize> = breakpoints.iter().map(|&b| b + o).collect();
-        cache.request(blocks, &marks, self.tail)
     }
 }
 

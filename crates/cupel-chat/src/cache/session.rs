@@ -699,9 +699,7 @@ impl CacheSession {
             .take_while(|r| r.decision == Decision::Pinned)
             .count();
         let frame = Frame::new(opts.tools.as_ref(), &out.tokens);
-        let sent = frame.blocks(&blocks);
-        let bps = frame.plan(&sent, pinned, None, &self.profile);
-        frame.request(&mut self.cache, &sent, &bps);
+        let (bps, _) = frame.send(&mut self.cache, &blocks, pinned, None);
         self.prev_breakpoints = bps;
         Ok(())
     }
@@ -1008,9 +1006,7 @@ impl CacheSession {
             .filter(|&b| b <= kept_prefix)
             .max();
         let frame = Frame::new(opts.tools.as_ref(), &full.tokens);
-        let sent_blocks = frame.blocks(&blocks);
-        let breakpoints = frame.plan(&sent_blocks, pinned.len(), reuse_at, &self.profile);
-        let usage = frame.request(&mut self.cache, &sent_blocks, &breakpoints);
+        let (breakpoints, usage) = frame.send(&mut self.cache, &blocks, pinned.len(), reuse_at);
         let history = eligible
             .iter()
             .map(|e| e.2)

@@ -171,11 +171,7 @@ impl Sender {
             .take_while(|(a, b)| **a == b.hash)
             .count();
         let reuse_at = self.prev_bps.iter().copied().filter(|&b| b <= lcp).max();
-        let sent = self.frame.blocks(blocks);
-        let bps = self
-            .frame
-            .plan(&sent, pinned, reuse_at, self.cache.profile());
-        let usage = self.frame.request(&mut self.cache, &sent, &bps);
+        let (bps, usage) = self.frame.send(&mut self.cache, blocks, pinned, reuse_at);
         self.prev = blocks.iter().map(|b| b.hash).collect();
         self.prev_bps = bps;
         usage
