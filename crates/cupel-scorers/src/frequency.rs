@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use cupel_core::{ContextItem, Scorer};
 
-use crate::gather::{pack, tags_of};
+use crate::gather::{PassMap, PassState, tags_of};
 
 /// Inclusion–exclusion enumerates `2^k - 1` subsets per group of `k` tags; it
 /// is only considered when no group has more than this many tags.
@@ -43,8 +43,11 @@ const SUBSET_COST: u64 = 128;
 ///    groups the items by their remaining tag set: `G` groups `A` of `s_A`
 ///    items and `k_A` tags each;
 /// 3. counts, for every group `A`, the items that share a tag with it,
-///    `Σ_B s_B · [A ∩ B ≠ ∅]`, with the cheaper (by an estimate made from
-///    the tag counts, before any work) of two exact methods:
+///    `Σ_B s_B · [A ∩ B ≠ ∅]`. When no group has more than three tags (the
+///    usual case) this is inclusion–exclusion written out, `Σ c(t) −
+///    Σ c(s,t) + c(A)`, from per-tag item counts, per-pair counts and the
+///    group sizes — O(G). Otherwise it takes the cheaper (by an estimate
+///    made from the tag counts, before any work) of two exact methods:
 ///    * **inclusion–exclusion**: `Σ_{∅≠S⊆A} (-1)^{|S|+1} c(S)`, where `c(S)`
 ///      is the number of items whose tag set contains `S`, filled by
 ///      enumerating every group's non-empty subsets — O(Σ_A 2^{k_A}), for
@@ -54,7 +57,8 @@ const SUBSET_COST: u64 = 128;
 ///      1/32 of the items, with item bitsets OR-ed 64 items at a time and
 ///      popcounted — O(Σ_A Σ_{t∈A} min(|items(t)|, N/64)).
 ///
-/// Total: **O(T + min(Σ_A 2^{k_A}, Σ_A Σ_{t∈A} min(|items(t)|, N/64)))**.
+/// Total: **O(T + G)** for sets of at most three tags, **O(T +
+/// min(Σ_A 2^{k_A}, Σ_A Σ_{t∈A} min(|items(t)|, N/64)))** otherwise.
 /// That is linear in the number of items when items share few tags (in the
 /// benchmark workload — 20 tags, 1–3 per item — G ≤ 1,350 whatever N is), and
 /// at worst O(G · k · N / 64) for many distinct, large, overlapping tag sets
@@ -124,17 +128,17 @@ impl Scorer for FrequencyScorer {
     }
 }
 
-/// The hasher of the whole pass's maps (packed tags, id sets): foldhash's
-/// fast hasher, seeded per process from random keys, so bucket layouts are
-/// not predictable from tag names alone. Hash order never reaches an output:
-/// the maps are only probed, never iterated.
-type PassState = foldhash::fast::RandomState;
-
-type PassMap<K, V> = HashMap<K, V, PassState>;
-
 /// How step 3 counts overlaps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Method {
+    /// Inclusion–exclusion written out for sets of at most three tags, per
+    /// item from dense tables of few distinct tags. (Taken by default before
+    /// any grouping, so only tests name it, to force it.)
+    #[cfg_attr(not(test), allow(dead_code))]
+    DenseSmallSets,
+    /// Inclusion–exclusion written out for sets of at most three tags, per
+    /// group.
+    SmallSets,
     InclusionExclusion,
     Union,
 }
@@ -154,48 +158,32 @@ fn peer_overlap_counts_with(items: &[&ContextItem], force: Option<Method>) -> Ve
     }
     let state = PassState::default();
 
-    // 1. All tags, ASCII-folded, in one buffer (see `gather`; shared with
-    //    the other children of a composite). Intern them: short tags (at
-    //    most 7 bytes) keyed by their packed `u64`, which needs no byte
-    //    comparison, longer ones by their bytes.
+    // 1. All tags in one buffer, interned by their exact bytes and then
+    //    ASCII-folded (see `gather`; shared with the other children of a
+    //    composite), so each tag occurrence is a dense id.
     let arena = tags_of(items);
-    let folded = arena.bytes(true);
-    let mut short_ids: PassMap<u64, u32> = HashMap::with_hasher(state.clone());
-    let mut long_ids: PassMap<&[u8], u32> = HashMap::with_hasher(state.clone());
-    let mut distinct: usize = 0;
-    let mut sets: Vec<u32> = Vec::with_capacity(arena.tag_count());
-    for t in 0..arena.tag_count() {
-        let next = u32::try_from(distinct).unwrap_or(u32::MAX);
-        let tag = arena.tag(folded, t);
-        let id = match pack(tag) {
-            Some(packed) => *short_ids.entry(packed).or_insert(next),
-            None => *long_ids.entry(tag).or_insert(next),
-        };
-        if id == next {
-            distinct += 1;
-        }
-        sets.push(id);
-    }
-    if distinct >= u32::MAX as usize {
+    let (Some(interned), Some(folded)) = (arena.interned(), arena.folded_ids()) else {
         // Four billion distinct tags: ids would collide. Count pair by pair.
         return reference_counts(items);
-    }
+    };
+    let distinct = folded.distinct;
+    let mut sets: Vec<u32> = interned
+        .ids
+        .iter()
+        .map(|&id| folded.of[id as usize])
+        .collect();
 
     // Each item's ids sorted and deduplicated, compacted in place.
     let mut offsets = arena.offsets.clone();
     let mut write = 0;
     for i in 0..n {
         let (from, to) = (offsets[i], offsets[i + 1]);
-        let own = &mut sets[from..to];
-        own.sort_unstable();
-        let mut kept = 0;
-        for read in 0..own.len() {
-            if kept == 0 || own[read] != own[kept - 1] {
-                own[kept] = own[read];
-                kept += 1;
-            }
+        let kept = sort_dedup(&mut sets[from..to]);
+        // Element by element: a `copy_within` per item is a `memmove` call
+        // for one to three ids.
+        for k in 0..kept {
+            sets[write + k] = sets[from + k];
         }
-        sets.copy_within(from..from + kept, write);
         offsets[i] = write;
         write += kept;
     }
@@ -219,6 +207,24 @@ fn peer_overlap_counts_with(items: &[&ContextItem], force: Option<Method>) -> Ve
                 .filter(|&&t| carriers[t as usize] > 1),
         );
         shared_offsets.push(shared.len());
+    }
+    let largest = shared_offsets
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or(0);
+
+    // Few distinct tags in sets of at most three: count per item in dense
+    // tables, with no grouping at all.
+    if largest <= SMALL_SET_TAGS
+        && matches!(force, None | Some(Method::DenseSmallSets))
+        && let Some(count) = dense_small_set_counts(&shared, &shared_offsets, &carriers)
+    {
+        return count
+            .into_iter()
+            .zip(arena.offsets.windows(2))
+            .map(|(count, own)| (own[0] != own[1]).then(|| count.saturating_sub(1)))
+            .collect();
     }
 
     let mut group_of: Vec<Option<usize>> = vec![None; n];
@@ -254,16 +260,26 @@ fn peer_overlap_counts_with(items: &[&ContextItem], force: Option<Method>) -> Ve
 
     // 3. Per group, the number of items (its own included) sharing a tag with it.
     let heavy = |t: u32| carriers[t as usize] as usize * 32 >= n;
-    let method = force.unwrap_or_else(|| choose_method(&group_sets, n, &carriers, heavy));
-    // Inclusion-exclusion only for sets of at most 8 tags, even when forced
-    // (or when saturated estimates tie).
-    let small_sets = group_sets
-        .iter()
-        .all(|set| set.len() <= MAX_INCLUSION_EXCLUSION_TAGS);
-    let count = if method == Method::InclusionExclusion && small_sets {
-        inclusion_exclusion(&group_sets, &sizes, state)
-    } else {
-        union_counts(&group_sets, &group_of, distinct, heavy)
+    let method = match force {
+        Some(Method::DenseSmallSets) => Method::SmallSets,
+        Some(method) => method,
+        // A few operations per group, below the floor of either general
+        // method (see `small_set_counts`).
+        None if largest <= SMALL_SET_TAGS => Method::SmallSets,
+        None => choose_method(&group_sets, n, &carriers, heavy),
+    };
+    // Each method only for the set sizes it handles, even when forced (or
+    // when saturated estimates tie).
+    let count = match method {
+        Method::SmallSets if largest <= SMALL_SET_TAGS => {
+            small_set_counts(&group_sets, &sizes, &carriers, state)
+        }
+        Method::SmallSets | Method::InclusionExclusion
+            if largest <= MAX_INCLUSION_EXCLUSION_TAGS =>
+        {
+            inclusion_exclusion(&group_sets, &sizes, state)
+        }
+        _ => union_counts(&group_sets, &group_of, distinct, heavy),
     };
 
     group_of
@@ -278,6 +294,35 @@ fn peer_overlap_counts_with(items: &[&ContextItem], force: Option<Method>) -> Ve
             }
         })
         .collect()
+}
+
+/// Sorts `ids` and moves its distinct values to the front; returns their
+/// number. Sets of two or three ids (most items) take a compare-exchange
+/// network instead of a call into the general sort.
+fn sort_dedup(ids: &mut [u32]) -> usize {
+    let swap_if = |ids: &mut [u32], a: usize, b: usize| {
+        let (lo, hi) = (ids[a].min(ids[b]), ids[a].max(ids[b]));
+        ids[a] = lo;
+        ids[b] = hi;
+    };
+    match ids.len() {
+        0 | 1 => return ids.len(),
+        2 => swap_if(ids, 0, 1),
+        3 => {
+            swap_if(ids, 0, 1);
+            swap_if(ids, 1, 2);
+            swap_if(ids, 0, 1);
+        }
+        _ => ids.sort_unstable(),
+    }
+    let mut kept = 1;
+    for read in 1..ids.len() {
+        if ids[read] != ids[kept - 1] {
+            ids[kept] = ids[read];
+            kept += 1;
+        }
+    }
+    kept
 }
 
 /// The initial capacity of the map from tag sets to groups (at most one
@@ -360,6 +405,198 @@ fn choose_method(
     } else {
         Method::Union
     }
+}
+
+/// The largest tag set [`small_set_counts`] handles.
+const SMALL_SET_TAGS: usize = 3;
+
+/// The pair table of [`small_set_counts`] is a dense `D × D` array (`D`
+/// shared tags) when it has at most this many cells per group plus
+/// [`DENSE_PAIR_BASE`] (so zeroing it costs no more than the counting), a
+/// hash map otherwise.
+const DENSE_PAIR_CELLS_PER_GROUP: usize = 16;
+const DENSE_PAIR_BASE: usize = 1_024;
+
+/// [`dense_small_set_counts`] runs when its triple table has at most this
+/// many cells per item plus [`DENSE_TRIPLE_BASE`].
+const DENSE_TRIPLE_CELLS_PER_ITEM: usize = 8;
+const DENSE_TRIPLE_BASE: usize = 8_192;
+
+/// For every item, the number of items (itself included) sharing a tag with
+/// it, when every shared set (`shared[offsets[i]..offsets[i + 1]]`, sorted)
+/// has at most three tags and the `D` distinct tags are few enough for a
+/// `D³` table; `None` otherwise (0 for an item whose set is empty).
+///
+/// The same written-out inclusion–exclusion as [`small_set_counts`],
+/// `Σ c(t) − Σ c(s,t) + c(A)`, with `c(s,t)` and the three-tag `c(A)` (the
+/// items whose set *is* `A`) counted in dense `D²` and `D³` tables: O(N)
+/// array operations and no hashing.
+fn dense_small_set_counts(shared: &[u32], offsets: &[usize], carriers: &[u32]) -> Option<Vec<u64>> {
+    let n = offsets.len().saturating_sub(1);
+    let mut dense: Vec<u32> = vec![u32::MAX; carriers.len()];
+    let mut d = 0usize;
+    for &t in shared {
+        if dense[t as usize] == u32::MAX {
+            dense[t as usize] = d as u32;
+            d += 1;
+        }
+    }
+    let limit = n
+        .saturating_mul(DENSE_TRIPLE_CELLS_PER_ITEM)
+        .saturating_add(DENSE_TRIPLE_BASE);
+    if d.saturating_mul(d).saturating_mul(d) > limit {
+        return None;
+    }
+    let at = |t: u32| dense[t as usize] as usize;
+    let mut pairs = vec![0u32; d * d];
+    let mut triples = vec![0u32; d * d * d];
+    for w in offsets.windows(2) {
+        match shared[w[0]..w[1]] {
+            [a, b] => pairs[at(a) * d + at(b)] += 1,
+            [a, b, c] => {
+                let (a, b, c) = (at(a), at(b), at(c));
+                pairs[a * d + b] += 1;
+                pairs[a * d + c] += 1;
+                pairs[b * d + c] += 1;
+                triples[(a * d + b) * d + c] += 1;
+            }
+            [_, _, _, _, ..] => return None,
+            _ => {}
+        }
+    }
+    let single = |t: u32| u64::from(carriers[t as usize]);
+    Some(
+        offsets
+            .windows(2)
+            .map(|w| {
+                let (add, sub) = match shared[w[0]..w[1]] {
+                    [a] => (single(a), 0),
+                    [a, b] => (single(a) + single(b), u64::from(pairs[at(a) * d + at(b)])),
+                    [a, b, c] => {
+                        let (x, y, z) = (at(a), at(b), at(c));
+                        (
+                            single(a)
+                                + single(b)
+                                + single(c)
+                                + u64::from(triples[(x * d + y) * d + z]),
+                            u64::from(pairs[x * d + y])
+                                + u64::from(pairs[x * d + z])
+                                + u64::from(pairs[y * d + z]),
+                        )
+                    }
+                    _ => (0, 0),
+                };
+                // Never negative (the union is at least the item itself), and
+                // no sum overflows: n < 2^32.
+                add.saturating_sub(sub)
+            })
+            .collect(),
+    )
+}
+
+/// Whether [`small_set_counts`] counts pairs in a dense table, for `shared`
+/// distinct tags over `groups` groups.
+fn dense_pairs(shared: usize, groups: usize) -> bool {
+    shared.saturating_mul(shared)
+        <= groups
+            .saturating_mul(DENSE_PAIR_CELLS_PER_GROUP)
+            .saturating_add(DENSE_PAIR_BASE)
+}
+
+/// `count[A]` for every group `A` when no group has more than three tags:
+/// inclusion–exclusion written out,
+///
+/// `|⋃_{t∈A} items(t)| = Σ_{t∈A} c(t) − Σ_{{s,t}⊆A} c(s,t) + [|A| = 3] c(A)`,
+///
+/// where `c(S)` is the number of items whose set contains `S`:
+/// * `c(t) = carriers[t]` (every carrier of a shared tag is in a group);
+/// * `c(s,t)` is the sum of the sizes of the groups containing both, counted
+///   in one pass over the groups (a dense table for few distinct tags, a map
+///   keyed by the packed pair otherwise);
+/// * `c(A)` for a three-tag `A` is the size of `A`'s own group: a group that
+///   contains `A` has at least three tags, so it *is* `A`.
+///
+/// O(G) table operations for `G` groups, against `2 · (2^k − 1)` hash
+/// operations per group for the general inclusion–exclusion and at least
+/// one item list or bitset per tag for union counting.
+fn small_set_counts(
+    group_sets: &[&[u32]],
+    sizes: &[u64],
+    carriers: &[u32],
+    state: PassState,
+) -> Vec<u64> {
+    // Dense ids for the tags that occur in some group.
+    let mut dense: Vec<u32> = vec![u32::MAX; carriers.len()];
+    let mut shared = 0usize;
+    for &t in group_sets.iter().flat_map(|set| set.iter()) {
+        if dense[t as usize] == u32::MAX {
+            dense[t as usize] = shared as u32;
+            shared += 1;
+        }
+    }
+    let pairs_of = |set: &[u32]| -> [Option<(u32, u32)>; 3] {
+        match *set {
+            [a, b] => [Some((a, b)), None, None],
+            [a, b, c] => [Some((a, b)), Some((a, c)), Some((b, c))],
+            _ => [None; 3],
+        }
+    };
+    let cells = shared.saturating_mul(shared);
+    // Per group, the sum of `c(s,t)` over its pairs.
+    let pair_sums: Vec<u64> = if dense_pairs(shared, group_sets.len()) {
+        let cell =
+            |(a, b): (u32, u32)| dense[a as usize] as usize * shared + dense[b as usize] as usize;
+        let mut table = vec![0u64; cells];
+        for (set, &size) in group_sets.iter().zip(sizes) {
+            for pair in pairs_of(set).into_iter().flatten() {
+                table[cell(pair)] += size;
+            }
+        }
+        group_sets
+            .iter()
+            .map(|set| {
+                pairs_of(set)
+                    .into_iter()
+                    .flatten()
+                    .map(|p| table[cell(p)])
+                    .sum()
+            })
+            .collect()
+    } else {
+        let key = |(a, b): (u32, u32)| u64::from(a) << 32 | u64::from(b);
+        let pair_count = group_sets
+            .iter()
+            .map(|set| pairs_of(set).iter().flatten().count())
+            .sum();
+        let mut table: PassMap<u64, u64> = HashMap::with_capacity_and_hasher(pair_count, state);
+        for (set, &size) in group_sets.iter().zip(sizes) {
+            for pair in pairs_of(set).into_iter().flatten() {
+                *table.entry(key(pair)).or_insert(0) += size;
+            }
+        }
+        group_sets
+            .iter()
+            .map(|set| {
+                pairs_of(set)
+                    .into_iter()
+                    .flatten()
+                    .map(|p| table.get(&key(p)).copied().unwrap_or(0))
+                    .sum()
+            })
+            .collect()
+    };
+    group_sets
+        .iter()
+        .zip(sizes)
+        .zip(pair_sums)
+        .map(|((set, &size), pairs)| {
+            let singles: u64 = set.iter().map(|&t| u64::from(carriers[t as usize])).sum();
+            let triple = if set.len() == 3 { size } else { 0 };
+            // Exact and never negative: n < 2^32 keeps every sum far from
+            // overflow, and the union is at least the group itself.
+            (singles + triple).saturating_sub(pairs)
+        })
+        .collect()
 }
 
 /// The subset of the sorted tag-id `set` selected by the bits of `mask`, as
@@ -688,6 +925,34 @@ mod tests {
     }
 
     #[test]
+    fn sort_dedup_orders_and_compacts_every_small_shape() {
+        let run = |ids: &[u32]| {
+            let mut ids = ids.to_vec();
+            let kept = sort_dedup(&mut ids);
+            ids.truncate(kept);
+            ids
+        };
+        assert_eq!(run(&[]), Vec::<u32>::new());
+        assert_eq!(run(&[7]), vec![7]);
+        assert_eq!(run(&[9, 2]), vec![2, 9]);
+        assert_eq!(run(&[4, 4]), vec![4]);
+        // All six orders of three distinct ids, and the duplicate shapes.
+        for order in [
+            [1, 2, 3],
+            [1, 3, 2],
+            [2, 1, 3],
+            [2, 3, 1],
+            [3, 1, 2],
+            [3, 2, 1],
+        ] {
+            assert_eq!(run(&order), vec![1, 2, 3], "{order:?}");
+        }
+        assert_eq!(run(&[5, 1, 5]), vec![1, 5]);
+        assert_eq!(run(&[1, 1, 1]), vec![1]);
+        assert_eq!(run(&[8, 3, 8, 3, 1]), vec![1, 3, 8]);
+    }
+
+    #[test]
     fn packed_set_keys_tell_sets_apart() {
         // (id + 1) per 21-bit field: {0} = 1; {0, 1} = 1 << 21 | 2;
         // {1} = 2 differs from {0, 1}; {0, 1, 2} = (1 << 42) | (2 << 21) | 3.
@@ -765,9 +1030,90 @@ mod tests {
         );
     }
 
+    #[test]
+    fn small_sets_are_counted_by_written_out_inclusion_exclusion() {
+        // Shared sets: a {x}, b {x, y}, c {x, y, z}, d {y, z}, e {z}, f {x, y, z}.
+        // Singles: c(x) = a, b, c, f = 4; c(y) = b, c, d, f = 4; c(z) = c, d, e, f = 4.
+        // Pairs: c(x,y) = b, c, f = 3; c(x,z) = c, f = 2; c(y,z) = c, d, f = 3.
+        // Triple: c(x,y,z) = c, f = 2 (the group {x, y, z} itself).
+        // a {x}:     4                          = 4 -> 3 peers (b, c, f)
+        // b {x,y}:   4 + 4 - 3                  = 5 -> 4 peers (a, c, d, f)
+        // c {x,y,z}: 4 + 4 + 4 - 3 - 2 - 3 + 2  = 6 -> 5 peers (all)
+        // d {y,z}:   4 + 4 - 3                  = 5 -> 4 peers (b, c, e, f)
+        // e {z}:     4                          = 4 -> 3 peers (c, d, f)
+        let items = [
+            item("a", &["x"]),
+            item("b", &["x", "y"]),
+            item("c", &["x", "y", "z"]),
+            item("d", &["y", "z"]),
+            item("e", &["z"]),
+            item("f", &["Z", "y", "x"]),
+        ];
+        let refs: Vec<&ContextItem> = items.iter().collect();
+        let expected = vec![Some(3), Some(4), Some(5), Some(4), Some(3), Some(5)];
+        assert_eq!(reference_counts(&refs), expected);
+        assert_eq!(
+            peer_overlap_counts_with(&refs, Some(Method::SmallSets)),
+            expected
+        );
+        // Three shared tags: 27 cells, well within the dense tables' limit.
+        assert!(dense_small_set_counts(&[0, 1], &[0, 1, 2], &[2, 2]).is_some());
+        assert_eq!(
+            peer_overlap_counts_with(&refs, Some(Method::DenseSmallSets)),
+            expected
+        );
+        assert_eq!(peer_overlap_counts(&refs), expected);
+    }
+
+    #[test]
+    fn dense_small_set_tables_are_bounded_by_the_item_count() {
+        // n items allow n * 8 + 8,192 triple cells. Item i has set {i}
+        // (one shared tag each, carried twice elsewhere: carriers are not
+        // read by the bound). 21 tags: 9,261 cells > 8 * 21 + 8,192 = 8,360.
+        let carriers = vec![2u32; 21];
+        let shared: Vec<u32> = (0..21).collect();
+        let offsets: Vec<usize> = (0..=21).collect();
+        assert!(dense_small_set_counts(&shared, &offsets, &carriers).is_none());
+        // 20 tags: 8,000 cells <= 8 * 20 + 8,192 = 8,352.
+        let offsets: Vec<usize> = (0..=20).collect();
+        assert_eq!(
+            dense_small_set_counts(&shared[..20], &offsets, &carriers),
+            Some(vec![2; 20])
+        );
+        // A set of four tags is never counted here.
+        assert!(dense_small_set_counts(&[0, 1, 2, 3], &[0, 4], &[2; 4]).is_none());
+    }
+
+    #[test]
+    fn small_sets_count_pairs_in_a_map_when_a_table_would_be_sparse() {
+        // 20 shared tags over 1 group: 400 cells <= 16 + 1,024 -> dense.
+        assert!(dense_pairs(20, 1));
+        // 1,350 groups (the benchmark workload's most): 20 tags stay dense.
+        assert!(dense_pairs(20, 1_350));
+        // 101 tags over 100 groups: 10,201 > 1,600 + 1,024 -> map.
+        assert!(!dense_pairs(101, 100));
+        // A chain of 101 items, item i tagged {t_i, t_(i+1)}: 102 tags, the
+        // two ends carried once, so 100 shared tags in 101 groups (the end
+        // items keep one tag each). Item i shares with i - 1 and i + 1.
+        let names: Vec<String> = (0..=101).map(|t| format!("t{t:03}")).collect();
+        let items: Vec<ContextItem> = (0..=100)
+            .map(|i| item(&format!("i{i}"), &[&names[i], &names[i + 1]]))
+            .collect();
+        let refs: Vec<&ContextItem> = items.iter().collect();
+        let expected: Vec<Option<u64>> = (0..=100)
+            .map(|i| Some(if i == 0 || i == 100 { 1 } else { 2 }))
+            .collect();
+        assert!(!dense_pairs(100, 101));
+        assert_eq!(reference_counts(&refs), expected);
+        assert_eq!(
+            peer_overlap_counts_with(&refs, Some(Method::SmallSets)),
+            expected
+        );
+    }
+
     proptest::proptest! {
         #[test]
-        fn both_methods_match_the_reference_on_random_sets(
+        fn every_method_matches_the_reference_on_random_sets(
             tag_lists in proptest::collection::vec(
                 proptest::collection::vec(0usize..12, 0..9), 0..50),
         ) {
@@ -787,6 +1133,37 @@ mod tests {
             proptest::prop_assert_eq!(&peer_overlap_counts_with(&refs, Some(Method::Union)), &reference);
             proptest::prop_assert_eq!(
                 &peer_overlap_counts_with(&refs, Some(Method::InclusionExclusion)),
+                &reference
+            );
+            // Falls back for sets of more than three tags.
+            proptest::prop_assert_eq!(
+                &peer_overlap_counts_with(&refs, Some(Method::SmallSets)),
+                &reference
+            );
+        }
+
+        #[test]
+        fn small_sets_match_the_reference_on_random_sets(
+            tag_lists in proptest::collection::vec(
+                proptest::collection::vec(0usize..40, 0..4), 0..80),
+        ) {
+            // Up to 40 tags (some case variants of others), at most three per
+            // item: every pass takes the small-set method, dense or not.
+            let items: Vec<ContextItem> = tag_lists
+                .iter()
+                .enumerate()
+                .map(|(i, tags)| {
+                    ContextItem::builder(format!("i{i}"), 1)
+                        .tags(tags.iter().map(|&t| if t % 7 == 0 { format!("T{}", t / 2) } else { format!("t{}", t / 2) }))
+                        .build()
+                        .unwrap()
+                })
+                .collect();
+            let refs: Vec<&ContextItem> = items.iter().collect();
+            let reference = reference_counts(&refs);
+            proptest::prop_assert_eq!(&peer_overlap_counts(&refs), &reference);
+            proptest::prop_assert_eq!(
+                &peer_overlap_counts_with(&refs, Some(Method::SmallSets)),
                 &reference
             );
         }

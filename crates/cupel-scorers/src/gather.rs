@@ -11,12 +11,19 @@
 //! scorers then work on a compact buffer. Reading the tags is still the
 //! largest cost of [`TagScorer`](crate::TagScorer) and
 //! [`FrequencyScorer`](crate::FrequencyScorer) passes, so a composite opens a
-//! [`TagScope`] and its children reuse one gathered copy.
+//! [`TagScope`] and its children reuse one gathered copy — and one numbering
+//! of the distinct tags ([`TagArena::interned`]), so each tag occurrence is
+//! hashed once per pass, not once per scorer.
 
 use std::cell::{OnceCell, RefCell};
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use cupel_core::ContextItem;
+
+/// Tags up to this many bytes are copied byte by byte (see
+/// [`TagArena::gather`]).
+const SHORT_TAG: usize = 16;
 
 /// Every tag of every item, as bytes in one buffer (plus an ASCII-lowercased
 /// copy, made on first use).
@@ -29,6 +36,73 @@ pub(crate) struct TagArena {
     ends: Vec<usize>,
     /// `offsets[i]..offsets[i + 1]`: the tags of item `i` (`n + 1` entries).
     pub(crate) offsets: Vec<usize>,
+    /// The tags interned by their exact bytes, made on first use (`None`
+    /// inside: too many distinct tags for 32-bit ids).
+    interned: OnceCell<Option<Interned>>,
+    /// The interned tags' ASCII-folded ids, made on first use.
+    folded_ids: OnceCell<Option<FoldedIds>>,
+}
+
+/// The hasher of the whole pass's maps: foldhash's fast hasher, seeded per
+/// process from random keys, so bucket layouts are not predictable from tag
+/// names alone. Hash order never reaches an output: the maps are only
+/// probed, never iterated.
+pub(crate) type PassState = foldhash::fast::RandomState;
+
+/// A map with the pass's hasher.
+pub(crate) type PassMap<K, V> = HashMap<K, V, PassState>;
+
+/// Every tag occurrence as a dense id of its exact bytes: equal bytes, equal
+/// ids, numbered in order of first appearance.
+pub(crate) struct Interned {
+    /// `ids[t]`: the id of tag occurrence `t`.
+    pub(crate) ids: Vec<u32>,
+    /// `first[id]`: the first occurrence of `id` (to read its bytes).
+    pub(crate) first: Vec<usize>,
+}
+
+/// The ids of [`Interned`] mapped to ids of their ASCII-folded bytes.
+pub(crate) struct FoldedIds {
+    /// `of[id]`: the folded id of exact id `id`.
+    pub(crate) of: Vec<u32>,
+    /// The number of distinct folded tags.
+    pub(crate) distinct: usize,
+}
+
+/// Dense ids for byte strings, in order of first appearance: strings of at
+/// most 7 bytes keyed by their packed `u64` (no byte comparison), longer
+/// ones by their bytes. `None` once the ids would not fit in a `u32`.
+struct Interner<'b> {
+    short: PassMap<u64, u32>,
+    long: PassMap<&'b [u8], u32>,
+    distinct: usize,
+}
+
+impl<'b> Interner<'b> {
+    fn new() -> Self {
+        let state = PassState::default();
+        Self {
+            short: HashMap::with_hasher(state.clone()),
+            long: HashMap::with_hasher(state),
+            distinct: 0,
+        }
+    }
+
+    /// The id of `bytes`, and whether it is new.
+    fn id(&mut self, bytes: &'b [u8]) -> Option<(u32, bool)> {
+        // u32::MAX itself is never handed out, so `next` never collides.
+        let next = u32::try_from(self.distinct)
+            .ok()
+            .filter(|&id| id < u32::MAX)?;
+        let id = match pack(bytes) {
+            Some(packed) => *self.short.entry(packed).or_insert(next),
+            None => *self.long.entry(bytes).or_insert(next),
+        };
+        if id == next {
+            self.distinct += 1;
+        }
+        Some((id, id == next))
+    }
 }
 
 impl TagArena {
@@ -53,7 +127,14 @@ impl TagArena {
         let mut raw: Vec<u8> = Vec::with_capacity(texts.iter().map(|t| t.len()).sum());
         let mut ends: Vec<usize> = Vec::with_capacity(texts.len());
         for text in &texts {
-            raw.extend_from_slice(text.as_bytes());
+            let bytes = text.as_bytes();
+            if bytes.len() <= SHORT_TAG {
+                // Byte by byte: `extend_from_slice` of an unknown length is
+                // a `memmove` call, costly for the usual few-byte tag.
+                raw.extend(bytes.iter().copied());
+            } else {
+                raw.extend_from_slice(bytes);
+            }
             ends.push(raw.len());
         }
         Self {
@@ -61,7 +142,61 @@ impl TagArena {
             folded: OnceCell::new(),
             ends,
             offsets,
+            interned: OnceCell::new(),
+            folded_ids: OnceCell::new(),
         }
+    }
+
+    /// The tags interned by their exact bytes (once per arena, shared by the
+    /// scorers that read it); `None` for four billion distinct tags.
+    pub(crate) fn interned(&self) -> Option<&Interned> {
+        self.interned
+            .get_or_init(|| {
+                let mut interner = Interner::new();
+                let mut ids = Vec::with_capacity(self.tag_count());
+                let mut first = Vec::new();
+                for t in 0..self.tag_count() {
+                    let (id, new) = interner.id(self.tag(&self.raw, t))?;
+                    if new {
+                        first.push(t);
+                    }
+                    ids.push(id);
+                }
+                Some(Interned { ids, first })
+            })
+            .as_ref()
+    }
+
+    /// The ASCII-folded id of every exact id of [`interned`](Self::interned):
+    /// one fold and one probe per *distinct* tag, not per occurrence.
+    pub(crate) fn folded_ids(&self) -> Option<&FoldedIds> {
+        self.folded_ids
+            .get_or_init(|| {
+                let interned = self.interned()?;
+                // The distinct tags folded into one small buffer.
+                let mut folded: Vec<u8> = Vec::new();
+                let mut ends: Vec<usize> = Vec::with_capacity(interned.first.len());
+                for &t in &interned.first {
+                    let tag = self.tag(&self.raw, t);
+                    folded.extend(tag.iter().map(u8::to_ascii_lowercase));
+                    ends.push(folded.len());
+                }
+                let mut interner = Interner::new();
+                let mut start = 0;
+                let of = ends
+                    .iter()
+                    .map(|&end| {
+                        let id = interner.id(&folded[start..end]).map(|(id, _)| id);
+                        start = end;
+                        id
+                    })
+                    .collect::<Option<Vec<u32>>>()?;
+                Some(FoldedIds {
+                    of,
+                    distinct: interner.distinct,
+                })
+            })
+            .as_ref()
     }
 
     /// The number of items.
@@ -217,6 +352,28 @@ mod tests {
         assert_eq!(arena.tag(folded, 0), b"ab");
         assert_eq!(arena.tag(folded, 1), "É".as_bytes());
         assert_eq!(arena.tag(folded, 2), b"cd");
+    }
+
+    #[test]
+    fn tags_are_numbered_by_exact_bytes_then_folded() {
+        let a = item(&["Ab", "É", "ab"]);
+        let b = item(&[]);
+        let c = item(&["cD", "Ab", "long-tag", "LONG-TAG"]);
+        let arena = TagArena::gather(&[&a, &b, &c]);
+        let interned = arena.interned().unwrap();
+        // Occurrences in order: Ab, É, ab (item a), cD, Ab, long-tag,
+        // LONG-TAG (item c). Exact bytes, numbered by first appearance: Ab 0,
+        // É 1, ab 2, cD 3, Ab again 0, long-tag 4 (8 bytes: keyed by its
+        // bytes, not packed), LONG-TAG 5.
+        assert_eq!(interned.ids, vec![0, 1, 2, 3, 0, 4, 5]);
+        assert_eq!(interned.ids.len(), arena.tag_count());
+        // Each id's first occurrence: 0, 1, 2, 3, then 5 and 6.
+        assert_eq!(interned.first, vec![0, 1, 2, 3, 5, 6]);
+        // Folded: ab 0 (Ab and ab), É 1 (not ASCII: unchanged), cd 2,
+        // long-tag 3 (both spellings).
+        let folded = arena.folded_ids().unwrap();
+        assert_eq!(folded.of, vec![0, 1, 0, 2, 3, 3]);
+        assert_eq!(folded.distinct, 4);
     }
 
     #[test]

@@ -219,15 +219,30 @@ impl Scorer for TagScorer {
             .map_or(f64::NAN, |item| self.score_item(item))
     }
 
-    /// Gathers all tags into one buffer first (see the crate's notes on
-    /// whole-pass scoring), then sums each item's matched weights in tag
-    /// order, exactly as [`score`](Scorer::score) does.
+    /// Gathers all tags into one buffer first and numbers the distinct ones
+    /// (see the crate's notes on whole-pass scoring; inside a
+    /// [`CompositeScorer`](crate::CompositeScorer) both are shared with
+    /// [`FrequencyScorer`](crate::FrequencyScorer)), looks each distinct tag
+    /// up once, then sums each item's matched weights in tag order, exactly
+    /// as [`score`](Scorer::score) does.
     fn score_all(&self, items: &[&ContextItem]) -> Vec<f64> {
         if self.total_weight == 0.0 {
             return vec![0.0; items.len()];
         }
         let arena = tags_of(items);
         let bytes = arena.bytes(self.matching == TagMatch::AsciiCaseInsensitive);
+        let weight_of = |t: usize| {
+            let tag = arena.tag(bytes, t);
+            self.weight_of_key(tag, pack(tag))
+        };
+        // With the tags interned (shared with the composite's other
+        // children), each distinct tag is looked up once.
+        let by_id: Option<(&[u32], Vec<Option<f64>>)> = arena.interned().map(|interned| {
+            (
+                &interned.ids[..],
+                interned.first.iter().map(|&t| weight_of(t)).collect(),
+            )
+        });
         arena
             .offsets
             .windows(2)
@@ -235,12 +250,17 @@ impl Scorer for TagScorer {
                 if w[0] == w[1] {
                     return 0.0;
                 }
-                let matched = (w[0]..w[1])
-                    .filter_map(|t| {
-                        let tag = arena.tag(bytes, t);
-                        self.weight_of_key(tag, pack(tag))
-                    })
-                    .fold(0.0, |acc, w| acc + w);
+                // The matched weights summed in tag order either way, so
+                // both paths give the same bits.
+                let matched = match &by_id {
+                    Some((ids, weights)) => ids[w[0]..w[1]]
+                        .iter()
+                        .filter_map(|&id| weights[id as usize])
+                        .fold(0.0, |acc, w| acc + w),
+                    None => (w[0]..w[1])
+                        .filter_map(weight_of)
+                        .fold(0.0, |acc, w| acc + w),
+                };
                 (matched / self.total_weight).min(1.0)
             })
             .collect()
