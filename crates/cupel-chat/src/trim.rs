@@ -17,6 +17,7 @@ use crate::error::ChatError;
 use crate::message::{Message, Role};
 use crate::transcript::Transcript;
 use crate::wire::Format;
+use crate::wire::kind_of;
 
 /// What moves in and out of the window as one piece. Tool calls and their
 /// results are always one piece, whatever the granularity.
@@ -231,7 +232,10 @@ impl Trim {
     }
 
     /// The request's tool definitions, counted as overhead (a
-    /// [`Transcript`]'s own `tools` are used by [`trim_transcript`]).
+    /// [`Transcript`]'s own `tools` are used by [`trim_transcript`]): an
+    /// array of tool objects, as both providers take them (`null` counts as
+    /// none). Anything else fails the trim with [`ChatError::Shape`] rather
+    /// than being counted as zero tokens.
     pub fn tools(mut self, tools: Value) -> Self {
         self.tools = Some(tools);
         self
@@ -654,6 +658,32 @@ struct Unit {
     tokens: i64,
 }
 
+/// The tool definitions must be what both providers take: an array of
+/// objects (`null` stands for none). A string, a number or an object where
+/// the array belongs would otherwise be counted as no tools at all.
+fn check_tools(tools: Option<&Value>) -> Result<(), ChatError> {
+    match tools {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::Array(list)) => match list.iter().position(|t| !t.is_object()) {
+            None => Ok(()),
+            Some(i) => Err(ChatError::Shape {
+                path: format!("tools[{i}]"),
+                message: format!(
+                    "a tool definition must be an object, not {}",
+                    kind_of(&list[i])
+                ),
+            }),
+        },
+        Some(other) => Err(ChatError::Shape {
+            path: "tools".into(),
+            message: format!(
+                "`tools` must be an array of tool definitions, not {}",
+                kind_of(other)
+            ),
+        }),
+    }
+}
+
 /// Trims `messages` to the budget of `opts`: the newest units that fit, with
 /// the pinned prompts, valid for the provider.
 ///
@@ -677,13 +707,16 @@ struct Unit {
 /// [`ChatError::InvalidBudget`] for `max_tokens <= 0`,
 /// [`ChatError::UnknownEncoding`], [`ChatError::PinnedOverBudget`] when the
 /// pinned prompts and the request overhead alone exceed the budget, and
-/// [`ChatError::NothingFits`] when not even the newest unit fits.
+/// [`ChatError::NothingFits`] when not even the newest unit fits;
+/// [`ChatError::Shape`] when the tool definitions are not an array of
+/// objects.
 pub fn trim<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, ChatError> {
     if opts.max_tokens <= 0 {
         return Err(ChatError::InvalidBudget {
             max_tokens: opts.max_tokens,
         });
     }
+    check_tools(opts.tools.as_ref())?;
     let counter = opts.make_counter()?;
     let n = messages.len();
     let tokens: Vec<i64> = messages

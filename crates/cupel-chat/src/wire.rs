@@ -113,7 +113,8 @@ fn content_from(v: Option<Value>, format: Format, path: &str) -> Result<Content,
     }
 }
 
-fn kind_of(v: &Value) -> &'static str {
+/// How a JSON value is named in an error: `a string`, `an object`, ...
+pub(crate) fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

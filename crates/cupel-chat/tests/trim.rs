@@ -352,6 +352,46 @@ fn errors_carry_the_numbers() {
 }
 
 #[test]
+fn tool_definitions_that_are_not_an_array_of_objects_fail_the_trim() {
+    let m = doc(json!([msg("user", 5)]));
+    // A string where the array belongs: an error naming `tools`, not a
+    // silent count of zero tool tokens.
+    let e = trim(&m, &Trim::anthropic(100).tools(json!("lookup"))).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "tools: `tools` must be an array of tool definitions, not a string"
+    );
+    // The same from a request body read by `Transcript`.
+    let body = Transcript::from_value(
+        json!({"model": "m", "tools": {"name": "lookup"}, "messages": [msg("user", 5)]}),
+        Some(Format::OpenAi),
+    )
+    .unwrap();
+    let e = cupel_chat::trim_transcript(&body, &opts(100)).unwrap_err();
+    assert_eq!(
+        e,
+        ChatError::Shape {
+            path: "tools".into(),
+            message: "`tools` must be an array of tool definitions, not an object".into(),
+        }
+    );
+    // An element that is not an object is named by its position.
+    let tools = json!([{"name": "a", "input_schema": {}}, 7]);
+    let e = trim(&m, &Trim::anthropic(100).tools(tools)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "tools[1]: a tool definition must be an object, not a number"
+    );
+    // `null` and an empty array are no tools: the same window as none.
+    let none = trim(&m, &opts(100)).unwrap();
+    for tools in [Value::Null, json!([])] {
+        let out = trim(&m, &opts(100).tools(tools)).unwrap();
+        assert_eq!(out.positions, none.positions);
+        assert_eq!(out.tokens.tools, 0);
+    }
+}
+
+#[test]
 fn anthropic_tool_results_in_user_messages_join_their_call() {
     let m = doc(json!({"system": "s", "messages": [
         {"role": "user", "content": "q", "t": 5},

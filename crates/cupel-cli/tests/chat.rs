@@ -122,6 +122,23 @@ fn errors() {
         e.starts_with("error: cannot read transcript `tests/fixtures/chat/missing.json`"),
         "{e}"
     );
+    // Tool definitions that are not an array: named, not counted as zero.
+    let e = fails(
+        &[
+            "chat",
+            "-",
+            "--max-tokens",
+            "100",
+            "--provider",
+            "anthropic",
+        ],
+        Some(r#"{"tools": "lookup", "messages": [{"role": "user", "content": "hi"}]}"#),
+        2,
+    );
+    assert_eq!(
+        e,
+        "error: <stdin>: tools: `tools` must be an array of tool definitions, not a string\n"
+    );
 }
 
 #[test]
