@@ -34,11 +34,12 @@ const SUBSET_COST: u64 = 128;
 /// for a pass.
 ///
 /// [`score_all`](Scorer::score_all) never compares item pairs. It
-/// 1. copies all tags into one buffer, ASCII-lowercased, and interns them
-///    (short tags as packed integers), turning each item into its sorted set
-///    of tag ids — O(T) for `T` tags in total. (Inside a
-///    [`CompositeScorer`](crate::CompositeScorer) the copy is shared with the
-///    other tag-reading children.)
+/// 1. copies all tags into one buffer and interns them by their bytes
+///    (short tags as packed integers), then maps each distinct tag to the id
+///    of its ASCII-lowercased form, turning each item into its sorted set of
+///    tag ids — O(T) for `T` tags in total. (Inside a
+///    [`CompositeScorer`](crate::CompositeScorer) the copy and the ids are
+///    shared with the other tag-reading children.)
 /// 2. drops tags that only one item carries (they cannot make an overlap) and
 ///    groups the items by their remaining tag set: `G` groups `A` of `s_A`
 ///    items and `k_A` tags each;
@@ -742,6 +743,30 @@ mod tests {
             .unwrap()
     }
 
+    /// Every counting method, forced (each falls back where it does not
+    /// apply: the dense tables to per-group counting, small sets and
+    /// inclusion–exclusion to the next method that takes the set sizes).
+    const METHODS: [Method; 4] = [
+        Method::DenseSmallSets,
+        Method::SmallSets,
+        Method::InclusionExclusion,
+        Method::Union,
+    ];
+
+    /// The pairwise reference, every forced method and the default choice
+    /// all count `expected`.
+    fn assert_counts(refs: &[&ContextItem], expected: &[Option<u64>]) {
+        assert_eq!(reference_counts(refs), expected, "reference");
+        for method in METHODS {
+            assert_eq!(
+                peer_overlap_counts_with(refs, Some(method)),
+                expected,
+                "{method:?}"
+            );
+        }
+        assert_eq!(peer_overlap_counts(refs), expected, "default");
+    }
+
     fn both(items: &[ContextItem]) -> Vec<f64> {
         let refs: Vec<&ContextItem> = items.iter().collect();
         let batch = FrequencyScorer.score_all(&refs);
@@ -904,24 +929,11 @@ mod tests {
     fn both_counting_methods_agree_with_the_reference() {
         let items = mixed_items();
         let refs: Vec<&ContextItem> = items.iter().collect();
-        let reference = reference_counts(&refs);
-        assert_eq!(
-            peer_overlap_counts_with(&refs, Some(Method::Union)),
-            reference
-        );
+        assert_counts(&refs, &reference_counts(&refs));
         // Inclusion-exclusion needs sets of at most 8 tags.
         let small: Vec<ContextItem> = items.into_iter().filter(|i| i.tags().len() <= 8).collect();
         let refs: Vec<&ContextItem> = small.iter().collect();
-        let reference = reference_counts(&refs);
-        assert_eq!(
-            peer_overlap_counts_with(&refs, Some(Method::InclusionExclusion)),
-            reference
-        );
-        assert_eq!(
-            peer_overlap_counts_with(&refs, Some(Method::Union)),
-            reference
-        );
-        assert_eq!(peer_overlap_counts(&refs), reference);
+        assert_counts(&refs, &reference_counts(&refs));
     }
 
     #[test]
@@ -976,9 +988,7 @@ mod tests {
         let refs: Vec<&ContextItem> = items.iter().collect();
         // a, b share p/q with each other and with c, d: 3 peers each; c, d
         // share with a, b, each other and e (s): 4; e with c, d: 2.
-        let expected = vec![Some(3), Some(3), Some(4), Some(4), Some(2)];
-        assert_eq!(reference_counts(&refs), expected);
-        assert_eq!(peer_overlap_counts(&refs), expected);
+        assert_counts(&refs, &[Some(3), Some(3), Some(4), Some(4), Some(2)]);
     }
 
     #[test]
@@ -999,16 +1009,7 @@ mod tests {
             item("e", &["Y", "z"]),
         ];
         let refs: Vec<&ContextItem> = items.iter().collect();
-        let expected = vec![Some(3), Some(2), Some(3), None, Some(2)];
-        assert_eq!(reference_counts(&refs), expected);
-        assert_eq!(
-            peer_overlap_counts_with(&refs, Some(Method::InclusionExclusion)),
-            expected
-        );
-        assert_eq!(
-            peer_overlap_counts_with(&refs, Some(Method::Union)),
-            expected
-        );
+        assert_counts(&refs, &[Some(3), Some(2), Some(3), None, Some(2)]);
         assert_eq!(
             FrequencyScorer.score_all(&refs),
             vec![0.75, 0.5, 0.75, 0.0, 0.5]
@@ -1050,19 +1051,18 @@ mod tests {
             item("f", &["Z", "y", "x"]),
         ];
         let refs: Vec<&ContextItem> = items.iter().collect();
-        let expected = vec![Some(3), Some(4), Some(5), Some(4), Some(3), Some(5)];
-        assert_eq!(reference_counts(&refs), expected);
-        assert_eq!(
-            peer_overlap_counts_with(&refs, Some(Method::SmallSets)),
-            expected
+        assert_counts(
+            &refs,
+            &[Some(3), Some(4), Some(5), Some(4), Some(3), Some(5)],
         );
-        // Three shared tags: 27 cells, well within the dense tables' limit.
-        assert!(dense_small_set_counts(&[0, 1], &[0, 1, 2], &[2, 2]).is_some());
+        // The dense tables themselves, on the same sets as ids (x 0, y 1,
+        // z 2; carriers 4 each): the counts above plus the item itself.
+        let shared = [0, 0, 1, 0, 1, 2, 1, 2, 2, 0, 1, 2];
+        let offsets = [0, 1, 3, 6, 8, 9, 12];
         assert_eq!(
-            peer_overlap_counts_with(&refs, Some(Method::DenseSmallSets)),
-            expected
+            dense_small_set_counts(&shared, &offsets, &[4, 4, 4]),
+            Some(vec![4, 5, 6, 5, 4, 6])
         );
-        assert_eq!(peer_overlap_counts(&refs), expected);
     }
 
     #[test]
@@ -1104,11 +1104,8 @@ mod tests {
             .map(|i| Some(if i == 0 || i == 100 { 1 } else { 2 }))
             .collect();
         assert!(!dense_pairs(100, 101));
-        assert_eq!(reference_counts(&refs), expected);
-        assert_eq!(
-            peer_overlap_counts_with(&refs, Some(Method::SmallSets)),
-            expected
-        );
+        // (100^3 triple cells > 8 * 101 + 8,192: no dense tables either.)
+        assert_counts(&refs, &expected);
     }
 
     proptest::proptest! {
@@ -1130,16 +1127,9 @@ mod tests {
                 .collect();
             let refs: Vec<&ContextItem> = items.iter().collect();
             let reference = reference_counts(&refs);
-            proptest::prop_assert_eq!(&peer_overlap_counts_with(&refs, Some(Method::Union)), &reference);
-            proptest::prop_assert_eq!(
-                &peer_overlap_counts_with(&refs, Some(Method::InclusionExclusion)),
-                &reference
-            );
-            // Falls back for sets of more than three tags.
-            proptest::prop_assert_eq!(
-                &peer_overlap_counts_with(&refs, Some(Method::SmallSets)),
-                &reference
-            );
+            for method in METHODS {
+                proptest::prop_assert_eq!(&peer_overlap_counts_with(&refs, Some(method)), &reference);
+            }
         }
 
         #[test]
@@ -1162,10 +1152,9 @@ mod tests {
             let refs: Vec<&ContextItem> = items.iter().collect();
             let reference = reference_counts(&refs);
             proptest::prop_assert_eq!(&peer_overlap_counts(&refs), &reference);
-            proptest::prop_assert_eq!(
-                &peer_overlap_counts_with(&refs, Some(Method::SmallSets)),
-                &reference
-            );
+            for method in METHODS {
+                proptest::prop_assert_eq!(&peer_overlap_counts_with(&refs, Some(method)), &reference);
+            }
         }
     }
 

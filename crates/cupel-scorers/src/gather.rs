@@ -25,13 +25,11 @@ use cupel_core::ContextItem;
 /// [`TagArena::gather`]).
 const SHORT_TAG: usize = 16;
 
-/// Every tag of every item, as bytes in one buffer (plus an ASCII-lowercased
-/// copy, made on first use).
+/// Every tag of every item, as bytes in one buffer, and (made on first use)
+/// their numbering.
 pub(crate) struct TagArena {
     /// All tag bytes, item after item, tag after tag.
     raw: Vec<u8>,
-    /// `raw` with ASCII letters lowercased.
-    folded: OnceCell<Vec<u8>>,
     /// `ends[t]`: end of tag `t` in the buffers (tag `t` starts at `ends[t - 1]`, or 0).
     ends: Vec<usize>,
     /// `offsets[i]..offsets[i + 1]`: the tags of item `i` (`n + 1` entries).
@@ -139,7 +137,6 @@ impl TagArena {
         }
         Self {
             raw,
-            folded: OnceCell::new(),
             ends,
             offsets,
             interned: OnceCell::new(),
@@ -156,7 +153,7 @@ impl TagArena {
                 let mut ids = Vec::with_capacity(self.tag_count());
                 let mut first = Vec::new();
                 for t in 0..self.tag_count() {
-                    let (id, new) = interner.id(self.tag(&self.raw, t))?;
+                    let (id, new) = interner.id(self.tag(t))?;
                     if new {
                         first.push(t);
                     }
@@ -177,7 +174,7 @@ impl TagArena {
                 let mut folded: Vec<u8> = Vec::new();
                 let mut ends: Vec<usize> = Vec::with_capacity(interned.first.len());
                 for &t in &interned.first {
-                    let tag = self.tag(&self.raw, t);
+                    let tag = self.tag(t);
                     folded.extend(tag.iter().map(u8::to_ascii_lowercase));
                     ends.push(folded.len());
                 }
@@ -210,23 +207,10 @@ impl TagArena {
         self.ends.len()
     }
 
-    /// The tag bytes, ASCII-lowercased when `fold` is set.
-    ///
-    /// Lowercasing only changes ASCII letters; multi-byte UTF-8 sequences
-    /// (all bytes `>= 0x80`) are untouched, so equal folded tags are exactly
-    /// the tags equal under `eq_ignore_ascii_case`.
-    pub(crate) fn bytes(&self, fold: bool) -> &[u8] {
-        if fold {
-            self.folded.get_or_init(|| self.raw.to_ascii_lowercase())
-        } else {
-            &self.raw
-        }
-    }
-
-    /// Tag `t` (`t < tag_count()`) within `bytes` (from [`bytes`](Self::bytes)).
-    pub(crate) fn tag<'b>(&self, bytes: &'b [u8], t: usize) -> &'b [u8] {
+    /// The bytes of tag `t` (`t < tag_count()`).
+    pub(crate) fn tag(&self, t: usize) -> &[u8] {
         let start = if t == 0 { 0 } else { self.ends[t - 1] };
-        &bytes[start..self.ends[t]]
+        &self.raw[start..self.ends[t]]
     }
 }
 
@@ -339,19 +323,16 @@ mod tests {
     }
 
     #[test]
-    fn arena_layout_and_folding() {
+    fn arena_layout() {
         let a = item(&["Ab", "É"]);
         let b = item(&[]);
         let c = item(&["cD"]);
         let arena = TagArena::gather(&[&a, &b, &c]);
         assert_eq!(arena.item_count(), 3);
         assert_eq!(arena.offsets, vec![0, 2, 2, 3]);
-        let raw = arena.bytes(false);
-        let folded = arena.bytes(true);
-        assert_eq!(arena.tag(raw, 0), b"Ab");
-        assert_eq!(arena.tag(folded, 0), b"ab");
-        assert_eq!(arena.tag(folded, 1), "É".as_bytes());
-        assert_eq!(arena.tag(folded, 2), b"cd");
+        assert_eq!(arena.tag(0), b"Ab");
+        assert_eq!(arena.tag(1), "É".as_bytes());
+        assert_eq!(arena.tag(2), b"cD");
     }
 
     #[test]

@@ -230,9 +230,15 @@ impl Scorer for TagScorer {
             return vec![0.0; items.len()];
         }
         let arena = tags_of(items);
-        let bytes = arena.bytes(self.matching == TagMatch::AsciiCaseInsensitive);
-        let weight_of = |t: usize| {
-            let tag = arena.tag(bytes, t);
+        let fold = self.matching == TagMatch::AsciiCaseInsensitive;
+        let mut lowered: Vec<u8> = Vec::new();
+        let mut weight_of = |t: usize| {
+            let mut tag = arena.tag(t);
+            if fold {
+                lowered.clear();
+                lowered.extend(tag.iter().map(u8::to_ascii_lowercase));
+                tag = &lowered;
+            }
             self.weight_of_key(tag, pack(tag))
         };
         // With the tags interned (shared with the composite's other
@@ -258,7 +264,7 @@ impl Scorer for TagScorer {
                         .filter_map(|&id| weights[id as usize])
                         .fold(0.0, |acc, w| acc + w),
                     None => (w[0]..w[1])
-                        .filter_map(weight_of)
+                        .filter_map(&mut weight_of)
                         .fold(0.0, |acc, w| acc + w),
                 };
                 (matched / self.total_weight).min(1.0)
