@@ -86,8 +86,9 @@ pub use run_budget::{
     RemainingTime, RemainingTokens, RunBudget, RunBudgetBuilder, ScopeId, TokenLimit, TokenUsage,
 };
 pub use stage::{
-    OverflowStrategy, Placer, ScoredItem, Scorer, SliceOutcome, SliceRoom, Slicer, SlicerKind,
-    check_finite, check_finite_scores, score_cmp_desc, score_sort_key,
+    OverflowStrategy, Placer, RADIX_SORT_FROM, ScoredItem, Scorer, SliceOutcome, SliceRoom, Slicer,
+    SlicerKind, check_finite, check_finite_scores, score_cmp_desc, score_sort_key,
+    sort_by_key_stable,
 };
 pub use time::{FixedTimeProvider, ManualTimeProvider, SystemTimeProvider, TimeProvider};
 pub use timestamp::parse_timestamp;

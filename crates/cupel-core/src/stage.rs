@@ -54,8 +54,8 @@ pub fn score_cmp_desc(a: f64, b: f64) -> Ordering {
 /// larger scores first, `-0.0 == 0.0`, every NaN last (and equal).
 ///
 /// Sorting integer keys is several times faster than calling a float
-/// comparator; the pipeline's Sort stage and the greedy slicer pack this key
-/// with an index into one `u128` and sort those.
+/// comparator; the pipeline's Sort stage and the greedy slicer pair this key
+/// with an index and sort the pairs with [`sort_by_key_stable`].
 ///
 /// ```
 /// use cupel_core::score_sort_key;
@@ -79,6 +79,38 @@ pub fn score_sort_key(score: f64) -> u64 {
     // to u64::MAX (that would need ascending == 0, i.e. a NaN bit pattern).
     !ascending
 }
+
+/// Sorts `(key, index)` pairs by key, ascending; pairs with equal keys keep
+/// their input order (a stable sort). Built in index order — as the
+/// pipeline's Sort stage, the greedy slicer and the rank scorers build
+/// them — the pairs come out ordered by key, then index.
+///
+/// From [`RADIX_SORT_FROM`] pairs this is a least-significant-digit radix
+/// sort of the key ([`radsort`](https://docs.rs/radsort)): eight linear
+/// passes at most, with no comparisons to mispredict. About two thirds of
+/// the time of a comparison sort at 10k pairs, two fifths at 100k.
+///
+/// ```
+/// use cupel_core::{score_sort_key, sort_by_key_stable};
+/// let scores = [0.5, 0.9, 0.5, 0.1];
+/// let mut pairs: Vec<(u64, usize)> =
+///     scores.iter().enumerate().map(|(i, &s)| (score_sort_key(s), i)).collect();
+/// sort_by_key_stable(&mut pairs);
+/// let order: Vec<usize> = pairs.iter().map(|p| p.1).collect();
+/// assert_eq!(order, [1, 0, 2, 3]); // score descending, ties in input order
+/// ```
+pub fn sort_by_key_stable(pairs: &mut [(u64, usize)]) {
+    if pairs.len() < RADIX_SORT_FROM {
+        pairs.sort_by_key(|p| p.0);
+    } else {
+        radsort::sort_by_key(pairs, |p| p.0);
+    }
+}
+
+/// The length from which [`sort_by_key_stable`] sorts by radix: below it,
+/// the radix sort's fixed cost (a 256-counter histogram per key byte) is
+/// more than the comparisons it saves.
+pub const RADIX_SORT_FROM: usize = 256;
 
 /// Computes a relevance score for an item among its peers.
 ///
@@ -433,4 +465,46 @@ pub enum OverflowStrategy {
     Truncate,
     /// Keep the over-budget selection and report an `OverflowEvent`.
     Proceed,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// Both sides of the radix threshold give the order of the standard
+        /// library's stable sort, ties included (keys drawn from a few
+        /// values, so most keys repeat; or from all of `u64`).
+        #[test]
+        fn stable_key_sort_equals_the_standard_stable_sort(
+            keys in proptest::prop_oneof![
+                proptest::collection::vec(0u64..4, 0..600),
+                proptest::collection::vec(proptest::num::u64::ANY, 0..600),
+            ],
+        ) {
+            let mut pairs: Vec<(u64, usize)> = keys.into_iter().zip(0..).collect();
+            let mut expected = pairs.clone();
+            expected.sort_by_key(|p| p.0);
+            sort_by_key_stable(&mut pairs);
+            proptest::prop_assert_eq!(pairs, expected);
+        }
+    }
+
+    #[test]
+    fn radix_path_orders_scores_then_input() {
+        // 300 pairs (radix path): scores 0.0, 0.5, 1.0 repeating. Descending
+        // score order: every index i with i % 3 == 2 (score 1.0) in input
+        // order, then i % 3 == 1 (0.5), then i % 3 == 0 (0.0).
+        const { assert!(300 >= RADIX_SORT_FROM) };
+        let mut pairs: Vec<(u64, usize)> = (0..300)
+            .map(|i| (score_sort_key((i % 3) as f64 / 2.0), i))
+            .collect();
+        sort_by_key_stable(&mut pairs);
+        let order: Vec<usize> = pairs.iter().map(|p| p.1).collect();
+        let expected: Vec<usize> = [2, 1, 0]
+            .iter()
+            .flat_map(|&r| (0..300).filter(move |i| i % 3 == r))
+            .collect();
+        assert_eq!(order, expected);
+    }
 }

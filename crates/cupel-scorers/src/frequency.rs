@@ -168,6 +168,23 @@ fn peer_overlap_counts_with(items: &[&ContextItem], force: Option<Method>) -> Ve
         return reference_counts(items);
     };
     let distinct = folded.distinct;
+    let peers = |count: Vec<u64>| -> Vec<Option<u64>> {
+        count
+            .into_iter()
+            .zip(arena.offsets.windows(2))
+            .map(|(count, own)| (own[0] != own[1]).then(|| count.saturating_sub(1)))
+            .collect()
+    };
+
+    // Items of at most three tags each and few distinct tags: count per
+    // item in dense tables, with no grouping at all.
+    if matches!(force, None | Some(Method::DenseSmallSets))
+        && let Some(count) =
+            dense_small_set_counts(&interned.ids, &folded.of, &arena.offsets, distinct)
+    {
+        return peers(count);
+    }
+
     let mut sets: Vec<u32> = interned
         .ids
         .iter()
@@ -214,19 +231,6 @@ fn peer_overlap_counts_with(items: &[&ContextItem], force: Option<Method>) -> Ve
         .map(|w| w[1] - w[0])
         .max()
         .unwrap_or(0);
-
-    // Few distinct tags in sets of at most three: count per item in dense
-    // tables, with no grouping at all.
-    if largest <= SMALL_SET_TAGS
-        && matches!(force, None | Some(Method::DenseSmallSets))
-        && let Some(count) = dense_small_set_counts(&shared, &shared_offsets, &carriers)
-    {
-        return count
-            .into_iter()
-            .zip(arena.offsets.windows(2))
-            .map(|(count, own)| (own[0] != own[1]).then(|| count.saturating_sub(1)))
-            .collect();
-    }
 
     let mut group_of: Vec<Option<usize>> = vec![None; n];
     let mut group_sets: Vec<&[u32]> = Vec::new();
@@ -424,71 +428,124 @@ const DENSE_TRIPLE_CELLS_PER_ITEM: usize = 8;
 const DENSE_TRIPLE_BASE: usize = 8_192;
 
 /// For every item, the number of items (itself included) sharing a tag with
-/// it, when every shared set (`shared[offsets[i]..offsets[i + 1]]`, sorted)
-/// has at most three tags and the `D` distinct tags are few enough for a
-/// `D³` table; `None` otherwise (0 for an item whose set is empty).
+/// it (0 for an item that shares none), when no item has more than three
+/// tag occurrences and the `D` distinct shared tags are few enough for a
+/// `(D + 1)³` table; `None` otherwise. Item `i`'s tags are
+/// `of[occurrences[k]]` for `k` in `offsets[i]..offsets[i + 1]`, folded ids
+/// below `distinct`.
 ///
 /// The same written-out inclusion–exclusion as [`small_set_counts`],
-/// `Σ c(t) − Σ c(s,t) + c(A)`, with `c(s,t)` and the three-tag `c(A)` (the
-/// items whose set *is* `A`) counted in dense `D²` and `D³` tables: O(N)
-/// array operations and no hashing.
-fn dense_small_set_counts(shared: &[u32], offsets: &[usize], carriers: &[u32]) -> Option<Vec<u64>> {
+/// `Σ c(t) − Σ c(s,t) + c(A)`, counted per item in dense tables: no
+/// grouping and no hashing. Every set is held in three slots, sorted, with
+/// an empty slot as one more tag `P` (numbered after every real one, so it
+/// sorts last) that no item carries. Every item adds to the cells of all
+/// three of its slot pairs and of its triple; a cell that names `P` is never
+/// read for a set that fills that slot, because each term is weighted by
+/// whether its slots are filled. So no step branches on a set's length,
+/// which is random from item to item.
+fn dense_small_set_counts(
+    occurrences: &[u32],
+    of: &[u32],
+    offsets: &[usize],
+    distinct: usize,
+) -> Option<Vec<u64>> {
     let n = offsets.len().saturating_sub(1);
-    let mut dense: Vec<u32> = vec![u32::MAX; carriers.len()];
+    let empty = u32::try_from(distinct).ok()?;
+    let sort3 = |s: [u32; 3]| {
+        let (a, b) = (s[0].min(s[1]), s[0].max(s[1]));
+        let (b, c) = (b.min(s[2]), b.max(s[2]));
+        [a.min(b), a.max(b), c]
+    };
+    // 1. Each item's folded ids, sorted, repeats emptied; carrier counts
+    //    (the empty slot's cell counts nothing that is read).
+    let mut slots: Vec<[u32; 3]> = Vec::with_capacity(n);
+    let mut carriers = vec![0u32; distinct + 1];
+    for w in offsets.windows(2) {
+        let (from, len) = (w[0], w[1] - w[0]);
+        if len > SMALL_SET_TAGS {
+            return None;
+        }
+        let slot = |k: usize| {
+            let t = occurrences
+                .get(from + k.min(len.saturating_sub(1)))
+                .and_then(|&id| of.get(id as usize))
+                .copied()
+                .unwrap_or(empty);
+            if k < len { t } else { empty }
+        };
+        let [a, b, c] = sort3([slot(0), slot(1), slot(2)]);
+        // Sorted, so a repeat follows its twin; emptying it and moving
+        // the empty slot last keeps the slots sorted.
+        let c = if c == b { empty } else { c };
+        let b = if b == a { empty } else { b };
+        let (b, c) = (b.min(c), b.max(c));
+        for t in [a, b, c] {
+            carriers[t as usize] = carriers[t as usize].saturating_add(1);
+        }
+        slots.push([a, b, c]);
+    }
+    // 2. The shared tags (carried by two or more items) numbered 0..d in
+    //    id order; every other tag and the empty slot become `P` = d.
+    let mut dense = vec![0u32; distinct + 1];
     let mut d = 0usize;
-    for &t in shared {
-        if dense[t as usize] == u32::MAX {
-            dense[t as usize] = d as u32;
+    for (t, &count) in carriers.iter().enumerate().take(distinct) {
+        if count > 1 {
+            dense[t] = d as u32;
             d += 1;
         }
     }
+    let side = d + 1;
     let limit = n
         .saturating_mul(DENSE_TRIPLE_CELLS_PER_ITEM)
         .saturating_add(DENSE_TRIPLE_BASE);
-    if d.saturating_mul(d).saturating_mul(d) > limit {
+    if side.saturating_mul(side).saturating_mul(side) > limit {
         return None;
     }
-    let at = |t: u32| dense[t as usize] as usize;
-    let mut pairs = vec![0u32; d * d];
-    let mut triples = vec![0u32; d * d * d];
-    for w in offsets.windows(2) {
-        match shared[w[0]..w[1]] {
-            [a, b] => pairs[at(a) * d + at(b)] += 1,
-            [a, b, c] => {
-                let (a, b, c) = (at(a), at(b), at(c));
-                pairs[a * d + b] += 1;
-                pairs[a * d + c] += 1;
-                pairs[b * d + c] += 1;
-                triples[(a * d + b) * d + c] += 1;
-            }
-            [_, _, _, _, ..] => return None,
-            _ => {}
+    let pad = d as u32;
+    for (t, &count) in carriers.iter().enumerate() {
+        if count <= 1 || t == distinct {
+            dense[t] = pad;
         }
     }
-    let single = |t: u32| u64::from(carriers[t as usize]);
+    // c(t) per dense tag; c(P) = 0.
+    let mut single = vec![0u64; side];
+    for (t, &count) in carriers.iter().enumerate().take(distinct) {
+        single[dense[t] as usize] += u64::from(count);
+    }
+    single[d] = 0;
+    // 3. Pair and triple counts, unconditionally (see above).
+    let mut pairs = vec![0u32; side * side];
+    let mut triples = vec![0u32; side * side * side];
+    for s in &mut slots {
+        let [a, b, c] = sort3([
+            dense[s[0] as usize],
+            dense[s[1] as usize],
+            dense[s[2] as usize],
+        ]);
+        *s = [a, b, c];
+        let (a, b, c) = (a as usize, b as usize, c as usize);
+        pairs[a * side + b] += 1;
+        pairs[a * side + c] += 1;
+        pairs[b * side + c] += 1;
+        triples[(a * side + b) * side + c] += 1;
+    }
+    // 4. Per item: c(a) + c(b) + c(c) − c(a,b) − c(a,c) − c(b,c) + c(a,b,c),
+    //    each pair and triple term only when its slots are filled. Never
+    //    negative (the union holds the item itself), and no sum overflows:
+    //    n < 2^32.
     Some(
-        offsets
-            .windows(2)
-            .map(|w| {
-                let (add, sub) = match shared[w[0]..w[1]] {
-                    [a] => (single(a), 0),
-                    [a, b] => (single(a) + single(b), u64::from(pairs[at(a) * d + at(b)])),
-                    [a, b, c] => {
-                        let (x, y, z) = (at(a), at(b), at(c));
-                        (
-                            single(a)
-                                + single(b)
-                                + single(c)
-                                + u64::from(triples[(x * d + y) * d + z]),
-                            u64::from(pairs[x * d + y])
-                                + u64::from(pairs[x * d + z])
-                                + u64::from(pairs[y * d + z]),
-                        )
-                    }
-                    _ => (0, 0),
-                };
-                // Never negative (the union is at least the item itself), and
-                // no sum overflows: n < 2^32.
+        slots
+            .iter()
+            .map(|s| {
+                let (a, b, c) = (s[0] as usize, s[1] as usize, s[2] as usize);
+                let two = u64::from(b != d);
+                let three = u64::from(c != d);
+                let add = single[a]
+                    + single[b]
+                    + single[c]
+                    + three * u64::from(triples[(a * side + b) * side + c]);
+                let sub = two * u64::from(pairs[a * side + b])
+                    + three * (u64::from(pairs[a * side + c]) + u64::from(pairs[b * side + c]));
                 add.saturating_sub(sub)
             })
             .collect(),
@@ -1056,32 +1113,61 @@ mod tests {
             &[Some(3), Some(4), Some(5), Some(4), Some(3), Some(5)],
         );
         // The dense tables themselves, on the same sets as ids (x 0, y 1,
-        // z 2; carriers 4 each): the counts above plus the item itself.
-        let shared = [0, 0, 1, 0, 1, 2, 1, 2, 2, 0, 1, 2];
+        // z 2; f's tags in its own order): the counts above plus the item
+        // itself.
+        let ids = [0, 0, 1, 0, 1, 2, 1, 2, 2, 2, 1, 0];
         let offsets = [0, 1, 3, 6, 8, 9, 12];
         assert_eq!(
-            dense_small_set_counts(&shared, &offsets, &[4, 4, 4]),
+            dense_small_set_counts(&ids, &[0, 1, 2], &offsets, 3),
             Some(vec![4, 5, 6, 5, 4, 6])
         );
     }
 
     #[test]
-    fn dense_small_set_tables_are_bounded_by_the_item_count() {
-        // n items allow n * 8 + 8,192 triple cells. Item i has set {i}
-        // (one shared tag each, carried twice elsewhere: carriers are not
-        // read by the bound). 21 tags: 9,261 cells > 8 * 21 + 8,192 = 8,360.
-        let carriers = vec![2u32; 21];
-        let shared: Vec<u32> = (0..21).collect();
-        let offsets: Vec<usize> = (0..=21).collect();
-        assert!(dense_small_set_counts(&shared, &offsets, &carriers).is_none());
-        // 20 tags: 8,000 cells <= 8 * 20 + 8,192 = 8,352.
-        let offsets: Vec<usize> = (0..=20).collect();
+    fn dense_tables_empty_repeats_and_unshared_tags() {
+        // Folded ids: a {0, 0, 1}, b {1, 2}, c {3}, d {} (no tags), e {1, 0}.
+        // Repeats count once: a's set is {0, 1}. Carriers: 0 -> a, e (2);
+        // 1 -> a, b, e (3); 2 -> b (1, unshared); 3 -> c (1, unshared).
+        // Shared pairs: c(0,1) = a, e = 2.
+        // a {0,1}: 2 + 3 - 2 = 3 (a, b, e)
+        // b {1}:   3             (a, b, e; tag 2 is b's alone)
+        // c {}:    0             (shares nothing)
+        // d {}:    0
+        // e {0,1}: 2 + 3 - 2 = 3
+        let ids = [0, 0, 1, 1, 2, 3, 1, 0];
+        let offsets = [0, 3, 5, 6, 6, 8];
         assert_eq!(
-            dense_small_set_counts(&shared[..20], &offsets, &carriers),
-            Some(vec![2; 20])
+            dense_small_set_counts(&ids, &[0, 1, 2, 3], &offsets, 4),
+            Some(vec![3, 3, 0, 0, 3])
         );
-        // A set of four tags is never counted here.
-        assert!(dense_small_set_counts(&[0, 1, 2, 3], &[0, 4], &[2; 4]).is_none());
+        // Four occurrences on one item: not this path.
+        assert_eq!(
+            dense_small_set_counts(&[0, 1, 0, 1], &[0, 1], &[0, 4], 2),
+            None
+        );
+    }
+
+    #[test]
+    fn dense_small_set_tables_are_bounded_by_the_item_count() {
+        // n items allow n * 8 + 8,192 cells in the (D + 1)^3 triple table
+        // (D shared tags plus the empty slot). Items 2k and 2k + 1 both carry
+        // tag k, so every tag is shared and each item's union is 2.
+        let pairs = |d: u32| -> (Vec<u32>, Vec<usize>) {
+            (
+                (0..2 * d).map(|i| i / 2).collect(),
+                (0..=2 * d as usize).collect(),
+            )
+        };
+        // 20 tags over 40 items: 21^3 = 9,261 > 40 * 8 + 8,192 = 8,512.
+        let (ids, offsets) = pairs(20);
+        let of: Vec<u32> = (0..20).collect();
+        assert_eq!(dense_small_set_counts(&ids, &of, &offsets, 20), None);
+        // 19 tags over 38 items: 20^3 = 8,000 <= 38 * 8 + 8,192 = 8,496.
+        let (ids, offsets) = pairs(19);
+        assert_eq!(
+            dense_small_set_counts(&ids, &of[..19], &offsets, 19),
+            Some(vec![2; 38])
+        );
     }
 
     #[test]

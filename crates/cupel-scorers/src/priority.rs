@@ -2,7 +2,7 @@
 
 use cupel_core::{ContextItem, Scorer};
 
-use crate::rank::{rank_score_one, rank_scores_all};
+use crate::rank::{rank_i64_scores_all, rank_score_one};
 
 /// Ranks items by their `priority`: the highest scores 1.0, the lowest 0.0,
 /// the rest evenly in between.
@@ -52,7 +52,7 @@ impl Scorer for PriorityScorer {
         // Gather the keys first (a branch-free pass the CPU can overlap
         // memory reads in), then rank from the local copy.
         let keys: Vec<Option<i64>> = items.iter().map(|i| i.priority()).collect();
-        rank_scores_all(keys.len(), keys)
+        rank_i64_scores_all(keys.len(), keys)
     }
 }
 

@@ -2,7 +2,7 @@
 
 use cupel_core::{
     CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer, SlicerKind, VariantOutcome,
-    VariantPick,
+    VariantPick, sort_by_key_stable,
 };
 
 use crate::variants::{declares_value, form_count, form_tokens, reason};
@@ -103,24 +103,22 @@ impl Slicer for GreedySlice {
         if items.is_empty() || budget.target_tokens <= 0 {
             return Ok(SliceOutcome::default());
         }
-        // (density key << 64 | index): ascending u128 order is density
-        // descending (NaN last), then index ascending — a total order, so the
-        // unstable sort is as deterministic as a stable one.
-        let mut order: Vec<u128> = Vec::with_capacity(items.len());
+        // (density key, index) in index order, sorted stably by the key:
+        // density descending (NaN last), then index ascending.
+        let mut order: Vec<(u64, usize)> = Vec::with_capacity(items.len());
         let mut tokens: Vec<i64> = Vec::with_capacity(items.len());
         for (i, s) in items.iter().enumerate() {
             let t = s.item.tokens();
             tokens.push(t);
             if t >= 0 {
-                order.push(u128::from(desc_key(density(s.score, t))) << 64 | i as u128);
+                order.push((desc_key(density(s.score, t)), i));
             }
         }
-        order.sort_unstable();
+        sort_by_key_stable(&mut order);
 
         let mut remaining = budget.target_tokens;
         let mut selected = Vec::new();
-        for key in order {
-            let i = key as u64 as usize; // low 64 bits: the index we packed
+        for (_, i) in order {
             let t = tokens[i];
             if t == 0 {
                 selected.push(i);
@@ -146,7 +144,7 @@ impl Slicer for GreedySlice {
         // `forms` is the tie-break, so ties go to the earlier item, then to
         // the more complete form.
         let mut forms: Vec<(usize, usize, i64)> = Vec::with_capacity(items.len());
-        let mut order: Vec<u128> = Vec::with_capacity(items.len());
+        let mut order: Vec<(u64, usize)> = Vec::with_capacity(items.len());
         for (i, s) in items.iter().enumerate() {
             let whole = s.item.tokens();
             if whole < 0 {
@@ -161,17 +159,17 @@ impl Slicer for GreedySlice {
                 } else {
                     whole_density
                 };
-                order.push(u128::from(desc_key(d)) << 64 | forms.len() as u128);
+                order.push((desc_key(d), forms.len()));
                 forms.push((i, form, t));
             }
         }
-        order.sort_unstable();
+        sort_by_key_stable(&mut order);
 
         let mut remaining = budget.target_tokens;
         let mut taken = vec![false; items.len()];
         let mut out = VariantOutcome::default();
-        for key in order {
-            let (i, form, t) = forms[key as u64 as usize];
+        for (_, f) in order {
+            let (i, form, t) = forms[f];
             if taken[i] || (t != 0 && t > remaining) {
                 continue;
             }
