@@ -168,21 +168,17 @@ fn peer_overlap_counts_with(items: &[&ContextItem], force: Option<Method>) -> Ve
         return reference_counts(items);
     };
     let distinct = folded.distinct;
-    let peers = |count: Vec<u64>| -> Vec<Option<u64>> {
-        count
-            .into_iter()
-            .zip(arena.offsets.windows(2))
-            .map(|(count, own)| (own[0] != own[1]).then(|| count.saturating_sub(1)))
-            .collect()
-    };
-
     // Items of at most three tags each and few distinct tags: count per
     // item in dense tables, with no grouping at all.
     if matches!(force, None | Some(Method::DenseSmallSets))
         && let Some(count) =
             dense_small_set_counts(&interned.ids, &folded.of, &arena.offsets, distinct)
     {
-        return peers(count);
+        return count
+            .into_iter()
+            .zip(arena.offsets.windows(2))
+            .map(|(count, own)| (own[0] != own[1]).then(|| count.saturating_sub(1)))
+            .collect();
     }
 
     let mut sets: Vec<u32> = interned
@@ -599,50 +595,43 @@ fn small_set_counts(
             _ => [None; 3],
         }
     };
-    let cells = shared.saturating_mul(shared);
-    // Per group, the sum of `c(s,t)` over its pairs.
-    let pair_sums: Vec<u64> = if dense_pairs(shared, group_sets.len()) {
-        let cell =
-            |(a, b): (u32, u32)| dense[a as usize] as usize * shared + dense[b as usize] as usize;
-        let mut table = vec![0u64; cells];
-        for (set, &size) in group_sets.iter().zip(sizes) {
-            for pair in pairs_of(set).into_iter().flatten() {
-                table[cell(pair)] += size;
-            }
-        }
-        group_sets
-            .iter()
-            .map(|set| {
-                pairs_of(set)
-                    .into_iter()
-                    .flatten()
-                    .map(|p| table[cell(p)])
-                    .sum()
-            })
-            .collect()
+    // `c(s,t)` per pair: a dense table for few distinct tags, else a map
+    // keyed by the packed pair.
+    enum PairTable {
+        Dense(Vec<u64>),
+        Map(PassMap<u64, u64>),
+    }
+    let cell =
+        |(a, b): (u32, u32)| dense[a as usize] as usize * shared + dense[b as usize] as usize;
+    let key = |(a, b): (u32, u32)| u64::from(a) << 32 | u64::from(b);
+    let mut table = if dense_pairs(shared, group_sets.len()) {
+        PairTable::Dense(vec![0; shared.saturating_mul(shared)])
     } else {
-        let key = |(a, b): (u32, u32)| u64::from(a) << 32 | u64::from(b);
         let pair_count = group_sets
             .iter()
             .map(|set| pairs_of(set).iter().flatten().count())
             .sum();
-        let mut table: PassMap<u64, u64> = HashMap::with_capacity_and_hasher(pair_count, state);
-        for (set, &size) in group_sets.iter().zip(sizes) {
-            for pair in pairs_of(set).into_iter().flatten() {
-                *table.entry(key(pair)).or_insert(0) += size;
+        PairTable::Map(HashMap::with_capacity_and_hasher(pair_count, state))
+    };
+    for (set, &size) in group_sets.iter().zip(sizes) {
+        for pair in pairs_of(set).into_iter().flatten() {
+            match &mut table {
+                PairTable::Dense(t) => t[cell(pair)] += size,
+                PairTable::Map(m) => *m.entry(key(pair)).or_insert(0) += size,
             }
         }
-        group_sets
-            .iter()
-            .map(|set| {
-                pairs_of(set)
-                    .into_iter()
-                    .flatten()
-                    .map(|p| table.get(&key(p)).copied().unwrap_or(0))
-                    .sum()
+    }
+    // Per group, the sum of `c(s,t)` over its pairs.
+    let pair_sums = group_sets.iter().map(|set| -> u64 {
+        pairs_of(set)
+            .into_iter()
+            .flatten()
+            .map(|pair| match &table {
+                PairTable::Dense(t) => t[cell(pair)],
+                PairTable::Map(m) => m.get(&key(pair)).copied().unwrap_or(0),
             })
-            .collect()
-    };
+            .sum()
+    });
     group_sets
         .iter()
         .zip(sizes)
