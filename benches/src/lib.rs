@@ -16,7 +16,10 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use cupel_core::{ContextBudget, ContextItem, ContextKind, CupelError, OverflowStrategy, Scorer};
+use cupel_core::{
+    ContextBudget, ContextItem, ContextItemBuilder, ContextKind, CupelError, OverflowStrategy,
+    Scorer,
+};
 use cupel_pipeline::Pipeline;
 use cupel_placers::ChronologicalPlacer;
 use cupel_scorers::{
@@ -79,6 +82,18 @@ pub fn epoch() -> DateTime<Utc> {
 
 /// The first `n` items of the standard workload, drawn exactly as specified.
 pub fn items(n: usize) -> Vec<ContextItem> {
+    generate(n, |_, _, b| b)
+}
+
+/// The workload's items, each finished by `extend(i, tokens, builder)`
+/// before it is built. Every item is built once, in order, by every
+/// variant of the workload: a variant that rebuilt a share of the items
+/// afterwards would scatter those items' allocations through the heap, and
+/// its benchmarks would measure that layout as well as the pipeline.
+fn generate(
+    n: usize,
+    mut extend: impl FnMut(usize, i64, ContextItemBuilder) -> ContextItemBuilder,
+) -> Vec<ContextItem> {
     let mut rng = XorShift64::new(XorShift64::ITEM_SEED);
     let epoch = epoch();
     let mut out: Vec<ContextItem> = Vec::with_capacity(n);
@@ -112,7 +127,7 @@ pub fn items(n: usize) -> Vec<ContextItem> {
         if pflag < 70 {
             b = b.priority(pval);
         }
-        match b.build() {
+        match extend(i, tokens, b).build() {
             Ok(item) => out.push(item),
             Err(e) => unreachable_content(&e),
         }
@@ -126,18 +141,13 @@ pub fn items(n: usize) -> Vec<ContextItem> {
 /// result. Nothing else changes (no extra random draws), so the grouped and
 /// the standard case differ only by the groups; same budget, same pipeline.
 pub fn grouped_items(n: usize) -> Vec<ContextItem> {
-    let mut out = Vec::with_capacity(n);
-    for (i, item) in items(n).into_iter().enumerate() {
+    generate(n, |i, _, b| {
         if i % 10 < 2 {
-            match item.to_builder().group(format!("pair-{}", i / 10)).build() {
-                Ok(grouped) => out.push(grouped),
-                Err(e) => unreachable_content(&e),
-            }
+            b.group(format!("pair-{}", i / 10))
         } else {
-            out.push(item);
+            b
         }
-    }
-    out
+    })
 }
 
 /// The variant workload (item variants, an extension): the same `n`
@@ -145,30 +155,20 @@ pub fn grouped_items(n: usize) -> Vec<ContextItem> {
 /// tokens (`head … tail`) and an 8-token placeholder. No extra random draws,
 /// so it differs from the standard case only by the variants.
 pub fn variant_items(n: usize) -> Vec<ContextItem> {
-    let mut out = Vec::with_capacity(n);
-    for (i, item) in items(n).into_iter().enumerate() {
+    generate(n, |i, tokens, b| {
         if i % 5 == 0 {
-            let quarter = item.tokens() / 4;
-            let built = item
-                .to_builder()
-                .variant(cupel_core::ItemVariant::new(
-                    format!("item-{i:06} head … tail"),
-                    quarter.max(8),
-                ))
-                .variant(cupel_core::ItemVariant::new(
-                    format!("[item-{i:06} omitted]"),
-                    8,
-                ))
-                .build();
-            match built {
-                Ok(v) => out.push(v),
-                Err(e) => unreachable_content(&e),
-            }
+            b.variant(cupel_core::ItemVariant::new(
+                format!("item-{i:06} head … tail"),
+                (tokens / 4).max(8),
+            ))
+            .variant(cupel_core::ItemVariant::new(
+                format!("[item-{i:06} omitted]"),
+                8,
+            ))
         } else {
-            out.push(item);
+            b
         }
-    }
-    out
+    })
 }
 
 #[cold]

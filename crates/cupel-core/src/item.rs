@@ -35,7 +35,7 @@ pub struct ContextItem {
 
 #[derive(Clone, PartialEq)]
 struct ItemData {
-    content: String,
+    content: Text,
     /// A 64-bit hash of `content`, taken once in [`ContextItemBuilder::build`]
     /// (see [`ContextItem::content_hash`]).
     content_hash: u64,
@@ -77,6 +77,39 @@ impl Extension {
 
 /// The metadata of an item without any.
 static NO_METADATA: BTreeMap<String, String> = BTreeMap::new();
+
+/// An item's text: its own string, or a string shared with other items (the
+/// item a group is sliced as shares its group's id; see
+/// [`ContextItem::group_unit`]), so that making one copies nothing.
+/// Compares, hashes and prints as the text alone. (24 bytes, like the
+/// `String` it wraps.)
+#[derive(Clone)]
+enum Text {
+    Owned(String),
+    Shared(Arc<str>),
+}
+
+impl std::ops::Deref for Text {
+    type Target = str;
+    fn deref(&self) -> &str {
+        match self {
+            Text::Owned(s) => s,
+            Text::Shared(s) => s,
+        }
+    }
+}
+
+impl PartialEq for Text {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
 
 impl ItemData {
     fn metadata(&self) -> &BTreeMap<String, String> {
@@ -123,6 +156,57 @@ impl ContextItem {
         ContextItemBuilder {
             data: (*self.inner).clone(),
         }
+    }
+
+    /// The item a group of items is sliced and placed as (atomic groups,
+    /// `spec/18-atomic-groups.md`): the group id of `first` as content
+    /// (shared with `first`, not copied), `tokens` of its own, the kind and
+    /// source of `first`, the given timestamp and pinned flag, and nothing
+    /// else (no priority, tags, metadata, group or variants). The pipeline
+    /// makes one per group of two or more members on every run, so it is
+    /// made directly rather than through the builder; nothing is allocated
+    /// but the item itself.
+    ///
+    /// ```
+    /// use cupel_core::{ContextItem, ContextKind};
+    /// let call = ContextItem::builder("lookup(42)", 5)
+    ///     .kind(ContextKind::TOOL_OUTPUT)
+    ///     .group("exchange-1")
+    ///     .build()?;
+    /// let unit = ContextItem::group_unit(&call, 25, None, false)?;
+    /// assert_eq!((unit.content(), unit.tokens()), ("exchange-1", 25));
+    /// assert_eq!(unit.kind(), &ContextKind::TOOL_OUTPUT);
+    /// assert!(unit.tags().is_empty() && unit.group().is_none());
+    /// # Ok::<(), cupel_core::CupelError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`CupelError::InvalidArgument`] when `first` has no group.
+    pub fn group_unit(
+        first: &ContextItem,
+        tokens: i64,
+        timestamp: Option<DateTime<Utc>>,
+        pinned: bool,
+    ) -> Result<ContextItem, CupelError> {
+        let Some(id) = first.inner.ext.as_ref().and_then(|e| e.group.clone()) else {
+            return Err(CupelError::InvalidArgument(
+                "group_unit: the first member has no group".to_owned(),
+            ));
+        };
+        Ok(ContextItem {
+            inner: Arc::new(ItemData {
+                content_hash: hash_content(&id),
+                content: Text::Shared(id),
+                tokens,
+                kind: first.kind().clone(),
+                source: first.source().clone(),
+                priority: None,
+                tags: Vec::new(),
+                timestamp,
+                pinned,
+                ext: None,
+            }),
+        })
     }
 
     /// The text of the item. Deduplication compares it byte for byte.
@@ -304,7 +388,7 @@ impl ContextItemBuilder {
     pub fn new(content: impl Into<String>, tokens: i64) -> Self {
         Self {
             data: ItemData {
-                content: content.into(),
+                content: Text::Owned(content.into()),
                 content_hash: 0,
                 tokens,
                 kind: ContextKind::MESSAGE,
@@ -320,7 +404,7 @@ impl ContextItemBuilder {
 
     /// Sets the content.
     pub fn content(mut self, content: impl Into<String>) -> Self {
-        self.data.content = content.into();
+        self.data.content = Text::Owned(content.into());
         self
     }
 
@@ -542,7 +626,9 @@ impl ContextItemBuilder {
         // An item lives as long as its caller keeps it: drop the spare
         // capacity that `format!` and pushes leave (often a third of the
         // content's allocation), once, here.
-        self.data.content.shrink_to_fit();
+        if let Text::Owned(content) = &mut self.data.content {
+            content.shrink_to_fit();
+        }
         self.data.tags.shrink_to_fit();
         Ok(ContextItem {
             inner: Arc::new(self.data),
@@ -702,6 +788,36 @@ mod tests {
         );
         assert!(matches!(
             ContextItem::builder("call", 3).group("").build(),
+            Err(CupelError::InvalidArgument(_))
+        ));
+    }
+
+    #[test]
+    fn a_group_unit_shares_its_group_id_and_costs_no_more_than_a_string() {
+        let call = ContextItem::builder("lookup(42)", 5)
+            .group("exchange-1")
+            .timestamp(DateTime::<Utc>::UNIX_EPOCH)
+            .build()
+            .unwrap();
+        let unit = ContextItem::group_unit(&call, 25, None, true).unwrap();
+        // The very bytes of the member's group id, not a copy.
+        assert_eq!(unit.content().as_ptr(), call.group().unwrap().as_ptr());
+        assert_eq!(unit.content_hash(), hash_content("exchange-1"));
+        assert_eq!(
+            (unit.tokens(), unit.pinned(), unit.timestamp()),
+            (25, true, None)
+        );
+        // Equal to the same item built from an owned string.
+        let built = ContextItem::builder("exchange-1", 25)
+            .pinned(true)
+            .build()
+            .unwrap();
+        assert!(unit == built);
+        // The shared text adds nothing to an item's size.
+        assert_eq!(std::mem::size_of::<Text>(), std::mem::size_of::<String>());
+        let lone = ContextItem::new("no group", 1).unwrap();
+        assert!(matches!(
+            ContextItem::group_unit(&lone, 1, None, false),
             Err(CupelError::InvalidArgument(_))
         ));
     }

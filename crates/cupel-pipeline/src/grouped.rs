@@ -7,26 +7,41 @@
 //! earliest of its members'; the engine gives it the maximum of its
 //! members' scores. An item without a group, or alone in its group, is a
 //! unit of its own and goes through the stages exactly as in a plain run.
-//! Building the table is O(N): one hash map of ids.
+//!
+//! Building the table is one pass over the items: one hash map of ids (a
+//! member next to the previous grouped item skips it), one row per unit.
+//! When every group's members stand next to each other in the input (a tool
+//! call and its results, the usual case), the units are consecutive ranges
+//! of the input and no member list is built at all; otherwise a second pass
+//! lists every unit's members in one flat array.
 
+use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 
+use chrono::{DateTime, Utc};
 use cupel_core::{ContextItem, CupelError, ExclusionReason, ItemVariant};
 use rustc_hash::FxHashMap;
 
 use crate::run::Units;
 
-/// A group of two or more members and what the stages need to know about it.
+/// A group and what the stages need to know about it.
 pub(crate) struct Group<'a> {
     id: &'a str,
-    /// Where its members' input indices (ascending) sit in `Grouped::members`.
-    start: usize,
-    len: usize,
+    /// Its unit's row.
+    row: u32,
+    /// Its first and its latest member so far (input order).
+    first: u32,
+    last: u32,
     pinned: bool,
     negative: bool,
     /// Sum of the non-negative members' tokens (fits: see `check_token_totals`).
     tokens: i64,
-    /// The item the slicer and placer see (built once membership is known).
+    /// The earliest member timestamp.
+    timestamp: Option<DateTime<Utc>>,
+    /// The most variants any member has.
+    levels: u32,
+    /// The item the slicer and placer see, for a group of two or more
+    /// (built once membership is known).
     item: Option<ContextItem>,
 }
 
@@ -42,155 +57,384 @@ impl Group<'_> {
     }
 }
 
-/// One unit: an item of its own, or a group of two or more.
-enum Unit {
-    Single(usize),
-    Group(usize),
+/// One unit of a [`Groups`] table (16 bytes).
+#[derive(Clone, Copy)]
+struct Row {
+    /// Its first member's input index.
+    first: u32,
+    /// Its members: input indices `start..start + len` when the table is
+    /// contiguous (then `start == first`), else `Groups::members[start..start + len]`.
+    start: u32,
+    len: u32,
+    /// Its group in `Groups::groups` ([`NO_GROUP`] for an ungrouped item).
+    group: u32,
 }
 
-/// The unit table of one run with groups.
-pub(crate) struct Grouped<'a> {
+const NO_GROUP: u32 = u32::MAX;
+
+/// The units of one run with groups: one row per unit, in the input order
+/// of each unit's first member, and the groups with the items they are
+/// sliced and placed as. The engine reads it through a [`Grouped`] table.
+pub(crate) struct Groups<'a> {
     items: &'a [ContextItem],
+    /// Whether an item from the first grouped one on has variants.
+    varied: bool,
     groups: Vec<Group<'a>>,
-    /// Every group's members, group after group (one allocation for all).
-    members: Vec<usize>,
-    /// Units in the input order of their first member.
-    units: Vec<Unit>,
+    rows: Vec<Row>,
+    /// Every unit's members, unit after unit; empty when `contiguous`
+    /// (unit after unit, the members are then `0..items.len()`).
+    members: Vec<u32>,
+    /// Whether every group's members are adjacent in the input.
+    contiguous: bool,
 }
 
-impl<'a> Grouped<'a> {
-    pub(crate) fn build(items: &'a [ContextItem]) -> Result<Self, CupelError> {
-        let mut ids: FxHashMap<&str, usize> = FxHashMap::default();
+impl<'a> Groups<'a> {
+    /// The units of `items`, whose first grouped item is `from` (the items
+    /// before it are units of their own).
+    pub(crate) fn build(items: &'a [ContextItem], from: usize) -> Result<Self, CupelError> {
+        if u32::try_from(items.len()).is_err() {
+            return Err(CupelError::InvalidArgument(format!(
+                "a run with atomic groups takes at most {} items; {} were given",
+                u32::MAX,
+                items.len()
+            )));
+        }
+        // (Every index below fits in u32: checked above.)
+        let single = |i: usize| Row {
+            first: i as u32,
+            start: i as u32,
+            len: 1,
+            group: NO_GROUP,
+        };
+        let mut rows: Vec<Row> = Vec::with_capacity(items.len());
+        rows.extend((0..from.min(items.len())).map(single));
+        let mut ids: FxHashMap<&'a str, u32> = FxHashMap::default();
         let mut groups: Vec<Group<'a>> = Vec::new();
-        let mut units: Vec<Unit> = Vec::with_capacity(items.len());
-        // Pass 1: the groups, their sizes and totals; each grouped item's group.
-        let mut group_of: Vec<(usize, usize)> = Vec::new(); // (item, group)
-        for (i, item) in items.iter().enumerate() {
+        let mut varied = false;
+        let mut contiguous = true;
+        // Members usually sit next to each other (a tool call and its
+        // result): the previous grouped item's group is tried before the map.
+        let mut last: Option<(&'a str, u32)> = None;
+        // The group of the previous item: when another item follows it,
+        // its unit item is made while its members are still in cache.
+        let mut open: Option<u32> = None;
+        for (i, item) in items.iter().enumerate().skip(from) {
             let Some(id) = item.group() else {
-                units.push(Unit::Single(i));
+                if let Some(g) = open.take() {
+                    close(items, &mut groups, &rows, g);
+                }
+                varied |= item.has_variants();
+                rows.push(single(i));
                 continue;
             };
-            let g = match ids.entry(id) {
-                Entry::Occupied(o) => *o.get(),
-                Entry::Vacant(v) => {
-                    v.insert(groups.len());
-                    units.push(Unit::Group(groups.len()));
-                    groups.push(Group {
-                        id,
-                        start: 0,
-                        len: 0,
-                        pinned: false,
-                        negative: false,
-                        tokens: 0,
-                        item: None,
-                    });
-                    groups.len() - 1
-                }
+            let g = match last {
+                Some((last_id, g)) if last_id == id => g,
+                _ => match ids.entry(id) {
+                    Entry::Occupied(o) => *o.get(),
+                    Entry::Vacant(v) => {
+                        let g = groups.len() as u32;
+                        v.insert(g);
+                        groups.push(Group {
+                            id,
+                            row: rows.len() as u32,
+                            first: i as u32,
+                            last: i as u32,
+                            pinned: false,
+                            negative: false,
+                            tokens: 0,
+                            timestamp: None,
+                            levels: 0,
+                            item: None,
+                        });
+                        rows.push(Row {
+                            first: i as u32,
+                            start: i as u32,
+                            len: 0,
+                            group: g,
+                        });
+                        g
+                    }
+                },
             };
-            group_of.push((i, g));
-            let group = &mut groups[g];
-            group.len += 1;
+            last = Some((id, g));
+            if open != Some(g) {
+                if let Some(open) = open {
+                    close(items, &mut groups, &rows, open);
+                }
+                open = Some(g);
+            }
+            let group = &mut groups[g as usize];
+            // A member after the group was closed (its members interleave
+            // with other units): its item is made again at the end.
+            group.item = None;
+            // A member that does not follow the group's previous one
+            // directly breaks the ranges.
+            contiguous &= group.last + 1 >= i as u32;
+            group.last = i as u32;
+            rows[group.row as usize].len += 1;
             group.pinned |= item.pinned();
             if item.tokens() < 0 {
                 group.negative = true;
             } else {
-                // Non-negative counts of a checked input: the sum fits in i64.
                 group.tokens = group.tokens.saturating_add(item.tokens());
             }
+            group.timestamp = match (group.timestamp, item.timestamp()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            group.levels = group
+                .levels
+                .max(u32::try_from(item.variants().len()).unwrap_or(u32::MAX));
         }
-        // Pass 2: the member lists, in input order, in one flat array.
-        let mut next = 0;
-        let mut fill: Vec<usize> = Vec::with_capacity(groups.len());
-        for group in &mut groups {
-            group.start = next;
-            fill.push(next);
-            next += group.len;
+        if let Some(g) = open {
+            close(items, &mut groups, &rows, g);
         }
-        let mut members = vec![0; next];
-        for (i, g) in group_of {
-            members[fill[g]] = i;
-            fill[g] += 1;
+        varied |= groups.iter().any(|g| g.levels > 0);
+        let mut table = Groups {
+            items,
+            varied,
+            groups,
+            rows,
+            members: Vec::new(),
+            contiguous,
+        };
+        if !contiguous {
+            table.list_members(&ids);
         }
-        for unit in &mut units {
-            if let Unit::Group(g) = *unit {
-                let group = &mut groups[g];
-                let own = &members[group.start..group.start + group.len];
-                match own {
-                    // Alone in its group: an item like any other.
-                    [only] => *unit = Unit::Single(*only),
-                    _ => group.item = Some(synthetic_item(items, group, own)?),
-                }
+        // The item of each group of two or more that `close` did not make
+        // (a group whose members have variants, or interleave with others).
+        for g in 0..table.groups.len() {
+            let group = &table.groups[g];
+            let row = table.rows[group.row as usize];
+            if row.len > 1 && group.item.is_none() {
+                let item = synthetic_item(items, group, table.members_of(row))?;
+                table.groups[g].item = Some(item);
             }
         }
-        Ok(Grouped {
-            items,
-            groups,
-            members,
-            units,
-        })
+        Ok(table)
     }
 
-    fn group_of(&self, u: usize) -> Option<&Group<'a>> {
-        match self.units[u] {
-            Unit::Single(_) => None,
-            Unit::Group(g) => Some(&self.groups[g]),
+    /// Lists every unit's members in `members`, unit after unit, each unit's
+    /// in input order (a second pass, for groups whose members interleave
+    /// with other units).
+    fn list_members(&mut self, ids: &FxHashMap<&str, u32>) {
+        let mut next = 0u32;
+        for row in &mut self.rows {
+            row.start = next;
+            next += row.len;
+        }
+        let mut fill: Vec<u32> = self.rows.iter().map(|r| r.start).collect();
+        let mut members = vec![0u32; self.items.len()];
+        // Rows were made in this same order: an ungrouped item, or a
+        // group's first member, opens the next one.
+        let mut opened = 0;
+        for (i, item) in self.items.iter().enumerate() {
+            let row = match item.group().and_then(|id| ids.get(id)) {
+                Some(&g) => {
+                    let group = &self.groups[g as usize];
+                    if group.first as usize == i {
+                        opened += 1;
+                    }
+                    group.row as usize
+                }
+                None => {
+                    opened += 1;
+                    opened - 1
+                }
+            };
+            members[fill[row] as usize] = i as u32;
+            fill[row] += 1;
+        }
+        self.members = members;
+    }
+
+    fn members_of(&self, row: Row) -> Members<'_> {
+        Members {
+            next: row.start as usize,
+            end: (row.start + row.len) as usize,
+            map: &self.members,
+        }
+    }
+
+    /// Whether an item from the first grouped one on has variants (the
+    /// items before it are the caller's to check).
+    pub(crate) fn varied(&self) -> bool {
+        self.varied
+    }
+
+    /// The table the engine reads.
+    pub(crate) fn table(&self) -> Grouped<'_> {
+        let rows = self
+            .rows
+            .iter()
+            .map(|row| {
+                let own = &self.items[row.first as usize];
+                let item = if row.len > 1 {
+                    // Every group of two or more has its item (see `build`).
+                    self.groups[row.group as usize].item.as_ref().unwrap_or(own)
+                } else {
+                    own
+                };
+                Unit {
+                    item,
+                    start: row.start,
+                    len: row.len,
+                }
+            })
+            .collect();
+        Grouped { units: self, rows }
+    }
+}
+
+/// A unit as the engine reads it (16 bytes): the item the slicer and placer
+/// see (its own, or its group's) and where its members are.
+#[derive(Clone, Copy)]
+struct Unit<'t> {
+    item: &'t ContextItem,
+    start: u32,
+    len: u32,
+}
+
+/// The unit table of one run with groups: by unit, the item the slicer and
+/// placer see and where its members are, so that reading a unit in score
+/// order costs one lookup, as in a plain run; the [`Groups`] behind it
+/// answer the rarer questions (which group, its members' list).
+pub(crate) struct Grouped<'t> {
+    units: &'t Groups<'t>,
+    rows: Vec<Unit<'t>>,
+}
+
+impl Grouped<'_> {
+    #[inline]
+    fn members_of(&self, unit: Unit<'_>) -> Members<'_> {
+        Members {
+            next: unit.start as usize,
+            end: (unit.start + unit.len) as usize,
+            map: &self.units.members,
         }
     }
 }
 
+/// The members of one unit, in input order.
+pub(crate) struct Members<'s> {
+    next: usize,
+    end: usize,
+    /// Positions `next..end` of this list, or the positions themselves when
+    /// it is empty (a contiguous table).
+    map: &'s [u32],
+}
+
+impl Iterator for Members<'_> {
+    type Item = usize;
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        if self.next >= self.end {
+            return None;
+        }
+        let k = self.next;
+        self.next += 1;
+        Some(if self.map.is_empty() {
+            k
+        } else {
+            self.map.get(k).map_or(k, |&i| i as usize)
+        })
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.end - self.next;
+        (n, Some(n))
+    }
+    fn count(self) -> usize {
+        self.end - self.next
+    }
+}
+
+impl ExactSizeIterator for Members<'_> {}
+
 impl Units for Grouped<'_> {
     type Members<'s>
-        = std::iter::Copied<std::slice::Iter<'s, usize>>
+        = Members<'s>
     where
         Self: 's;
     const GROUPED: bool = true;
     fn count(&self) -> usize {
-        self.units.len()
+        self.rows.len()
     }
-    fn members(&self, u: usize) -> Self::Members<'_> {
-        match &self.units[u] {
-            Unit::Single(i) => std::slice::from_ref(i),
-            Unit::Group(g) => {
-                let group = &self.groups[*g];
-                &self.members[group.start..group.start + group.len]
+    #[inline]
+    fn members(&self, u: usize) -> Members<'_> {
+        self.members_of(self.rows[u])
+    }
+    fn member_items<'u>(&self, units: &'u [usize]) -> Cow<'u, [usize]> {
+        let n = self.units.items.len();
+        // Every item is in exactly one unit: all of them, in input order.
+        if units.len() == self.rows.len() {
+            return Cow::Owned((0..n).collect());
+        }
+        let rows = units.iter().map(|&u| self.rows[u]);
+        if self.units.contiguous {
+            // Ascending units are ascending ranges.
+            let mut out = Vec::with_capacity(rows.clone().map(|r| r.len as usize).sum());
+            for row in rows {
+                out.extend(row.start as usize..(row.start + row.len) as usize);
+            }
+            return Cow::Owned(out);
+        }
+        // Members of different groups interleave: mark, then collect in
+        // input order (O(N)).
+        let mut marked = vec![false; n];
+        for row in rows {
+            for i in self.members_of(row) {
+                marked[i] = true;
             }
         }
-        .iter()
-        .copied()
+        Cow::Owned((0..n).filter(|&i| marked[i]).collect())
     }
+    #[inline]
+    fn multi(&self, u: usize) -> bool {
+        self.rows[u].len > 1
+    }
+    #[inline]
     fn tokens(&self, u: usize) -> i64 {
-        match self.units[u] {
-            Unit::Single(i) => self.items[i].tokens(),
-            Unit::Group(g) => self.groups[g].tokens,
-        }
+        // A group's item holds its non-negative members' total.
+        self.rows[u].item.tokens()
     }
+    #[inline]
     fn pinned(&self, u: usize) -> bool {
-        match self.units[u] {
-            Unit::Single(i) => self.items[i].pinned(),
-            Unit::Group(g) => self.groups[g].pinned,
-        }
+        self.rows[u].item.pinned()
     }
     fn negative(&self, u: usize) -> bool {
-        match self.units[u] {
-            Unit::Single(i) => self.items[i].tokens() < 0,
-            Unit::Group(g) => self.groups[g].negative,
+        match self.group(u) {
+            Some(g) => g.negative,
+            None => self.rows[u].item.tokens() < 0,
         }
     }
+    #[inline]
     fn item(&self, u: usize) -> &ContextItem {
-        match self.units[u] {
-            Unit::Single(i) => &self.items[i],
-            Unit::Group(g) => {
-                let group = &self.groups[g];
-                // Every multi-member group has its item (see `build`).
-                group
-                    .item
-                    .as_ref()
-                    .unwrap_or(&self.items[self.members[group.start]])
-            }
-        }
+        self.rows[u].item
     }
     fn group(&self, u: usize) -> Option<&Group<'_>> {
-        self.group_of(u)
+        if self.rows[u].len < 2 {
+            return None;
+        }
+        let row = self.units.rows[u];
+        Some(&self.units.groups[row.group as usize])
+    }
+}
+
+/// Makes the unit item of group `g` once no more members follow it
+/// directly, when it has two or more members and needs nothing but its
+/// totals (no member has variants, or the group is excluded anyway). The
+/// rest are made after the pass, from their member lists.
+fn close(items: &[ContextItem], groups: &mut [Group<'_>], rows: &[Row], g: u32) {
+    let group = &mut groups[g as usize];
+    if rows[group.row as usize].len > 1 && (group.levels == 0 || group.negative) {
+        // Cannot fail: the first member has the group's id.
+        group.item = ContextItem::group_unit(
+            &items[group.first as usize],
+            group.tokens,
+            group.timestamp,
+            group.pinned,
+        )
+        .ok();
     }
 }
 
@@ -206,28 +450,24 @@ impl Units for Grouped<'_> {
 fn synthetic_item(
     items: &[ContextItem],
     g: &Group<'_>,
-    members: &[usize],
+    members: Members<'_>,
 ) -> Result<ContextItem, CupelError> {
-    let first = &items[members[0]];
-    let timestamp = members.iter().filter_map(|&i| items[i].timestamp()).min();
-    let levels = members
-        .iter()
-        .map(|&i| items[i].variants().len())
-        .max()
-        .unwrap_or(0);
+    let first = &items[g.first as usize];
+    if g.levels == 0 || g.negative {
+        return ContextItem::group_unit(first, g.tokens, g.timestamp, g.pinned);
+    }
+    let members: Vec<&ContextItem> = members.map(|i| &items[i]).collect();
     let mut builder = ContextItem::builder(g.id, g.tokens)
         .kind(first.kind().clone())
         .source(first.source().clone())
-        .timestamp_opt(timestamp)
+        .timestamp_opt(g.timestamp)
         .pinned(g.pinned);
-    if !g.negative {
-        for level in 1..=levels {
-            let tokens = members.iter().fold(0i64, |acc, &i| {
-                let form = member_form(&items[i], level);
-                acc.saturating_add(items[i].variant_tokens(form).unwrap_or(0))
-            });
-            builder = builder.variant(ItemVariant::new(g.id, tokens));
-        }
+    for level in 1..=g.levels as usize {
+        let tokens = members.iter().fold(0i64, |acc, item| {
+            let form = member_form(item, level);
+            acc.saturating_add(item.variant_tokens(form).unwrap_or(0))
+        });
+        builder = builder.variant(ItemVariant::new(g.id, tokens));
     }
     builder.build()
 }
@@ -235,4 +475,123 @@ fn synthetic_item(
 /// The form a member is in when its group is taken at `level` (0: whole).
 pub(crate) fn member_form(item: &ContextItem, level: usize) -> usize {
     level.min(item.variants().len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(content: &str, tokens: i64, group: Option<&str>) -> ContextItem {
+        ContextItem::builder(content, tokens)
+            .group_opt(group.map(str::to_owned))
+            .build()
+            .unwrap()
+    }
+
+    fn build(items: &[ContextItem]) -> Groups<'_> {
+        let from = items.iter().position(|i| i.group().is_some()).unwrap();
+        Groups::build(items, from).unwrap()
+    }
+
+    fn members_of(table: &Grouped<'_>) -> Vec<Vec<usize>> {
+        (0..table.count())
+            .map(|u| table.members(u).collect())
+            .collect()
+    }
+
+    #[test]
+    fn adjacent_members_keep_input_order_and_a_lone_member_is_its_own_unit() {
+        let items = [
+            item("a", 1, Some("g1")),
+            item("b", 2, Some("g1")),
+            item("c", 3, None),
+            item("d", 4, Some("g2")),
+            item("e", 5, Some("g3")),
+            item("f", 6, Some("g3")),
+        ];
+        let groups = build(&items);
+        let table = groups.table();
+        // Units by first member: g1 = {0, 1}, c, d (alone in g2), g3 = {4, 5}.
+        assert_eq!(
+            members_of(&table),
+            [vec![0, 1], vec![2], vec![3], vec![4, 5]]
+        );
+        assert!(groups.contiguous);
+        // Unit items: g1 stands as "g1" with 1 + 2 = 3 tokens, g3 as "g3"
+        // with 5 + 6 = 11; d is itself, not a group (g2 has one member).
+        let seen: Vec<(&str, i64)> = (0..4)
+            .map(|u| (table.item(u).content(), table.tokens(u)))
+            .collect();
+        assert_eq!(seen, [("g1", 3), ("c", 3), ("d", 4), ("g3", 11)]);
+        assert!(table.group(2).is_none() && table.group(3).is_some());
+        // Units 0, 2, 3 hold items 0, 1 | 3 | 4, 5.
+        assert_eq!(*table.member_items(&[0, 2, 3]), [0, 1, 3, 4, 5]);
+    }
+
+    #[test]
+    fn interleaved_groups_list_their_members_in_input_order() {
+        let items = [
+            item("g-call", 10, Some("g")),
+            item("x", 10, None),
+            item("G-call", 10, Some("G")),
+            item("g-result", 10, Some("g")),
+            item("G-result", 10, Some("G")),
+        ];
+        let groups = build(&items);
+        let table = groups.table();
+        // g = {0, 3}, x, G = {2, 4}: the members of g and G interleave.
+        assert_eq!(members_of(&table), [vec![0, 3], vec![1], vec![2, 4]]);
+        assert!(!groups.contiguous);
+        // Units g and G: items 0, 3 and 2, 4, listed by input index.
+        assert_eq!(*table.member_items(&[0, 2]), [0, 2, 3, 4]);
+        assert_eq!(*table.member_items(&[1]), [1]);
+    }
+
+    #[test]
+    fn a_member_after_its_group_was_closed_remakes_the_group_item() {
+        // g's item is first made when x follows its second member (3 + 4 =
+        // 7 tokens); the third member, after x, makes it 3 + 4 + 6 = 13.
+        let items = [
+            item("g-call", 3, Some("g")),
+            item("g-result", 4, Some("g")),
+            item("x", 5, None),
+            item("g-retry", 6, Some("g")),
+        ];
+        let groups = build(&items);
+        let table = groups.table();
+        assert_eq!(members_of(&table), [vec![0, 1, 3], vec![2]]);
+        assert!(!groups.contiguous);
+        assert_eq!((table.item(0).content(), table.tokens(0)), ("g", 13));
+        assert_eq!(table.tokens(1), 5);
+    }
+
+    #[test]
+    fn a_group_with_variants_sums_its_members_level_by_level() {
+        // Level 1: the call has no variant (whole, 5) + the result's first
+        // form (20) = 25; level 2: 5 + the result's second form (2) = 7.
+        let result = ContextItem::builder("result", 100)
+            .group("g")
+            .variant(ItemVariant::new("head…tail", 20))
+            .variant(ItemVariant::new("[omitted]", 2))
+            .build()
+            .unwrap();
+        let items = [item("call", 5, Some("g")), result, item("y", 1, None)];
+        let groups = build(&items);
+        assert!(groups.varied());
+        let table = groups.table();
+        let unit = table.item(0);
+        assert_eq!(unit.tokens(), 105);
+        let forms: Vec<i64> = unit.variants().iter().map(ItemVariant::tokens).collect();
+        assert_eq!(forms, [25, 7]);
+    }
+
+    #[test]
+    fn a_negative_member_marks_its_group_and_is_left_out_of_the_total() {
+        let items = [item("a", 7, Some("g")), item("b", -2, Some("g"))];
+        let groups = build(&items);
+        let table = groups.table();
+        // One unit: tokens 7 (the -2 is not summed), negative.
+        assert_eq!((table.count(), table.tokens(0)), (1, 7));
+        assert!(table.negative(0));
+    }
 }

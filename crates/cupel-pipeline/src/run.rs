@@ -21,7 +21,7 @@ use rustc_hash::FxHashMap;
 use crate::Policy;
 use crate::blame::PinnedBlame;
 use crate::contract::{check_permutation, checked_selection};
-use crate::grouped::{Group, Grouped};
+use crate::grouped::{Group, Groups};
 use crate::pipeline::OverflowObserver;
 
 /// What the engine needs to know about the units of one run. Unit ids are
@@ -35,6 +35,11 @@ pub(crate) trait Units {
     const GROUPED: bool;
     fn count(&self) -> usize;
     fn members(&self, u: usize) -> Self::Members<'_>;
+    /// The input indices of the members of `units` (ascending ids), in
+    /// input order.
+    fn member_items<'u>(&self, units: &'u [usize]) -> Cow<'u, [usize]>;
+    /// Whether the unit has two or more members (a group).
+    fn multi(&self, u: usize) -> bool;
     /// Sum of the unit's non-negative member tokens.
     fn tokens(&self, u: usize) -> i64;
     fn pinned(&self, u: usize) -> bool;
@@ -70,6 +75,13 @@ impl Units for Plain<'_> {
     fn members(&self, u: usize) -> Self::Members<'_> {
         std::iter::once(u)
     }
+    fn member_items<'u>(&self, units: &'u [usize]) -> Cow<'u, [usize]> {
+        // Unit `u` is item `u`.
+        Cow::Borrowed(units)
+    }
+    fn multi(&self, _: usize) -> bool {
+        false
+    }
     fn tokens(&self, u: usize) -> i64 {
         self.0[u].tokens()
     }
@@ -104,15 +116,18 @@ pub(crate) fn execute<C: TraceCollector + ?Sized>(
         // grouped item goes through exactly the specification's stages.
         // Variants (another extension) only change which slicer method is
         // called and are otherwise looked at only once a slicer took one.
-        let (mut grouped, mut varied) = (false, false);
-        for item in items {
-            grouped |= item.group().is_some();
+        // The scan stops at the first grouped item: building the unit
+        // table reads the rest (and their variants) in its own pass.
+        let mut varied = false;
+        let first_grouped = items.iter().position(|item| {
             varied |= item.has_variants();
-        }
-        if grouped {
-            let table = Grouped::build(items)?;
+            item.group().is_some()
+        });
+        if let Some(from) = first_grouped {
+            let groups = Groups::build(items, from)?;
+            let table = groups.table();
             Engine::new(policy, budget, items, &table, collector, observer)
-                .with_variants(varied)
+                .with_variants(varied || groups.varied())
                 .run()
         } else {
             Engine::new(policy, budget, items, &Plain(items), collector, observer)
@@ -245,7 +260,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
     /// The form member `i` of unit `u` is in, with its report row.
     fn member_form(&self, u: usize, i: usize) -> Option<(usize, VariantReason)> {
         let &(level, reason) = self.forms.get(u)?;
-        let form = if T::GROUPED && self.units.group(u).is_some() {
+        let form = if T::GROUPED && self.units.multi(u) {
             crate::grouped::member_form(&self.items[i], level)
         } else {
             level
@@ -348,7 +363,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                 available_tokens: available,
             });
         }
-        self.pinned_items = self.member_items(&pinned).into_owned();
+        self.pinned_items = units.member_items(&pinned).into_owned();
         let count_in = self.items.len();
         self.finish(timer, PipelineStage::Classify, || {
             (count_in, item_count(units, pinned.iter().chain(&scoreable)))
@@ -356,25 +371,11 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         Ok((pinned, scoreable))
     }
 
-    /// The input indices of the members of `units`, in input order.
-    fn member_items<'u>(&self, units: &'u [usize]) -> Cow<'u, [usize]> {
-        if !T::GROUPED {
-            // Unit `u` is item `u`, and `units` ascend.
-            return Cow::Borrowed(units);
-        }
-        // Members of different groups interleave: mark, then collect in order (O(N)).
-        let mut marked = vec![false; self.items.len()];
-        for i in units.iter().flat_map(|&u| self.units.members(u)) {
-            marked[i] = true;
-        }
-        Cow::Owned((0..marked.len()).filter(|&i| marked[i]).collect())
-    }
-
     /// Stage 2: every scoreable item, in input order, through the scorer,
     /// under its contract: one finite score per item (H-1).
     fn score(&mut self, scoreable: &[usize]) -> Result<(), CupelError> {
         let timer = self.start();
-        let indices = self.member_items(scoreable);
+        let indices = self.units.member_items(scoreable);
         let refs: Vec<&ContextItem> = indices.iter().map(|&i| &self.items[i]).collect();
         let scores = if refs.is_empty() {
             Vec::new()
@@ -415,16 +416,19 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
     /// A unit's score: its item's, or the maximum of its members' (AG-5;
     /// NaN ignored, NaN only if every member's is).
     fn unit_score(&self, u: usize) -> f64 {
-        self.units
-            .members(u)
-            .map(|i| self.score_of[i])
-            .fold(f64::NAN, |acc, s| {
-                if acc.is_nan() || (!s.is_nan() && s > acc) {
-                    s
-                } else {
-                    acc
-                }
-            })
+        let mut scores = self.units.members(u).map(|i| self.score_of[i]);
+        // Every unit has a member; NaN stands for none all the same.
+        let first = scores.next().unwrap_or(f64::NAN);
+        if !T::GROUPED {
+            return first;
+        }
+        scores.fold(first, |acc, s| {
+            if acc.is_nan() || (!s.is_nan() && s > acc) {
+                s
+            } else {
+                acc
+            }
+        })
     }
 
     /// Stage 3: byte-identical contents among single-item units; the best
@@ -440,7 +444,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                 keyed.len(),
                 |k| {
                     let u = keyed[k].1;
-                    let compared = !(T::GROUPED && units.group(u).is_some());
+                    let compared = !(T::GROUPED && units.multi(u));
                     compared.then(|| units.item(u).content_hash())
                 },
                 |k| units.item(keyed[k].1).content(),
@@ -474,20 +478,20 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
     /// Stages 4 and 5: sort the units (score descending, ties by input
     /// order), slice them, and build the merged list: pinned units first
     /// (score 1.0), then the sliced units in sort order (D-4).
-    fn slice(
-        &mut self,
-        mut keyed: Vec<(f64, usize)>,
-        pinned: &[usize],
-    ) -> Result<Merged, CupelError> {
-        // (score key, unit) in unit order, sorted stably by the key: score
-        // descending, then unit id, i.e. input order (D-3). Integer keys
-        // sort several times faster than a float comparator.
-        let mut keys: Vec<(u64, usize)> =
-            keyed.iter().map(|&(s, u)| (score_sort_key(s), u)).collect();
+    fn slice(&mut self, keyed: Vec<(f64, usize)>, pinned: &[usize]) -> Result<Merged, CupelError> {
+        // (score key, position in `keyed`), sorted stably by the key: score
+        // descending, then position, which is unit order, i.e. input order
+        // (D-3). Integer keys sort several times faster than a float
+        // comparator.
+        let mut keys: Vec<(u64, usize)> = keyed
+            .iter()
+            .enumerate()
+            .map(|(k, &(s, _))| (score_sort_key(s), k))
+            .collect();
         sort_by_key_stable(&mut keys);
-        for (slot, (_, u)) in keyed.iter_mut().zip(keys) {
-            *slot = (self.unit_score(u), u);
-        }
+        // The (score, unit) pairs in sorted order; the scores are carried,
+        // not recomputed. (Collected into the keys' buffer: same layout.)
+        let keyed: Vec<(f64, usize)> = keys.into_iter().map(|(_, k)| keyed[k]).collect();
         let timer = self.start();
         let units = self.units;
         let sorted: Vec<ScoredItem<'_>> = keyed
