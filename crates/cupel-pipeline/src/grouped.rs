@@ -594,4 +594,56 @@ mod tests {
         assert_eq!((table.count(), table.tokens(0)), (1, 7));
         assert!(table.negative(0));
     }
+
+    proptest::proptest! {
+        /// The table against a reference built the obvious way: units in the
+        /// input order of their first member (an item without a group, or a
+        /// group id's members), each unit's members ascending, a group's
+        /// tokens the sum of its non-negative members', and every member
+        /// list of a set of units in input order.
+        #[test]
+        fn the_table_matches_a_reference(
+            spec in proptest::collection::vec((proptest::option::of(0u8..6), -2i64..20), 1..40),
+            pick in proptest::collection::vec(proptest::bool::ANY, 40),
+        ) {
+            let items: Vec<ContextItem> = spec
+                .iter()
+                .enumerate()
+                .map(|(i, &(g, t))| item(&format!("i{i}"), t, g.map(|g| format!("g{g}")).as_deref()))
+                .collect();
+            let mut reference: Vec<(Option<String>, Vec<usize>)> = Vec::new();
+            for (i, it) in items.iter().enumerate() {
+                match it.group() {
+                    Some(g) => match reference.iter_mut().find(|(id, _)| id.as_deref() == Some(g)) {
+                        Some((_, m)) => m.push(i),
+                        None => reference.push((Some(g.to_owned()), vec![i])),
+                    },
+                    None => reference.push((None, vec![i])),
+                }
+            }
+            if items.iter().all(|i| i.group().is_none()) {
+                return Ok(());
+            }
+            let groups = build(&items);
+            let table = groups.table();
+            let expected: Vec<Vec<usize>> = reference.iter().map(|(_, m)| m.clone()).collect();
+            proptest::prop_assert_eq!(members_of(&table), expected.clone());
+            for (u, m) in expected.iter().enumerate() {
+                let sum: i64 = m.iter().map(|&i| items[i].tokens()).filter(|&t| t >= 0).sum();
+                let negative = m.iter().any(|&i| items[i].tokens() < 0);
+                if m.len() > 1 {
+                    proptest::prop_assert_eq!(table.tokens(u), sum);
+                    proptest::prop_assert_eq!(table.item(u).content(), reference[u].0.as_deref().unwrap());
+                } else {
+                    proptest::prop_assert!(table.item(u).ptr_eq(&items[m[0]]));
+                }
+                proptest::prop_assert_eq!(table.negative(u), negative);
+                proptest::prop_assert_eq!(table.multi(u), m.len() > 1);
+            }
+            let chosen: Vec<usize> = (0..expected.len()).filter(|&u| pick[u]).collect();
+            let mut listed: Vec<usize> = chosen.iter().flat_map(|&u| expected[u].clone()).collect();
+            listed.sort_unstable();
+            proptest::prop_assert_eq!(table.member_items(&chosen).into_owned(), listed);
+        }
+    }
 }
