@@ -801,6 +801,7 @@ fn survivors<'c>(
 #[cfg(test)]
 mod tests {
     use super::survivors;
+    use cupel_core::score_cmp_desc;
 
     fn run_survivors(candidates: &[Option<(u64, &str, f64)>]) -> Vec<bool> {
         survivors(
@@ -839,5 +840,41 @@ mod tests {
         ];
         let s = run_survivors(&candidates);
         assert_eq!(s, [true, false, true, false]);
+    }
+
+    proptest::proptest! {
+        /// Against the definition, candidate by candidate: a compared
+        /// candidate survives when no other compared candidate with the
+        /// same bytes scores better, or as well and earlier. Hashes collide
+        /// on purpose (a content's hash is its number mod 3), so contents
+        /// that share a hash but not their bytes are exercised too.
+        #[test]
+        fn survivors_match_the_definition(
+            candidates in proptest::collection::vec(
+                proptest::option::of((0u8..7, proptest::sample::select(vec![0.0, 0.5, 1.0, f64::NAN]))),
+                0..40,
+            ),
+        ) {
+            let texts: Vec<String> = (0..7).map(|c| format!("c{c}")).collect();
+            let got = survivors(
+                candidates.len(),
+                |k| candidates[k].map(|(c, _)| u64::from(c % 3)),
+                |k| candidates[k].map_or("", |(c, _)| texts[usize::from(c)].as_str()),
+                |k| candidates[k].map_or(f64::NAN, |(_, s)| s),
+            );
+            for (k, c) in candidates.iter().enumerate() {
+                let expected = match c {
+                    None => true,
+                    Some((mine, s)) => !candidates.iter().enumerate().any(|(j, o)| match o {
+                        Some((theirs, t)) if j != k && theirs == mine => {
+                            let order = score_cmp_desc(*t, *s);
+                            order.is_lt() || (order.is_eq() && j < k)
+                        }
+                        _ => false,
+                    }),
+                };
+                proptest::prop_assert_eq!(got[k], expected, "candidate {}", k);
+            }
+        }
     }
 }
