@@ -1,6 +1,8 @@
 //! (c) The pipeline with arbitrary items, budgets and policies
-//! (structure-aware). Asserts: no panic; the window within the budget unless
-//! the overflow strategy is `proceed`; every input item in the report
+//! (structure-aware), in up to four atomic groups. Asserts: no panic; every
+//! group whole or absent in the window, its members adjacent; the window
+//! within the budget unless the overflow strategy is `proceed` (a pinned
+//! member's group counts as pinned); every input item in the report
 //! exactly once; `run` and `dry_run` give the same window; identical input
 //! gives identical output.
 #![no_main]
@@ -37,6 +39,9 @@ struct Item {
     age_secs: Option<u16>,
     tags: Vec<u8>,
     trust: Option<u8>,
+    /// An atomic group among four ids, so that groups repeat, interleave
+    /// and hold pinned, negative and duplicate members.
+    group: Option<u8>,
 }
 
 #[derive(Debug, Arbitrary)]
@@ -269,7 +274,9 @@ fn item(it: &Item) -> Option<ContextItem> {
             if t % 2 == 0 { "a" } else { "b" }.to_string(),
         );
     }
-    b = b.metadata_map(meta);
+    b = b
+        .metadata_map(meta)
+        .group_opt(it.group.map(|g| format!("g{}", g % 4)));
     b.build().ok()
 }
 
@@ -311,6 +318,21 @@ fuzz_target!(|input: Input| {
     );
     match (&run, &dry) {
         (Ok(window), Ok(report)) => {
+            // A group is in the window whole or not at all, its members
+            // next to each other.
+            let mut sizes: HashMap<&str, usize> = HashMap::new();
+            for g in items.iter().filter_map(ContextItem::group) {
+                *sizes.entry(g).or_default() += 1;
+            }
+            for (g, n) in &sizes {
+                let at: Vec<usize> = (0..window.len())
+                    .filter(|&k| window[k].group() == Some(*g))
+                    .collect();
+                if let (Some(first), Some(last)) = (at.first(), at.last()) {
+                    assert_eq!(at.len(), *n, "group {g} is partial");
+                    assert_eq!(last - first + 1, *n, "group {g} is not adjacent");
+                }
+            }
             // run and dry_run agree on the window.
             let from_report: Vec<usize> = report.included.iter().map(|i| i.item.ptr_id()).collect();
             assert_eq!(window_ids(window), from_report, "run and dry_run differ");
@@ -331,9 +353,15 @@ fuzz_target!(|input: Input| {
             // Within the budget unless overflow is proceed.
             if cfg.overflow_strategy != cupel_core::OverflowStrategy::Proceed {
                 let total: i128 = window.iter().map(|i| i128::from(i.tokens())).sum();
-                let pinned: i128 = window
+                // A pinned member pins its whole group (AG-1).
+                let pinned_groups: Vec<&str> = items
                     .iter()
                     .filter(|i| i.pinned())
+                    .filter_map(ContextItem::group)
+                    .collect();
+                let pinned: i128 = window
+                    .iter()
+                    .filter(|i| i.pinned() || i.group().is_some_and(|g| pinned_groups.contains(&g)))
                     .map(|i| i128::from(i.tokens()))
                     .sum();
                 let target = i128::from(budget.target_tokens());
