@@ -290,6 +290,42 @@ mod tests {
     }
 
     #[test]
+    fn grouped_and_variant_items_are_the_standard_items_with_their_additions() {
+        // Built in one pass, they must equal the standard items given the
+        // group or the variants afterwards (field for field).
+        let plain = items(60);
+        for (i, (a, b)) in plain.iter().zip(grouped_items(60)).enumerate() {
+            let expected = if i % 10 < 2 {
+                a.to_builder()
+                    .group(format!("pair-{}", i / 10))
+                    .build()
+                    .unwrap()
+            } else {
+                a.clone()
+            };
+            assert!(expected == b, "grouped item {i}");
+        }
+        for (i, (a, b)) in plain.iter().zip(variant_items(60)).enumerate() {
+            let expected = if i % 5 == 0 {
+                a.to_builder()
+                    .variant(cupel_core::ItemVariant::new(
+                        format!("item-{i:06} head … tail"),
+                        (a.tokens() / 4).max(8),
+                    ))
+                    .variant(cupel_core::ItemVariant::new(
+                        format!("[item-{i:06} omitted]"),
+                        8,
+                    ))
+                    .build()
+                    .unwrap()
+            } else {
+                a.clone()
+            };
+            assert!(expected == b, "variant item {i}");
+        }
+    }
+
+    #[test]
     fn xorshift_first_values() {
         // x0 = 0x9E3779B97F4A7C15 stepped once by hand-checked shifts.
         let mut r = XorShift64::new(1);

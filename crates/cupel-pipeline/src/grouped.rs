@@ -249,11 +249,7 @@ impl<'a> Groups<'a> {
     }
 
     fn members_of(&self, row: Row) -> Members<'_> {
-        Members {
-            next: row.start as usize,
-            end: (row.start + row.len) as usize,
-            map: &self.members,
-        }
+        Members::new(row.start, row.len, &self.members)
     }
 
     /// Whether an item from the first grouped one on has variants (the
@@ -307,11 +303,7 @@ pub(crate) struct Grouped<'t> {
 impl Grouped<'_> {
     #[inline]
     fn members_of(&self, unit: Unit<'_>) -> Members<'_> {
-        Members {
-            next: unit.start as usize,
-            end: (unit.start + unit.len) as usize,
-            map: &self.units.members,
-        }
+        Members::new(unit.start, unit.len, &self.units.members)
     }
 }
 
@@ -322,6 +314,19 @@ pub(crate) struct Members<'s> {
     /// Positions `next..end` of this list, or the positions themselves when
     /// it is empty (a contiguous table).
     map: &'s [u32],
+}
+
+impl<'s> Members<'s> {
+    /// The `len` members from position `start` of `map` (of the input,
+    /// when `map` is empty).
+    #[inline]
+    fn new(start: u32, len: u32, map: &'s [u32]) -> Self {
+        Members {
+            next: start as usize,
+            end: start as usize + len as usize,
+            map,
+        }
+    }
 }
 
 impl Iterator for Members<'_> {
