@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 
-use cupel_core::{ContextItem, ExclusionReason, IncludedItem, SelectionReport};
+use cupel_core::{ContextItem, ExclusionReason, IncludedItem, InclusionReason, SelectionReport};
 use cupel_pipeline::{
     CurveConfig, InnerScorer, PolicyConfig, ScorerConfig, ScorerType, SlicerType,
 };
@@ -687,10 +687,12 @@ pub(crate) fn totals(p: &Prepared, report: &SelectionReport) -> String {
             format!("{n} {what}s")
         }
     };
+    // Pinned by the report's reason, not the item's flag: a pinned member
+    // pins its whole group (spec 18, AG-1), flagged or not.
     let (pinned, pinned_tokens) = report
         .included
         .iter()
-        .filter(|i| i.item.pinned())
+        .filter(|i| i.reason == InclusionReason::Pinned)
         .fold((0usize, 0i128), |(n, t), i| {
             (n + 1, t + i128::from(i.item.tokens()))
         });

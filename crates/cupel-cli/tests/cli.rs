@@ -751,6 +751,42 @@ fn select_and_explain_show_atomic_groups() {
 }
 
 #[test]
+fn explain_counts_every_member_of_a_pinned_group_as_pinned() {
+    // "call" is not flagged pinned, but its group holds a pinned member, so
+    // it is pinned too (AG-1): pinned = sys 10 + call 15 + result 15 = 40
+    // tokens in 3 items; "note" (20) fits the rest of the target (100 - 40).
+    let input = r#"
+[budget]
+max_tokens = 200
+target_tokens = 100
+
+[[items]]
+content = "sys"
+tokens = 10
+pinned = true
+
+[[items]]
+content = "call"
+tokens = 15
+group = "g"
+
+[[items]]
+content = "result"
+tokens = 15
+group = "g"
+pinned = true
+
+[[items]]
+content = "note"
+tokens = 20
+"#;
+    let o = cupel(&["explain", "-", "--input-format", "toml"], Some(input));
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("(pinned: 3 items, 40 tokens)"), "{text}");
+}
+
+#[test]
 fn select_and_explain_show_variants() {
     const VARIANTS: &str = "tests/fixtures/variants.toml";
     let out = ok(&["select", VARIANTS]);
