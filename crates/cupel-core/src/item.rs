@@ -5,8 +5,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use compact_str::CompactString;
 
-use crate::{ContextKind, ContextSource, CupelError, ItemVariant};
+use crate::{ContextKind, ContextSource, CupelError, ItemVariant, Tag};
 
 /// One candidate piece of context: a message, document, tool output, memory, ...
 ///
@@ -33,24 +34,34 @@ pub struct ContextItem {
     inner: Arc<ItemData>,
 }
 
+/// `repr(C)`, in this order: the fields the pipeline's first passes read
+/// (tokens, the extension pointer, the group id, the pinned flag) share the
+/// cache line of the `Arc`'s counts, and the fields the scorers and the later
+/// stages read (timestamp, content hash, priority) follow, ahead of the
+/// rest. On large inputs every pass over the items is bound by memory
+/// traffic, so a pass should touch as few lines per item as it can.
 #[derive(Clone, PartialEq)]
+#[repr(C)]
 struct ItemData {
-    content: Text,
+    tokens: i64,
+    /// The rarer fields, behind one pointer: `None` (8 bytes, no
+    /// allocation) for the usual item without metadata, a relevance hint,
+    /// original tokens or variants. (Keeping them out of line takes 64
+    /// bytes off every item: 64 MB per million.)
+    ext: Option<Box<Extension>>,
+    /// The atomic group's id, stored inline when short (up to 24 bytes), so
+    /// a grouped item takes no more allocations than any other.
+    group: Option<CompactString>,
+    pinned: bool,
+    timestamp: Option<DateTime<Utc>>,
     /// A 64-bit hash of `content`, taken once in [`ContextItemBuilder::build`]
     /// (see [`ContextItem::content_hash`]).
     content_hash: u64,
-    tokens: i64,
-    kind: ContextKind,
-    source: ContextSource,
     priority: Option<i64>,
-    tags: Vec<String>,
-    timestamp: Option<DateTime<Utc>>,
-    pinned: bool,
-    /// The rarer fields, behind one pointer: `None` (8 bytes, no
-    /// allocation) for the usual item without metadata, a relevance hint,
-    /// original tokens, a group or variants. (Keeping them out of line
-    /// takes 56 bytes off every item: 56 MB per million.)
-    ext: Option<Box<Extension>>,
+    kind: ContextKind,
+    tags: Vec<Tag>,
+    source: ContextSource,
+    content: Text,
 }
 
 /// An item's rarer fields; [`ContextItemBuilder::build`] stores none at all
@@ -60,7 +71,6 @@ struct Extension {
     metadata: BTreeMap<String, String>,
     future_relevance_hint: Option<f64>,
     original_tokens: Option<i64>,
-    group: Option<Arc<str>>,
     /// Cheaper forms, most complete first.
     variants: Box<[ItemVariant]>,
 }
@@ -70,7 +80,6 @@ impl Extension {
         self.metadata.is_empty()
             && self.future_relevance_hint.is_none()
             && self.original_tokens.is_none()
-            && self.group.is_none()
             && self.variants.is_empty()
     }
 }
@@ -78,40 +87,14 @@ impl Extension {
 /// The metadata of an item without any.
 static NO_METADATA: BTreeMap<String, String> = BTreeMap::new();
 
-/// An item's text: its own string, or a string shared with other items (the
-/// item a group is sliced as shares its group's id; see
-/// [`ContextItem::group_unit`]), so that making one copies nothing.
-/// Compares, hashes and prints as the text alone. (24 bytes, like the
-/// `String` it wraps.)
-#[derive(Clone)]
-enum Text {
-    Owned(String),
-    Shared(Arc<str>),
-}
-
-impl std::ops::Deref for Text {
-    type Target = str;
-    fn deref(&self) -> &str {
-        match self {
-            Text::Owned(s) => s,
-            Text::Shared(s) => s,
-        }
-    }
-}
-
-impl PartialEq for Text {
-    fn eq(&self, other: &Self) -> bool {
-        **self == **other
-    }
-}
-
-impl fmt::Debug for Text {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&**self, f)
-    }
-}
+/// An item's text: stored inline when short (up to 24 bytes), else on the
+/// heap (a `String` handed to the builder keeps its buffer). The item a group
+/// is sliced as takes its group's id as its text: a copy that allocates
+/// nothing for the usual short id (see [`ContextItem::group_unit`]).
+type Text = CompactString;
 
 impl ItemData {
+    #[inline]
     fn metadata(&self) -> &BTreeMap<String, String> {
         self.ext.as_ref().map_or(&NO_METADATA, |e| &e.metadata)
     }
@@ -124,10 +107,12 @@ impl ItemData {
         self.ext.as_ref().and_then(|e| e.original_tokens)
     }
 
+    #[inline]
     fn group(&self) -> Option<&str> {
-        self.ext.as_ref().and_then(|e| e.group.as_deref())
+        self.group.as_deref()
     }
 
+    #[inline]
     fn variants(&self) -> &[ItemVariant] {
         self.ext.as_ref().map_or(&[], |e| &e.variants)
     }
@@ -188,7 +173,7 @@ impl ContextItem {
         timestamp: Option<DateTime<Utc>>,
         pinned: bool,
     ) -> Result<ContextItem, CupelError> {
-        let Some(id) = first.inner.ext.as_ref().and_then(|e| e.group.clone()) else {
+        let Some(id) = first.inner.group.clone() else {
             return Err(CupelError::InvalidArgument(
                 "group_unit: the first member has no group".to_owned(),
             ));
@@ -196,7 +181,8 @@ impl ContextItem {
         Ok(ContextItem {
             inner: Arc::new(ItemData {
                 content_hash: hash_content(&id),
-                content: Text::Shared(id),
+                content: id,
+                group: None,
                 tokens,
                 kind: first.kind().clone(),
                 source: first.source().clone(),
@@ -210,6 +196,7 @@ impl ContextItem {
     }
 
     /// The text of the item. Deduplication compares it byte for byte.
+    #[inline]
     pub fn content(&self) -> &str {
         &self.inner.content
     }
@@ -228,43 +215,51 @@ impl ContextItem {
     /// assert_eq!(a.content_hash(), b.content_hash());
     /// # Ok::<(), cupel_core::CupelError>(())
     /// ```
+    #[inline]
     pub fn content_hash(&self) -> u64 {
         self.inner.content_hash
     }
 
     /// The caller-counted token cost. Negative values are excluded by the pipeline.
+    #[inline]
     pub fn tokens(&self) -> i64 {
         self.inner.tokens
     }
 
     /// What the item is (default [`ContextKind::MESSAGE`]).
+    #[inline]
     pub fn kind(&self) -> &ContextKind {
         &self.inner.kind
     }
 
     /// Where the item came from (default [`ContextSource::CHAT`]).
+    #[inline]
     pub fn source(&self) -> &ContextSource {
         &self.inner.source
     }
 
     /// Optional importance; higher is more important (used by the priority scorer).
+    #[inline]
     pub fn priority(&self) -> Option<i64> {
         self.inner.priority
     }
 
     /// Descriptive tags. Tag-overlap comparisons fold ASCII case.
-    pub fn tags(&self) -> &[String] {
+    #[inline]
+    pub fn tags(&self) -> &[Tag] {
         &self.inner.tags
     }
 
     /// Caller metadata, in key order. The pipeline never changes it; the
     /// `cupel:` key prefix is reserved for library conventions such as
     /// `cupel:trust`.
+    #[inline]
     pub fn metadata(&self) -> &BTreeMap<String, String> {
         self.inner.metadata()
     }
 
     /// When the item was created or observed (UTC).
+    #[inline]
     pub fn timestamp(&self) -> Option<DateTime<Utc>> {
         self.inner.timestamp
     }
@@ -275,6 +270,7 @@ impl ContextItem {
     }
 
     /// Whether the item bypasses scoring and slicing and is always included.
+    #[inline]
     pub fn pinned(&self) -> bool {
         self.inner.pinned
     }
@@ -288,6 +284,7 @@ impl ContextItem {
     /// specification: see `spec/18-atomic-groups.md`). Items sharing a group
     /// id are kept, dropped and placed together: the window holds all of
     /// them or none, adjacent and in input order. Ids compare byte for byte.
+    #[inline]
     pub fn group(&self) -> Option<&str> {
         self.inner.group()
     }
@@ -297,11 +294,13 @@ impl ContextItem {
     /// them in the window instead of the whole item; the window never holds
     /// two forms of one item. Variant `k` of this slice is form `k + 1`
     /// ([`as_variant`](Self::as_variant)); form 0 is the item itself.
+    #[inline]
     pub fn variants(&self) -> &[ItemVariant] {
         self.inner.variants()
     }
 
     /// Whether the item has at least one variant.
+    #[inline]
     pub fn has_variants(&self) -> bool {
         !self.inner.variants().is_empty()
     }
@@ -388,12 +387,13 @@ impl ContextItemBuilder {
     pub fn new(content: impl Into<String>, tokens: i64) -> Self {
         Self {
             data: ItemData {
-                content: Text::Owned(content.into()),
+                content: Text::from(content.into()),
                 content_hash: 0,
                 tokens,
                 kind: ContextKind::MESSAGE,
                 source: ContextSource::CHAT,
                 priority: None,
+                group: None,
                 tags: Vec::new(),
                 timestamp: None,
                 pinned: false,
@@ -404,7 +404,7 @@ impl ContextItemBuilder {
 
     /// Sets the content.
     pub fn content(mut self, content: impl Into<String>) -> Self {
-        self.data.content = Text::Owned(content.into());
+        self.data.content = Text::from(content.into());
         self
     }
 
@@ -439,7 +439,7 @@ impl ContextItemBuilder {
     }
 
     /// Appends one tag.
-    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+    pub fn tag(mut self, tag: impl Into<Tag>) -> Self {
         self.data.tags.push(tag.into());
         self
     }
@@ -448,7 +448,7 @@ impl ContextItemBuilder {
     pub fn tags<I, S>(mut self, tags: I) -> Self
     where
         I: IntoIterator<Item = S>,
-        S: Into<String>,
+        S: Into<Tag>,
     {
         self.data.tags = tags.into_iter().map(Into::into).collect();
         self
@@ -541,20 +541,13 @@ impl ContextItemBuilder {
     /// # Ok::<(), cupel_core::CupelError>(())
     /// ```
     pub fn group(mut self, group: impl Into<String>) -> Self {
-        self.data.ext_mut().group = Some(Arc::from(group.into()));
+        self.data.group = Some(CompactString::from(group.into()));
         self
     }
 
     /// Sets or clears the group.
     pub fn group_opt(mut self, group: Option<String>) -> Self {
-        match group {
-            Some(g) => self.data.ext_mut().group = Some(Arc::from(g)),
-            None => {
-                if let Some(e) = &mut self.data.ext {
-                    e.group = None;
-                }
-            }
-        }
+        self.data.group = group.map(CompactString::from);
         self
     }
 
@@ -626,9 +619,7 @@ impl ContextItemBuilder {
         // An item lives as long as its caller keeps it: drop the spare
         // capacity that `format!` and pushes leave (often a third of the
         // content's allocation), once, here.
-        if let Text::Owned(content) = &mut self.data.content {
-            content.shrink_to_fit();
-        }
+        self.data.content.shrink_to_fit();
         self.data.tags.shrink_to_fit();
         Ok(ContextItem {
             inner: Arc::new(self.data),
@@ -649,8 +640,8 @@ mod serde_impl {
         source: &'a ContextSource,
         #[serde(skip_serializing_if = "Option::is_none")]
         priority: Option<i64>,
-        #[serde(skip_serializing_if = "<[String]>::is_empty")]
-        tags: &'a [String],
+        #[serde(skip_serializing_if = "<[Tag]>::is_empty")]
+        tags: &'a [Tag],
         #[serde(skip_serializing_if = "BTreeMap::is_empty")]
         metadata: &'a BTreeMap<String, String>,
         #[serde(
@@ -705,7 +696,7 @@ mod serde_impl {
         #[serde(default)]
         priority: Option<i64>,
         #[serde(default)]
-        tags: Vec<String>,
+        tags: Vec<Tag>,
         #[serde(default)]
         metadata: BTreeMap<String, String>,
         #[serde(default, with = "crate::timestamp::serde_timestamp::option")]
@@ -793,15 +784,18 @@ mod tests {
     }
 
     #[test]
-    fn a_group_unit_shares_its_group_id_and_costs_no_more_than_a_string() {
+    fn a_group_unit_takes_its_group_id_without_allocating() {
         let call = ContextItem::builder("lookup(42)", 5)
             .group("exchange-1")
             .timestamp(DateTime::<Utc>::UNIX_EPOCH)
             .build()
             .unwrap();
+        // A short id (10 bytes, at most 24) is stored in the item itself,
+        // and so is the unit's copy of it.
+        assert!(!call.inner.group.as_ref().unwrap().is_heap_allocated());
         let unit = ContextItem::group_unit(&call, 25, None, true).unwrap();
-        // The very bytes of the member's group id, not a copy.
-        assert_eq!(unit.content().as_ptr(), call.group().unwrap().as_ptr());
+        assert_eq!(unit.content(), "exchange-1");
+        assert!(!unit.inner.content.is_heap_allocated());
         assert_eq!(unit.content_hash(), hash_content("exchange-1"));
         assert_eq!(
             (unit.tokens(), unit.pinned(), unit.timestamp()),
@@ -813,13 +807,42 @@ mod tests {
             .build()
             .unwrap();
         assert!(unit == built);
-        // The shared text adds nothing to an item's size.
-        assert_eq!(std::mem::size_of::<Text>(), std::mem::size_of::<String>());
+        // A long id (30 bytes) keeps its text too.
+        let long = "x".repeat(30);
+        let call = ContextItem::builder("lookup(43)", 5)
+            .group(long.as_str())
+            .build()
+            .unwrap();
+        let unit = ContextItem::group_unit(&call, 5, None, false).unwrap();
+        assert_eq!(
+            (call.group(), unit.content()),
+            (Some(long.as_str()), long.as_str())
+        );
         let lone = ContextItem::new("no group", 1).unwrap();
         assert!(matches!(
             ContextItem::group_unit(&lone, 1, None, false),
             Err(CupelError::InvalidArgument(_))
         ));
+    }
+
+    #[test]
+    fn a_long_content_keeps_the_callers_buffer_and_a_short_one_is_inline() {
+        let text = "a content longer than twenty-four bytes".to_string();
+        let at = text.as_ptr();
+        let item = ContextItem::new(text, 3).unwrap();
+        // Built at its exact length, the String's buffer is the item's.
+        assert_eq!(item.content().as_ptr(), at);
+        let short = ContextItem::new("short", 1).unwrap();
+        assert!(!short.inner.content.is_heap_allocated());
+    }
+
+    #[test]
+    fn item_data_stays_within_its_size() {
+        // 8 tokens + 8 ext + 24 group + 1 pinned (+3) + 12 timestamp
+        // + 8 hash + 16 priority + 24 kind + 24 tags + 24 source + 24 content
+        // = 176 bytes.
+        assert_eq!(std::mem::size_of::<ItemData>(), 176);
+        assert_eq!(std::mem::size_of::<Text>(), std::mem::size_of::<String>());
     }
 
     #[test]

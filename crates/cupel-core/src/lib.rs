@@ -65,6 +65,7 @@ mod stage;
 #[cfg(feature = "strict")]
 #[cfg_attr(docsrs, doc(cfg(feature = "strict")))]
 pub mod strict;
+mod tag;
 mod time;
 mod timestamp;
 mod tokens;
@@ -87,14 +88,15 @@ pub use run_budget::{
 };
 pub use stage::{
     OverflowStrategy, Placer, RADIX_SORT_FROM, ScoredItem, Scorer, SliceOutcome, SliceRoom, Slicer,
-    SlicerKind, check_finite, check_finite_scores, score_cmp_desc, score_sort_key,
+    SlicerKind, check_counted, check_finite, check_finite_scores, score_cmp_desc, score_sort_key,
     sort_by_key_stable,
 };
+pub use tag::Tag;
 pub use time::{FixedTimeProvider, ManualTimeProvider, SystemTimeProvider, TimeProvider};
 pub use timestamp::parse_timestamp;
 #[cfg(feature = "serde")]
 pub use timestamp::serde_timestamp;
-pub use tokens::{TokenCounter, check_token_totals};
+pub use tokens::{TokenCounter, TokenTotals, check_token_totals};
 pub use variant::{
     ItemVariant, VARIANT_METADATA_KEY, VariantChoice, VariantOutcome, VariantPick, VariantReason,
 };

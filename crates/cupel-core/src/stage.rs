@@ -358,6 +358,31 @@ pub trait Slicer: Send + Sync {
         budget: SliceBudget,
     ) -> Result<SliceOutcome, CupelError>;
 
+    /// [`slice`](Self::slice), with each item's token count handed in:
+    /// `tokens[i]` is `items[i].item.tokens()`.
+    ///
+    /// The pipeline calls this (when no item of the run has variants) with
+    /// the counts it read once, in input order, at Classify. A slicer that
+    /// reads every item's tokens can override it to read `tokens` instead:
+    /// on large inputs, reading each item again in score order costs a cache
+    /// miss per item. The result must be the one `slice` gives.
+    ///
+    /// The default ignores `tokens` and calls `slice`.
+    ///
+    /// # Errors
+    /// As [`slice`](Self::slice); an overriding implementation returns
+    /// [`CupelError::InvalidArgument`] when `tokens` and `items` differ in
+    /// length (see [`check_counted`]).
+    fn slice_counted(
+        &self,
+        items: &[ScoredItem<'_>],
+        tokens: &[i64],
+        budget: SliceBudget,
+    ) -> Result<SliceOutcome, CupelError> {
+        let _ = tokens;
+        self.slice(items, budget)
+    }
+
     /// Selects items within `budget`, free to take a cheaper form of any
     /// item that has [variants](crate::ContextItem::variants) (an extension:
     /// `spec/22-variants.md`). The pipeline calls this instead of
@@ -395,11 +420,39 @@ pub trait Slicer: Send + Sync {
     }
 }
 
+/// Checks the counts handed to [`Slicer::slice_counted`]: one per item.
+///
+/// # Errors
+/// [`CupelError::InvalidArgument`] naming both lengths when they differ.
+///
+/// ```
+/// use cupel_core::{ContextItem, ScoredItem, check_counted};
+/// let a = ContextItem::new("a", 5)?;
+/// let items = [ScoredItem::new(&a, 0.5)];
+/// assert!(check_counted(&items, &[5]).is_ok());
+/// assert!(check_counted(&items, &[]).is_err());
+/// # Ok::<(), cupel_core::CupelError>(())
+/// ```
+pub fn check_counted(items: &[ScoredItem<'_>], tokens: &[i64]) -> Result<(), CupelError> {
+    if items.len() == tokens.len() {
+        Ok(())
+    } else {
+        Err(CupelError::InvalidArgument(format!(
+            "slice_counted was given {} token counts for {} items; pass one count per item",
+            tokens.len(),
+            items.len()
+        )))
+    }
+}
+
 macro_rules! forward_slicer {
     ($($ptr:ty),*) => {$(
         impl<T: Slicer + ?Sized> Slicer for $ptr {
             fn slice(&self, items: &[ScoredItem<'_>], budget: SliceBudget) -> Result<SliceOutcome, CupelError> {
                 (**self).slice(items, budget)
+            }
+            fn slice_counted(&self, items: &[ScoredItem<'_>], tokens: &[i64], budget: SliceBudget) -> Result<SliceOutcome, CupelError> {
+                (**self).slice_counted(items, tokens, budget)
             }
             fn slice_variants(&self, items: &[ScoredItem<'_>], budget: SliceBudget) -> Result<VariantOutcome, CupelError> {
                 (**self).slice_variants(items, budget)

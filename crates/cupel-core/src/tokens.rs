@@ -56,26 +56,68 @@ use crate::{ContextItem, CupelError};
 pub fn check_token_totals<'a>(
     items: impl IntoIterator<Item = &'a ContextItem>,
 ) -> Result<(), CupelError> {
-    let (mut pos, mut neg) = (0i128, 0i128);
+    let mut totals = TokenTotals::new();
     for item in items {
-        let t = i128::from(item.tokens());
+        totals.add(item.tokens());
+    }
+    totals.check()
+}
+
+/// [`check_token_totals`] in parts: add the counts one at a time (in a pass
+/// that reads the items anyway), then check once.
+///
+/// The sums are kept in `i128`, which a count of `i64` values cannot
+/// overflow before there are 2^64 of them.
+///
+/// ```
+/// use cupel_core::TokenTotals;
+/// let mut totals = TokenTotals::new();
+/// totals.add(i64::MAX);
+/// assert!(totals.check().is_ok());
+/// totals.add(1);
+/// assert!(totals.check().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenTotals {
+    positive: i128,
+    negative: i128,
+}
+
+impl TokenTotals {
+    /// No counts yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds one item's count to the sum of its sign.
+    #[inline]
+    pub fn add(&mut self, tokens: i64) {
+        let t = i128::from(tokens);
         if t >= 0 {
-            pos += t;
+            self.positive += t;
         } else {
-            neg += t;
+            self.negative += t;
         }
     }
-    if pos > i128::from(i64::MAX) {
-        return Err(CupelError::TokenOverflow {
-            sign: TokenSign::Positive,
-            total: pos,
-        });
+
+    /// Whether both sums fit in `i64`.
+    ///
+    /// # Errors
+    /// [`CupelError::TokenOverflow`] with the exact total of the sign that
+    /// does not fit (the non-negative one first).
+    pub fn check(&self) -> Result<(), CupelError> {
+        if self.positive > i128::from(i64::MAX) {
+            return Err(CupelError::TokenOverflow {
+                sign: TokenSign::Positive,
+                total: self.positive,
+            });
+        }
+        if self.negative < i128::from(i64::MIN) {
+            return Err(CupelError::TokenOverflow {
+                sign: TokenSign::Negative,
+                total: self.negative,
+            });
+        }
+        Ok(())
     }
-    if neg < i128::from(i64::MIN) {
-        return Err(CupelError::TokenOverflow {
-            sign: TokenSign::Negative,
-            total: neg,
-        });
-    }
-    Ok(())
 }

@@ -19,7 +19,7 @@ use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 
 use chrono::{DateTime, Utc};
-use cupel_core::{ContextItem, CupelError, ExclusionReason, ItemVariant};
+use cupel_core::{ContextItem, CupelError, ExclusionReason, ItemVariant, TokenTotals};
 use rustc_hash::FxHashMap;
 
 use crate::run::Units;
@@ -90,8 +90,13 @@ pub(crate) struct Groups<'a> {
 
 impl<'a> Groups<'a> {
     /// The units of `items`, whose first grouped item is `from` (the items
-    /// before it are units of their own).
-    pub(crate) fn build(items: &'a [ContextItem], from: usize) -> Result<Self, CupelError> {
+    /// before it are units of their own). Adds the tokens of the items from
+    /// `from` on to `totals` (the caller checks them).
+    pub(crate) fn build(
+        items: &'a [ContextItem],
+        from: usize,
+        totals: &mut TokenTotals,
+    ) -> Result<Self, CupelError> {
         if u32::try_from(items.len()).is_err() {
             return Err(CupelError::InvalidArgument(format!(
                 "a run with atomic groups takes at most {} items; {} were given",
@@ -119,6 +124,7 @@ impl<'a> Groups<'a> {
         // its unit item is made while its members are still in cache.
         let mut open: Option<u32> = None;
         for (i, item) in items.iter().enumerate().skip(from) {
+            totals.add(item.tokens());
             let Some(id) = item.group() else {
                 if let Some(g) = open.take() {
                     close(items, &mut groups, &rows, g);
@@ -495,7 +501,7 @@ mod tests {
 
     fn build(items: &[ContextItem]) -> Groups<'_> {
         let from = items.iter().position(|i| i.group().is_some()).unwrap();
-        Groups::build(items, from).unwrap()
+        Groups::build(items, from, &mut TokenTotals::new()).unwrap()
     }
 
     fn members_of(table: &Grouped<'_>) -> Vec<Vec<usize>> {

@@ -13,8 +13,8 @@ use std::time::{Instant, SystemTime};
 use cupel_core::{
     CapExclusion, ContextBudget, ContextItem, CupelError, ExclusionReason, ExclusionRecord,
     InclusionReason, InclusionRecord, OverflowEvent, OverflowStrategy, PipelineStage, ScoredItem,
-    SliceOutcome, StageTrace, TraceCollector, VariantChoice, VariantPick, VariantReason,
-    check_finite, check_token_totals, score_cmp_desc, score_sort_key, sort_by_key_stable,
+    SliceOutcome, StageTrace, TokenTotals, TraceCollector, VariantChoice, VariantPick,
+    VariantReason, check_finite, score_cmp_desc, score_sort_key, sort_by_key_stable,
 };
 use rustc_hash::FxHashMap;
 
@@ -111,30 +111,38 @@ pub(crate) fn execute<C: TraceCollector + ?Sized>(
     if traced {
         collector.on_run_started(items, budget);
     }
-    let result = check_token_totals(items).and_then(|()| {
-        // Atomic groups (an extension) need a unit table; a run without any
-        // grouped item goes through exactly the specification's stages.
-        // Variants (another extension) only change which slicer method is
-        // called and are otherwise looked at only once a slicer took one.
-        // The scan stops at the first grouped item: building the unit
-        // table reads the rest (and their variants) in its own pass.
-        let mut varied = false;
-        let first_grouped = items.iter().position(|item| {
-            varied |= item.has_variants();
-            item.group().is_some()
-        });
-        if let Some(from) = first_grouped {
-            let groups = Groups::build(items, from)?;
+    // One pass reads every item's tokens (their totals are checked before
+    // any stage runs), variants flag and group. Atomic groups (an
+    // extension) need a unit table; a run without any grouped item goes
+    // through exactly the specification's stages. Variants (another
+    // extension) only change which slicer method is called and are
+    // otherwise looked at only once a slicer took one. The scan stops at
+    // the first grouped item: building the unit table reads the rest (their
+    // tokens and variants too) in its own pass.
+    let mut totals = TokenTotals::new();
+    let mut varied = false;
+    let first_grouped = items.iter().position(|item| {
+        if item.group().is_some() {
+            return true;
+        }
+        totals.add(item.tokens());
+        varied |= item.has_variants();
+        false
+    });
+    let result = match first_grouped {
+        Some(from) => Groups::build(items, from, &mut totals).and_then(|groups| {
+            totals.check()?;
             let table = groups.table();
             Engine::new(policy, budget, items, &table, collector, observer)
                 .with_variants(varied || groups.varied())
                 .run()
-        } else {
+        }),
+        None => totals.check().and_then(|()| {
             Engine::new(policy, budget, items, &Plain(items), collector, observer)
                 .with_variants(varied)
                 .run()
-        }
-    });
+        }),
+    };
     if traced {
         match &result {
             Ok(_) => collector.on_run_completed(),
@@ -161,6 +169,11 @@ struct Engine<'r, T, C: ?Sized> {
     traced: bool,
     /// Score of each input item: its scorer's score, 1.0 when pinned.
     score_of: Vec<f64>,
+    /// Each unit's whole tokens ([`Units::tokens`]), read once at Classify in
+    /// input order: later stages go through the units in score order, and
+    /// reading each item again there is a cache miss per unit on large
+    /// inputs. (0 for a unit excluded at Classify.)
+    tokens_of: Vec<i64>,
     pinned_tokens: i64,
     /// The tokens of the sliced units in their chosen forms (set at Slice):
     /// with `pinned_tokens`, the merged list's total at Place, which is
@@ -201,6 +214,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
             observer,
             traced,
             score_of: Vec::new(),
+            tokens_of: Vec::new(),
             pinned_tokens: 0,
             sliced_tokens: 0,
             pinned_items: Vec::new(),
@@ -222,8 +236,8 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                 .units
                 .item(u)
                 .variant_tokens(form)
-                .unwrap_or_else(|| self.units.tokens(u)),
-            _ => self.units.tokens(u),
+                .unwrap_or(self.tokens_of[u]),
+            _ => self.tokens_of[u],
         }
     }
 
@@ -328,8 +342,11 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         let units = self.units;
         let mut pinned = Vec::new();
         let mut scoreable = Vec::with_capacity(units.count());
+        let mut tokens_of = Vec::with_capacity(units.count());
         for u in 0..units.count() {
-            if units.negative(u) {
+            let negative = units.negative(u);
+            tokens_of.push(if negative { 0 } else { units.tokens(u) });
+            if negative {
                 if self.traced {
                     // AG-2: a negative member excludes its whole group.
                     for i in units.members(u) {
@@ -350,7 +367,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                 }
             } else if units.pinned(u) {
                 // Non-negative counts of a checked input: the sum fits.
-                self.pinned_tokens = self.pinned_tokens.saturating_add(units.tokens(u));
+                self.pinned_tokens = self.pinned_tokens.saturating_add(tokens_of[u]);
                 pinned.push(u);
             } else {
                 scoreable.push(u);
@@ -363,6 +380,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                 available_tokens: available,
             });
         }
+        self.tokens_of = tokens_of;
         self.pinned_items = units.member_items(&pinned).into_owned();
         let count_in = self.items.len();
         self.finish(timer, PipelineStage::Classify, || {
@@ -503,7 +521,12 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
             let v = self.policy.slicer.slice_variants(&sorted, effective)?;
             (v.outcome, v.picks)
         } else {
-            (self.policy.slicer.slice(&sorted, effective)?, Vec::new())
+            let tokens: Vec<i64> = keyed.iter().map(|&(_, u)| self.tokens_of[u]).collect();
+            let outcome = self
+                .policy
+                .slicer
+                .slice_counted(&sorted, &tokens, effective)?;
+            (outcome, Vec::new())
         };
         drop(sorted);
         let selected = checked_selection(&outcome, keyed.len())?;
@@ -568,7 +591,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         let mut blame = PinnedBlame::new(self.budget, self.items, &self.pinned_items);
         let units = self.units;
         for (s, &(_, u)) in keyed.iter().enumerate().filter(|&(s, _)| !selected[s]) {
-            let tokens = units.tokens(u);
+            let tokens = self.tokens_of[u];
             let room = room_of.get(s).copied().flatten().unwrap_or(whole_room);
             let reason = if let Some(cap) = capped[s] {
                 ExclusionReason::CountCapExceeded {

@@ -631,6 +631,49 @@ fn token_sums_near_i64_max_are_errors_not_panics() {
 }
 
 #[test]
+fn token_sums_are_checked_on_both_sides_of_the_first_grouped_item() {
+    // The totals are summed in the scan before the first grouped item and
+    // in the unit table's pass after it: an overflow made of counts from
+    // both sides is still caught, with its exact total.
+    let grouped = |content: &str, tokens: i64| {
+        ContextItem::builder(content, tokens)
+            .future_relevance_hint(0.5)
+            .group("g")
+            .build()
+            .unwrap()
+    };
+    // Non-negative: i64::MAX (before) + 1 (the group) + 1 (after)
+    // = 9,223,372,036,854,775,809.
+    let items = [
+        item("a", i64::MAX, 0.5),
+        grouped("g1", 1),
+        item("b", 1, 0.5),
+    ];
+    let e = pipeline(100, 50, OverflowStrategy::Throw)
+        .run(&items)
+        .unwrap_err();
+    match e {
+        CupelError::TokenOverflow { sign, total } => {
+            assert_eq!(sign, cupel_core::TokenSign::Positive);
+            assert_eq!(total, i128::from(i64::MAX) + 2);
+        }
+        e => panic!("expected TokenOverflow, got {e}"),
+    }
+    // Negative: -1 (the group, first) + i64::MIN (after) = i64::MIN - 1.
+    let items = [grouped("g1", -1), item("b", i64::MIN, 0.5)];
+    let e = pipeline(100, 50, OverflowStrategy::Throw)
+        .run(&items)
+        .unwrap_err();
+    match e {
+        CupelError::TokenOverflow { sign, total } => {
+            assert_eq!(sign, cupel_core::TokenSign::Negative);
+            assert_eq!(total, i128::from(i64::MIN) - 1);
+        }
+        e => panic!("expected TokenOverflow, got {e}"),
+    }
+}
+
+#[test]
 fn missing_parts_are_named() {
     let e = Pipeline::builder().scorer(Hint).build().unwrap_err();
     assert!(e.to_string().contains("no budget"), "{e}");

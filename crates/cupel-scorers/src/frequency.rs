@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use cupel_core::{ContextItem, Scorer};
+use cupel_core::{ContextItem, Scorer, Tag};
 
 use crate::gather::{PassMap, PassState, tags_of};
 
@@ -89,7 +89,7 @@ impl FrequencyScorer {
     }
 }
 
-fn shares_any_tag(a: &[String], b: &[String]) -> bool {
+fn shares_any_tag(a: &[Tag], b: &[Tag]) -> bool {
     a.iter()
         .any(|x| b.iter().any(|y| x.eq_ignore_ascii_case(y)))
 }

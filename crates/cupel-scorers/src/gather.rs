@@ -19,7 +19,7 @@ use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use cupel_core::ContextItem;
+use cupel_core::{ContextItem, Tag};
 
 /// Tags up to this many bytes are copied byte by byte (see
 /// [`TagArena::gather`]).
@@ -107,7 +107,7 @@ impl TagArena {
     /// Gathers the tags of `items`.
     pub(crate) fn gather(items: &[&ContextItem]) -> Self {
         let n = items.len();
-        let lists: Vec<&[String]> = items.iter().map(|item| item.tags()).collect();
+        let lists: Vec<&[Tag]> = items.iter().map(|item| item.tags()).collect();
         // The offsets first, from the list lengths alone: they give the exact
         // tag count, so `texts` is allocated once at its final size (a guess
         // that falls short would copy the whole buffer on growing).
@@ -120,7 +120,7 @@ impl TagArena {
         }
         let mut texts: Vec<&str> = Vec::with_capacity(count);
         for list in &lists {
-            texts.extend(list.iter().map(String::as_str));
+            texts.extend(list.iter().map(Tag::as_str));
         }
         let mut raw: Vec<u8> = Vec::with_capacity(texts.iter().map(|t| t.len()).sum());
         let mut ends: Vec<usize> = Vec::with_capacity(texts.len());

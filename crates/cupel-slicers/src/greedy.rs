@@ -2,7 +2,7 @@
 
 use cupel_core::{
     CupelError, ScoredItem, SliceBudget, SliceOutcome, Slicer, SlicerKind, VariantOutcome,
-    VariantPick, sort_by_key_stable,
+    VariantPick, check_counted, sort_by_key_stable,
 };
 
 use crate::variants::{declares_value, form_count, form_tokens, reason};
@@ -99,6 +99,19 @@ impl Slicer for GreedySlice {
         items: &[ScoredItem<'_>],
         budget: SliceBudget,
     ) -> Result<SliceOutcome, CupelError> {
+        let tokens: Vec<i64> = items.iter().map(|s| s.item.tokens()).collect();
+        self.slice_counted(items, &tokens, budget)
+    }
+
+    /// The same pass as [`slice`](Slicer::slice), reading the counts from
+    /// `tokens` instead of from each item.
+    fn slice_counted(
+        &self,
+        items: &[ScoredItem<'_>],
+        tokens: &[i64],
+        budget: SliceBudget,
+    ) -> Result<SliceOutcome, CupelError> {
+        check_counted(items, tokens)?;
         crate::inner::check_scores("GreedySlice", items)?;
         if items.is_empty() || budget.target_tokens <= 0 {
             return Ok(SliceOutcome::default());
@@ -106,10 +119,7 @@ impl Slicer for GreedySlice {
         // (density key, index) in index order, sorted stably by the key:
         // density descending (NaN last), then index ascending.
         let mut order: Vec<(u64, usize)> = Vec::with_capacity(items.len());
-        let mut tokens: Vec<i64> = Vec::with_capacity(items.len());
-        for (i, s) in items.iter().enumerate() {
-            let t = s.item.tokens();
-            tokens.push(t);
+        for (i, (s, &t)) in items.iter().zip(tokens).enumerate() {
             if t >= 0 {
                 order.push((desc_key(density(s.score, t)), i));
             }

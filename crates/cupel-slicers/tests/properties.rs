@@ -137,6 +137,23 @@ proptest! {
         }
     }
 
+    /// `slice_counted` (the pipeline's call, with the tokens read once)
+    /// gives exactly `slice`'s outcome, for every slicer: greedy reads the
+    /// counts it is handed, the others take the default and ignore them.
+    #[test]
+    fn slice_counted_equals_slice(spec in arb_items(40), target in -20i64..=2_000) {
+        let items = build(&spec);
+        let s = scored(&items, &spec);
+        let tokens: Vec<i64> = spec.iter().map(|&(t, _, _)| t).collect();
+        let budget = SliceBudget::new(target.max(0), target);
+        for (name, slicer) in all_slicers() {
+            let counted = slicer.slice_counted(&s, &tokens, budget).unwrap();
+            let plain = slicer.slice(&s, budget).unwrap();
+            prop_assert_eq!(&counted.selected, &plain.selected, "{}", name);
+            prop_assert_eq!(counted.cap_exclusions.len(), plain.cap_exclusions.len(), "{}", name);
+        }
+    }
+
     /// Count slicers: phase-2 items stay within target - preallocated, the
     /// capped kinds never exceed their cap, and required kinds get
     /// min(require, available) committed items.
@@ -221,6 +238,17 @@ proptest! {
         let out = GreedySlice.slice(&s, SliceBudget::new(total.max(1), total.max(1))).unwrap();
         prop_assert_eq!(out.selected.len(), s.len());
     }
+}
+
+#[test]
+fn greedy_refuses_counts_that_do_not_match_the_items() {
+    let a = ContextItem::new("a", 5).unwrap();
+    let b = ContextItem::new("b", 7).unwrap();
+    let s = [ScoredItem::new(&a, 0.5), ScoredItem::new(&b, 0.5)];
+    let e = GreedySlice
+        .slice_counted(&s, &[5], SliceBudget::new(100, 100))
+        .unwrap_err();
+    assert!(e.to_string().contains("1 token counts for 2 items"), "{e}");
 }
 
 #[test]

@@ -168,8 +168,8 @@ pub use cupel_core::{
     ContextSource, CupelError, DiagnosticTraceCollector, ExcludedItem, ExclusionReason, FanOut,
     FixedTimeProvider, IncludedItem, InclusionReason, ManualTimeProvider, NullTraceCollector,
     OverflowEvent, OverflowStrategy, Placer, ScoredItem, Scorer, SelectionReport, Slicer,
-    SystemTimeProvider, TimeProvider, TokenCounter, TraceCollector, TraceDetailLevel, chrono,
-    diagnostics,
+    SystemTimeProvider, Tag, TimeProvider, TokenCounter, TokenTotals, TraceCollector,
+    TraceDetailLevel, chrono, diagnostics,
 };
 // Issue 29: item variants, their generators, summaries of evicted units.
 pub use cupel_core::{
@@ -290,8 +290,8 @@ pub use cupel_core::{
     CapExclusion, ConfigError, CountRequirementShortfall, DEFAULT_MAX_TABLE_BYTES, ExclusionRecord,
     InclusionRecord, PipelineStage, RemainingTime, RemainingTokens, RunBudgetBuilder, SliceBudget,
     SliceOutcome, SliceRoom, SlicerKind, StageTrace, TableLimit, TokenSign, TraceEvent,
-    check_finite, check_finite_scores, check_token_totals, parse_timestamp, score_cmp_desc,
-    score_sort_key, serde_timestamp,
+    check_counted, check_finite, check_finite_scores, check_token_totals, parse_timestamp,
+    score_cmp_desc, score_sort_key, serde_timestamp,
 };
 #[doc(hidden)]
 pub use cupel_gate::{
