@@ -21,6 +21,8 @@ use compact_str::CompactString;
 /// let names: Vec<&str> = item.tags().iter().map(Tag::as_str).collect();
 /// assert_eq!(names, ["billing", "urgent"]);
 /// assert_eq!(Tag::from("urgent"), item.tags()[1]);
+/// assert!(item.tags().iter().any(|t| t == "billing"));
+/// assert_eq!(item.tags().join(", "), "billing, urgent");
 /// # Ok::<(), cupel_core::CupelError>(())
 /// ```
 ///
