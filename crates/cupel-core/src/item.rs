@@ -145,12 +145,12 @@ impl ContextItem {
 
     /// The item a group of items is sliced and placed as (atomic groups,
     /// `spec/18-atomic-groups.md`): the group id of `first` as content
-    /// (shared with `first`, not copied), `tokens` of its own, the kind and
+    /// (copied inline when it is at most 24 bytes), `tokens` of its own, the kind and
     /// source of `first`, the given timestamp and pinned flag, and nothing
     /// else (no priority, tags, metadata, group or variants). The pipeline
     /// makes one per group of two or more members on every run, so it is
-    /// made directly rather than through the builder; nothing is allocated
-    /// but the item itself.
+    /// made directly rather than through the builder; for a group id of up
+    /// to 24 bytes nothing is allocated but the item itself.
     ///
     /// ```
     /// use cupel_core::{ContextItem, ContextKind};

@@ -642,6 +642,11 @@ fn token_sums_are_checked_on_both_sides_of_the_first_grouped_item() {
             .build()
             .unwrap()
     };
+    let overflow =
+        |items: &[ContextItem]| match pipeline(100, 50, OverflowStrategy::Throw).run(items) {
+            Err(CupelError::TokenOverflow { sign, total }) => (sign, total),
+            other => panic!("expected TokenOverflow, got {other:?}"),
+        };
     // Non-negative: i64::MAX (before) + 1 (the group) + 1 (after)
     // = 9,223,372,036,854,775,809.
     let items = [
@@ -649,28 +654,16 @@ fn token_sums_are_checked_on_both_sides_of_the_first_grouped_item() {
         grouped("g1", 1),
         item("b", 1, 0.5),
     ];
-    let e = pipeline(100, 50, OverflowStrategy::Throw)
-        .run(&items)
-        .unwrap_err();
-    match e {
-        CupelError::TokenOverflow { sign, total } => {
-            assert_eq!(sign, cupel_core::TokenSign::Positive);
-            assert_eq!(total, i128::from(i64::MAX) + 2);
-        }
-        e => panic!("expected TokenOverflow, got {e}"),
-    }
+    assert_eq!(
+        overflow(&items),
+        (cupel_core::TokenSign::Positive, i128::from(i64::MAX) + 2)
+    );
     // Negative: -1 (the group, first) + i64::MIN (after) = i64::MIN - 1.
     let items = [grouped("g1", -1), item("b", i64::MIN, 0.5)];
-    let e = pipeline(100, 50, OverflowStrategy::Throw)
-        .run(&items)
-        .unwrap_err();
-    match e {
-        CupelError::TokenOverflow { sign, total } => {
-            assert_eq!(sign, cupel_core::TokenSign::Negative);
-            assert_eq!(total, i128::from(i64::MIN) - 1);
-        }
-        e => panic!("expected TokenOverflow, got {e}"),
-    }
+    assert_eq!(
+        overflow(&items),
+        (cupel_core::TokenSign::Negative, i128::from(i64::MIN) - 1)
+    );
 }
 
 #[test]
