@@ -121,25 +121,40 @@ pub(crate) fn execute<C: TraceCollector + ?Sized>(
     // tokens and variants too) in its own pass.
     let mut totals = TokenTotals::new();
     let mut varied = false;
+    // What Classify needs of a plain run, read by this same pass.
+    let mut scan = PlainScan {
+        tokens: Vec::with_capacity(items.len()),
+        pinned: Vec::new(),
+    };
     let first_grouped = items.iter().position(|item| {
         if item.group().is_some() {
             return true;
         }
-        totals.add(item.tokens());
+        let tokens = item.tokens();
+        totals.add(tokens);
+        if item.pinned() {
+            scan.pinned.push(scan.tokens.len());
+        }
+        scan.tokens.push(tokens);
         varied |= item.has_variants();
         false
     });
     let result = match first_grouped {
-        Some(from) => Groups::build(items, from, &mut totals).and_then(|groups| {
-            totals.check()?;
-            let table = groups.table();
-            Engine::new(policy, budget, items, &table, collector, observer)
-                .with_variants(varied || groups.varied())
-                .run()
-        }),
+        Some(from) => {
+            // The grouped engine asks its unit table instead.
+            drop(scan);
+            Groups::build(items, from, &mut totals).and_then(|groups| {
+                totals.check()?;
+                let table = groups.table();
+                Engine::new(policy, budget, items, &table, collector, observer)
+                    .with_variants(varied || groups.varied())
+                    .run()
+            })
+        }
         None => totals.check().and_then(|()| {
             Engine::new(policy, budget, items, &Plain(items), collector, observer)
                 .with_variants(varied)
+                .with_scan(scan)
                 .run()
         }),
     };
@@ -150,6 +165,14 @@ pub(crate) fn execute<C: TraceCollector + ?Sized>(
         }
     }
     result
+}
+
+/// Every item's tokens and the pinned items' indices (ascending), read by
+/// [`execute`]'s first pass: a plain run's Classify takes them from here
+/// instead of reading every item a second time.
+struct PlainScan {
+    tokens: Vec<i64>,
+    pinned: Vec<usize>,
 }
 
 /// Wall-clock and monotonic start of a stage; only taken when tracing.
@@ -187,6 +210,8 @@ struct Engine<'r, T, C: ?Sized> {
     /// Whether some input item has variants: the slicer is then asked
     /// through `slice_variants`.
     varied: bool,
+    /// A plain run's first-pass reads, taken by Classify.
+    scan: Option<PlainScan>,
     /// The form each unit is taken in and why, when the slicer took at
     /// least one variant; empty otherwise (every unit whole).
     forms: Vec<(usize, VariantReason)>,
@@ -220,8 +245,15 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
             pinned_items: Vec::new(),
             blame: None,
             varied: false,
+            scan: None,
             forms: Vec::new(),
         }
+    }
+
+    /// Hands Classify the first pass's reads (every unit one item).
+    fn with_scan(mut self, scan: PlainScan) -> Self {
+        self.scan = Some(scan);
+        self
     }
 
     fn with_variants(mut self, varied: bool) -> Self {
@@ -342,11 +374,28 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         let units = self.units;
         let mut pinned = Vec::new();
         let mut scoreable = Vec::with_capacity(units.count());
-        let mut tokens_of = Vec::with_capacity(units.count());
+        // A plain run's tokens and pins were read by the first pass (its
+        // token buffer becomes `tokens_of`); otherwise each unit is asked.
+        let (mut tokens_of, scanned_pins) = match self.scan.take() {
+            Some(scan) => (scan.tokens, Some(scan.pinned)),
+            None => (Vec::with_capacity(units.count()), None),
+        };
+        let mut next_pinned = 0;
         for u in 0..units.count() {
-            let negative = units.negative(u);
-            tokens_of.push(if negative { 0 } else { units.tokens(u) });
+            let (negative, is_pinned) = match &scanned_pins {
+                Some(pins) => {
+                    let is_pinned = pins.get(next_pinned) == Some(&u);
+                    next_pinned += usize::from(is_pinned);
+                    (tokens_of[u] < 0, is_pinned)
+                }
+                None => {
+                    let negative = units.negative(u);
+                    tokens_of.push(if negative { 0 } else { units.tokens(u) });
+                    (negative, !negative && units.pinned(u))
+                }
+            };
             if negative {
+                tokens_of[u] = 0;
                 if self.traced {
                     // AG-2: a negative member excludes its whole group.
                     for i in units.members(u) {
@@ -365,7 +414,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                         self.collector.on_item_excluded(record);
                     }
                 }
-            } else if units.pinned(u) {
+            } else if is_pinned {
                 // Non-negative counts of a checked input: the sum fits.
                 self.pinned_tokens = self.pinned_tokens.saturating_add(tokens_of[u]);
                 pinned.push(u);
@@ -458,13 +507,20 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         let mut keyed: Vec<(f64, usize)> =
             scoreable.iter().map(|&u| (self.unit_score(u), u)).collect();
         if self.policy.deduplication && !keyed.is_empty() {
-            let survivor = survivors(
-                keyed.len(),
-                |k| {
-                    let u = keyed[k].1;
+            // Every hash read first, in a loop that does not branch on what
+            // it reads, so the CPU overlaps the reads of many items (one
+            // cache miss each on a large input); the hash map then works on
+            // the local copy. (A multi-member group is never compared.)
+            let hashes: Vec<Option<u64>> = keyed
+                .iter()
+                .map(|&(_, u)| {
                     let compared = !(T::GROUPED && units.multi(u));
                     compared.then(|| units.item(u).content_hash())
-                },
+                })
+                .collect();
+            let survivor = survivors(
+                keyed.len(),
+                |k| hashes[k],
                 |k| units.item(keyed[k].1).content(),
                 |k| keyed[k].0,
             );
@@ -517,11 +573,13 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
             .map(|&(s, u)| ScoredItem::new(units.item(u), s))
             .collect();
         let effective = self.budget.effective(self.pinned_tokens);
+        // Each sorted unit's whole tokens, in sort order: handed to the
+        // slicer, and summed for the selected ones below.
+        let tokens: Vec<i64> = keyed.iter().map(|&(_, u)| self.tokens_of[u]).collect();
         let (outcome, picks) = if self.varied {
             let v = self.policy.slicer.slice_variants(&sorted, effective)?;
             (v.outcome, v.picks)
         } else {
-            let tokens: Vec<i64> = keyed.iter().map(|&(_, u)| self.tokens_of[u]).collect();
             let outcome = self
                 .policy
                 .slicer
@@ -536,10 +594,23 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         let mut merged: Merged = Vec::with_capacity(pinned.len() + outcome.selected.len());
         merged.extend(pinned.iter().map(|&u| (u, 1.0)));
         let mut sliced_tokens: i64 = 0;
-        for (&(score, u), _) in keyed.iter().zip(&selected).filter(|(_, sel)| **sel) {
-            sliced_tokens = sliced_tokens.saturating_add(self.unit_tokens(u));
+        for ((&(score, u), &whole), _) in keyed
+            .iter()
+            .zip(&tokens)
+            .zip(&selected)
+            .filter(|(_, sel)| **sel)
+        {
+            // A unit taken whole (every unit, unless the slicer took a
+            // variant) counts the tokens already in hand, read in order.
+            let taken = if self.forms.is_empty() {
+                whole
+            } else {
+                self.unit_tokens(u)
+            };
+            sliced_tokens = sliced_tokens.saturating_add(taken);
             merged.push((u, score));
         }
+        drop(tokens);
         if self.traced {
             if !outcome.shortfalls.is_empty() {
                 self.collector.on_shortfalls(&outcome.shortfalls);
@@ -665,7 +736,11 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         let order = self.policy.placer.place(&scored);
         check_permutation(&order, merged.len())?;
         let mut window = Vec::with_capacity(merged_in);
-        for &m in &order {
+        for (c, &m) in order.iter().enumerate() {
+            if c % TOUCH_AHEAD == 0 {
+                let ahead = order.len().min(c + TOUCH_AHEAD);
+                touch(units, &merged, &order[c..ahead]);
+            }
             let u = merged[m].0;
             for i in units.members(u) {
                 let (item, variant) = self.window_item(u, i);
@@ -744,6 +819,30 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         }
         kept
     }
+}
+
+/// How many placed units [`touch`] reads ahead of the window's copies.
+const TOUCH_AHEAD: usize = 128;
+
+/// Reads the first line of each of `units` placed at `order` (their
+/// tokens), in a loop that does nothing else, so the CPU has the reads of
+/// many of them in flight at once.
+///
+/// Placement order is a random walk over the input, and taking an item for
+/// the window writes its reference count with a locked instruction, which
+/// lets no later read start before it completes: copied in placement order
+/// straight away, every item would be a cache miss waited out in turn.
+/// Read first, the lines are in cache when the copies come. (`black_box`
+/// keeps the reads, whose values are not needed, from being optimised
+/// away.)
+fn touch<T: Units>(units: &T, merged: &Merged, order: &[usize]) {
+    let sum = order
+        .iter()
+        .filter_map(|&m| merged.get(m))
+        .fold(0i64, |acc, &(u, _)| {
+            acc.wrapping_add(units.item(u).tokens())
+        });
+    std::hint::black_box(sum);
 }
 
 /// Why an item in the window is there: pinned (an item, or a member of a

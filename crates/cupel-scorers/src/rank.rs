@@ -40,11 +40,14 @@ where
     K: Ord,
     I: IntoIterator<Item = Option<K>>,
 {
-    let keyed = keys
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, k)| k.map(|k| (k, i)))
-        .collect();
+    // At most `n` keyed items: allocated once (a collected `filter_map`
+    // would grow the buffer by doubling, copying it each time).
+    let mut keyed = Vec::with_capacity(n);
+    keyed.extend(
+        keys.into_iter()
+            .enumerate()
+            .filter_map(|(i, k)| k.map(|k| (k, i))),
+    );
     rank_keyed(n, keyed)
 }
 
@@ -72,11 +75,13 @@ pub(crate) fn rank_i64_scores_all<I>(n: usize, keys: I) -> Vec<f64>
 where
     I: IntoIterator<Item = Option<i64>>,
 {
-    let keyed = keys
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, k)| k.map(|k| (unsigned(k), i)))
-        .collect();
+    // Allocated once at its largest size, as in `rank_scores_all`.
+    let mut keyed = Vec::with_capacity(n);
+    keyed.extend(
+        keys.into_iter()
+            .enumerate()
+            .filter_map(|(i, k)| k.map(|k| (unsigned(k), i))),
+    );
     rank_keyed_u64(n, keyed)
 }
 

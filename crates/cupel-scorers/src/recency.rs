@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use cupel_core::{ContextItem, Scorer};
 
-use crate::rank::{rank_score_one, rank_scores_all, try_rank_scores_all};
+use crate::rank::{rank_i64_scores_all, rank_score_one, rank_scores_all, try_rank_scores_all};
 
 /// A timestamp as nanoseconds since the Unix epoch: an order-preserving,
 /// one-to-one key for instants between the years 1677 and 2262 that are not
@@ -75,8 +75,18 @@ impl Scorer for RecencyScorer {
         // faster; fall back to comparing `DateTime`s when a timestamp is
         // outside their range.
         let stamps: Vec<Option<DateTime<Utc>>> = items.iter().map(|i| i.timestamp()).collect();
+        // Whole-second timestamps (the usual case) rank by their seconds: the
+        // same order, and a key of about 3 varying bytes instead of the 7 of
+        // nanoseconds, so the radix sort makes fewer passes.
+        if stamps
+            .iter()
+            .flatten()
+            .all(|t| t.timestamp_subsec_nanos() == 0)
+        {
+            return rank_i64_scores_all(n, stamps.iter().map(|t| t.map(|t| t.timestamp())));
+        }
         try_rank_scores_all(n, stamps.iter().copied(), nanos_key)
-            .unwrap_or_else(|| rank_scores_all(n, stamps))
+            .unwrap_or_else(|| rank_scores_all(n, stamps.iter().copied()))
     }
 }
 
@@ -171,6 +181,39 @@ mod tests {
             .unwrap();
         // Scores: a rank 0 -> 0.0, b rank 1 -> 1.0 (denominator 1).
         assert_eq!(both(&[a, item("b", Some(9))]), vec![0.0, 1.0]);
+    }
+
+    #[test]
+    fn whole_seconds_and_sub_seconds_rank_alike() {
+        let stamp = |s: &str| {
+            ContextItem::builder("x", 1)
+                .timestamp(DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc))
+                .build()
+                .unwrap()
+        };
+        let undated = ContextItem::builder("x", 1).build().unwrap();
+        // All whole seconds (ranked by seconds): 10:00:01 twice, 10:00:00,
+        // one undated. Three timestamped -> denominator 2; 10:00:00 has rank
+        // 0 -> 0.0; both 10:00:01 have rank 1 -> 0.5; undated 0.0.
+        let whole = [
+            stamp("2025-01-01T10:00:01Z"),
+            stamp("2025-01-01T10:00:00Z"),
+            stamp("2025-01-01T10:00:01Z"),
+            undated.clone(),
+        ];
+        assert_eq!(both(&whole), vec![0.5, 0.0, 0.5, 0.0]);
+        // Before 1970 (negative seconds) still orders first: 0.0 and 1.0.
+        let old = [stamp("2025-01-01T00:00:00Z"), stamp("1960-06-01T00:00:00Z")];
+        assert_eq!(both(&old), vec![1.0, 0.0]);
+        // One sub-second timestamp sends the whole pass to nanoseconds:
+        // 10:00:00.5 lies between 10:00:00 and 10:00:01 -> ranks 0, 1, 2 of
+        // denominator 2 -> 0.0, 0.5, 1.0.
+        let mixed = [
+            stamp("2025-01-01T10:00:01Z"),
+            stamp("2025-01-01T10:00:00.5Z"),
+            stamp("2025-01-01T10:00:00Z"),
+        ];
+        assert_eq!(both(&mixed), vec![1.0, 0.5, 0.0]);
     }
 
     #[test]

@@ -127,17 +127,25 @@ impl Slicer for GreedySlice {
         sort_by_key_stable(&mut order);
 
         let mut remaining = budget.target_tokens;
-        let mut selected = Vec::new();
-        for (_, i) in order {
+        // The selected indices are written over the front of `order` (never
+        // ahead of the entry being read) and then collected from it, which
+        // reuses its buffer: no second buffer of the input's size.
+        let mut kept = 0;
+        for k in 0..order.len() {
+            let i = order[k].1;
             let t = tokens[i];
             if t == 0 {
-                selected.push(i);
+                order[kept].1 = i;
+                kept += 1;
             } else if t <= remaining {
-                selected.push(i);
+                order[kept].1 = i;
+                kept += 1;
                 // 0 < t <= remaining: cannot overflow or go negative.
                 remaining -= t;
             }
         }
+        order.truncate(kept);
+        let selected: Vec<usize> = order.into_iter().map(|(_, i)| i).collect();
         Ok(SliceOutcome::selected(selected))
     }
 
