@@ -865,10 +865,17 @@ fn inclusion_reason(pinned: bool, tokens: i64) -> InclusionReason {
 ///
 /// Only looked up, never iterated: hash order cannot reach the output.
 /// Candidates are keyed by the content hash each item carries, and the map
-/// holds only the candidate's index (16 bytes an entry), so a content's
-/// bytes and a score are read only when another candidate has the same
-/// hash; contents that differ under one hash go to `spill`, keyed by their
-/// bytes.
+/// holds only the first candidate with that hash (16 bytes an entry), so a
+/// content's bytes and a score are read only when another candidate has the
+/// same hash. Three passes, each reading before it decides (on a large input
+/// every probe of the map and every content is a cache miss, and a loop
+/// that branches on each as it arrives waits them out one by one):
+/// 1. by blocks of candidates, every hash looked up, then every candidate
+///    entered: the first of its hash, or paired with that first one;
+/// 2. both contents of every pair read;
+/// 3. the pairs in input order: equal contents contest the best so far of
+///    their group; a content that differs from its hash's first one goes to
+///    `spill`, keyed by its bytes, and contests there.
 fn survivors<'c>(
     len: usize,
     hash: impl Fn(usize) -> Option<u64>,
@@ -876,9 +883,35 @@ fn survivors<'c>(
     score: impl Fn(usize) -> f64,
 ) -> Vec<bool> {
     let mut survivor = vec![true; len];
-    let mut best: FxHashMap<u64, usize> =
+    let mut first: FxHashMap<u64, usize> =
         FxHashMap::with_capacity_and_hasher(len, Default::default());
-    let mut spill: FxHashMap<&'c str, usize> = FxHashMap::default();
+    // (candidate, the first candidate with its hash), in candidate order.
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    let mut start = 0;
+    while start < len {
+        let end = len.min(start + PROBE_AHEAD);
+        let seen = (start..end)
+            .filter_map(&hash)
+            .filter(|h| first.contains_key(h))
+            .count();
+        std::hint::black_box(seen);
+        for k in start..end {
+            if let Some(h) = hash(k) {
+                match first.entry(h) {
+                    Entry::Vacant(v) => {
+                        v.insert(k);
+                    }
+                    Entry::Occupied(o) => pairs.push((k, *o.get())),
+                }
+            }
+        }
+        start = end;
+    }
+    drop(first);
+    let texts: Vec<(&str, &str)> = pairs
+        .iter()
+        .map(|&(k, head)| (content(k), content(head)))
+        .collect();
     // Strictly better replaces; equal keeps the earlier one. Returns the
     // index that holds the content from now on.
     let contest = |held: usize, k: usize, survivor: &mut [bool]| {
@@ -890,35 +923,28 @@ fn survivors<'c>(
             held
         }
     };
-    for k in 0..len {
-        let Some(h) = hash(k) else {
-            continue;
-        };
-        match best.entry(h) {
-            Entry::Vacant(v) => {
-                v.insert(k);
-            }
-            Entry::Occupied(mut o) => {
-                let held = *o.get();
-                let mine = content(k);
-                if content(held) == mine {
-                    *o.get_mut() = contest(held, k, &mut survivor);
-                } else {
-                    match spill.entry(mine) {
-                        Entry::Vacant(v) => {
-                            v.insert(k);
-                        }
-                        Entry::Occupied(mut s) => {
-                            let held = *s.get();
-                            *s.get_mut() = contest(held, k, &mut survivor);
-                        }
-                    }
+    // The best so far of each group, by its first candidate.
+    let mut best: FxHashMap<usize, usize> = FxHashMap::default();
+    let mut spill: FxHashMap<&'c str, usize> = FxHashMap::default();
+    for (&(k, head), &(mine, theirs)) in pairs.iter().zip(&texts) {
+        let slot = if mine == theirs {
+            best.entry(head).or_insert(head)
+        } else {
+            match spill.entry(mine) {
+                Entry::Vacant(v) => {
+                    v.insert(k);
+                    continue;
                 }
+                Entry::Occupied(s) => s.into_mut(),
             }
-        }
+        };
+        *slot = contest(*slot, k, &mut survivor);
     }
     survivor
 }
+
+/// How many candidates [`survivors`] looks up before entering them.
+const PROBE_AHEAD: usize = 64;
 
 #[cfg(test)]
 mod tests {
