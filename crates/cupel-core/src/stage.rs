@@ -102,9 +102,42 @@ pub fn score_sort_key(score: f64) -> u64 {
 pub fn sort_by_key_stable(pairs: &mut [(u64, usize)]) {
     if pairs.len() < RADIX_SORT_FROM {
         pairs.sort_by_key(|p| p.0);
-    } else {
-        radsort::sort_by_key(pairs, |p| p.0);
+        return;
     }
+    // By the high halves of the keys first: when they vary (score and
+    // density keys, whose low bytes are mantissa noise), four byte passes
+    // at most order the pairs up to runs of equal high halves, which are
+    // then sorted by their low halves (few and short for such keys). When
+    // every high half is the same (priorities, timestamps in seconds),
+    // there is one run: the low halves are the whole key. Either way the
+    // result is the stable order by the whole key, in at most the eight
+    // passes of one sort by the whole key.
+    radsort::sort_by_key(pairs, |p| high_half(p.0));
+    let mut start = 0;
+    while start < pairs.len() {
+        let high = high_half(pairs[start].0);
+        let len = pairs[start..]
+            .iter()
+            .position(|p| high_half(p.0) != high)
+            .unwrap_or(pairs.len() - start);
+        let run = &mut pairs[start..start + len];
+        if len >= RADIX_SORT_FROM {
+            radsort::sort_by_key(run, |p| low_half(p.0));
+        } else if len > 1 {
+            run.sort_by_key(|p| low_half(p.0));
+        }
+        start += len;
+    }
+}
+
+/// The top 32 bits of a key.
+fn high_half(key: u64) -> u32 {
+    (key >> 32) as u32
+}
+
+/// The bottom 32 bits of a key.
+fn low_half(key: u64) -> u32 {
+    key as u32
 }
 
 /// The length from which [`sort_by_key_stable`] sorts by radix: below it,
@@ -523,6 +556,7 @@ pub enum OverflowStrategy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Strategy;
 
     proptest::proptest! {
         /// Both sides of the radix threshold give the order of the standard
@@ -533,6 +567,21 @@ mod tests {
             keys in proptest::prop_oneof![
                 proptest::collection::vec(0u64..4, 0..600),
                 proptest::collection::vec(proptest::num::u64::ANY, 0..600),
+                // A few high halves, each over many low halves: runs of
+                // equal high halves, some long enough (>= 256) to be radix
+                // sorted themselves, some short.
+                proptest::collection::vec(
+                    (0u64..3, proptest::prop_oneof![0u64..5, proptest::num::u64::ANY])
+                        .prop_map(|(high, low)| (high << 32) | (low & 0xFFFF_FFFF)),
+                    0..1500,
+                ),
+                // Score keys, as the Sort stage and the greedy slicer build
+                // them: high halves vary, low halves are mantissa bits.
+                proptest::collection::vec(
+                    proptest::prop_oneof![0.0f64..1.0, (0u32..8).prop_map(|k| f64::from(k) / 8.0)]
+                        .prop_map(score_sort_key),
+                    0..1500,
+                ),
             ],
         ) {
             let mut pairs: Vec<(u64, usize)> = keys.into_iter().zip(0..).collect();
