@@ -1,19 +1,20 @@
-//! Copying every item's tags into one contiguous buffer before a whole-pass
-//! scorer works on them — once per pass, shared by the tag-reading children
-//! of a [`CompositeScorer`](crate::CompositeScorer).
+//! Reading every item's tags into local buffers before a whole-pass scorer
+//! works on them — once per pass, shared by the tag-reading children of a
+//! [`CompositeScorer`](crate::CompositeScorer).
 //!
 //! Items live behind `Arc`s and their tags behind two more pointers (the tag
 //! list, then each tag's text), scattered over the heap. A loop that follows
 //! those pointers *and* branches on what it reads (hash probes, comparisons)
-//! makes the CPU wait for each read in turn. Gathering level by level — the
-//! lists, then the texts, then their bytes — keeps each loop's branches on
-//! data that is already local, so the reads of many items overlap; the
-//! scorers then work on a compact buffer. Reading the tags is still the
-//! largest cost of [`TagScorer`](crate::TagScorer) and
+//! makes the CPU wait for each read in turn. So the gather reads level by
+//! level, each level in a loop that does nothing else, so that the reads of
+//! many items overlap: the lists, then (a block of items at a time) each
+//! tag's text; each block's texts are then numbered by their exact bytes
+//! while they are still in cache ([`TagArena::interned`]), keeping each
+//! distinct tag's bytes once. Reading the tags is still the largest cost of
+//! [`TagScorer`](crate::TagScorer) and
 //! [`FrequencyScorer`](crate::FrequencyScorer) passes, so a composite opens a
-//! [`TagScope`] and its children reuse one gathered copy — and one numbering
-//! of the distinct tags ([`TagArena::interned`]), so each tag occurrence is
-//! hashed once per pass, not once per scorer.
+//! [`TagScope`] and its children share one gathered numbering: each tag
+//! occurrence is hashed once per pass, not once per scorer.
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
@@ -21,25 +22,22 @@ use std::rc::Rc;
 
 use cupel_core::{ContextItem, Tag};
 
-/// Tags up to this many bytes are copied byte by byte (see
-/// [`TagArena::gather`]).
-const SHORT_TAG: usize = 16;
-
-/// How many items' tags [`TagArena::gather`] reads, then copies, at a time.
+/// How many items' tags [`TagArena::gather`] reads, then numbers, at a time.
 const BLOCK: usize = 512;
 
-/// Every tag of every item, as bytes in one buffer, and (made on first use)
-/// their numbering.
+/// Every tag of every item, numbered by its exact bytes.
 pub(crate) struct TagArena {
-    /// All tag bytes, item after item, tag after tag.
+    /// The bytes [`tag`](Self::tag) reads: each *distinct* tag's once, by
+    /// id, when the tags are numbered (the usual case); every occurrence's,
+    /// item after item, tag after tag, when they are not.
     raw: Vec<u8>,
-    /// `ends[t]`: end of tag `t` in the buffers (tag `t` starts at `ends[t - 1]`, or 0).
+    /// `ends[k]`: end of entry `k` of `raw` (it starts at `ends[k - 1]`, or 0).
     ends: Vec<usize>,
     /// `offsets[i]..offsets[i + 1]`: the tags of item `i` (`n + 1` entries).
     pub(crate) offsets: Vec<usize>,
-    /// The tags interned by their exact bytes, made on first use (`None`
-    /// inside: too many distinct tags for 32-bit ids).
-    interned: OnceCell<Option<Interned>>,
+    /// The tags numbered by their exact bytes (`None`: too many distinct
+    /// tags for 32-bit ids).
+    interned: Option<Interned>,
     /// The interned tags' ASCII-folded ids, made on first use.
     folded_ids: OnceCell<Option<FoldedIds>>,
 }
@@ -77,24 +75,31 @@ struct Interner<'b> {
     short: PassMap<u64, u32>,
     long: PassMap<&'b [u8], u32>,
     distinct: usize,
+    /// The number of ids that may be handed out (`u32::MAX`; lower in tests).
+    limit: u32,
 }
 
 impl<'b> Interner<'b> {
     fn new() -> Self {
+        Self::with_limit(u32::MAX)
+    }
+
+    fn with_limit(limit: u32) -> Self {
         let state = PassState::default();
         Self {
             short: HashMap::with_hasher(state.clone()),
             long: HashMap::with_hasher(state),
             distinct: 0,
+            limit,
         }
     }
 
     /// The id of `bytes`, and whether it is new.
     fn id(&mut self, bytes: &'b [u8]) -> Option<(u32, bool)> {
-        // u32::MAX itself is never handed out, so `next` never collides.
+        // `limit` itself is never handed out, so `next` never collides.
         let next = u32::try_from(self.distinct)
             .ok()
-            .filter(|&id| id < u32::MAX)?;
+            .filter(|&id| id < self.limit)?;
         let id = match pack(bytes) {
             Some(packed) => *self.short.entry(packed).or_insert(next),
             None => *self.long.entry(bytes).or_insert(next),
@@ -107,73 +112,82 @@ impl<'b> Interner<'b> {
 }
 
 impl TagArena {
-    /// Gathers the tags of `items`.
+    /// Gathers and numbers the tags of `items`.
     pub(crate) fn gather(items: &[&ContextItem]) -> Self {
-        let n = items.len();
         let lists: Vec<&[Tag]> = items.iter().map(|item| item.tags()).collect();
+        Self::from_lists(&lists, Interner::new())
+    }
+
+    /// Numbers the tags of every list (one list per item, in item order).
+    fn from_lists<'b>(lists: &[&'b [Tag]], mut interner: Interner<'b>) -> Self {
+        let n = lists.len();
         // The offsets first, from the list lengths alone: they give the exact
-        // tag count, so `texts` is allocated once at its final size (a guess
-        // that falls short would copy the whole buffer on growing).
+        // tag count, so `ids` is allocated once at its final size.
         let mut offsets: Vec<usize> = Vec::with_capacity(n + 1);
         offsets.push(0);
         let mut count = 0usize;
-        for list in &lists {
+        for list in lists {
             count += list.len();
             offsets.push(count);
         }
-        // Then, a block of lists at a time, each tag's text (its address
-        // and length: a read of the tag), then their bytes. By block, the
-        // tags just read are still in cache when their bytes are copied;
-        // over the whole input at once they would have to be read from
-        // memory twice.
-        let mut texts: Vec<&str> = Vec::with_capacity(count.min(BLOCK * 4));
-        let mut raw: Vec<u8> = Vec::with_capacity(count.saturating_mul(8));
-        let mut ends: Vec<usize> = Vec::with_capacity(count);
+        // Then, a block of lists at a time, each tag's text (its address and
+        // length: a read of the tag, one cache miss per item on a large
+        // input, in a loop that does nothing else so that many are in
+        // flight at once), then each text numbered while the block's tags
+        // are still in cache. Only a tag's first occurrence is copied.
+        let mut texts: Vec<&'b str> = Vec::with_capacity(count.min(BLOCK * 4));
+        let mut ids: Vec<u32> = Vec::with_capacity(count);
+        let mut first: Vec<usize> = Vec::new();
+        let mut raw: Vec<u8> = Vec::new();
+        let mut ends: Vec<usize> = Vec::new();
         for block in lists.chunks(BLOCK) {
             texts.clear();
             for list in block {
                 texts.extend(list.iter().map(Tag::as_str));
             }
-            raw.reserve(texts.iter().map(|t| t.len()).sum());
             for text in &texts {
-                let bytes = text.as_bytes();
-                if bytes.len() <= SHORT_TAG {
-                    // Byte by byte: `extend_from_slice` of an unknown length
-                    // is a `memmove` call, costly for the usual few-byte tag.
-                    raw.extend(bytes.iter().copied());
-                } else {
-                    raw.extend_from_slice(bytes);
+                let Some((id, new)) = interner.id(text.as_bytes()) else {
+                    // Four billion distinct tags: keep every occurrence.
+                    return Self::unnumbered(lists, offsets);
+                };
+                if new {
+                    first.push(ids.len());
+                    raw.extend_from_slice(text.as_bytes());
+                    ends.push(raw.len());
                 }
-                ends.push(raw.len());
+                ids.push(id);
             }
         }
         Self {
             raw,
             ends,
             offsets,
-            interned: OnceCell::new(),
+            interned: Some(Interned { ids, first }),
             folded_ids: OnceCell::new(),
         }
     }
 
-    /// The tags interned by their exact bytes (once per arena, shared by the
+    /// Every occurrence's bytes in one buffer, not numbered.
+    fn unnumbered(lists: &[&[Tag]], offsets: Vec<usize>) -> Self {
+        let mut raw: Vec<u8> = Vec::new();
+        let mut ends: Vec<usize> = Vec::new();
+        for tag in lists.iter().flat_map(|list| list.iter()) {
+            raw.extend_from_slice(tag.as_bytes());
+            ends.push(raw.len());
+        }
+        Self {
+            raw,
+            ends,
+            offsets,
+            interned: None,
+            folded_ids: OnceCell::new(),
+        }
+    }
+
+    /// The tags numbered by their exact bytes (once per arena, shared by the
     /// scorers that read it); `None` for four billion distinct tags.
     pub(crate) fn interned(&self) -> Option<&Interned> {
-        self.interned
-            .get_or_init(|| {
-                let mut interner = Interner::new();
-                let mut ids = Vec::with_capacity(self.tag_count());
-                let mut first = Vec::new();
-                for t in 0..self.tag_count() {
-                    let (id, new) = interner.id(self.tag(t))?;
-                    if new {
-                        first.push(t);
-                    }
-                    ids.push(id);
-                }
-                Some(Interned { ids, first })
-            })
-            .as_ref()
+        self.interned.as_ref()
     }
 
     /// The ASCII-folded id of every exact id of [`interned`](Self::interned):
@@ -215,14 +229,19 @@ impl TagArena {
     }
 
     /// The number of tags in total.
+    #[cfg(test)]
     pub(crate) fn tag_count(&self) -> usize {
-        self.ends.len()
+        self.offsets.last().copied().unwrap_or(0)
     }
 
-    /// The bytes of tag `t` (`t < tag_count()`).
+    /// The bytes of tag occurrence `t` (`t < tag_count()`).
     pub(crate) fn tag(&self, t: usize) -> &[u8] {
-        let start = if t == 0 { 0 } else { self.ends[t - 1] };
-        &self.raw[start..self.ends[t]]
+        let k = match &self.interned {
+            Some(interned) => interned.ids[t] as usize,
+            None => t,
+        };
+        let start = if k == 0 { 0 } else { self.ends[k - 1] };
+        &self.raw[start..self.ends[k]]
     }
 }
 
@@ -367,6 +386,66 @@ mod tests {
         let folded = arena.folded_ids().unwrap();
         assert_eq!(folded.of, vec![0, 1, 0, 2, 3, 3]);
         assert_eq!(folded.distinct, 4);
+    }
+
+    #[test]
+    fn numbering_matches_first_appearance_across_blocks() {
+        // 2,000 items (four blocks), three of 300 distinct tags each in a
+        // shuffled order, some longer than 7 bytes: every id must be the
+        // tag's rank of first appearance, as a plain ordered map numbers
+        // them, and every occurrence must read back its own bytes.
+        let mut items = Vec::new();
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..2_000 {
+            let mut tags = Vec::new();
+            for _ in 0..3 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let t = x % 300;
+                tags.push(if t >= 250 {
+                    format!("a-long-tag-{t}")
+                } else {
+                    format!("t{t}")
+                });
+            }
+            items.push(ContextItem::builder("x", 1).tags(tags).build().unwrap());
+        }
+        let refs: Vec<&ContextItem> = items.iter().collect();
+        let arena = TagArena::gather(&refs);
+        let interned = arena.interned().unwrap();
+        let mut expected: std::collections::BTreeMap<&str, u32> = Default::default();
+        let mut t = 0;
+        for item in &items {
+            for tag in item.tags() {
+                let next = expected.len() as u32;
+                let id = *expected.entry(tag.as_str()).or_insert(next);
+                assert_eq!(interned.ids[t], id, "occurrence {t} ({tag})");
+                assert_eq!(arena.tag(t), tag.as_bytes());
+                t += 1;
+            }
+        }
+        assert_eq!(t, arena.tag_count());
+        assert_eq!(interned.first.len(), expected.len());
+    }
+
+    #[test]
+    fn too_many_distinct_tags_keep_every_occurrence() {
+        // With room for two ids only, the third distinct tag stops the
+        // numbering: the arena keeps each occurrence's bytes instead, and
+        // the scorers count pair by pair.
+        let a = item(&["x", "y"]);
+        let b = item(&["x", "z", "a-tag-longer-than-seven"]);
+        let lists = [a.tags(), b.tags()];
+        let arena = TagArena::from_lists(&lists, Interner::with_limit(2));
+        assert!(arena.interned().is_none());
+        assert!(arena.folded_ids().is_none());
+        assert_eq!(arena.offsets, vec![0, 2, 5]);
+        let all: Vec<&[u8]> = (0..arena.tag_count()).map(|t| arena.tag(t)).collect();
+        assert_eq!(
+            all,
+            [&b"x"[..], b"y", b"x", b"z", b"a-tag-longer-than-seven"]
+        );
     }
 
     #[test]
