@@ -661,7 +661,14 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         }
         let mut blame = PinnedBlame::new(self.budget, self.items, &self.pinned_items);
         let units = self.units;
+        let mut last_block = usize::MAX;
         for (s, &(_, u)) in keyed.iter().enumerate().filter(|&(s, _)| !selected[s]) {
+            if s / TOUCH_AHEAD != last_block {
+                // The block's items read ahead of their report rows.
+                last_block = s / TOUCH_AHEAD;
+                let ahead = n.min(s + TOUCH_AHEAD);
+                touch(units, keyed[s..ahead].iter().map(|&(_, u)| u));
+            }
             let tokens = self.tokens_of[u];
             let room = room_of.get(s).copied().flatten().unwrap_or(whole_room);
             let reason = if let Some(cap) = capped[s] {
@@ -739,7 +746,8 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         for (c, &m) in order.iter().enumerate() {
             if c % TOUCH_AHEAD == 0 {
                 let ahead = order.len().min(c + TOUCH_AHEAD);
-                touch(units, &merged, &order[c..ahead]);
+                let placed = order[c..ahead].iter().filter_map(|&m| merged.get(m));
+                touch(units, placed.map(|&(u, _)| u));
             }
             let u = merged[m].0;
             for i in units.members(u) {
@@ -821,27 +829,22 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
     }
 }
 
-/// How many placed units [`touch`] reads ahead of the window's copies.
+/// How many units [`touch`] reads ahead of the copies of their items.
 const TOUCH_AHEAD: usize = 128;
 
-/// Reads the first line of each of `units` placed at `order` (their
-/// tokens), in a loop that does nothing else, so the CPU has the reads of
-/// many of them in flight at once.
+/// Reads the first line of the item of each unit of `ids` (its tokens), in
+/// a loop that does nothing else, so the CPU has the reads of many of them
+/// in flight at once.
 ///
-/// Placement order is a random walk over the input, and taking an item for
-/// the window writes its reference count with a locked instruction, which
-/// lets no later read start before it completes: copied in placement order
-/// straight away, every item would be a cache miss waited out in turn.
-/// Read first, the lines are in cache when the copies come. (`black_box`
-/// keeps the reads, whose values are not needed, from being optimised
-/// away.)
-fn touch<T: Units>(units: &T, merged: &Merged, order: &[usize]) {
-    let sum = order
-        .iter()
-        .filter_map(|&m| merged.get(m))
-        .fold(0i64, |acc, &(u, _)| {
-            acc.wrapping_add(units.item(u).tokens())
-        });
+/// Placement order and score order are random walks over the input, and
+/// taking an item — for the window, or for a report row — writes its
+/// reference count with a locked instruction, which lets no later read
+/// start before it completes: taken in such an order straight away, every
+/// item would be a cache miss waited out in turn. Read first, the lines are
+/// in cache when the copies come. (`black_box` keeps the reads, whose
+/// values are not needed, from being optimised away.)
+fn touch<T: Units>(units: &T, ids: impl Iterator<Item = usize>) {
+    let sum = ids.fold(0i64, |acc, u| acc.wrapping_add(units.item(u).tokens()));
     std::hint::black_box(sum);
 }
 
