@@ -389,8 +389,9 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                     (tokens_of[u] < 0, is_pinned)
                 }
                 None => {
+                    // (A negative unit's count is zeroed below.)
+                    tokens_of.push(units.tokens(u));
                     let negative = units.negative(u);
-                    tokens_of.push(if negative { 0 } else { units.tokens(u) });
                     (negative, !negative && units.pinned(u))
                 }
             };
@@ -667,7 +668,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                 // The block's items read ahead of their report rows.
                 last_block = s / TOUCH_AHEAD;
                 let ahead = n.min(s + TOUCH_AHEAD);
-                touch(units, keyed[s..ahead].iter().map(|&(_, u)| u));
+                touch(self.items, units, keyed[s..ahead].iter().map(|&(_, u)| u));
             }
             let tokens = self.tokens_of[u];
             let room = room_of.get(s).copied().flatten().unwrap_or(whole_room);
@@ -747,7 +748,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
             if c % TOUCH_AHEAD == 0 {
                 let ahead = order.len().min(c + TOUCH_AHEAD);
                 let placed = order[c..ahead].iter().filter_map(|&m| merged.get(m));
-                touch(units, placed.map(|&(u, _)| u));
+                touch(self.items, units, placed.map(|&(u, _)| u));
             }
             let u = merged[m].0;
             for i in units.members(u) {
@@ -832,9 +833,9 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
 /// How many units [`touch`] reads ahead of the copies of their items.
 const TOUCH_AHEAD: usize = 128;
 
-/// Reads the first line of the item of each unit of `ids` (its tokens), in
-/// a loop that does nothing else, so the CPU has the reads of many of them
-/// in flight at once.
+/// Reads the first line (the tokens) of every member item of each unit of
+/// `ids`, in a loop that does nothing else, so the CPU has the reads of
+/// many of them in flight at once.
 ///
 /// Placement order and score order are random walks over the input, and
 /// taking an item — for the window, or for a report row — writes its
@@ -843,8 +844,11 @@ const TOUCH_AHEAD: usize = 128;
 /// item would be a cache miss waited out in turn. Read first, the lines are
 /// in cache when the copies come. (`black_box` keeps the reads, whose
 /// values are not needed, from being optimised away.)
-fn touch<T: Units>(units: &T, ids: impl Iterator<Item = usize>) {
-    let sum = ids.fold(0i64, |acc, u| acc.wrapping_add(units.item(u).tokens()));
+fn touch<T: Units>(items: &[ContextItem], units: &T, ids: impl Iterator<Item = usize>) {
+    let sum = ids
+        .flat_map(|u| units.members(u))
+        .filter_map(|i| items.get(i))
+        .fold(0i64, |acc, item| acc.wrapping_add(item.tokens()));
     std::hint::black_box(sum);
 }
 
