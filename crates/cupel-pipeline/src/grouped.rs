@@ -8,21 +8,25 @@
 //! members' scores. An item without a group, or alone in its group, is a
 //! unit of its own and goes through the stages exactly as in a plain run.
 //!
-//! Building the table is one pass over the items: one hash map of ids (a
-//! member next to the previous grouped item skips it), one row per unit.
-//! When every group's members stand next to each other in the input (a tool
-//! call and its results, the usual case), the units are consecutive ranges
-//! of the input and no member list is built at all; otherwise a second pass
-//! lists every unit's members in one flat array.
+//! Building the table is one pass over the rows of the run's first pass
+//! ([`first_pass`](crate::run::first_pass)), which listed the grouped items:
+//! an ungrouped item becomes its own row without being read again; a
+//! grouped item goes through one hash map of ids (a member next to the
+//! previous grouped item skips it). The same pass turns Classify's rows by
+//! item into rows by unit. When every group's members stand next to each
+//! other in the input (a tool call and its results, the usual case), the
+//! units are consecutive ranges of the input and no member list is built
+//! at all; otherwise a second pass lists every unit's members in one flat
+//! array.
 
 use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 
 use chrono::{DateTime, Utc};
-use cupel_core::{ContextItem, CupelError, ExclusionReason, ItemVariant, TokenTotals};
+use cupel_core::{ContextItem, CupelError, ExclusionReason, ItemVariant};
 use rustc_hash::FxHashMap;
 
-use crate::run::Units;
+use crate::run::{Scan, Units};
 
 /// A group and what the stages need to know about it.
 pub(crate) struct Group<'a> {
@@ -72,13 +76,14 @@ struct Row {
 
 const NO_GROUP: u32 = u32::MAX;
 
+/// How many grouped items [`Groups::build`] reads ahead of their use.
+const READ_AHEAD: usize = 64;
+
 /// The units of one run with groups: one row per unit, in the input order
 /// of each unit's first member, and the groups with the items they are
 /// sliced and placed as. The engine reads it through a [`Grouped`] table.
 pub(crate) struct Groups<'a> {
     items: &'a [ContextItem],
-    /// Whether an item from the first grouped one on has variants.
-    varied: bool,
     groups: Vec<Group<'a>>,
     rows: Vec<Row>,
     /// Every unit's members, unit after unit; empty when `contiguous`
@@ -89,14 +94,17 @@ pub(crate) struct Groups<'a> {
 }
 
 impl<'a> Groups<'a> {
-    /// The units of `items`, whose first grouped item is `from` (the items
-    /// before it are units of their own). Adds the tokens of the items from
-    /// `from` on to `totals` (the caller checks them).
+    /// The units of `items`, whose grouped items are `grouped` (input
+    /// index and group id, ascending), and `scan` (the first pass's reads,
+    /// by item) turned into rows by unit: each unit's tokens — a group's
+    /// non-negative total, or a negative count when a member is negative —
+    /// and the pinned units. The rows are rewritten in place: a unit's row
+    /// is never after its first member's.
     pub(crate) fn build(
         items: &'a [ContextItem],
-        from: usize,
-        totals: &mut TokenTotals,
-    ) -> Result<Self, CupelError> {
+        grouped: &[(usize, &'a str)],
+        scan: Scan,
+    ) -> Result<(Self, Scan), CupelError> {
         if u32::try_from(items.len()).is_err() {
             return Err(CupelError::InvalidArgument(format!(
                 "a run with atomic groups takes at most {} items; {} were given",
@@ -111,11 +119,17 @@ impl<'a> Groups<'a> {
             len: 1,
             group: NO_GROUP,
         };
+        let Scan {
+            mut tokens,
+            pinned: pinned_items,
+        } = scan;
+        let mut pins = pinned_items.iter().copied().peekable();
+        let mut pinned: Vec<usize> = Vec::with_capacity(pinned_items.len());
         let mut rows: Vec<Row> = Vec::with_capacity(items.len());
-        rows.extend((0..from.min(items.len())).map(single));
-        let mut ids: FxHashMap<&'a str, u32> = FxHashMap::default();
-        let mut groups: Vec<Group<'a>> = Vec::new();
-        let mut varied = false;
+        // At most one group per grouped item: neither grows.
+        let mut ids: FxHashMap<&'a str, u32> =
+            FxHashMap::with_capacity_and_hasher(grouped.len(), Default::default());
+        let mut groups: Vec<Group<'a>> = Vec::with_capacity(grouped.len());
         let mut contiguous = true;
         // Members usually sit next to each other (a tool call and its
         // result): the previous grouped item's group is tried before the map.
@@ -123,16 +137,44 @@ impl<'a> Groups<'a> {
         // The group of the previous item: when another item follows it,
         // its unit item is made while its members are still in cache.
         let mut open: Option<u32> = None;
-        for (i, item) in items.iter().enumerate().skip(from) {
-            totals.add(item.tokens());
-            let Some(id) = item.group() else {
+        let mut next_grouped = grouped.iter().copied().peekable();
+        // How many grouped items were taken so far.
+        let mut seen = 0;
+        for i in 0..tokens.len() {
+            // Unit `rows.len()` <= `i`: its count goes where item `i`'s was
+            // (already read) or before it.
+            let item_tokens = tokens[i];
+            let is_pinned = pins.next_if_eq(&i).is_some();
+            if seen % READ_AHEAD == 0 && grouped.get(seen).is_some_and(|&(g, _)| g == i) {
+                // The next grouped items read ahead of their use (their id
+                // bytes, timestamps, variants, and the kind and source a
+                // group's item copies from its first member): see
+                // `run::touch`.
+                let ahead = grouped.len().min(seen + READ_AHEAD);
+                let sum = grouped[seen..ahead].iter().fold(0usize, |acc, &(g, id)| {
+                    let item = &items[g];
+                    acc.wrapping_add(id.len())
+                        .wrapping_add(usize::from(item.timestamp().is_some()))
+                        .wrapping_add(item.variants().len())
+                        .wrapping_add(item.kind().as_str().len())
+                        .wrapping_add(item.source().as_str().len())
+                });
+                std::hint::black_box(sum);
+            }
+            let Some((_, id)) = next_grouped.next_if(|&(g, _)| g == i) else {
+                // An ungrouped item, its own unit: nothing read from it.
                 if let Some(g) = open.take() {
                     close(items, &mut groups, &rows, g);
                 }
-                varied |= item.has_variants();
+                if is_pinned {
+                    pinned.push(rows.len());
+                }
+                tokens[rows.len()] = item_tokens;
                 rows.push(single(i));
                 continue;
             };
+            seen += 1;
+            let item = &items[i];
             let g = match last {
                 Some((last_id, g)) if last_id == id => g,
                 _ => match ids.entry(id) {
@@ -152,6 +194,8 @@ impl<'a> Groups<'a> {
                             levels: 0,
                             item: None,
                         });
+                        // (The group's count is written once it is known.)
+                        tokens[rows.len()] = 0;
                         rows.push(Row {
                             first: i as u32,
                             start: i as u32,
@@ -178,11 +222,11 @@ impl<'a> Groups<'a> {
             contiguous &= group.last + 1 >= i as u32;
             group.last = i as u32;
             rows[group.row as usize].len += 1;
-            group.pinned |= item.pinned();
-            if item.tokens() < 0 {
+            group.pinned |= is_pinned;
+            if item_tokens < 0 {
                 group.negative = true;
             } else {
-                group.tokens = group.tokens.saturating_add(item.tokens());
+                group.tokens = group.tokens.saturating_add(item_tokens);
             }
             group.timestamp = match (group.timestamp, item.timestamp()) {
                 (Some(a), Some(b)) => Some(a.min(b)),
@@ -195,10 +239,18 @@ impl<'a> Groups<'a> {
         if let Some(g) = open {
             close(items, &mut groups, &rows, g);
         }
-        varied |= groups.iter().any(|g| g.levels > 0);
+        // The groups' counts and pins, now that every member was seen (a
+        // group with a negative member is excluded: any negative count).
+        tokens.truncate(rows.len());
+        for group in &groups {
+            tokens[group.row as usize] = if group.negative { -1 } else { group.tokens };
+            if group.pinned {
+                pinned.push(group.row as usize);
+            }
+        }
+        pinned.sort_unstable();
         let mut table = Groups {
             items,
-            varied,
             groups,
             rows,
             members: Vec::new(),
@@ -217,7 +269,7 @@ impl<'a> Groups<'a> {
                 table.groups[g].item = Some(item);
             }
         }
-        Ok(table)
+        Ok((table, Scan { tokens, pinned }))
     }
 
     /// Lists every unit's members in `members`, unit after unit, each unit's
@@ -256,12 +308,6 @@ impl<'a> Groups<'a> {
 
     fn members_of(&self, row: Row) -> Members<'_> {
         Members::new(row.start, row.len, &self.members)
-    }
-
-    /// Whether an item from the first grouped one on has variants (the
-    /// items before it are the caller's to check).
-    pub(crate) fn varied(&self) -> bool {
-        self.varied
     }
 
     /// The table the engine reads.
@@ -404,19 +450,8 @@ impl Units for Grouped<'_> {
         self.rows[u].len > 1
     }
     #[inline]
-    fn tokens(&self, u: usize) -> i64 {
-        // A group's item holds its non-negative members' total.
-        self.rows[u].item.tokens()
-    }
-    #[inline]
     fn pinned(&self, u: usize) -> bool {
         self.rows[u].item.pinned()
-    }
-    fn negative(&self, u: usize) -> bool {
-        match self.group(u) {
-            Some(g) => g.negative,
-            None => self.rows[u].item.tokens() < 0,
-        }
     }
     #[inline]
     fn item(&self, u: usize) -> &ContextItem {
@@ -491,6 +526,7 @@ pub(crate) fn member_form(item: &ContextItem, level: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::first_pass;
 
     fn item(content: &str, tokens: i64, group: Option<&str>) -> ContextItem {
         ContextItem::builder(content, tokens)
@@ -499,9 +535,10 @@ mod tests {
             .unwrap()
     }
 
-    fn build(items: &[ContextItem]) -> Groups<'_> {
-        let from = items.iter().position(|i| i.group().is_some()).unwrap();
-        Groups::build(items, from, &mut TokenTotals::new()).unwrap()
+    /// The table and Classify's rows, as a run builds them.
+    fn build(items: &[ContextItem]) -> (Groups<'_>, Scan) {
+        let pass = first_pass(items);
+        Groups::build(items, &pass.grouped, pass.scan).unwrap()
     }
 
     fn members_of(table: &Grouped<'_>) -> Vec<Vec<usize>> {
@@ -520,7 +557,7 @@ mod tests {
             item("e", 5, Some("g3")),
             item("f", 6, Some("g3")),
         ];
-        let groups = build(&items);
+        let (groups, scan) = build(&items);
         let table = groups.table();
         // Units by first member: g1 = {0, 1}, c, d (alone in g2), g3 = {4, 5}.
         assert_eq!(
@@ -531,9 +568,11 @@ mod tests {
         // Unit items: g1 stands as "g1" with 1 + 2 = 3 tokens, g3 as "g3"
         // with 5 + 6 = 11; d is itself, not a group (g2 has one member).
         let seen: Vec<(&str, i64)> = (0..4)
-            .map(|u| (table.item(u).content(), table.tokens(u)))
+            .map(|u| (table.item(u).content(), table.item(u).tokens()))
             .collect();
         assert_eq!(seen, [("g1", 3), ("c", 3), ("d", 4), ("g3", 11)]);
+        // Classify's counts, by unit, are the same.
+        assert_eq!(scan.tokens, [3, 3, 4, 11]);
         assert!(table.group(2).is_none() && table.group(3).is_some());
         // Units 0, 2, 3 hold items 0, 1 | 3 | 4, 5.
         assert_eq!(*table.member_items(&[0, 2, 3]), [0, 1, 3, 4, 5]);
@@ -548,7 +587,7 @@ mod tests {
             item("g-result", 10, Some("g")),
             item("G-result", 10, Some("G")),
         ];
-        let groups = build(&items);
+        let (groups, _) = build(&items);
         let table = groups.table();
         // g = {0, 3}, x, G = {2, 4}: the members of g and G interleave.
         assert_eq!(members_of(&table), [vec![0, 3], vec![1], vec![2, 4]]);
@@ -568,12 +607,12 @@ mod tests {
             item("x", 5, None),
             item("g-retry", 6, Some("g")),
         ];
-        let groups = build(&items);
+        let (groups, scan) = build(&items);
         let table = groups.table();
         assert_eq!(members_of(&table), [vec![0, 1, 3], vec![2]]);
         assert!(!groups.contiguous);
-        assert_eq!((table.item(0).content(), table.tokens(0)), ("g", 13));
-        assert_eq!(table.tokens(1), 5);
+        assert_eq!((table.item(0).content(), table.item(0).tokens()), ("g", 13));
+        assert_eq!(scan.tokens, [13, 5]);
     }
 
     #[test]
@@ -587,8 +626,8 @@ mod tests {
             .build()
             .unwrap();
         let items = [item("call", 5, Some("g")), result, item("y", 1, None)];
-        let groups = build(&items);
-        assert!(groups.varied());
+        assert!(first_pass(&items).varied);
+        let (groups, _) = build(&items);
         let table = groups.table();
         let unit = table.item(0);
         assert_eq!(unit.tokens(), 105);
@@ -599,28 +638,64 @@ mod tests {
     #[test]
     fn a_negative_member_marks_its_group_and_is_left_out_of_the_total() {
         let items = [item("a", 7, Some("g")), item("b", -2, Some("g"))];
-        let groups = build(&items);
+        let (groups, scan) = build(&items);
         let table = groups.table();
-        // One unit: tokens 7 (the -2 is not summed), negative.
-        assert_eq!((table.count(), table.tokens(0)), (1, 7));
-        assert!(table.negative(0));
+        // One unit, whose item has 7 tokens (the -2 is not summed); Classify
+        // sees a negative count and excludes it.
+        assert_eq!((table.count(), table.item(0).tokens()), (1, 7));
+        assert_eq!(scan.tokens.len(), 1);
+        assert!(scan.tokens[0] < 0);
+    }
+
+    #[test]
+    fn pinned_units_are_listed_in_unit_order() {
+        // Units: a (pinned), g = {1, 3} (pinned by its second member, after
+        // c was listed), c (pinned), d. Unit ids: a 0, g 1, c 2, d 3.
+        let pinned = |content: &str, group: Option<&str>| {
+            ContextItem::builder(content, 1)
+                .group_opt(group.map(str::to_owned))
+                .pinned(true)
+                .build()
+                .unwrap()
+        };
+        let items = [
+            pinned("a", None),
+            item("g-call", 1, Some("g")),
+            pinned("c", None),
+            pinned("g-result", Some("g")),
+            item("d", 1, None),
+        ];
+        let (groups, scan) = build(&items);
+        assert_eq!(members_of(&groups.table()), [vec![0], vec![1, 3], vec![2], vec![4]]);
+        assert_eq!(scan.pinned, [0, 1, 2]);
+        assert_eq!(scan.tokens, [1, 2, 1, 1]);
     }
 
     proptest::proptest! {
         /// The table against a reference built the obvious way: units in the
         /// input order of their first member (an item without a group, or a
         /// group id's members), each unit's members ascending, a group's
-        /// tokens the sum of its non-negative members', and every member
-        /// list of a set of units in input order.
+        /// tokens the sum of its non-negative members' (Classify's row: a
+        /// negative count when a member is negative), pinned when a member
+        /// is, and every member list of a set of units in input order.
         #[test]
         fn the_table_matches_a_reference(
-            spec in proptest::collection::vec((proptest::option::of(0u8..6), -2i64..20), 1..40),
+            spec in proptest::collection::vec(
+                (proptest::option::of(0u8..6), -2i64..20, proptest::bool::weighted(0.2)),
+                1..40,
+            ),
             pick in proptest::collection::vec(proptest::bool::ANY, 40),
         ) {
             let items: Vec<ContextItem> = spec
                 .iter()
                 .enumerate()
-                .map(|(i, &(g, t))| item(&format!("i{i}"), t, g.map(|g| format!("g{g}")).as_deref()))
+                .map(|(i, &(g, t, pinned))| {
+                    ContextItem::builder(format!("i{i}"), t)
+                        .group_opt(g.map(|g| format!("g{g}")))
+                        .pinned(pinned)
+                        .build()
+                        .unwrap()
+                })
                 .collect();
             let mut reference: Vec<(Option<String>, Vec<usize>)> = Vec::new();
             for (i, it) in items.iter().enumerate() {
@@ -635,26 +710,36 @@ mod tests {
             if items.iter().all(|i| i.group().is_none()) {
                 return Ok(());
             }
-            let groups = build(&items);
+            let (groups, scan) = build(&items);
             let table = groups.table();
             let expected: Vec<Vec<usize>> = reference.iter().map(|(_, m)| m.clone()).collect();
+            proptest::prop_assert_eq!(scan.tokens.len(), expected.len());
             proptest::prop_assert_eq!(members_of(&table), expected.clone());
             for (u, m) in expected.iter().enumerate() {
                 let sum: i64 = m.iter().map(|&i| items[i].tokens()).filter(|&t| t >= 0).sum();
                 let negative = m.iter().any(|&i| items[i].tokens() < 0);
                 if m.len() > 1 {
-                    proptest::prop_assert_eq!(table.tokens(u), sum);
+                    proptest::prop_assert_eq!(table.item(u).tokens(), sum);
                     proptest::prop_assert_eq!(table.item(u).content(), reference[u].0.as_deref().unwrap());
                 } else {
                     proptest::prop_assert!(table.item(u).ptr_eq(&items[m[0]]));
                 }
-                proptest::prop_assert_eq!(table.negative(u), negative);
+                // Classify's row: the sum, or a negative count.
+                if negative {
+                    proptest::prop_assert!(scan.tokens[u] < 0);
+                } else {
+                    proptest::prop_assert_eq!(scan.tokens[u], sum);
+                }
+                let pinned = m.iter().any(|&i| items[i].pinned());
+                proptest::prop_assert_eq!(scan.pinned.contains(&u), pinned);
+                proptest::prop_assert_eq!(table.pinned(u), pinned);
                 proptest::prop_assert_eq!(table.multi(u), m.len() > 1);
             }
             let chosen: Vec<usize> = (0..expected.len()).filter(|&u| pick[u]).collect();
             let mut listed: Vec<usize> = chosen.iter().flat_map(|&u| expected[u].clone()).collect();
             listed.sort_unstable();
             proptest::prop_assert_eq!(table.member_items(&chosen).into_owned(), listed);
+            proptest::prop_assert!(scan.pinned.windows(2).all(|w| w[0] < w[1]));
         }
     }
 }

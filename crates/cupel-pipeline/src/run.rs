@@ -40,11 +40,9 @@ pub(crate) trait Units {
     fn member_items<'u>(&self, units: &'u [usize]) -> Cow<'u, [usize]>;
     /// Whether the unit has two or more members (a group).
     fn multi(&self, u: usize) -> bool;
-    /// Sum of the unit's non-negative member tokens.
-    fn tokens(&self, u: usize) -> i64;
+    /// Whether the unit is pinned (a pinned item, or a group with a pinned
+    /// member).
     fn pinned(&self, u: usize) -> bool;
-    /// Whether a member has negative tokens (the unit is excluded at Classify).
-    fn negative(&self, u: usize) -> bool;
     /// The item the slicer and placer see for the unit.
     fn item(&self, u: usize) -> &ContextItem;
     /// The group of a unit with more than one member.
@@ -82,14 +80,8 @@ impl Units for Plain<'_> {
     fn multi(&self, _: usize) -> bool {
         false
     }
-    fn tokens(&self, u: usize) -> i64 {
-        self.0[u].tokens()
-    }
     fn pinned(&self, u: usize) -> bool {
         self.0[u].pinned()
-    }
-    fn negative(&self, u: usize) -> bool {
-        self.0[u].tokens() < 0
     }
     fn item(&self, u: usize) -> &ContextItem {
         &self.0[u]
@@ -111,53 +103,28 @@ pub(crate) fn execute<C: TraceCollector + ?Sized>(
     if traced {
         collector.on_run_started(items, budget);
     }
-    // One pass reads every item's tokens (their totals are checked before
-    // any stage runs), variants flag and group. Atomic groups (an
-    // extension) need a unit table; a run without any grouped item goes
-    // through exactly the specification's stages. Variants (another
-    // extension) only change which slicer method is called and are
-    // otherwise looked at only once a slicer took one. The scan stops at
-    // the first grouped item: building the unit table reads the rest (their
-    // tokens and variants too) in its own pass.
-    let mut totals = TokenTotals::new();
-    let mut varied = false;
-    // What Classify needs of a plain run, read by this same pass.
-    let mut scan = PlainScan {
-        tokens: Vec::with_capacity(items.len()),
-        pinned: Vec::new(),
-    };
-    let first_grouped = items.iter().position(|item| {
-        if item.group().is_some() {
-            return true;
-        }
-        let tokens = item.tokens();
-        totals.add(tokens);
-        if item.pinned() {
-            scan.pinned.push(scan.tokens.len());
-        }
-        scan.tokens.push(tokens);
-        varied |= item.has_variants();
-        false
-    });
-    let result = match first_grouped {
-        Some(from) => {
-            // The grouped engine asks its unit table instead.
-            drop(scan);
-            Groups::build(items, from, &mut totals).and_then(|groups| {
-                totals.check()?;
-                let table = groups.table();
-                Engine::new(policy, budget, items, &table, collector, observer)
-                    .with_variants(varied || groups.varied())
-                    .run()
-            })
-        }
-        None => totals.check().and_then(|()| {
-            Engine::new(policy, budget, items, &Plain(items), collector, observer)
+    let FirstPass {
+        totals,
+        varied,
+        scan,
+        grouped,
+    } = first_pass(items);
+    let result = totals.check().and_then(|()| {
+        if grouped.is_empty() {
+            Engine::new(policy, budget, items, &Plain(items), scan, collector, observer)
                 .with_variants(varied)
-                .with_scan(scan)
                 .run()
-        }),
-    };
+        } else {
+            // The grouped engine reads a unit table; building it turns the
+            // scan's rows by item into rows by unit.
+            let (groups, scan) = Groups::build(items, &grouped, scan)?;
+            drop(grouped);
+            let table = groups.table();
+            Engine::new(policy, budget, items, &table, scan, collector, observer)
+                .with_variants(varied)
+                .run()
+        }
+    });
     if traced {
         match &result {
             Ok(_) => collector.on_run_completed(),
@@ -167,12 +134,64 @@ pub(crate) fn execute<C: TraceCollector + ?Sized>(
     result
 }
 
-/// Every item's tokens and the pinned items' indices (ascending), read by
-/// [`execute`]'s first pass: a plain run's Classify takes them from here
-/// instead of reading every item a second time.
-struct PlainScan {
-    tokens: Vec<i64>,
-    pinned: Vec<usize>,
+/// What the first pass over the items of a run reads.
+pub(crate) struct FirstPass<'a> {
+    /// Every item's tokens, summed.
+    pub(crate) totals: TokenTotals,
+    /// Whether some item has variants.
+    pub(crate) varied: bool,
+    /// Classify's rows, by item.
+    pub(crate) scan: Scan,
+    /// (input index, group id) of every grouped item, in input order.
+    pub(crate) grouped: Vec<(usize, &'a str)>,
+}
+
+/// The one pass over the items: every item's tokens (their totals are
+/// checked before any stage runs), pinned flag, variants flag and group,
+/// keeping what Classify needs, so that no later pass reads every item
+/// again. Atomic groups (an extension) need a unit table; a run without
+/// any grouped item goes through exactly the specification's stages.
+/// Variants (another extension) only change which slicer method is called
+/// and are otherwise looked at only once a slicer took one. The loop does
+/// nothing else, so the CPU keeps the reads of many items in flight.
+pub(crate) fn first_pass(items: &[ContextItem]) -> FirstPass<'_> {
+    let mut pass = FirstPass {
+        totals: TokenTotals::new(),
+        varied: false,
+        scan: Scan {
+            tokens: Vec::with_capacity(items.len()),
+            pinned: Vec::new(),
+        },
+        grouped: Vec::new(),
+    };
+    for (i, item) in items.iter().enumerate() {
+        let tokens = item.tokens();
+        pass.totals.add(tokens);
+        if item.pinned() {
+            pass.scan.pinned.push(i);
+        }
+        pass.scan.tokens.push(tokens);
+        pass.varied |= item.has_variants();
+        if let Some(id) = item.group() {
+            pass.grouped.push((i, id));
+        }
+    }
+    pass
+}
+
+/// What Classify needs of every unit, read by [`execute`]'s first pass (and
+/// turned from items into units by [`Groups::build`] in a run with groups),
+/// so that Classify does not read every item a second time.
+#[derive(Default)]
+pub(crate) struct Scan {
+    /// Each unit's tokens: its item's, or for a group of two or more the
+    /// sum of its non-negative members' tokens. Negative when the unit is
+    /// excluded at Classify (a negative item, or a group with a negative
+    /// member).
+    pub(crate) tokens: Vec<i64>,
+    /// The pinned units (a pinned item, or a group with a pinned member),
+    /// ascending.
+    pub(crate) pinned: Vec<usize>,
 }
 
 /// Wall-clock and monotonic start of a stage; only taken when tracing.
@@ -210,8 +229,8 @@ struct Engine<'r, T, C: ?Sized> {
     /// Whether some input item has variants: the slicer is then asked
     /// through `slice_variants`.
     varied: bool,
-    /// A plain run's first-pass reads, taken by Classify.
-    scan: Option<PlainScan>,
+    /// The first pass's reads, taken by Classify.
+    scan: Scan,
     /// The form each unit is taken in and why, when the slicer took at
     /// least one variant; empty otherwise (every unit whole).
     forms: Vec<(usize, VariantReason)>,
@@ -226,6 +245,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         budget: &'r ContextBudget,
         items: &'r [ContextItem],
         units: &'r T,
+        scan: Scan,
         collector: &'r mut C,
         observer: Option<&'r OverflowObserver>,
     ) -> Self {
@@ -245,15 +265,9 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
             pinned_items: Vec::new(),
             blame: None,
             varied: false,
-            scan: None,
+            scan,
             forms: Vec::new(),
         }
-    }
-
-    /// Hands Classify the first pass's reads (every unit one item).
-    fn with_scan(mut self, scan: PlainScan) -> Self {
-        self.scan = Some(scan);
-        self
     }
 
     fn with_variants(mut self, varied: bool) -> Self {
@@ -374,29 +388,19 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         let units = self.units;
         let mut pinned = Vec::new();
         let mut scoreable = Vec::with_capacity(units.count());
-        // A plain run's tokens and pins were read by the first pass (its
-        // token buffer becomes `tokens_of`); otherwise each unit is asked.
-        let (mut tokens_of, scanned_pins) = match self.scan.take() {
-            Some(scan) => (scan.tokens, Some(scan.pinned)),
-            None => (Vec::with_capacity(units.count()), None),
-        };
+        // The first pass read every unit's tokens and pins (its token
+        // buffer becomes `tokens_of`).
+        let Scan {
+            tokens: mut tokens_of,
+            pinned: pins,
+        } = std::mem::take(&mut self.scan);
         let mut next_pinned = 0;
-        for u in 0..units.count() {
-            let (negative, is_pinned) = match &scanned_pins {
-                Some(pins) => {
-                    let is_pinned = pins.get(next_pinned) == Some(&u);
-                    next_pinned += usize::from(is_pinned);
-                    (tokens_of[u] < 0, is_pinned)
-                }
-                None => {
-                    // (A negative unit's count is zeroed below.)
-                    tokens_of.push(units.tokens(u));
-                    let negative = units.negative(u);
-                    (negative, !negative && units.pinned(u))
-                }
-            };
-            if negative {
-                tokens_of[u] = 0;
+        debug_assert_eq!(tokens_of.len(), units.count());
+        for (u, tokens_u) in tokens_of.iter_mut().enumerate() {
+            let is_pinned = pins.get(next_pinned) == Some(&u);
+            next_pinned += usize::from(is_pinned);
+            if *tokens_u < 0 {
+                *tokens_u = 0;
                 if self.traced {
                     // AG-2: a negative member excludes its whole group.
                     for i in units.members(u) {
@@ -417,7 +421,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                 }
             } else if is_pinned {
                 // Non-negative counts of a checked input: the sum fits.
-                self.pinned_tokens = self.pinned_tokens.saturating_add(tokens_of[u]);
+                self.pinned_tokens = self.pinned_tokens.saturating_add(*tokens_u);
                 pinned.push(u);
             } else {
                 scoreable.push(u);
@@ -845,10 +849,18 @@ const TOUCH_AHEAD: usize = 128;
 /// in cache when the copies come. (`black_box` keeps the reads, whose
 /// values are not needed, from being optimised away.)
 fn touch<T: Units>(items: &[ContextItem], units: &T, ids: impl Iterator<Item = usize>) {
-    let sum = ids
-        .flat_map(|u| units.members(u))
-        .filter_map(|i| items.get(i))
-        .fold(0i64, |acc, item| acc.wrapping_add(item.tokens()));
+    let sum = if T::GROUPED {
+        // The member lists walked first: the reads loop then does nothing
+        // else.
+        let members: Vec<usize> = ids.flat_map(|u| units.members(u)).collect();
+        members
+            .iter()
+            .filter_map(|&i| items.get(i))
+            .fold(0i64, |acc, item| acc.wrapping_add(item.tokens()))
+    } else {
+        ids.filter_map(|i| items.get(i))
+            .fold(0i64, |acc, item| acc.wrapping_add(item.tokens()))
+    };
     std::hint::black_box(sum);
 }
 
