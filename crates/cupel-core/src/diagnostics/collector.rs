@@ -1,6 +1,6 @@
 //! The [`TraceCollector`] observer trait and its two built-in implementations.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use crate::diagnostics::{
     CountRequirementShortfall, ExcludedItem, ExclusionReason, IncludedItem, InclusionReason,
@@ -126,20 +126,34 @@ pub trait TraceCollector {
 
 /// The item-level event of an exclusion: the reason as the message.
 fn exclusion_event(record: &ExclusionRecord<'_>) -> TraceEvent {
-    item_event(record.stage, record.reason.to_string())
+    let mut message = String::new();
+    write_exclusion(&mut message, record);
+    item_event(record.stage, message)
 }
 
 /// The item-level event of an inclusion (always at the Place stage).
 fn inclusion_event(record: &InclusionRecord<'_>) -> TraceEvent {
-    item_event(
-        PipelineStage::Place,
-        format!(
-            "{}: {} tokens, score {}",
-            record.reason,
-            record.item.tokens(),
-            record.score
-        ),
-    )
+    let mut message = String::new();
+    write_inclusion(&mut message, record);
+    item_event(PipelineStage::Place, message)
+}
+
+/// Appends an exclusion event's message to `out`.
+fn write_exclusion(out: &mut String, record: &ExclusionRecord<'_>) {
+    // Writing to a `String` cannot fail.
+    let _ = write!(out, "{}", record.reason);
+}
+
+/// Appends an inclusion event's message to `out`.
+fn write_inclusion(out: &mut String, record: &InclusionRecord<'_>) {
+    // Writing to a `String` cannot fail.
+    let _ = write!(
+        out,
+        "{}: {} tokens, score {}",
+        record.reason,
+        record.item.tokens(),
+        record.score
+    );
 }
 
 fn item_event(stage: PipelineStage, message: String) -> TraceEvent {
@@ -392,6 +406,10 @@ pub struct DiagnosticTraceCollector {
     total_tokens: i64,
     shortfalls: Vec<CountRequirementShortfall>,
     observer: Option<EventObserver>,
+    /// Where item messages are written before each is copied out at its
+    /// exact length: one allocation per message, none to grow it. (Kept
+    /// between runs, with the capacity of the longest message so far.)
+    scratch: String,
 }
 
 impl fmt::Debug for DiagnosticTraceCollector {
@@ -424,6 +442,7 @@ impl DiagnosticTraceCollector {
             total_tokens: 0,
             shortfalls: Vec::new(),
             observer: None,
+            scratch: String::new(),
         }
     }
 
@@ -480,6 +499,7 @@ fn build_report(
 ) -> SelectionReport {
     // Stable: ties keep exclusion order; NaN scores go last.
     excluded.sort_by(|a, b| crate::score_cmp_desc(a.score, b.score));
+    excluded.shrink_to_fit();
     SelectionReport {
         events,
         included,
@@ -515,6 +535,17 @@ impl TraceCollector for DiagnosticTraceCollector {
         self.excluded.clear();
         self.shortfalls.clear();
         self.total_candidates = items.len();
+        // At most every candidate is excluded: its rows are reserved once
+        // (capacity never written to is never touched) and cut to their
+        // number when the report is built.
+        self.excluded.reserve(items.len());
+        if self.detail_level >= TraceDetailLevel::Item {
+            // Every item is included or excluded exactly once, one event
+            // each, and each of the five stages adds one: reserved at once
+            // rather than grown by doubling (a copy of every event so far
+            // at each step).
+            self.events.reserve(items.len().saturating_add(5));
+        }
         self.total_tokens = items
             .iter()
             .fold(0i64, |acc, i| acc.saturating_add(i.tokens()));
@@ -522,7 +553,9 @@ impl TraceCollector for DiagnosticTraceCollector {
 
     fn on_item_excluded(&mut self, record: ExclusionRecord<'_>) {
         if self.detail_level >= TraceDetailLevel::Item {
-            self.push(exclusion_event(&record));
+            self.scratch.clear();
+            write_exclusion(&mut self.scratch, &record);
+            self.push(item_event(record.stage, self.scratch.as_str().to_owned()));
         }
         self.excluded.push(ExcludedItem {
             item: record.item.clone(),
@@ -534,7 +567,18 @@ impl TraceCollector for DiagnosticTraceCollector {
 
     fn on_item_included(&mut self, record: InclusionRecord<'_>) {
         if self.detail_level >= TraceDetailLevel::Item {
-            self.push(inclusion_event(&record));
+            self.scratch.clear();
+            write_inclusion(&mut self.scratch, &record);
+            let message = self.scratch.as_str().to_owned();
+            self.push(item_event(PipelineStage::Place, message));
+        }
+        if self.included.is_empty() {
+            // The pipeline reports every exclusion before the first
+            // inclusion: the rest of the candidates are the window, so its
+            // rows are reserved at once (a hint: a collector driven
+            // otherwise still gets every row).
+            let rest = self.total_candidates.saturating_sub(self.excluded.len());
+            self.included.reserve(rest);
         }
         self.included.push(IncludedItem {
             item: record.item.clone(),
@@ -716,6 +760,43 @@ mod tests {
             ]
         );
         assert_eq!(plain.0, diag.events());
+    }
+
+    #[test]
+    fn rows_beyond_the_reserved_counts_are_all_kept() {
+        // The collector reserves one event per candidate and, at the first
+        // inclusion, the candidates not yet excluded; a driver that reports
+        // more rows, or inclusions before exclusions, still gets every row.
+        let items: Vec<ContextItem> = ["a", "b"]
+            .iter()
+            .map(|s| ContextItem::new(*s, 1).unwrap())
+            .collect();
+        let budget = ContextBudget::new(10, 10).unwrap();
+        let mut c = DiagnosticTraceCollector::new(TraceDetailLevel::Item);
+        c.on_run_started(&items, &budget);
+        for round in 0..3 {
+            c.on_item_included(InclusionRecord {
+                index: round % 2,
+                item: &items[round % 2],
+                score: 0.5,
+                reason: InclusionReason::Scored,
+                variant: None,
+            });
+            c.on_item_excluded(ExclusionRecord {
+                stage: PipelineStage::Slice,
+                index: round % 2,
+                item: &items[round % 2],
+                score: 0.1,
+                reason: ExclusionReason::BudgetExceeded {
+                    item_tokens: 1,
+                    available_tokens: 0,
+                },
+            });
+        }
+        assert_eq!(c.events().len(), 6);
+        let report = c.into_report();
+        assert_eq!((report.included.len(), report.excluded.len()), (3, 3));
+        assert_eq!(report.total_candidates, 2);
     }
 
     #[test]
