@@ -450,10 +450,6 @@ impl Units for Grouped<'_> {
         self.rows[u].len > 1
     }
     #[inline]
-    fn pinned(&self, u: usize) -> bool {
-        self.rows[u].item.pinned()
-    }
-    #[inline]
     fn item(&self, u: usize) -> &ContextItem {
         self.rows[u].item
     }
@@ -732,7 +728,6 @@ mod tests {
                 }
                 let pinned = m.iter().any(|&i| items[i].pinned());
                 proptest::prop_assert_eq!(scan.pinned.contains(&u), pinned);
-                proptest::prop_assert_eq!(table.pinned(u), pinned);
                 proptest::prop_assert_eq!(table.multi(u), m.len() > 1);
             }
             let chosen: Vec<usize> = (0..expected.len()).filter(|&u| pick[u]).collect();

@@ -40,9 +40,6 @@ pub(crate) trait Units {
     fn member_items<'u>(&self, units: &'u [usize]) -> Cow<'u, [usize]>;
     /// Whether the unit has two or more members (a group).
     fn multi(&self, u: usize) -> bool;
-    /// Whether the unit is pinned (a pinned item, or a group with a pinned
-    /// member).
-    fn pinned(&self, u: usize) -> bool;
     /// The item the slicer and placer see for the unit.
     fn item(&self, u: usize) -> &ContextItem;
     /// The group of a unit with more than one member.
@@ -79,9 +76,6 @@ impl Units for Plain<'_> {
     }
     fn multi(&self, _: usize) -> bool {
         false
-    }
-    fn pinned(&self, u: usize) -> bool {
-        self.0[u].pinned()
     }
     fn item(&self, u: usize) -> &ContextItem {
         &self.0[u]
@@ -334,7 +328,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         let survivors = self.deduplicate(&scoreable);
         drop(scoreable);
         let merged = self.slice(survivors, &pinned)?;
-        self.place(merged)
+        self.place(merged, pinned.len())
     }
 
     fn start(&self) -> Option<Timer> {
@@ -698,8 +692,14 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
     }
 
     /// Stage 6: the overflow rule, then the placer over the merged units,
-    /// each placed unit expanded into its members (AG-7).
-    fn place(&mut self, mut merged: Merged) -> Result<Vec<ContextItem>, CupelError> {
+    /// each placed unit expanded into its members (AG-7). The first
+    /// `n_pinned` merged units are the pinned ones (and stay first: Truncate
+    /// keeps every pinned unit and the order).
+    fn place(
+        &mut self,
+        mut merged: Merged,
+        n_pinned: usize,
+    ) -> Result<Vec<ContextItem>, CupelError> {
         let timer = self.start();
         let units = self.units;
         let merged_in = item_count(units, merged.iter().map(|(u, _)| u));
@@ -718,7 +718,9 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         let target = self.budget.overflow_limit();
         if merged_tokens > target {
             match self.policy.overflow_strategy {
-                OverflowStrategy::Truncate => merged = self.truncate(merged, target),
+                OverflowStrategy::Truncate => {
+                    merged = self.truncate(merged, n_pinned, target);
+                }
                 OverflowStrategy::Proceed => {
                     let items = merged
                         .iter()
@@ -758,7 +760,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
             for i in units.members(u) {
                 let (item, variant) = self.window_item(u, i);
                 if self.traced {
-                    let reason = inclusion_reason(units.pinned(u), item.tokens());
+                    let reason = inclusion_reason(m < n_pinned, item.tokens());
                     let mut record = InclusionRecord::new(i, &item, self.score_of[i], reason);
                     if let Some(v) = variant {
                         record = record.with_variant(v);
@@ -793,18 +795,19 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         }
     }
 
-    /// The Truncate strategy (S-10, AG-8): pinned units are kept, any other
-    /// unit is kept while it fits, else dropped whole.
-    fn truncate(&mut self, merged: Merged, target: i64) -> Merged {
+    /// The Truncate strategy (S-10, AG-8): pinned units (the first
+    /// `n_pinned`) are kept, any other unit is kept while it fits, else
+    /// dropped whole.
+    fn truncate(&mut self, merged: Merged, n_pinned: usize, target: i64) -> Merged {
         let units = self.units;
         let mut kept = Vec::with_capacity(merged.len());
         // (unit, non-pinned tokens kept before it, room it had)
         let mut removed: Vec<(usize, i64, i64)> = Vec::new();
         let mut current: i64 = 0;
         let mut kept_unpinned: i64 = 0;
-        for (u, score) in merged {
+        for (k, (u, score)) in merged.into_iter().enumerate() {
             let tokens = self.unit_tokens(u);
-            if units.pinned(u) {
+            if k < n_pinned {
                 current = current.saturating_add(tokens);
                 kept.push((u, score));
             } else if current.saturating_add(tokens) <= target {

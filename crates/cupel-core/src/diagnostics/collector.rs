@@ -489,6 +489,34 @@ impl DiagnosticTraceCollector {
     }
 }
 
+/// Sorts report rows by score, descending, stably (ties keep exclusion
+/// order; NaN scores go last): the rows' integer score keys are sorted with
+/// their positions, and the rows then moved once into that order, cycle by
+/// cycle, instead of merging 72-byte rows.
+fn sort_excluded(excluded: &mut [ExcludedItem]) {
+    let mut keys: Vec<(u64, usize)> = excluded
+        .iter()
+        .enumerate()
+        .map(|(k, e)| (crate::score_sort_key(e.score), k))
+        .collect();
+    crate::sort_by_key_stable(&mut keys);
+    // Row `keys[j].1` goes to position `j`: each cycle of that permutation
+    // is walked once, swapping each row into place.
+    let mut placed = vec![false; keys.len()];
+    for start in 0..keys.len() {
+        let mut j = start;
+        while !placed[j] {
+            placed[j] = true;
+            let from = keys[j].1;
+            if from == start {
+                break;
+            }
+            excluded.swap(j, from);
+            j = from;
+        }
+    }
+}
+
 fn build_report(
     events: Vec<TraceEvent>,
     included: Vec<IncludedItem>,
@@ -497,8 +525,7 @@ fn build_report(
     total_tokens_considered: i64,
     count_requirement_shortfalls: Vec<CountRequirementShortfall>,
 ) -> SelectionReport {
-    // Stable: ties keep exclusion order; NaN scores go last.
-    excluded.sort_by(|a, b| crate::score_cmp_desc(a.score, b.score));
+    sort_excluded(&mut excluded);
     excluded.shrink_to_fit();
     SelectionReport {
         events,
@@ -760,6 +787,34 @@ mod tests {
             ]
         );
         assert_eq!(plain.0, diag.events());
+    }
+
+    proptest::proptest! {
+        /// The report's row order against the definition: a stable sort by
+        /// `score_cmp_desc` (scores drawn from a few values, so ties, `-0.0`
+        /// against `0.0` and NaNs are common).
+        #[test]
+        fn excluded_rows_sort_like_a_stable_sort_by_score(
+            picks in proptest::collection::vec(0usize..7, 0..300),
+        ) {
+            const SCORES: [f64; 7] = [0.5, 0.0, -0.0, 1.0, f64::NAN, -2.5, 0.25];
+            let item = ContextItem::new("x", 1).unwrap();
+            let mut rows: Vec<ExcludedItem> = picks
+                .iter()
+                .enumerate()
+                .map(|(position, &p)| ExcludedItem {
+                    item: item.clone(),
+                    score: SCORES[p],
+                    reason: ExclusionReason::NegativeTokens { tokens: -1 },
+                    position,
+                })
+                .collect();
+            let mut expected: Vec<usize> = (0..rows.len()).collect();
+            expected.sort_by(|&a, &b| crate::score_cmp_desc(rows[a].score, rows[b].score));
+            sort_excluded(&mut rows);
+            let got: Vec<usize> = rows.iter().map(|r| r.position).collect();
+            proptest::prop_assert_eq!(got, expected);
+        }
     }
 
     #[test]
