@@ -113,12 +113,6 @@ impl<'a> Groups<'a> {
             )));
         }
         // (Every index below fits in u32: checked above.)
-        let single = |i: usize| Row {
-            first: i as u32,
-            start: i as u32,
-            len: 1,
-            group: NO_GROUP,
-        };
         let Scan {
             mut tokens,
             pinned: pinned_items,
@@ -137,15 +131,19 @@ impl<'a> Groups<'a> {
         // The group of the previous item: when another item follows it,
         // its unit item is made while its members are still in cache.
         let mut open: Option<u32> = None;
-        let mut next_grouped = grouped.iter().copied().peekable();
-        // How many grouped items were taken so far.
-        let mut seen = 0;
-        for i in 0..tokens.len() {
-            // Unit `rows.len()` <= `i`: its count goes where item `i`'s was
-            // (already read) or before it.
-            let item_tokens = tokens[i];
-            let is_pinned = pins.next_if_eq(&i).is_some();
-            if seen % READ_AHEAD == 0 && grouped.get(seen).is_some_and(|&(g, _)| g == i) {
+        // The first item not yet in a row.
+        let mut next = 0;
+        for (seen, &(i, id)) in grouped.iter().enumerate() {
+            if next < i {
+                // The ungrouped items before this one, a unit each: nothing
+                // read from them.
+                if let Some(g) = open.take() {
+                    close(items, &mut groups, &rows, g);
+                }
+                singles(next..i, &mut rows, &mut tokens, &mut pins, &mut pinned);
+            }
+            next = i + 1;
+            if seen % READ_AHEAD == 0 {
                 // The next grouped items read ahead of their use (their id
                 // bytes, timestamps, variants, and the kind and source a
                 // group's item copies from its first member): see
@@ -161,19 +159,10 @@ impl<'a> Groups<'a> {
                 });
                 std::hint::black_box(sum);
             }
-            let Some((_, id)) = next_grouped.next_if(|&(g, _)| g == i) else {
-                // An ungrouped item, its own unit: nothing read from it.
-                if let Some(g) = open.take() {
-                    close(items, &mut groups, &rows, g);
-                }
-                if is_pinned {
-                    pinned.push(rows.len());
-                }
-                tokens[rows.len()] = item_tokens;
-                rows.push(single(i));
-                continue;
-            };
-            seen += 1;
+            // Unit `rows.len()` <= `i`: its count goes where item `i`'s was
+            // (already read) or before it.
+            let item_tokens = tokens[i];
+            let is_pinned = pins.next_if_eq(&i).is_some();
             let item = &items[i];
             let g = match last {
                 Some((last_id, g)) if last_id == id => g,
@@ -239,6 +228,7 @@ impl<'a> Groups<'a> {
         if let Some(g) = open {
             close(items, &mut groups, &rows, g);
         }
+        singles(next..items.len(), &mut rows, &mut tokens, &mut pins, &mut pinned);
         // The groups' counts and pins, now that every member was seen (a
         // group with a negative member is excluded: any negative count).
         tokens.truncate(rows.len());
@@ -460,6 +450,34 @@ impl Units for Grouped<'_> {
         let row = self.units.rows[u];
         Some(&self.units.groups[row.group as usize])
     }
+}
+
+/// Rows for the ungrouped items `range`, a unit each, after the rows so
+/// far: their counts move down to their units' places (`tokens` is by item
+/// from `range.start` on, by unit before it), and their pins, the next of
+/// `pins` (item indices) below `range.end`, become unit ids.
+fn singles(
+    range: std::ops::Range<usize>,
+    rows: &mut Vec<Row>,
+    tokens: &mut [i64],
+    pins: &mut std::iter::Peekable<impl Iterator<Item = usize>>,
+    pinned: &mut Vec<usize>,
+) {
+    if range.is_empty() {
+        return;
+    }
+    let first_row = rows.len();
+    tokens.copy_within(range.clone(), first_row);
+    while let Some(i) = pins.next_if(|&i| i < range.end) {
+        pinned.push(first_row + (i - range.start));
+    }
+    // (Every index fits in u32: checked by `Groups::build`.)
+    rows.extend(range.map(|i| Row {
+        first: i as u32,
+        start: i as u32,
+        len: 1,
+        group: NO_GROUP,
+    }));
 }
 
 /// Makes the unit item of group `g` once no more members follow it
