@@ -228,7 +228,13 @@ impl<'a> Groups<'a> {
         if let Some(g) = open {
             close(items, &mut groups, &rows, g);
         }
-        singles(next..items.len(), &mut rows, &mut tokens, &mut pins, &mut pinned);
+        singles(
+            next..items.len(),
+            &mut rows,
+            &mut tokens,
+            &mut pins,
+            &mut pinned,
+        );
         // The groups' counts and pins, now that every member was seen (a
         // group with a negative member is excluded: any negative count).
         tokens.truncate(rows.len());
@@ -680,7 +686,10 @@ mod tests {
             item("d", 1, None),
         ];
         let (groups, scan) = build(&items);
-        assert_eq!(members_of(&groups.table()), [vec![0], vec![1, 3], vec![2], vec![4]]);
+        assert_eq!(
+            members_of(&groups.table()),
+            [vec![0], vec![1, 3], vec![2], vec![4]]
+        );
         assert_eq!(scan.pinned, [0, 1, 2]);
         assert_eq!(scan.tokens, [1, 2, 1, 1]);
     }

@@ -105,9 +105,17 @@ pub(crate) fn execute<C: TraceCollector + ?Sized>(
     } = first_pass(items);
     let result = totals.check().and_then(|()| {
         if grouped.is_empty() {
-            Engine::new(policy, budget, items, &Plain(items), scan, collector, observer)
-                .with_variants(varied)
-                .run()
+            Engine::new(
+                policy,
+                budget,
+                items,
+                &Plain(items),
+                scan,
+                collector,
+                observer,
+            )
+            .with_variants(varied)
+            .run()
         } else {
             // The grouped engine reads a unit table; building it turns the
             // scan's rows by item into rows by unit.
