@@ -389,6 +389,14 @@ pub type EventObserver = Box<dyn FnMut(&TraceEvent) + Send>;
 /// Stage events are always kept; item events only at [`TraceDetailLevel::Item`].
 /// The included/excluded lists of the report are filled at either level.
 ///
+/// Memory: at the start of a run the collector reserves an excluded row for
+/// every candidate (and, at item level, an event for every candidate), so
+/// that no list is copied as it grows; memory that is never written is
+/// never touched. [`into_report`](Self::into_report) cuts the excluded
+/// rows to their number. A collector kept after a run without
+/// `into_report` holds that capacity until it is dropped or the next run
+/// starts.
+///
 /// ```
 /// use cupel_core::{DiagnosticTraceCollector, TraceCollector, TraceDetailLevel};
 /// let mut c = DiagnosticTraceCollector::new(TraceDetailLevel::Item)
