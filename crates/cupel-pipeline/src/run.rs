@@ -864,15 +864,18 @@ fn touch<T: Units>(items: &[ContextItem], units: &T, ids: impl Iterator<Item = u
         // The member lists walked first: the reads loop then does nothing
         // else.
         let members: Vec<usize> = ids.flat_map(|u| units.members(u)).collect();
-        members
-            .iter()
-            .filter_map(|&i| items.get(i))
-            .fold(0i64, |acc, item| acc.wrapping_add(item.tokens()))
+        read_tokens(items, members.into_iter())
     } else {
-        ids.filter_map(|i| items.get(i))
-            .fold(0i64, |acc, item| acc.wrapping_add(item.tokens()))
+        read_tokens(items, ids)
     };
     std::hint::black_box(sum);
+}
+
+/// The wrapping sum of the tokens of the items `indices`: [`touch`]'s reads.
+fn read_tokens(items: &[ContextItem], indices: impl Iterator<Item = usize>) -> i64 {
+    indices
+        .filter_map(|i| items.get(i))
+        .fold(0i64, |acc, item| acc.wrapping_add(item.tokens()))
 }
 
 /// Why an item in the window is there: pinned (an item, or a member of a
