@@ -61,8 +61,10 @@ impl Group<'_> {
     }
 }
 
-/// One unit of a [`Groups`] table (16 bytes).
+/// One unit of a [`Groups`] table while it is built (16 bytes; aligned as a
+/// [`Unit`], so that [`Groups::table`] turns the rows into units in place).
 #[derive(Clone, Copy)]
+#[repr(align(8))]
 struct Row {
     /// Its first member's input index.
     first: u32,
@@ -84,7 +86,9 @@ const READ_AHEAD: usize = 64;
 /// sliced and placed as. The engine reads it through a [`Grouped`] table.
 pub(crate) struct Groups<'a> {
     items: &'a [ContextItem],
+    /// In the order of their units (`row` ascending).
     groups: Vec<Group<'a>>,
+    /// Taken by [`Groups::table`].
     rows: Vec<Row>,
     /// Every unit's members, unit after unit; empty when `contiguous`
     /// (unit after unit, the members are then `0..items.len()`).
@@ -245,6 +249,9 @@ impl<'a> Groups<'a> {
             }
         }
         pinned.sort_unstable();
+        // Sized for one group per grouped item: the room of the groups
+        // that were not made goes back before the stages run.
+        groups.shrink_to_fit();
         let mut table = Groups {
             items,
             groups,
@@ -306,16 +313,19 @@ impl<'a> Groups<'a> {
         Members::new(row.start, row.len, &self.members)
     }
 
-    /// The table the engine reads.
-    pub(crate) fn table(&self) -> Grouped<'_> {
-        let rows = self
-            .rows
-            .iter()
+    /// The table the engine reads. The rows become its units in place
+    /// (`Row` and `Unit` have one size and alignment), so a run holds one
+    /// table, not two.
+    pub(crate) fn table(&mut self) -> Grouped<'_> {
+        let rows = std::mem::take(&mut self.rows);
+        let this = &*self;
+        let rows = rows
+            .into_iter()
             .map(|row| {
-                let own = &self.items[row.first as usize];
+                let own = &this.items[row.first as usize];
                 let item = if row.len > 1 {
                     // Every group of two or more has its item (see `build`).
-                    self.groups[row.group as usize].item.as_ref().unwrap_or(own)
+                    this.groups[row.group as usize].item.as_ref().unwrap_or(own)
                 } else {
                     own
                 };
@@ -326,7 +336,7 @@ impl<'a> Groups<'a> {
                 }
             })
             .collect();
-        Grouped { units: self, rows }
+        Grouped { units: this, rows }
     }
 }
 
@@ -453,8 +463,11 @@ impl Units for Grouped<'_> {
         if self.rows[u].len < 2 {
             return None;
         }
-        let row = self.units.rows[u];
-        Some(&self.units.groups[row.group as usize])
+        // The groups are in the order of their units (and only the
+        // report paths ask).
+        let groups = &self.units.groups;
+        let g = groups.partition_point(|g| (g.row as usize) < u);
+        groups.get(g).filter(|g| g.row as usize == u)
     }
 }
 
@@ -577,14 +590,14 @@ mod tests {
             item("e", 5, Some("g3")),
             item("f", 6, Some("g3")),
         ];
-        let (groups, scan) = build(&items);
+        let (mut groups, scan) = build(&items);
         let table = groups.table();
         // Units by first member: g1 = {0, 1}, c, d (alone in g2), g3 = {4, 5}.
         assert_eq!(
             members_of(&table),
             [vec![0, 1], vec![2], vec![3], vec![4, 5]]
         );
-        assert!(groups.contiguous);
+        assert!(table.units.contiguous);
         // Unit items: g1 stands as "g1" with 1 + 2 = 3 tokens, g3 as "g3"
         // with 5 + 6 = 11; d is itself, not a group (g2 has one member).
         let seen: Vec<(&str, i64)> = (0..4)
@@ -599,6 +612,21 @@ mod tests {
     }
 
     #[test]
+    fn the_rows_become_the_units_in_place() {
+        let items = [
+            item("a", 1, Some("g")),
+            item("b", 2, Some("g")),
+            item("c", 3, None),
+        ];
+        let (mut groups, _) = build(&items);
+        let rows = groups.rows.as_ptr() as usize;
+        let table = groups.table();
+        // One allocation: the units are written over the rows.
+        assert_eq!(table.rows.as_ptr() as usize, rows);
+        assert!(table.units.rows.is_empty());
+    }
+
+    #[test]
     fn interleaved_groups_list_their_members_in_input_order() {
         let items = [
             item("g-call", 10, Some("g")),
@@ -607,11 +635,11 @@ mod tests {
             item("g-result", 10, Some("g")),
             item("G-result", 10, Some("G")),
         ];
-        let (groups, _) = build(&items);
+        let (mut groups, _) = build(&items);
         let table = groups.table();
         // g = {0, 3}, x, G = {2, 4}: the members of g and G interleave.
         assert_eq!(members_of(&table), [vec![0, 3], vec![1], vec![2, 4]]);
-        assert!(!groups.contiguous);
+        assert!(!table.units.contiguous);
         // Units g and G: items 0, 3 and 2, 4, listed by input index.
         assert_eq!(*table.member_items(&[0, 2]), [0, 2, 3, 4]);
         assert_eq!(*table.member_items(&[1]), [1]);
@@ -627,10 +655,10 @@ mod tests {
             item("x", 5, None),
             item("g-retry", 6, Some("g")),
         ];
-        let (groups, scan) = build(&items);
+        let (mut groups, scan) = build(&items);
         let table = groups.table();
         assert_eq!(members_of(&table), [vec![0, 1, 3], vec![2]]);
-        assert!(!groups.contiguous);
+        assert!(!table.units.contiguous);
         assert_eq!((table.item(0).content(), table.item(0).tokens()), ("g", 13));
         assert_eq!(scan.tokens, [13, 5]);
     }
@@ -647,7 +675,7 @@ mod tests {
             .unwrap();
         let items = [item("call", 5, Some("g")), result, item("y", 1, None)];
         assert!(first_pass(&items).varied);
-        let (groups, _) = build(&items);
+        let (mut groups, _) = build(&items);
         let table = groups.table();
         let unit = table.item(0);
         assert_eq!(unit.tokens(), 105);
@@ -658,7 +686,7 @@ mod tests {
     #[test]
     fn a_negative_member_marks_its_group_and_is_left_out_of_the_total() {
         let items = [item("a", 7, Some("g")), item("b", -2, Some("g"))];
-        let (groups, scan) = build(&items);
+        let (mut groups, scan) = build(&items);
         let table = groups.table();
         // One unit, whose item has 7 tokens (the -2 is not summed); Classify
         // sees a negative count and excludes it.
@@ -685,7 +713,7 @@ mod tests {
             pinned("g-result", Some("g")),
             item("d", 1, None),
         ];
-        let (groups, scan) = build(&items);
+        let (mut groups, scan) = build(&items);
         assert_eq!(
             members_of(&groups.table()),
             [vec![0], vec![1, 3], vec![2], vec![4]]
@@ -733,7 +761,7 @@ mod tests {
             if items.iter().all(|i| i.group().is_none()) {
                 return Ok(());
             }
-            let (groups, scan) = build(&items);
+            let (mut groups, scan) = build(&items);
             let table = groups.table();
             let expected: Vec<Vec<usize>> = reference.iter().map(|(_, m)| m.clone()).collect();
             proptest::prop_assert_eq!(scan.tokens.len(), expected.len());
@@ -756,6 +784,9 @@ mod tests {
                 let pinned = m.iter().any(|&i| items[i].pinned());
                 proptest::prop_assert_eq!(scan.pinned.contains(&u), pinned);
                 proptest::prop_assert_eq!(table.multi(u), m.len() > 1);
+                // A group of two or more is found from its unit.
+                let id = table.group(u).map(|g| g.id);
+                proptest::prop_assert_eq!(id, reference[u].0.as_deref().filter(|_| m.len() > 1));
             }
             let chosen: Vec<usize> = (0..expected.len()).filter(|&u| pick[u]).collect();
             let mut listed: Vec<usize> = chosen.iter().flat_map(|&u| expected[u].clone()).collect();

@@ -11,7 +11,7 @@ use cupel_run::store::{SharedReservation, SharedTracker};
 use cupel_run::{BudgetTracker, Reservation};
 
 use crate::policy::{Policy, PolicyBuilder};
-use crate::run::execute;
+use crate::run::{execute, execute_with};
 
 /// Callback receiving the [`OverflowEvent`] of a run that overflowed under
 /// [`OverflowStrategy::Proceed`](cupel_core::OverflowStrategy::Proceed).
@@ -179,15 +179,10 @@ impl Pipeline {
     /// # Errors
     /// As [`run`](Self::run).
     pub fn dry_run(&self, items: &[ContextItem]) -> Result<SelectionReport, CupelError> {
-        let (_, report) = select(
-            &self.policy,
-            &self.budget,
-            items,
-            None::<&mut NullTraceCollector>,
-            true,
-            None,
-        )?;
-        Ok(report.unwrap_or_default())
+        // Only the report is returned: the window is not built.
+        let mut report = DiagnosticTraceCollector::new(TraceDetailLevel::Stage);
+        execute_with(&self.policy, &self.budget, items, &mut report, None, false)?;
+        Ok(report.into_report())
     }
 
     /// The one run method: selects the window for `items` as `options` asks

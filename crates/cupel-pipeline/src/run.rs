@@ -28,7 +28,7 @@ use crate::pipeline::OverflowObserver;
 /// `0..count()`, in the input order of each unit's first member.
 pub(crate) trait Units {
     /// The input indices of a unit's members, ascending.
-    type Members<'s>: Iterator<Item = usize>
+    type Members<'s>: ExactSizeIterator<Item = usize>
     where
         Self: 's;
     /// Whether a unit can have more than one member.
@@ -93,6 +93,20 @@ pub(crate) fn execute<C: TraceCollector + ?Sized>(
     collector: &mut C,
     observer: Option<&OverflowObserver>,
 ) -> Result<Vec<ContextItem>, CupelError> {
+    execute_with(policy, budget, items, collector, observer, true)
+}
+
+/// [`execute`], returning the window only when `keep_window` (a dry run
+/// wants only what the collector records: the window's items are then not
+/// copied, and the window returned is empty).
+pub(crate) fn execute_with<C: TraceCollector + ?Sized>(
+    policy: &Policy,
+    budget: &ContextBudget,
+    items: &[ContextItem],
+    collector: &mut C,
+    observer: Option<&OverflowObserver>,
+    keep_window: bool,
+) -> Result<Vec<ContextItem>, CupelError> {
     let traced = collector.is_enabled();
     if traced {
         collector.on_run_started(items, budget);
@@ -115,15 +129,17 @@ pub(crate) fn execute<C: TraceCollector + ?Sized>(
                 observer,
             )
             .with_variants(varied)
+            .keep_window(keep_window)
             .run()
         } else {
             // The grouped engine reads a unit table; building it turns the
             // scan's rows by item into rows by unit.
-            let (groups, scan) = Groups::build(items, &grouped, scan)?;
+            let (mut groups, scan) = Groups::build(items, &grouped, scan)?;
             drop(grouped);
             let table = groups.table();
             Engine::new(policy, budget, items, &table, scan, collector, observer)
                 .with_variants(varied)
+                .keep_window(keep_window)
                 .run()
         }
     });
@@ -213,8 +229,8 @@ struct Engine<'r, T, C: ?Sized> {
     traced: bool,
     /// Score of each input item: its scorer's score, 1.0 when pinned.
     score_of: Vec<f64>,
-    /// Each unit's whole tokens ([`Units::tokens`]), read once at Classify in
-    /// input order: later stages go through the units in score order, and
+    /// Each unit's whole tokens (the first pass's [`Scan::tokens`], taken
+    /// by Classify): later stages go through the units in score order, and
     /// reading each item again there is a cache miss per unit on large
     /// inputs. (0 for a unit excluded at Classify.)
     tokens_of: Vec<i64>,
@@ -236,6 +252,8 @@ struct Engine<'r, T, C: ?Sized> {
     /// The form each unit is taken in and why, when the slicer took at
     /// least one variant; empty otherwise (every unit whole).
     forms: Vec<(usize, VariantReason)>,
+    /// Whether the window is returned (else Place only reports it).
+    keep_window: bool,
 }
 
 /// The merged list of the Place stage: (unit, score).
@@ -269,11 +287,17 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
             varied: false,
             scan,
             forms: Vec::new(),
+            keep_window: true,
         }
     }
 
     fn with_variants(mut self, varied: bool) -> Self {
         self.varied = varied;
+        self
+    }
+
+    fn keep_window(mut self, keep: bool) -> Self {
+        self.keep_window = keep;
         self
     }
 
@@ -449,8 +473,16 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
     /// under its contract: one finite score per item (H-1).
     fn score(&mut self, scoreable: &[usize]) -> Result<(), CupelError> {
         let timer = self.start();
-        let indices = self.units.member_items(scoreable);
-        let refs: Vec<&ContextItem> = indices.iter().map(|&i| &self.items[i]).collect();
+        // When every unit is scoreable (no pinned or negative one, the usual
+        // case), the scoreable items are all the items, in input order:
+        // `indices` is then `None`, and the scores are `score_of` as they
+        // come.
+        let indices =
+            (scoreable.len() != self.units.count()).then(|| self.units.member_items(scoreable));
+        let refs: Vec<&ContextItem> = match &indices {
+            None => self.items.iter().collect(),
+            Some(indices) => indices.iter().map(|&i| &self.items[i]).collect(),
+        };
         let scores = if refs.is_empty() {
             Vec::new()
         } else {
@@ -473,30 +505,41 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                 score,
             } => CupelError::NonFiniteScore {
                 scorer,
-                index: indices.get(index).copied().unwrap_or(index),
+                index: indices
+                    .as_ref()
+                    .and_then(|indices| indices.get(index).copied())
+                    .unwrap_or(index),
                 score,
             },
             e => e,
         })?;
-        self.score_of = vec![1.0; self.items.len()];
-        for (&i, &s) in indices.iter().zip(&scores) {
-            self.score_of[i] = s;
-        }
         let n = refs.len();
+        drop(refs);
+        self.score_of = match indices {
+            None => scores,
+            Some(indices) => {
+                let mut score_of = vec![1.0; self.items.len()];
+                for (&i, &s) in indices.iter().zip(&scores) {
+                    score_of[i] = s;
+                }
+                score_of
+            }
+        };
         self.finish(timer, PipelineStage::Score, || (n, n));
         Ok(())
     }
 
     /// A unit's score: its item's, or the maximum of its members' (AG-5;
     /// NaN ignored, NaN only if every member's is).
+    #[inline]
     fn unit_score(&self, u: usize) -> f64 {
-        let mut scores = self.units.members(u).map(|i| self.score_of[i]);
+        let mut members = self.units.members(u);
         // Every unit has a member; NaN stands for none all the same.
-        let first = scores.next().unwrap_or(f64::NAN);
-        if !T::GROUPED {
+        let first = members.next().map_or(f64::NAN, |i| self.score_of[i]);
+        if !T::GROUPED || members.len() == 0 {
             return first;
         }
-        scores.fold(first, |acc, s| {
+        members.map(|i| self.score_of[i]).fold(first, |acc, s| {
             if acc.is_nan() || (!s.is_nan() && s > acc) {
                 s
             } else {
@@ -518,16 +561,15 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
             // it reads, so the CPU overlaps the reads of many items (one
             // cache miss each on a large input); the hash map then works on
             // the local copy. (A multi-member group is never compared.)
-            let hashes: Vec<Option<u64>> = keyed
+            // (A multi-member group's unit item has a hash too, never
+            // looked at.)
+            let hashes: Vec<u64> = keyed
                 .iter()
-                .map(|&(_, u)| {
-                    let compared = !(T::GROUPED && units.multi(u));
-                    compared.then(|| units.item(u).content_hash())
-                })
+                .map(|&(_, u)| units.item(u).content_hash())
                 .collect();
             let survivor = survivors(
                 keyed.len(),
-                |k| hashes[k],
+                |k| (!(T::GROUPED && units.multi(keyed[k].1))).then(|| hashes[k]),
                 |k| units.item(keyed[k].1).content(),
                 |k| keyed[k].0,
             );
@@ -733,7 +775,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                     let items = merged
                         .iter()
                         .flat_map(|&(u, _)| units.members(u).map(move |i| (u, i)))
-                        .map(|(u, i)| self.window_item(u, i).0)
+                        .map(|(u, i)| self.window_item(u, i).0.into_owned())
                         .collect();
                     let event =
                         OverflowEvent::new(merged_tokens - target, items, self.budget.clone());
@@ -757,7 +799,8 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
             .collect();
         let order = self.policy.placer.place(&scored);
         check_permutation(&order, merged.len())?;
-        let mut window = Vec::with_capacity(merged_in);
+        let mut window = Vec::with_capacity(if self.keep_window { merged_in } else { 0 });
+        let mut count_out = 0;
         for (c, &m) in order.iter().enumerate() {
             if c % TOUCH_AHEAD == 0 {
                 let ahead = order.len().min(c + TOUCH_AHEAD);
@@ -775,17 +818,20 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                     }
                     self.collector.on_item_included(record);
                 }
-                window.push(item);
+                if self.keep_window {
+                    window.push(item.into_owned());
+                }
+                count_out += 1;
             }
         }
-        let count_out = window.len();
         self.finish(timer, PipelineStage::Place, || (merged_in, count_out));
         Ok(window)
     }
 
-    /// Member `i` of unit `u` as the window holds it: the item itself, or
-    /// the chosen variant's form with its report row.
-    fn window_item(&self, u: usize, i: usize) -> (ContextItem, Option<VariantChoice>) {
+    /// Member `i` of unit `u` as the window holds it: the input item
+    /// (borrowed: copied only into a window that is returned), or the
+    /// chosen variant's form with its report row.
+    fn window_item(&self, u: usize, i: usize) -> (Cow<'r, ContextItem>, Option<VariantChoice>) {
         let item = &self.items[i];
         match self.member_form(u, i) {
             Some((form, reason)) => match item.as_variant(form) {
@@ -795,11 +841,11 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                         reason,
                         tokens_saved: item.tokens().saturating_sub(v.tokens()),
                     };
-                    (v, Some(choice))
+                    (Cow::Owned(v), Some(choice))
                 }
-                None => (item.clone(), None),
+                None => (Cow::Borrowed(item), None),
             },
-            None => (item.clone(), None),
+            None => (Cow::Borrowed(item), None),
         }
     }
 
