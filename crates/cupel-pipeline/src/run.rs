@@ -560,9 +560,8 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
             // Every hash read first, in a loop that does not branch on what
             // it reads, so the CPU overlaps the reads of many items (one
             // cache miss each on a large input); the hash map then works on
-            // the local copy. (A multi-member group is never compared.)
-            // (A multi-member group's unit item has a hash too, never
-            // looked at.)
+            // the local copy. (A multi-member group is never compared: its
+            // unit item's hash is read with the others but never looked up.)
             let hashes: Vec<u64> = keyed
                 .iter()
                 .map(|&(_, u)| units.item(u).content_hash())
