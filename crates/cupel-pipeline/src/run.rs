@@ -960,32 +960,114 @@ fn survivors<'c>(
     content: impl Fn(usize) -> &'c str,
     score: impl Fn(usize) -> f64,
 ) -> Vec<bool> {
+    survivors_from(len, hash, content, score, PARTITION_FROM)
+}
+
+/// [`survivors`], partitioning from `partition_from` candidates (a
+/// parameter so that tests take both paths on small inputs).
+///
+/// On a large input one map of every hash is larger than the caches: each
+/// probe is a miss, and the map's pages are faulted in afresh on every
+/// run. So from `partition_from` candidates, they are first laid out by
+/// the top byte of their hash, each with its hash, in candidate order
+/// (one sequential pass), and each of the 256 partitions is decided alone
+/// with a map sized for the largest, which stays in cache. Equal hashes
+/// share a partition, and each partition is in candidate order, so every
+/// decision is the same as with one map.
+fn survivors_from<'c>(
+    len: usize,
+    hash: impl Fn(usize) -> Option<u64>,
+    content: impl Fn(usize) -> &'c str,
+    score: impl Fn(usize) -> f64,
+    partition_from: usize,
+) -> Vec<bool> {
     let mut survivor = vec![true; len];
-    let mut first: FxHashMap<u64, usize> =
-        FxHashMap::with_capacity_and_hasher(len, Default::default());
+    if len < partition_from || u32::try_from(len).is_err() {
+        let mut first = FxHashMap::with_capacity_and_hasher(len, Default::default());
+        let candidate = |k: usize| hash(k).map(|h| (k, h));
+        decide(len, candidate, &content, &score, &mut first, &mut survivor);
+        return survivor;
+    }
+    let part = |h: u64| (h >> 56) as usize;
+    // Where each partition starts, then every compared candidate's (hash,
+    // index) in its partition, in candidate order.
+    let mut starts = vec![0usize; PARTITIONS + 1];
+    for h in (0..len).filter_map(&hash) {
+        starts[part(h) + 1] += 1;
+    }
+    for p in 0..PARTITIONS {
+        starts[p + 1] += starts[p];
+    }
+    let mut fill = starts.clone();
+    let mut laid: Vec<(u64, u32)> = vec![(0, 0); starts[PARTITIONS]];
+    for k in 0..len {
+        if let Some(h) = hash(k) {
+            let slot = &mut fill[part(h)];
+            // (k fits in u32: checked above.)
+            laid[*slot] = (h, k as u32);
+            *slot += 1;
+        }
+    }
+    let largest = starts.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+    let mut first = FxHashMap::with_capacity_and_hasher(largest, Default::default());
+    for p in 0..PARTITIONS {
+        let cands = &laid[starts[p]..starts[p + 1]];
+        let candidate = |j: usize| cands.get(j).map(|&(h, k)| (k as usize, h));
+        decide(
+            cands.len(),
+            candidate,
+            &content,
+            &score,
+            &mut first,
+            &mut survivor,
+        );
+        first.clear();
+    }
+    survivor
+}
+
+/// How many candidates [`survivors`] takes in one map; from this many on,
+/// it partitions them by hash.
+const PARTITION_FROM: usize = 1 << 16;
+
+/// The partitions of [`survivors_from`]: one per value of a hash's top byte.
+const PARTITIONS: usize = 256;
+
+/// Decides `n` candidates, given in candidate order by `candidate(j)` as
+/// (candidate index, hash), or `None` when not compared, with `first` (an
+/// empty map) for the first candidate of each hash; marks the losers in
+/// `survivor`. The three passes of [`survivors`].
+fn decide<'c>(
+    n: usize,
+    candidate: impl Fn(usize) -> Option<(usize, u64)>,
+    content: &impl Fn(usize) -> &'c str,
+    score: &impl Fn(usize) -> f64,
+    first: &mut FxHashMap<u64, usize>,
+    survivor: &mut [bool],
+) {
     // (candidate, the first candidate with its hash), in candidate order.
     let mut pairs: Vec<(usize, usize)> = Vec::new();
     let mut start = 0;
-    while start < len {
-        let end = len.min(start + PROBE_AHEAD);
+    while start < n {
+        let end = n.min(start + PROBE_AHEAD);
         let seen = (start..end)
-            .filter_map(&hash)
-            .filter(|h| first.contains_key(h))
+            .filter_map(&candidate)
+            .filter(|(_, h)| first.contains_key(h))
             .count();
         std::hint::black_box(seen);
-        for k in start..end {
-            if let Some(h) = hash(k) {
-                match first.entry(h) {
-                    Entry::Vacant(v) => {
-                        v.insert(k);
-                    }
-                    Entry::Occupied(o) => pairs.push((k, *o.get())),
+        for (k, h) in (start..end).filter_map(&candidate) {
+            match first.entry(h) {
+                Entry::Vacant(v) => {
+                    v.insert(k);
                 }
+                Entry::Occupied(o) => pairs.push((k, *o.get())),
             }
         }
         start = end;
     }
-    drop(first);
+    if pairs.is_empty() {
+        return;
+    }
     let texts: Vec<(&str, &str)> = pairs
         .iter()
         .map(|&(k, head)| (content(k), content(head)))
@@ -1016,9 +1098,8 @@ fn survivors<'c>(
                 Entry::Occupied(s) => s.into_mut(),
             }
         };
-        *slot = contest(*slot, k, &mut survivor);
+        *slot = contest(*slot, k, survivor);
     }
-    survivor
 }
 
 /// How many candidates [`survivors`] looks up before entering them.
@@ -1026,16 +1107,23 @@ const PROBE_AHEAD: usize = 64;
 
 #[cfg(test)]
 mod tests {
-    use super::survivors;
+    use super::survivors_from;
     use cupel_core::score_cmp_desc;
 
+    /// The decision with one map and with partitions (which must agree).
     fn run_survivors(candidates: &[Option<(u64, &str, f64)>]) -> Vec<bool> {
-        survivors(
-            candidates.len(),
-            |k| candidates[k].map(|c| c.0),
-            |k| candidates[k].map_or("", |c| c.1),
-            |k| candidates[k].map_or(f64::NAN, |c| c.2),
-        )
+        let run = |partition_from| {
+            survivors_from(
+                candidates.len(),
+                |k| candidates[k].map(|c| c.0),
+                |k| candidates[k].map_or("", |c| c.1),
+                |k| candidates[k].map_or(f64::NAN, |c| c.2),
+                partition_from,
+            )
+        };
+        let one_map = run(usize::MAX);
+        assert_eq!(run(0), one_map, "partitioned and one-map decisions differ");
+        one_map
     }
 
     #[test]
@@ -1069,24 +1157,28 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Against the definition, candidate by candidate: a compared
-        /// candidate survives when no other compared candidate with the
-        /// same bytes scores better, or as well and earlier. Hashes collide
-        /// on purpose (a content's hash is its number mod 3), so contents
-        /// that share a hash but not their bytes are exercised too.
+        /// Against the definition, candidate by candidate, with one map
+        /// and with partitions: a compared candidate survives when no other
+        /// compared candidate with the same bytes scores better, or as well
+        /// and earlier. Hashes collide on purpose (a content's hash is its
+        /// number mod 3, in the top byte too, so that the three hashes fall
+        /// in three partitions), so contents that share a hash but not
+        /// their bytes are exercised too.
         #[test]
         fn survivors_match_the_definition(
             candidates in proptest::collection::vec(
                 proptest::option::of((0u8..7, proptest::sample::select(vec![0.0, 0.5, 1.0, f64::NAN]))),
                 0..40,
             ),
+            partition_from in proptest::sample::select(vec![0usize, usize::MAX]),
         ) {
             let texts: Vec<String> = (0..7).map(|c| format!("c{c}")).collect();
-            let got = survivors(
+            let got = survivors_from(
                 candidates.len(),
-                |k| candidates[k].map(|(c, _)| u64::from(c % 3)),
+                |k| candidates[k].map(|(c, _)| (u64::from(c % 3) << 56) | u64::from(c % 3)),
                 |k| candidates[k].map_or("", |(c, _)| texts[usize::from(c)].as_str()),
                 |k| candidates[k].map_or(f64::NAN, |(_, s)| s),
+                partition_from,
             );
             for (k, c) in candidates.iter().enumerate() {
                 let expected = match c {
