@@ -125,6 +125,7 @@ mod config;
 #[cfg(feature = "config")]
 mod construct;
 mod contract;
+mod dedup;
 mod grouped;
 #[cfg(feature = "config")]
 mod names;
