@@ -29,7 +29,7 @@ use rustc_hash::FxHashMap;
 use crate::run::{Scan, Units};
 
 /// A group and what the stages need to know about it.
-pub(crate) struct Group<'a> {
+struct Group<'a> {
     id: &'a str,
     /// Its unit's row.
     row: u32,
@@ -49,15 +49,15 @@ pub(crate) struct Group<'a> {
     item: Option<ContextItem>,
 }
 
-impl Group<'_> {
-    /// The reason every member of the group gets when the group is left
-    /// out with `available_tokens` of room.
-    pub(crate) fn excluded(&self, available_tokens: i64) -> ExclusionReason {
-        ExclusionReason::GroupExcluded {
-            group: self.id.to_owned(),
-            group_tokens: self.tokens,
-            available_tokens: available_tokens.max(0),
-        }
+/// The reason every member of a group of two or more gets when the group
+/// is left out with `available_tokens` of room, read from the group's unit
+/// item (see [`synthetic_item`]): its content is the group id, its tokens
+/// the group's (the sum of its non-negative members').
+pub(crate) fn group_excluded(unit: &ContextItem, available_tokens: i64) -> ExclusionReason {
+    ExclusionReason::GroupExcluded {
+        group: unit.content().to_owned(),
+        group_tokens: unit.tokens(),
+        available_tokens: available_tokens.max(0),
     }
 }
 
@@ -463,16 +463,6 @@ impl Units for Grouped<'_> {
     fn item(&self, u: usize) -> &ContextItem {
         self.rows[u].item
     }
-    fn group(&self, u: usize) -> Option<&Group<'_>> {
-        if self.rows[u].len < 2 {
-            return None;
-        }
-        // The groups are in the order of their units (and only the
-        // report paths ask).
-        let groups = &self.units.groups;
-        let g = groups.partition_point(|g| (g.row as usize) < u);
-        groups.get(g).filter(|g| g.row as usize == u)
-    }
 }
 
 /// Rows for the ungrouped items `range`, a unit each, after the rows so
@@ -610,7 +600,7 @@ mod tests {
         assert_eq!(seen, [("g1", 3), ("c", 3), ("d", 4), ("g3", 11)]);
         // Classify's counts, by unit, are the same.
         assert_eq!(scan.tokens, [3, 3, 4, 11]);
-        assert!(table.group(2).is_none() && table.group(3).is_some());
+        assert!(!table.multi(2) && table.multi(3));
         // Units 0, 2, 3 hold items 0, 1 | 3 | 4, 5.
         assert_eq!(*table.member_items(&[0, 2, 3]), [0, 1, 3, 4, 5]);
     }
@@ -821,9 +811,17 @@ mod tests {
                 let pinned = m.iter().any(|&i| items[i].pinned());
                 proptest::prop_assert_eq!(scan.pinned.contains(&u), pinned);
                 proptest::prop_assert_eq!(table.multi(u), m.len() > 1);
-                // A group of two or more is found from its unit.
-                let id = table.group(u).map(|g| g.id);
-                proptest::prop_assert_eq!(id, reference[u].0.as_deref().filter(|_| m.len() > 1));
+                // A left-out group's reason comes from its unit item.
+                if m.len() > 1 {
+                    let expected = ExclusionReason::GroupExcluded {
+                        group: reference[u].0.clone().unwrap_or_default(),
+                        group_tokens: sum,
+                        available_tokens: 5,
+                    };
+                    proptest::prop_assert_eq!(table.excluded_group(u, 5), Some(expected));
+                } else {
+                    proptest::prop_assert_eq!(table.excluded_group(u, 5), None);
+                }
             }
             let chosen: Vec<usize> = (0..expected.len()).filter(|&u| pick[u]).collect();
             let mut listed: Vec<usize> = chosen.iter().flat_map(|&u| expected[u].clone()).collect();

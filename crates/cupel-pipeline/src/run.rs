@@ -20,7 +20,7 @@ use crate::Policy;
 use crate::blame::PinnedBlame;
 use crate::contract::{check_permutation, checked_selection};
 use crate::dedup::survivors;
-use crate::grouped::{Group, Groups};
+use crate::grouped::{Groups, group_excluded};
 use crate::pipeline::OverflowObserver;
 
 /// What the engine needs to know about the units of one run. Unit ids are
@@ -41,8 +41,12 @@ pub(crate) trait Units {
     fn multi(&self, u: usize) -> bool;
     /// The item the slicer and placer see for the unit.
     fn item(&self, u: usize) -> &ContextItem;
-    /// The group of a unit with more than one member.
-    fn group(&self, u: usize) -> Option<&Group<'_>>;
+    /// The reason every member of unit `u` gets when it is a group of two
+    /// or more left out with `room` tokens of room (AG rules); `None` for
+    /// a unit of one item.
+    fn excluded_group(&self, u: usize, room: i64) -> Option<ExclusionReason> {
+        (Self::GROUPED && self.multi(u)).then(|| group_excluded(self.item(u), room))
+    }
 }
 
 /// The number of items in the units `ids` of `units`.
@@ -78,9 +82,6 @@ impl Units for Plain<'_> {
     }
     fn item(&self, u: usize) -> &ContextItem {
         &self.0[u]
-    }
-    fn group(&self, _: usize) -> Option<&Group<'_>> {
-        None
     }
 }
 
@@ -438,10 +439,10 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                     // AG-2: a negative member excludes its whole group.
                     for i in units.members(u) {
                         let tokens = self.items[i].tokens();
-                        let reason = match units.group(u) {
-                            Some(g) if tokens >= 0 => g.excluded(0),
-                            _ => ExclusionReason::NegativeTokens { tokens },
-                        };
+                        let reason = (tokens >= 0)
+                            .then(|| units.excluded_group(u, 0))
+                            .flatten()
+                            .unwrap_or(ExclusionReason::NegativeTokens { tokens });
                         let record = ExclusionRecord::new(
                             PipelineStage::Classify,
                             i,
@@ -732,8 +733,8 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                     cap: i64::try_from(cap.cap).unwrap_or(i64::MAX),
                     count: i64::try_from(cap.count).unwrap_or(i64::MAX),
                 }
-            } else if let Some(g) = units.group(u) {
-                g.excluded(room)
+            } else if let Some(reason) = units.excluded_group(u, room) {
+                reason
             } else if let Some(reason) = blame.at_slice(tokens) {
                 reason
             } else {
@@ -881,8 +882,8 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
         if let Some(mut blame) = self.blame.take() {
             for (u, kept_before, room) in removed {
                 let tokens = self.unit_tokens(u);
-                let reason = match units.group(u) {
-                    Some(g) => g.excluded(room),
+                let reason = match units.excluded_group(u, room) {
+                    Some(reason) => reason,
                     None => blame.at_truncate(tokens, kept_before, target).unwrap_or(
                         ExclusionReason::BudgetExceeded {
                             item_tokens: tokens,
@@ -900,34 +901,31 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
 /// How many units [`touch`] reads ahead of the copies of their items.
 const TOUCH_AHEAD: usize = 128;
 
-/// Reads the first line (the tokens) of every member item of each unit of
-/// `ids`, in a loop that does nothing else, so the CPU has the reads of
-/// many of them in flight at once.
+/// Reads the first line (the tokens) of the item of each unit of `ids` —
+/// its own, or its group's — and of every member of a group, in a loop that
+/// does nothing else, so the CPU has the reads of many of them in flight at
+/// once.
 ///
 /// Placement order and score order are random walks over the input, and
 /// taking an item — for the window, or for a report row — writes its
 /// reference count with a locked instruction, which lets no later read
 /// start before it completes: taken in such an order straight away, every
 /// item would be a cache miss waited out in turn. Read first, the lines are
-/// in cache when the copies come. (`black_box` keeps the reads, whose
-/// values are not needed, from being optimised away.)
+/// in cache when the copies come. (A unit's item and members come from the
+/// table, never from an item read here, so no read waits for another;
+/// `black_box` keeps the reads, whose values are not needed, from being
+/// optimised away.)
 fn touch<T: Units>(items: &[ContextItem], units: &T, ids: impl Iterator<Item = usize>) {
-    let sum = if T::GROUPED {
-        // The member lists walked first: the reads loop then does nothing
-        // else.
-        let members: Vec<usize> = ids.flat_map(|u| units.members(u)).collect();
-        read_tokens(items, members.into_iter())
-    } else {
-        read_tokens(items, ids)
-    };
+    let mut sum = 0i64;
+    for u in ids {
+        sum = sum.wrapping_add(units.item(u).tokens());
+        if T::GROUPED && units.multi(u) {
+            for i in units.members(u) {
+                sum = sum.wrapping_add(items.get(i).map_or(0, ContextItem::tokens));
+            }
+        }
+    }
     std::hint::black_box(sum);
-}
-
-/// The wrapping sum of the tokens of the items `indices`: [`touch`]'s reads.
-fn read_tokens(items: &[ContextItem], indices: impl Iterator<Item = usize>) -> i64 {
-    indices
-        .filter_map(|i| items.get(i))
-        .fold(0i64, |acc, item| acc.wrapping_add(item.tokens()))
 }
 
 /// Why an item in the window is there: pinned (an item, or a member of a
