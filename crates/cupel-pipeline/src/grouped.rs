@@ -72,7 +72,7 @@ struct Row {
     /// contiguous (then `start == first`), else `Groups::members[start..start + len]`.
     start: u32,
     len: u32,
-    /// Its group in `Groups::groups` ([`NO_GROUP`] for an ungrouped item).
+    /// Its group: an index of the build's groups, then of `Groups::unit_items` ([`NO_GROUP`] for an ungrouped item).
     group: u32,
 }
 
@@ -82,12 +82,15 @@ const NO_GROUP: u32 = u32::MAX;
 const READ_AHEAD: usize = 64;
 
 /// The units of one run with groups: one row per unit, in the input order
-/// of each unit's first member, and the groups with the items they are
-/// sliced and placed as. The engine reads it through a [`Grouped`] table.
+/// of each unit's first member, and the items the groups of two or more
+/// are sliced and placed as. The engine reads it through a [`Grouped`]
+/// table.
 pub(crate) struct Groups<'a> {
     items: &'a [ContextItem],
-    /// In the order of their units (`row` ascending).
-    groups: Vec<Group<'a>>,
+    /// By group (a row's `group`): the item a group of two or more is
+    /// sliced and placed as; `None` for a group of one (its item stands
+    /// for itself).
+    unit_items: Vec<Option<ContextItem>>,
     /// Taken by [`Groups::table`].
     rows: Vec<Row>,
     /// Every unit's members, unit after unit; empty when `contiguous`
@@ -252,69 +255,37 @@ impl<'a> Groups<'a> {
             }
         }
         pinned.sort_unstable();
-        // Sized for one group per run: when a group's members are apart
-        // (fewer groups than runs), the room of the groups that were not
-        // made goes back before the stages run (else this does nothing).
-        groups.shrink_to_fit();
-        let mut table = Groups {
+        let members = if contiguous {
+            Vec::new()
+        } else {
+            list_members(items, &groups, &ids, &mut rows)
+        };
+        drop(ids);
+        // The groups give way to their unit items (what the stages read of
+        // them; 8 bytes a group), each group of two or more with the item
+        // `close` made, or made now (a group whose members have variants,
+        // or interleave with other units). Their memory goes back before
+        // the stages run.
+        let mut unit_items = Vec::with_capacity(groups.len());
+        for group in groups {
+            let row = rows[group.row as usize];
+            let item = match group.item {
+                None if row.len > 1 => {
+                    let members = Members::new(row.start, row.len, &members);
+                    Some(synthetic_item(items, &group, members)?)
+                }
+                item => item,
+            };
+            unit_items.push(item);
+        }
+        let table = Groups {
             items,
-            groups,
+            unit_items,
             rows,
-            members: Vec::new(),
+            members,
             contiguous,
         };
-        if !contiguous {
-            table.list_members(&ids);
-        }
-        // The item of each group of two or more that `close` did not make
-        // (a group whose members have variants, or interleave with others).
-        for g in 0..table.groups.len() {
-            let group = &table.groups[g];
-            let row = table.rows[group.row as usize];
-            if row.len > 1 && group.item.is_none() {
-                let item = synthetic_item(items, group, table.members_of(row))?;
-                table.groups[g].item = Some(item);
-            }
-        }
         Ok((table, Scan { tokens, pinned }))
-    }
-
-    /// Lists every unit's members in `members`, unit after unit, each unit's
-    /// in input order (a second pass, for groups whose members interleave
-    /// with other units).
-    fn list_members(&mut self, ids: &FxHashMap<&str, u32>) {
-        let mut next = 0u32;
-        for row in &mut self.rows {
-            row.start = next;
-            next += row.len;
-        }
-        let mut fill: Vec<u32> = self.rows.iter().map(|r| r.start).collect();
-        let mut members = vec![0u32; self.items.len()];
-        // Rows were made in this same order: an ungrouped item, or a
-        // group's first member, opens the next one.
-        let mut opened = 0;
-        for (i, item) in self.items.iter().enumerate() {
-            let row = match item.group().and_then(|id| ids.get(id)) {
-                Some(&g) => {
-                    let group = &self.groups[g as usize];
-                    if group.first as usize == i {
-                        opened += 1;
-                    }
-                    group.row as usize
-                }
-                None => {
-                    opened += 1;
-                    opened - 1
-                }
-            };
-            members[fill[row] as usize] = i as u32;
-            fill[row] += 1;
-        }
-        self.members = members;
-    }
-
-    fn members_of(&self, row: Row) -> Members<'_> {
-        Members::new(row.start, row.len, &self.members)
     }
 
     /// The table the engine reads. The rows become its units in place
@@ -329,7 +300,7 @@ impl<'a> Groups<'a> {
                 let own = &this.items[row.first as usize];
                 let item = if row.len > 1 {
                     // Every group of two or more has its item (see `build`).
-                    this.groups[row.group as usize].item.as_ref().unwrap_or(own)
+                    this.unit_items[row.group as usize].as_ref().unwrap_or(own)
                 } else {
                     own
                 };
@@ -463,6 +434,45 @@ impl Units for Grouped<'_> {
     fn item(&self, u: usize) -> &ContextItem {
         self.rows[u].item
     }
+}
+
+/// Every unit's members, unit after unit, each unit's in input order (a
+/// second pass, for groups whose members interleave with other units);
+/// each row's `start` becomes its position in the list.
+fn list_members(
+    items: &[ContextItem],
+    groups: &[Group<'_>],
+    ids: &FxHashMap<&str, u32>,
+    rows: &mut [Row],
+) -> Vec<u32> {
+    let mut next = 0u32;
+    for row in rows.iter_mut() {
+        row.start = next;
+        next += row.len;
+    }
+    let mut fill: Vec<u32> = rows.iter().map(|r| r.start).collect();
+    let mut members = vec![0u32; items.len()];
+    // Rows were made in this same order: an ungrouped item, or a group's
+    // first member, opens the next one.
+    let mut opened = 0;
+    for (i, item) in items.iter().enumerate() {
+        let row = match item.group().and_then(|id| ids.get(id)) {
+            Some(&g) => {
+                let group = &groups[g as usize];
+                if group.first as usize == i {
+                    opened += 1;
+                }
+                group.row as usize
+            }
+            None => {
+                opened += 1;
+                opened - 1
+            }
+        };
+        members[fill[row] as usize] = i as u32;
+        fill[row] += 1;
+    }
+    members
 }
 
 /// Rows for the ungrouped items `range`, a unit each, after the rows so
