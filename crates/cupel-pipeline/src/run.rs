@@ -723,7 +723,12 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                 // The block's items read ahead of their report rows.
                 last_block = s / TOUCH_AHEAD;
                 let ahead = n.min(s + TOUCH_AHEAD);
-                touch(self.items, units, keyed[s..ahead].iter().map(|&(_, u)| u));
+                touch(
+                    self.items,
+                    units,
+                    keyed[s..ahead].iter().map(|&(_, u)| u),
+                    true,
+                );
             }
             let tokens = self.tokens_of[u];
             let room = room_of.get(s).copied().flatten().unwrap_or(whole_room);
@@ -812,7 +817,7 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
             if c % TOUCH_AHEAD == 0 {
                 let ahead = order.len().min(c + TOUCH_AHEAD);
                 let placed = order[c..ahead].iter().filter_map(|&m| merged.get(m));
-                touch(self.items, units, placed.map(|&(u, _)| u));
+                touch(self.items, units, placed.map(|&(u, _)| u), false);
             }
             let u = merged[m].0;
             for i in units.members(u) {
@@ -901,10 +906,10 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
 /// How many units [`touch`] reads ahead of the copies of their items.
 const TOUCH_AHEAD: usize = 128;
 
-/// Reads the first line (the tokens) of the item of each unit of `ids` —
-/// its own, or its group's — and of every member of a group, in a loop that
-/// does nothing else, so the CPU has the reads of many of them in flight at
-/// once.
+/// Reads the first line (the tokens) of the member items of each unit of
+/// `ids` and, with `group_items`, of a group's own item (what a report row
+/// of a left-out group reads), in a loop that does nothing else, so the CPU
+/// has the reads of many of them in flight at once.
 ///
 /// Placement order and score order are random walks over the input, and
 /// taking an item — for the window, or for a report row — writes its
@@ -915,14 +920,23 @@ const TOUCH_AHEAD: usize = 128;
 /// table, never from an item read here, so no read waits for another;
 /// `black_box` keeps the reads, whose values are not needed, from being
 /// optimised away.)
-fn touch<T: Units>(items: &[ContextItem], units: &T, ids: impl Iterator<Item = usize>) {
+fn touch<T: Units>(
+    items: &[ContextItem],
+    units: &T,
+    ids: impl Iterator<Item = usize>,
+    group_items: bool,
+) {
     let mut sum = 0i64;
     for u in ids {
-        sum = sum.wrapping_add(units.item(u).tokens());
         if T::GROUPED && units.multi(u) {
+            if group_items {
+                sum = sum.wrapping_add(units.item(u).tokens());
+            }
             for i in units.members(u) {
                 sum = sum.wrapping_add(items.get(i).map_or(0, ContextItem::tokens));
             }
+        } else {
+            sum = sum.wrapping_add(units.item(u).tokens());
         }
     }
     std::hint::black_box(sum);
