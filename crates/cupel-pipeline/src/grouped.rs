@@ -102,9 +102,7 @@ pub(crate) struct Groups<'a> {
 
 impl<'a> Groups<'a> {
     /// The units of `items`, whose grouped items are `grouped` (input
-    /// index and group id, ascending) in `runs` runs of adjacent items with
-    /// one id (at least the number of groups: each group starts one), and
-    /// `scan` (the first pass's reads,
+    /// index and group id, ascending), and `scan` (the first pass's reads,
     /// by item) turned into rows by unit: each unit's tokens — a group's
     /// non-negative total, or a negative count when a member is negative —
     /// and the pinned units. The rows are rewritten in place: a unit's row
@@ -112,7 +110,6 @@ impl<'a> Groups<'a> {
     pub(crate) fn build(
         items: &'a [ContextItem],
         grouped: &[(usize, &'a str)],
-        runs: usize,
         scan: Scan,
     ) -> Result<(Self, Scan), CupelError> {
         if u32::try_from(items.len()).is_err() {
@@ -130,10 +127,12 @@ impl<'a> Groups<'a> {
         let mut pins = pinned_items.iter().copied().peekable();
         let mut pinned: Vec<usize> = Vec::with_capacity(pinned_items.len());
         let mut rows: Vec<Row> = Vec::with_capacity(items.len());
-        // At most one group per run: neither grows.
+        // At most one group per grouped item: neither grows. (The room of
+        // groups that are not made is never written, and the groups give
+        // way to a list of their exact size before the stages run.)
         let mut ids: FxHashMap<&'a str, u32> =
-            FxHashMap::with_capacity_and_hasher(runs, Default::default());
-        let mut groups: Vec<Group<'a>> = Vec::with_capacity(runs);
+            FxHashMap::with_capacity_and_hasher(grouped.len(), Default::default());
+        let mut groups: Vec<Group<'a>> = Vec::with_capacity(grouped.len());
         let mut contiguous = true;
         // Members usually sit next to each other (a tool call and its
         // result): the previous grouped item's group is tried before the map.
@@ -575,7 +574,7 @@ mod tests {
     /// The table and Classify's rows, as a run builds them.
     fn build(items: &[ContextItem]) -> (Groups<'_>, Scan) {
         let pass = first_pass(items);
-        Groups::build(items, &pass.grouped, pass.group_runs, pass.scan).unwrap()
+        Groups::build(items, &pass.grouped, pass.scan).unwrap()
     }
 
     fn members_of(table: &Grouped<'_>) -> Vec<Vec<usize>> {
@@ -613,39 +612,6 @@ mod tests {
         assert!(!table.multi(2) && table.multi(3));
         // Units 0, 2, 3 hold items 0, 1 | 3 | 4, 5.
         assert_eq!(*table.member_items(&[0, 2, 3]), [0, 1, 3, 4, 5]);
-    }
-
-    #[test]
-    fn the_first_pass_counts_runs_of_adjacent_items_with_one_id() {
-        // Grouped items: 0, 1 (a) | 3 (b: item 2 is ungrouped between) |
-        // 4 (a again, after b) | 5, 6 (c): 4 runs for 3 groups.
-        let items = [
-            item("0", 1, Some("a")),
-            item("1", 1, Some("a")),
-            item("2", 1, None),
-            item("3", 1, Some("b")),
-            item("4", 1, Some("a")),
-            item("5", 1, Some("c")),
-            item("6", 1, Some("c")),
-        ];
-        let pass = first_pass(&items);
-        assert_eq!(pass.group_runs, 4);
-        // Item 4 is not adjacent to a's first two: its run is a run of its
-        // own even though the id was seen, and the table still holds a once.
-        let (mut groups, _) = build(&items);
-        let table = groups.table();
-        assert_eq!(
-            members_of(&table),
-            [vec![0, 1, 4], vec![2], vec![3], vec![5, 6]]
-        );
-        // An ungrouped item between two members of one id splits the run:
-        // x(g) y x(g) is two runs of one group.
-        let items = [
-            item("x", 1, Some("g")),
-            item("y", 1, None),
-            item("x", 1, Some("g")),
-        ];
-        assert_eq!(first_pass(&items).group_runs, 2);
     }
 
     #[test]

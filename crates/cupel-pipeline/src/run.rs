@@ -116,7 +116,6 @@ pub(crate) fn execute_with<C: TraceCollector + ?Sized>(
         varied,
         scan,
         grouped,
-        group_runs,
     } = first_pass(items);
     let result = totals.check().and_then(|()| {
         if grouped.is_empty() {
@@ -135,7 +134,7 @@ pub(crate) fn execute_with<C: TraceCollector + ?Sized>(
         } else {
             // The grouped engine reads a unit table; building it turns the
             // scan's rows by item into rows by unit.
-            let (mut groups, scan) = Groups::build(items, &grouped, group_runs, scan)?;
+            let (mut groups, scan) = Groups::build(items, &grouped, scan)?;
             drop(grouped);
             let table = groups.table();
             Engine::new(policy, budget, items, &table, scan, collector, observer)
@@ -163,10 +162,6 @@ pub(crate) struct FirstPass<'a> {
     pub(crate) scan: Scan,
     /// (input index, group id) of every grouped item, in input order.
     pub(crate) grouped: Vec<(usize, &'a str)>,
-    /// The runs of `grouped`: items that follow each other in the input
-    /// with one id are a run. At least the number of groups, and exactly it
-    /// when each group's members are adjacent (the usual case).
-    pub(crate) group_runs: usize,
 }
 
 /// The one pass over the items: every item's tokens (their totals are
@@ -186,7 +181,6 @@ pub(crate) fn first_pass(items: &[ContextItem]) -> FirstPass<'_> {
             pinned: Vec::new(),
         },
         grouped: Vec::new(),
-        group_runs: 0,
     };
     for (i, item) in items.iter().enumerate() {
         let tokens = item.tokens();
@@ -197,8 +191,6 @@ pub(crate) fn first_pass(items: &[ContextItem]) -> FirstPass<'_> {
         pass.scan.tokens.push(tokens);
         pass.varied |= item.has_variants();
         if let Some(id) = item.group() {
-            let continues = pass.grouped.last() == Some(&(i.wrapping_sub(1), id));
-            pass.group_runs += usize::from(!continues);
             pass.grouped.push((i, id));
         }
     }
