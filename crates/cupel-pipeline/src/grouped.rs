@@ -28,7 +28,8 @@ use rustc_hash::FxHashMap;
 
 use crate::run::{Scan, Units};
 
-/// A group and what the stages need to know about it.
+/// A group as the build collects it; it gives way to its unit item
+/// ([`Groups::unit_items`]) before the stages run.
 struct Group<'a> {
     id: &'a str,
     /// Its unit's row.

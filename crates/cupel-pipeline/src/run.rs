@@ -922,12 +922,14 @@ fn touch<'a, T: Units>(
     let sum = if T::GROUPED {
         list.clear();
         for u in ids {
-            if !units.multi(u) || group_items {
+            if !units.multi(u) {
+                list.push(units.item(u));
+                continue;
+            }
+            if group_items {
                 list.push(units.item(u));
             }
-            if units.multi(u) {
-                list.extend(units.members(u).filter_map(|i| items.get(i)));
-            }
+            list.extend(units.members(u).filter_map(|i| items.get(i)));
         }
         list.iter()
             .fold(0i64, |acc, item| acc.wrapping_add(item.tokens()))
