@@ -410,6 +410,11 @@ pub struct DiagnosticTraceCollector {
     events: Vec<TraceEvent>,
     included: Vec<IncludedItem>,
     excluded: Vec<ExcludedItem>,
+    /// Where each run of excluded rows recorded by one stage in turn
+    /// begins, and the stage of the last run: the report's sort puts each
+    /// run in order on its own, then merges them.
+    excluded_runs: Vec<usize>,
+    last_stage: Option<PipelineStage>,
     total_candidates: usize,
     total_tokens: i64,
     shortfalls: Vec<CountRequirementShortfall>,
@@ -446,6 +451,8 @@ impl DiagnosticTraceCollector {
             events: Vec::new(),
             included: Vec::new(),
             excluded: Vec::new(),
+            excluded_runs: Vec::new(),
+            last_stage: None,
             total_candidates: 0,
             total_tokens: 0,
             shortfalls: Vec::new(),
@@ -471,6 +478,7 @@ impl DiagnosticTraceCollector {
             self.events.clone(),
             self.included.clone(),
             self.excluded.clone(),
+            &self.excluded_runs,
             self.total_candidates,
             self.total_tokens,
             self.shortfalls.clone(),
@@ -483,6 +491,7 @@ impl DiagnosticTraceCollector {
             self.events,
             self.included,
             self.excluded,
+            &self.excluded_runs,
             self.total_candidates,
             self.total_tokens,
             self.shortfalls,
@@ -498,11 +507,53 @@ impl DiagnosticTraceCollector {
 }
 
 /// Sorts report rows by score, descending, stably (ties keep exclusion
-/// order; NaN scores go last): the rows' integer score keys are sorted with
-/// their positions, and the rows then moved once into that order, cycle by
-/// cycle, instead of merging 72-byte rows.
-fn sort_excluded(excluded: &mut [ExcludedItem]) {
-    let mut keys: Vec<(u64, usize)> = excluded
+/// order; NaN scores go last). `starts` are where each run of rows that one
+/// stage recorded in turn begins.
+///
+/// The pipeline records Classify's rows (all scored 0.0) and, in a run
+/// without groups, Slice's and Place's in score order already; Deduplicate's
+/// come in input order. When at most half the rows are in runs out of order,
+/// those runs are put in order on their own and the sorted runs then merged
+/// by the standard library's stable sort, which finds them and merges them
+/// in sequential passes over the rows. Otherwise (a grouped run's Slice
+/// rows, where each member keeps its own score, or rows recorded in no
+/// order) every row's integer score key is sorted with its position, and
+/// each row then moved once into its place. (Moving all rows into place at
+/// random was the slow part of the plain case: for the standard workload
+/// 1.6 ms of rows at 100k items against 0.8 ms merged, and 78 ms at 1M
+/// against 9 ms.)
+fn sort_excluded(excluded: &mut [ExcludedItem], starts: &[usize]) {
+    let key = |e: &ExcludedItem| crate::score_sort_key(e.score);
+    let ends = starts.iter().skip(1).copied().chain([excluded.len()]);
+    let unsorted: Vec<(usize, usize)> = starts
+        .iter()
+        .copied()
+        .zip(ends)
+        .filter(|&(a, b)| {
+            excluded
+                .get(a..b)
+                .is_some_and(|run| !run.is_sorted_by_key(key))
+        })
+        .collect();
+    let out_of_order: usize = unsorted.iter().map(|&(a, b)| b - a).sum();
+    if out_of_order.saturating_mul(2) > excluded.len() {
+        sort_run(excluded);
+        return;
+    }
+    for (a, b) in unsorted {
+        if let Some(run) = excluded.get_mut(a..b) {
+            sort_run(run);
+        }
+    }
+    if !excluded.is_sorted_by_key(key) {
+        excluded.sort_by_key(key);
+    }
+}
+
+/// Sorts rows by their integer score keys (stably), then moves each row
+/// once into its place.
+fn sort_run(run: &mut [ExcludedItem]) {
+    let mut keys: Vec<(u64, usize)> = run
         .iter()
         .enumerate()
         .map(|(k, e)| (crate::score_sort_key(e.score), k))
@@ -519,7 +570,7 @@ fn sort_excluded(excluded: &mut [ExcludedItem]) {
             if from == start {
                 break;
             }
-            excluded.swap(j, from);
+            run.swap(j, from);
             j = from;
         }
     }
@@ -529,11 +580,12 @@ fn build_report(
     events: Vec<TraceEvent>,
     included: Vec<IncludedItem>,
     mut excluded: Vec<ExcludedItem>,
+    runs: &[usize],
     total_candidates: usize,
     total_tokens_considered: i64,
     count_requirement_shortfalls: Vec<CountRequirementShortfall>,
 ) -> SelectionReport {
-    sort_excluded(&mut excluded);
+    sort_excluded(&mut excluded, runs);
     excluded.shrink_to_fit();
     SelectionReport {
         events,
@@ -568,6 +620,8 @@ impl TraceCollector for DiagnosticTraceCollector {
         self.events.clear();
         self.included.clear();
         self.excluded.clear();
+        self.excluded_runs.clear();
+        self.last_stage = None;
         self.shortfalls.clear();
         self.total_candidates = items.len();
         // At most every candidate is excluded: its rows are reserved once
@@ -591,6 +645,10 @@ impl TraceCollector for DiagnosticTraceCollector {
             self.scratch.clear();
             write_exclusion(&mut self.scratch, &record);
             self.push(item_event(record.stage, self.scratch.as_str().to_owned()));
+        }
+        if self.last_stage != Some(record.stage) {
+            self.last_stage = Some(record.stage);
+            self.excluded_runs.push(self.excluded.len());
         }
         self.excluded.push(ExcludedItem {
             item: record.item.clone(),
@@ -800,26 +858,49 @@ mod tests {
     proptest::proptest! {
         /// The report's row order against the definition: a stable sort by
         /// `score_cmp_desc` (scores drawn from a few values, so ties, `-0.0`
-        /// against `0.0` and NaNs are common).
+        /// against `0.0` and NaNs are common), whatever the runs the rows
+        /// were recorded in (`breaks` start a new one), and whether each run
+        /// came in score order, as the pipeline's stages mostly record
+        /// them, or not.
         #[test]
         fn excluded_rows_sort_like_a_stable_sort_by_score(
-            picks in proptest::collection::vec(0usize..7, 0..300),
+            picks in proptest::collection::vec((0usize..7, proptest::bool::weighted(0.05)), 0..300),
+            runs_in_order in proptest::bool::ANY,
         ) {
             const SCORES: [f64; 7] = [0.5, 0.0, -0.0, 1.0, f64::NAN, -2.5, 0.25];
             let item = ContextItem::new("x", 1).unwrap();
-            let mut rows: Vec<ExcludedItem> = picks
+            let mut starts: Vec<usize> = picks
                 .iter()
                 .enumerate()
-                .map(|(position, &p)| ExcludedItem {
+                .filter(|&(k, &(_, new_run))| k == 0 || new_run)
+                .map(|(k, _)| k)
+                .collect();
+            let mut scores: Vec<f64> = picks.iter().map(|&(p, _)| SCORES[p]).collect();
+            if runs_in_order {
+                let ends: Vec<usize> = starts.iter().skip(1).copied().chain([scores.len()]).collect();
+                for (&a, &b) in starts.iter().zip(&ends) {
+                    scores[a..b].sort_by(|x, y| crate::score_cmp_desc(*x, *y));
+                }
+            }
+            let mut rows: Vec<ExcludedItem> = scores
+                .iter()
+                .enumerate()
+                .map(|(position, &score)| ExcludedItem {
                     item: item.clone(),
-                    score: SCORES[p],
+                    score,
                     reason: ExclusionReason::NegativeTokens { tokens: -1 },
                     position,
                 })
                 .collect();
             let mut expected: Vec<usize> = (0..rows.len()).collect();
             expected.sort_by(|&a, &b| crate::score_cmp_desc(rows[a].score, rows[b].score));
-            sort_excluded(&mut rows);
+            sort_excluded(&mut rows, &starts);
+            let got: Vec<usize> = rows.iter().map(|r| r.position).collect();
+            proptest::prop_assert_eq!(&got, &expected);
+            // A driver that reported no runs at all gets the same order.
+            starts.clear();
+            rows.sort_by_key(|r| r.position);
+            sort_excluded(&mut rows, &starts);
             let got: Vec<usize> = rows.iter().map(|r| r.position).collect();
             proptest::prop_assert_eq!(got, expected);
         }
