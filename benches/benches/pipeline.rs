@@ -5,8 +5,8 @@
 //! `run_grouped` and `dry_run_grouped`, reported beside the ungrouped rows;
 //! `run_traced` feeds an item-level `DiagnosticTraceCollector` (the traced
 //! path with every record built); `run_variants` runs the variant workload
-//! (every fifth item with two cheaper forms). `run` and the floor are also measured at
-//! N = 1M (10 samples; set `CUPEL_BENCH_NO_1M` to skip that size).
+//! (every fifth item with two cheaper forms). `run`, `dry_run` and the floor are also
+//! measured at N = 1M (10 samples; set `CUPEL_BENCH_NO_1M` to skip that size).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use cupel_pipeline::RunOptions;
@@ -42,6 +42,9 @@ fn bench_pipeline(c: &mut Criterion) {
             let pipeline = standard_pipeline(&items).unwrap();
             group.bench_with_input(BenchmarkId::new("run", n), &items, |b, items| {
                 b.iter(|| black_box(pipeline.run(black_box(items)).unwrap()));
+            });
+            group.bench_with_input(BenchmarkId::new("dry_run", n), &items, |b, items| {
+                b.iter(|| black_box(pipeline.dry_run(black_box(items)).unwrap()));
             });
             let pairs = floor_pairs(n);
             group.bench_with_input(BenchmarkId::new("floor", n), &pairs, |b, pairs| {

@@ -717,7 +717,8 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                 last_block = s / TOUCH_AHEAD;
                 let ahead = n.min(s + TOUCH_AHEAD);
                 let block = keyed[s..ahead].iter().map(|&(_, u)| u);
-                touch(self.items, units, block, true, &mut ahead_list);
+                let rows = Some((self.score_of.as_slice(), self.tokens_of.as_slice()));
+                touch(self.items, units, block, true, rows, &mut ahead_list);
             }
             let tokens = self.tokens_of[u];
             let room = room_of.get(s).copied().flatten().unwrap_or(whole_room);
@@ -808,7 +809,10 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                 let ahead = order.len().min(c + TOUCH_AHEAD);
                 let placed = order[c..ahead].iter().filter_map(|&m| merged.get(m));
                 let block = placed.map(|&(u, _)| u);
-                touch(self.items, units, block, false, &mut ahead_list);
+                let rows = self
+                    .traced
+                    .then_some((self.score_of.as_slice(), self.tokens_of.as_slice()));
+                touch(self.items, units, block, false, rows, &mut ahead_list);
             }
             let u = merged[m].0;
             for i in units.members(u) {
@@ -900,7 +904,10 @@ const TOUCH_AHEAD: usize = 128;
 /// Reads the first line (the tokens) of the member items of each unit of
 /// `ids` and, with `group_items`, of a group's own item (what a report row
 /// of a left-out group reads), in a loop that does nothing else, so the CPU
-/// has the reads of many of them in flight at once.
+/// has the reads of many of them in flight at once. With `rows` (the run's
+/// scores by item and tokens by unit), it also reads what a report row
+/// takes from those: on a large input they are arrays of megabytes read in
+/// score or placement order, one miss per row otherwise.
 ///
 /// Placement order and score order are random walks over the input, and
 /// taking an item — for the window, or for a report row — writes its
@@ -915,10 +922,21 @@ const TOUCH_AHEAD: usize = 128;
 fn touch<'a, T: Units>(
     items: &'a [ContextItem],
     units: &'a T,
-    ids: impl Iterator<Item = usize>,
+    ids: impl Iterator<Item = usize> + Clone,
     group_items: bool,
+    rows: Option<(&[f64], &[i64])>,
     list: &mut Vec<&'a ContextItem>,
 ) {
+    if let Some((score_of, tokens_of)) = rows {
+        let read = ids.clone().fold(0u64, |acc, u| {
+            let tokens = tokens_of.get(u).copied().unwrap_or(0);
+            let scores = units.members(u).fold(0u64, |acc, i| {
+                acc ^ score_of.get(i).map_or(0, |s| s.to_bits())
+            });
+            acc.wrapping_add(tokens.unsigned_abs()) ^ scores
+        });
+        std::hint::black_box(read);
+    }
     let sum = if T::GROUPED {
         list.clear();
         for u in ids {
