@@ -809,9 +809,9 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                 let ahead = order.len().min(c + TOUCH_AHEAD);
                 let placed = order[c..ahead].iter().filter_map(|&m| merged.get(m));
                 let block = placed.map(|&(u, _)| u);
-                let rows = self
-                    .traced
-                    .then_some((self.score_of.as_slice(), self.tokens_of.as_slice()));
+                // An inclusion row reads the member's score (its tokens
+                // come from the item): no unit tokens to read ahead.
+                let rows = self.traced.then_some((self.score_of.as_slice(), &[][..]));
                 touch(self.items, units, block, false, rows, &mut ahead_list);
             }
             let u = merged[m].0;
@@ -905,9 +905,10 @@ const TOUCH_AHEAD: usize = 128;
 /// `ids` and, with `group_items`, of a group's own item (what a report row
 /// of a left-out group reads), in a loop that does nothing else, so the CPU
 /// has the reads of many of them in flight at once. With `rows` (the run's
-/// scores by item and tokens by unit), it also reads what a report row
-/// takes from those: on a large input they are arrays of megabytes read in
-/// score or placement order, one miss per row otherwise.
+/// scores by item and tokens by unit, the latter empty when the rows do not
+/// read it), it also reads what a report row takes from those: on a large
+/// input they are arrays of megabytes read in score or placement order, one
+/// miss per row otherwise.
 ///
 /// Placement order and score order are random walks over the input, and
 /// taking an item — for the window, or for a report row — writes its
