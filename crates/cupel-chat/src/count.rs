@@ -211,6 +211,13 @@ impl MessageCounter for OpenAiCounter {
                 .saturating_add(self.text(&c.name))
                 .saturating_add(self.text(&c.arguments_text()));
         }
+        // A legacy `function_call` is counted as a tool call: its name and
+        // its arguments text.
+        if let Some((name, args)) = m.legacy_call() {
+            n = n
+                .saturating_add(self.text(name))
+                .saturating_add(self.text(args));
+        }
         n
     }
 

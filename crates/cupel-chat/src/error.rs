@@ -91,13 +91,21 @@ pub enum ChatError {
     /// Not even the newest message (with its group) fits, so the window would
     /// hold no conversation at all, which providers refuse.
     #[error(
-        "nothing fits: the newest unit (from #{position} {label}) needs {unit_tokens} tokens, {available_tokens} left after the pinned messages and the request overhead"
+        "nothing fits: {} needs {unit_tokens} tokens, {available_tokens} left after the pinned messages and the request overhead",
+        newest_unit(*position, label, *last_position, *unit_messages, *whole_conversation)
     )]
     NothingFits {
         /// Input position of the unit's first message.
         position: usize,
         /// That message's label (`user`, `tool result for call_1`, ...).
         label: String,
+        /// Input position of the unit's last message.
+        last_position: usize,
+        /// How many input messages the unit spans, first to last.
+        unit_messages: usize,
+        /// Whether the unit is the whole conversation after the pinned
+        /// messages (e.g. exchanges as the unit, and one user message).
+        whole_conversation: bool,
         /// The unit's tokens.
         unit_tokens: i64,
         /// What was left for the conversation.
@@ -111,6 +119,18 @@ pub enum ChatError {
         /// How many observations were given.
         observations: usize,
     },
+}
+
+/// How [`ChatError::NothingFits`] names the newest unit.
+fn newest_unit(position: usize, label: &str, last: usize, messages: usize, whole: bool) -> String {
+    match (messages, whole) {
+        (0 | 1, true) => format!("the only message (#{position} {label})"),
+        (0 | 1, false) => format!("the newest message (#{position} {label})"),
+        (n, true) => format!(
+            "the newest unit is the whole conversation (#{position} {label} to #{last}, {n} messages) and"
+        ),
+        (n, false) => format!("the newest unit (#{position} {label} to #{last}, {n} messages)"),
+    }
 }
 
 impl From<ChatError> for cupel_core::CupelError {

@@ -60,6 +60,7 @@ mod compat;
 mod count;
 mod error;
 mod message;
+mod raw;
 mod transcript;
 mod trim;
 mod wire;
@@ -81,9 +82,9 @@ pub use count::{
 };
 pub use error::ChatError;
 pub use message::{Content, Extra, Image, ImageSource, Message, Part, Role, ToolCall, ToolResult};
-pub use transcript::Transcript;
+pub use transcript::{Transcript, compact_json};
 pub use trim::{
-    Decision, Granularity, MessageRow, Strategy, TokenTotals, Trim, Trimmed, group_digits, trim,
-    trim_transcript,
+    Decision, Granularity, InputNote, MessageRow, Strategy, TokenTotals, Trim, Trimmed, TurnHalf,
+    document_options, group_digits, trim, trim_or_rows, trim_transcript,
 };
 pub use wire::{Format, message_from_value, message_to_value};

@@ -352,11 +352,13 @@ impl Message {
     }
 
     /// Whether the message answers tool calls and says nothing else: an
-    /// OpenAI tool message, or an Anthropic user message of `tool_result`
-    /// blocks only.
+    /// OpenAI tool message (also one whose `tool_call_id` is missing or
+    /// malformed), a legacy OpenAI `function` message, or an Anthropic
+    /// user message of `tool_result` blocks only.
     pub fn is_tool_result(&self) -> bool {
-        match self.role {
+        match &self.role {
             Role::Tool => true,
+            Role::Other(r) => r == "function",
             Role::User => {
                 let parts = self.content.parts();
                 !parts.is_empty() && parts.iter().all(|p| matches!(p, Part::ToolResult(_)))
@@ -365,9 +367,60 @@ impl Message {
         }
     }
 
+    /// Whether the message is an Anthropic user turn that carries tool
+    /// results *and* something else (text, images): `[tool_result, ...,
+    /// text]`, the usual shape of a user turn that answers tool calls and
+    /// goes on talking. A trim treats its two halves as parts of two
+    /// units: the results belong to the previous assistant message's tool
+    /// group, the rest to the exchange it starts.
+    pub fn is_mixed_turn(&self) -> bool {
+        if self.role != Role::User {
+            return false;
+        }
+        let parts = self.content.parts();
+        parts.iter().any(|p| matches!(p, Part::ToolResult(_)))
+            && parts.iter().any(|p| !matches!(p, Part::ToolResult(_)))
+    }
+
+    /// The message without some of its parts: `keep_results` keeps the
+    /// `tool_result` blocks and drops the rest, `!keep_results` the other
+    /// way round (the two halves of a [mixed turn](Self::is_mixed_turn)).
+    pub(crate) fn half(&self, keep_results: bool) -> Message {
+        let mut out = self.clone();
+        if let Content::Parts(parts) = &mut out.content {
+            parts.retain(|p| matches!(p, Part::ToolResult(_)) == keep_results);
+        }
+        out
+    }
+
+    /// The legacy OpenAI function call this message makes
+    /// (`function_call: {name, arguments}`, before `tool_calls`): its name
+    /// and its arguments text.
+    pub fn legacy_call(&self) -> Option<(&str, &str)> {
+        let call = self.extra.get("function_call")?;
+        let name = call.get("name")?.as_str()?;
+        let args = call.get("arguments").and_then(Value::as_str).unwrap_or("");
+        Some((name, args))
+    }
+
+    /// Whether this is a legacy OpenAI `function` message (the result of a
+    /// [`legacy_call`](Self::legacy_call), named by the function).
+    pub fn is_legacy_result(&self) -> bool {
+        matches!(&self.role, Role::Other(r) if r == "function")
+    }
+
     /// A short label for reports: `user`, `assistant tool call lookup (call_1)`,
     /// `tool result for call_1`, ...
     pub fn label(&self) -> String {
+        if self.is_legacy_result() {
+            return format!(
+                "function result for {}",
+                self.name.as_deref().unwrap_or("?")
+            );
+        }
+        if self.role == Role::Tool && self.tool_call_id.is_none() {
+            return "tool result without a tool_call_id".to_string();
+        }
         if self.is_tool_result() {
             let ids: Vec<&str> = self.answered_ids().collect();
             return format!("tool result for {}", ids.join(", "));
@@ -376,10 +429,23 @@ impl Message {
             .calls()
             .map(|c| format!("{} ({})", c.name, c.id))
             .collect();
+        let lead = if self.is_mixed_turn() {
+            let ids: Vec<&str> = self.answered_ids().collect();
+            format!(
+                "{} (tool results for {}, then text)",
+                self.role,
+                ids.join(", ")
+            )
+        } else {
+            self.role.to_string()
+        };
+        if let Some((name, _)) = self.legacy_call() {
+            return format!("{lead} function call {name}");
+        }
         match calls.len() {
-            0 => self.role.to_string(),
-            1 => format!("{} tool call {}", self.role, calls.join("")),
-            _ => format!("{} tool calls {}", self.role, calls.join(", ")),
+            0 => lead,
+            1 => format!("{lead} tool call {}", calls.join("")),
+            _ => format!("{lead} tool calls {}", calls.join(", ")),
         }
     }
 }

@@ -1,10 +1,14 @@
 //! [`Transcript`]: a whole document (a bare `messages` array or a request
 //! body) in one of the two wire formats, read and written back.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use crate::error::ChatError;
 use crate::message::{Message, Role};
+use crate::raw::{self, Elem, Member, Span};
 use crate::wire::{self, Format};
 
 /// A chat document: its format, its messages, and (for a request body)
@@ -26,12 +30,60 @@ use crate::wire::{self, Format};
 /// assert_eq!(back, serde_json::from_str::<serde_json::Value>(json).unwrap());
 /// # Ok::<(), cupel_chat::ChatError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+///
+/// A transcript read from text ([`parse`](Self::parse),
+/// [`parse_as`](Self::parse_as)) remembers that text, and
+/// [`to_json`](Self::to_json) writes every message and field Cupel did
+/// not change byte for byte as it was read: key order, number literals,
+/// string escapes and whitespace. Two transcripts are equal when their
+/// format, messages and other fields are; the text they came from does
+/// not take part.
+#[derive(Debug, Clone)]
 pub struct Transcript {
     format: Format,
     messages: Vec<Message>,
     /// The request body without `messages` (and `system`); `None` for a bare array.
     body: Option<Map<String, Value>>,
+    /// The text it was read from, when it was read from text.
+    source: Option<Arc<Source>>,
+    /// Where each message came from in `source` (empty without a source).
+    origins: Vec<Origin>,
+}
+
+impl PartialEq for Transcript {
+    fn eq(&self, other: &Self) -> bool {
+        self.format == other.format && self.messages == other.messages && self.body == other.body
+    }
+}
+
+/// The text a transcript was read from and where its parts sit in it.
+#[derive(Debug)]
+struct Source {
+    text: String,
+    /// The whole document (array or object), without surrounding whitespace.
+    span: Span,
+    /// The top-level members of a request body (empty for a bare array).
+    members: Vec<Member>,
+    /// The whitespace before a body's closing `}`.
+    members_tail: Span,
+    /// Which member is `messages`, and which (Anthropic) `system`.
+    messages_member: Option<usize>,
+    system_member: Option<usize>,
+    /// The messages array's elements and the whitespace before its `]`.
+    elems: Vec<Elem>,
+    elems_tail: Span,
+}
+
+/// Where a message of a transcript read from text came from.
+#[derive(Debug, Clone)]
+enum Origin {
+    /// Not from the text (added by the caller).
+    New,
+    /// The element (or, `None`, the Anthropic `system` member) as read.
+    Read(Option<usize>),
+    /// Read there, then changed by Cupel: the message as read, to tell
+    /// what changed (everything else is copied).
+    Changed(Option<usize>, Box<Message>),
 }
 
 impl Transcript {
@@ -41,6 +93,8 @@ impl Transcript {
             format,
             messages,
             body: None,
+            source: None,
+            origins: Vec::new(),
         }
     }
 
@@ -50,7 +104,7 @@ impl Transcript {
     /// [`ChatError::Json`] for invalid JSON (with line and column),
     /// [`ChatError::Shape`] for JSON that is not a chat document.
     pub fn parse(json: &str) -> Result<Self, ChatError> {
-        Self::from_value(parse_json(json)?, None)
+        Self::parse_text(json, None)
     }
 
     /// Parses JSON text in the given format.
@@ -58,7 +112,111 @@ impl Transcript {
     /// # Errors
     /// As [`parse`](Self::parse).
     pub fn parse_as(json: &str, format: Format) -> Result<Self, ChatError> {
-        Self::from_value(parse_json(json)?, Some(format))
+        Self::parse_text(json, Some(format))
+    }
+
+    /// Reads the text message by message: each message is decoded from its
+    /// own slice of the text (the whole document is never held as a
+    /// `Value`), and the text is kept so what is not changed is written
+    /// back as it was.
+    fn parse_text(json: &str, format: Option<Format>) -> Result<Self, ChatError> {
+        check_json(json)?;
+        let text = json.to_owned();
+        let s = text.as_bytes();
+        let start = raw::skip_ws(s, 0);
+        let end = raw::value_end(s, start).unwrap_or(s.len());
+        let unreadable = || shape("", "the document could not be read back as JSON");
+        let mut source = Source {
+            span: start..end,
+            members: Vec::new(),
+            members_tail: 0..0,
+            messages_member: None,
+            system_member: None,
+            elems: Vec::new(),
+            elems_tail: 0..0,
+            text: String::new(),
+        };
+        let array = match s.get(start) {
+            Some(b'[') => start..end,
+            Some(b'{') => {
+                let (members, tail) = raw::members(&text, start..end).ok_or_else(unreadable)?;
+                // Of repeated keys, the last counts (as when decoding a `Value`).
+                for (i, m) in members.iter().enumerate() {
+                    match raw::key(&text, m).as_deref() {
+                        Some("messages") => source.messages_member = Some(i),
+                        Some("system") => source.system_member = Some(i),
+                        _ => {}
+                    }
+                }
+                let Some(at) = source.messages_member else {
+                    return Err(shape("messages", "a request body needs a `messages` array"));
+                };
+                let span = members[at].value.clone();
+                if s.get(span.start) != Some(&b'[') {
+                    return Err(shape("messages", "a request body needs a `messages` array"));
+                }
+                source.members = members;
+                source.members_tail = tail;
+                span
+            }
+            _ => {
+                return Err(shape(
+                    "",
+                    "a chat document is an array of messages or an object with `messages`",
+                ));
+            }
+        };
+        let (elems, elems_tail) = raw::elements(&text, array).ok_or_else(unreadable)?;
+        let value = |span: &Span| -> Result<Value, ChatError> {
+            serde_json::from_str(&text[span.clone()]).map_err(|_| unreadable())
+        };
+        // The body's other fields, decoded.
+        let mut body = None;
+        if !source.members.is_empty() {
+            let mut b = Map::new();
+            for (i, m) in source.members.iter().enumerate() {
+                if Some(i) == source.messages_member {
+                    continue;
+                }
+                let key = raw::key(&text, m).ok_or_else(unreadable)?;
+                b.insert(key, value(&m.value)?);
+            }
+            body = Some(b);
+        }
+        let format = match format {
+            Some(f) => f,
+            None => detect_parts(body.as_ref(), elems.iter().map(|e| value(&e.value)))?,
+        };
+        let mut messages = Vec::with_capacity(elems.len() + 1);
+        let mut origins = Vec::with_capacity(elems.len() + 1);
+        if format == Format::Anthropic
+            && let Some(b) = body.as_mut()
+            && let Some(system) = b.remove("system")
+        {
+            messages.push(wire::anthropic_system_from(system)?);
+            origins.push(Origin::Read(None));
+        }
+        if format != Format::Anthropic {
+            source.system_member = None;
+        }
+        for (i, e) in elems.iter().enumerate() {
+            messages.push(wire::message_from_value(
+                value(&e.value)?,
+                format,
+                &format!("messages[{i}]"),
+            )?);
+            origins.push(Origin::Read(Some(i)));
+        }
+        source.elems = elems;
+        source.elems_tail = elems_tail;
+        source.text = text;
+        Ok(Transcript {
+            format,
+            messages,
+            body,
+            source: Some(Arc::new(source)),
+            origins,
+        })
     }
 
     /// Reads a JSON value: a bare array of messages, or an object with a
@@ -105,6 +263,8 @@ impl Transcript {
             format,
             messages,
             body,
+            source: None,
+            origins: Vec::new(),
         })
     }
 
@@ -123,36 +283,9 @@ impl Transcript {
             ),
             _ => return Format::OpenAi,
         };
-        if let Some(b) = body {
-            if b.contains_key("system") {
-                return Format::Anthropic;
-            }
-            let tools = b.get("tools").and_then(Value::as_array);
-            if tools.is_some_and(|t| t.iter().any(|t| t.get("input_schema").is_some())) {
-                return Format::Anthropic;
-            }
-        }
-        for m in messages {
-            let role = m.get("role").and_then(Value::as_str);
-            if matches!(role, Some("system" | "developer" | "tool"))
-                || m.get("tool_calls").is_some()
-                || m.get("tool_call_id").is_some()
-            {
-                return Format::OpenAi;
-            }
-            let blocks = m.get("content").and_then(Value::as_array);
-            for b in blocks.into_iter().flatten() {
-                match b.get("type").and_then(Value::as_str) {
-                    Some("tool_use" | "tool_result" | "thinking" | "redacted_thinking") => {
-                        return Format::Anthropic;
-                    }
-                    Some("image") if b.get("source").is_some() => return Format::Anthropic,
-                    Some("image_url") => return Format::OpenAi,
-                    _ => {}
-                }
-            }
-        }
-        Format::OpenAi
+        let found: Result<Format, ChatError> =
+            detect_parts(body, messages.iter().map(|m| Ok(m.clone())));
+        found.unwrap_or(Format::OpenAi)
     }
 
     /// The format.
@@ -165,17 +298,84 @@ impl Transcript {
         &self.messages
     }
 
+    /// The JSON text message `i` was read from, byte for byte (for an
+    /// Anthropic body's system prompt, #0, the `system` value); `None`
+    /// for a transcript not read from text, or a message added or changed
+    /// since.
+    ///
+    /// ```
+    /// let doc = cupel_chat::Transcript::parse(r#"[ {"role":"user", "content":"hi" ,"n":1.0} ]"#)?;
+    /// assert_eq!(doc.message_json(0), Some(r#"{"role":"user", "content":"hi" ,"n":1.0}"#));
+    /// # Ok::<(), cupel_chat::ChatError>(())
+    /// ```
+    pub fn message_json(&self, i: usize) -> Option<&str> {
+        let src = self.source.as_deref()?;
+        let span = match self.origins.get(i)? {
+            Origin::Read(Some(at)) => src.elems.get(*at)?.value.clone(),
+            Origin::Read(None) => src.members.get(src.system_member?)?.value.clone(),
+            _ => return None,
+        };
+        src.text.get(span)
+    }
+
     /// The tool definitions of a request body (`tools`), if any.
     pub fn tools(&self) -> Option<&Value> {
         self.body.as_ref()?.get("tools")
     }
 
     /// The same document with other messages (e.g. the kept ones).
+    ///
+    /// The document's other fields are still written as they were read;
+    /// the new messages are written as compact JSON (see
+    /// [`to_json`](Self::to_json)).
     pub fn with_messages(&self, messages: Vec<Message>) -> Self {
+        Transcript {
+            format: self.format,
+            origins: if self.source.is_some() {
+                vec![Origin::New; messages.len()]
+            } else {
+                Vec::new()
+            },
+            messages,
+            body: self.body.clone(),
+            source: self.source.clone(),
+        }
+    }
+
+    /// The same document with the messages at `positions` (ascending) of
+    /// this one, each in its form from `forms` when it has one there (a
+    /// changed form: written as a change of the message as read).
+    pub(crate) fn window(&self, positions: &[usize], forms: &BTreeMap<usize, Message>) -> Self {
+        let mut messages = Vec::with_capacity(positions.len());
+        let mut origins = Vec::with_capacity(positions.len());
+        for &p in positions {
+            let Some(m) = self.messages.get(p) else {
+                continue;
+            };
+            let origin = self.origins.get(p).cloned().unwrap_or(Origin::New);
+            match forms.get(&p) {
+                Some(form) if form != m => {
+                    messages.push(form.clone());
+                    origins.push(match origin {
+                        Origin::Read(at) => Origin::Changed(at, Box::new(m.clone())),
+                        other => other,
+                    });
+                }
+                _ => {
+                    messages.push(m.clone());
+                    origins.push(origin);
+                }
+            }
+        }
+        if self.source.is_none() {
+            origins.clear();
+        }
         Transcript {
             format: self.format,
             messages,
             body: self.body.clone(),
+            source: self.source.clone(),
+            origins,
         }
     }
 
@@ -213,24 +413,319 @@ impl Transcript {
         }
     }
 
-    /// The document as pretty-printed JSON text.
+    /// The document as pretty-printed JSON text, written afresh from the
+    /// model (keys sorted; see [`to_json`](Self::to_json) for the
+    /// document as it was read).
     pub fn to_json_pretty(&self) -> String {
         // Serialising a `Value` cannot fail (its keys are strings).
         serde_json::to_string_pretty(&self.to_value()).unwrap_or_default()
     }
+
+    /// The document as JSON text, faithful to the text it was read from:
+    /// every message and field Cupel did not change is copied byte for
+    /// byte (key order, number literals, string escapes, whitespace);
+    /// a message Cupel changed is written as a change of the message as
+    /// read, its unchanged members and parts still copied. A transcript
+    /// not read from text is written as [`to_json_pretty`](Self::to_json_pretty).
+    ///
+    /// ```
+    /// use cupel_chat::{Transcript, Trim, trim_transcript};
+    /// let text = r#"[{"role":"user","content":"caf\u00e9","x":1.50},
+    ///   {"role":"assistant","content":"ok","n":12345678901234567890}]"#;
+    /// let doc = Transcript::parse(text)?;
+    /// assert_eq!(doc.to_json(), text); // nothing changed: the same bytes
+    /// let (window, _) = trim_transcript(&doc, &Trim::openai(100))?;
+    /// assert_eq!(window.to_json(), text);
+    /// # Ok::<(), cupel_chat::ChatError>(())
+    /// ```
+    pub fn to_json(&self) -> String {
+        if self.source.is_none() {
+            return self.to_json_pretty();
+        }
+        let entries: Vec<Entry<'_>> = self
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| match self.origins.get(i) {
+                Some(Origin::Read(at)) => Entry::Read(*at, m),
+                Some(Origin::Changed(at, was)) => Entry::Changed(*at, was, m),
+                _ => Entry::New(m),
+            })
+            .collect();
+        self.render(&entries)
+    }
+
+    /// The window `out` made of this document (by [`trim`](crate::trim)
+    /// of its messages, or [`trim_transcript`](crate::trim_transcript)),
+    /// as a transcript: the kept messages in the forms sent.
+    pub fn window_of(&self, out: &crate::Trimmed<'_>) -> Transcript {
+        self.window(&out.positions, &out.shortened)
+    }
+
+    /// The window `out` made of this document as JSON text, as
+    /// [`window_of`](Self::window_of)`(out).`[`to_json`](Self::to_json)`()`
+    /// writes it, without copying the kept messages first (for a large
+    /// transcript this is what `cupel chat` does).
+    ///
+    /// ```
+    /// use cupel_chat::{Transcript, Trim, trim};
+    /// let text = r#"[{"role": "user", "content": "Hi"},
+    ///  {"role": "assistant", "content": "Hello", "id": 1e2},
+    ///  {"role": "user", "content": "Bye"}]"#;
+    /// let doc = Transcript::parse(text)?;
+    /// let out = trim(doc.messages(), &Trim::openai(1_000))?;
+    /// assert_eq!(doc.window_json(&out), text);
+    /// # Ok::<(), cupel_chat::ChatError>(())
+    /// ```
+    pub fn window_json(&self, out: &crate::Trimmed<'_>) -> String {
+        if self.source.is_none() {
+            return self.window_of(out).to_json();
+        }
+        let entries: Vec<Entry<'_>> = out
+            .positions
+            .iter()
+            .filter_map(|&p| {
+                let m = self.messages.get(p)?;
+                let at = match self.origins.get(p) {
+                    Some(Origin::Read(at)) => *at,
+                    _ => return Some(Entry::New(out.shortened.get(&p).unwrap_or(m))),
+                };
+                Some(match out.shortened.get(&p) {
+                    Some(form) if form != m => Entry::Changed(at, m, form),
+                    _ => Entry::Read(at, m),
+                })
+            })
+            .collect();
+        self.render(&entries)
+    }
+
+    /// [`to_json`](Self::to_json) on one line: the whitespace outside
+    /// strings removed, nothing else touched.
+    pub fn to_json_compact(&self) -> String {
+        raw::compact(&self.to_json())
+    }
+
+    /// Writes `value`, a change of this document's [`to_value`](Self::to_value)
+    /// (such as [`apply_breakpoints`](crate::apply_breakpoints) makes), as
+    /// text faithful to [`to_json`](Self::to_json): what `value` did not
+    /// change is copied, the rest written as compact JSON.
+    pub fn json_of(&self, value: &Value) -> String {
+        let text = self.to_json();
+        let mut out = String::with_capacity(text.len());
+        raw::patch(&mut out, &text, 0..text.len(), &self.to_value(), value);
+        out
+    }
+
+    /// The document's text with `entries` as its messages.
+    fn render(&self, entries: &[Entry<'_>]) -> String {
+        let Some(src) = self.source.as_deref() else {
+            return String::new();
+        };
+        let t = src.text.as_str();
+        let mut out = String::with_capacity(t.len());
+        out.push_str(&t[..src.span.start]);
+        // A body writes Anthropic system prompts to `system`.
+        let system_field = self.format == Format::Anthropic && self.body.is_some();
+        let (system, rest): (Vec<&Entry<'_>>, Vec<&Entry<'_>>) = entries
+            .iter()
+            .partition(|e| system_field && e.message().role == Role::System);
+        if src.members.is_empty() {
+            write_messages(&mut out, src, &rest, self.format);
+            out.push_str(&t[src.span.end..]);
+            return out;
+        }
+        // The members written, in input order; `system` is added at the
+        // end when the window has a system prompt the body had not.
+        let keep: Vec<usize> = (0..src.members.len())
+            .filter(|&i| !(Some(i) == src.system_member && system.is_empty()))
+            .collect();
+        let add_system = !system.is_empty() && src.system_member.is_none();
+        out.push('{');
+        for (k, &i) in keep.iter().enumerate() {
+            let m = &src.members[i];
+            out.push_str(&t[m.lead.clone()]);
+            out.push_str(&t[m.key.clone()]);
+            out.push_str(&t[m.sep.clone()]);
+            if Some(i) == src.messages_member {
+                write_messages(&mut out, src, &rest, self.format);
+            } else if Some(i) == src.system_member {
+                write_system(&mut out, src, &system, Some(m));
+            } else {
+                out.push_str(&t[m.value.clone()]);
+            }
+            let last = k + 1 == keep.len() && !add_system;
+            raw::separate(&mut out, t, &m.trail, last, &src.members_tail);
+        }
+        if add_system {
+            let (lead, sep) = src
+                .members
+                .last()
+                .map_or(("", ":"), |m| (&t[m.lead.clone()], &t[m.sep.clone()]));
+            out.push_str(lead);
+            out.push_str("\"system\"");
+            out.push_str(sep);
+            write_system(&mut out, src, &system, None);
+            out.push_str(&t[src.members_tail.clone()]);
+        }
+        if keep.is_empty() && !add_system {
+            out.push_str(&t[src.members_tail.clone()]);
+        }
+        out.push('}');
+        out.push_str(&t[src.span.end..]);
+        out
+    }
 }
 
-fn parse_json(json: &str) -> Result<Value, ChatError> {
-    serde_json::from_str(json).map_err(|e| {
-        // serde_json's message ends with its own " at line L column C".
-        let mut message = e.to_string();
-        if let Some(at) = message.rfind(" at line ") {
-            message.truncate(at);
+/// One message to write: as read (at an element, or `None`: the Anthropic
+/// `system` member), changed from what was read there, or new.
+enum Entry<'m> {
+    Read(Option<usize>, &'m Message),
+    Changed(Option<usize>, &'m Message, &'m Message),
+    New(&'m Message),
+}
+
+impl Entry<'_> {
+    /// The message as it is written.
+    fn message(&self) -> &Message {
+        match self {
+            Entry::Read(_, m) | Entry::Changed(_, _, m) | Entry::New(m) => m,
         }
-        ChatError::Json {
-            line: e.line(),
-            column: e.column(),
-            message,
+    }
+}
+
+/// Writes a body's `system` value: as read, patched, or new.
+fn write_system(out: &mut String, src: &Source, system: &[&Entry<'_>], read: Option<&Member>) {
+    let t = src.text.as_str();
+    if let ([one], Some(m)) = (system, read) {
+        match one {
+            Entry::Read(None, _) => return out.push_str(&t[m.value.clone()]),
+            Entry::Changed(None, was, now) => {
+                let old = wire::anthropic_system_to(&[was]).unwrap_or(Value::Null);
+                let new = wire::anthropic_system_to(&[now]).unwrap_or(Value::Null);
+                return raw::patch(out, t, m.value.clone(), &old, &new);
+            }
+            _ => {}
         }
-    })
+    }
+    let msgs: Vec<&Message> = system.iter().map(|e| e.message()).collect();
+    raw::write_value(
+        out,
+        &wire::anthropic_system_to(&msgs).unwrap_or(Value::Null),
+    );
+}
+
+/// Writes the messages array: elements read copied with the whitespace
+/// before them, changed ones patched, new ones written compact.
+fn write_messages(out: &mut String, src: &Source, entries: &[&Entry<'_>], format: Format) {
+    let t = src.text.as_str();
+    let default_lead = src.elems.first().map_or("", |e| &t[e.lead.clone()]);
+    out.push('[');
+    let last = entries.len().saturating_sub(1);
+    for (k, e) in entries.iter().enumerate() {
+        let trail = match e {
+            Entry::Read(Some(at), _) | Entry::Changed(Some(at), _, _) if *at < src.elems.len() => {
+                let el = &src.elems[*at];
+                out.push_str(&t[el.lead.clone()]);
+                match e {
+                    Entry::Changed(_, was, now) => raw::patch(
+                        out,
+                        t,
+                        el.value.clone(),
+                        &wire::message_to_value(was, format),
+                        &wire::message_to_value(now, format),
+                    ),
+                    _ => out.push_str(&t[el.value.clone()]),
+                }
+                el.trail.clone()
+            }
+            other => {
+                out.push_str(default_lead);
+                raw::write_value(out, &wire::message_to_value(other.message(), format));
+                0..0
+            }
+        };
+        raw::separate(out, t, &trail, k == last, &src.elems_tail);
+    }
+    if entries.is_empty() {
+        out.push_str(&t[src.elems_tail.clone()]);
+    }
+    out.push(']');
+}
+
+/// [`Transcript::to_json_compact`] for any JSON text: the whitespace
+/// outside strings removed, literals and escapes untouched.
+///
+/// ```
+/// assert_eq!(cupel_chat::compact_json("[ {\"a\" : 1.50} ]"), "[{\"a\":1.50}]");
+/// ```
+pub fn compact_json(text: &str) -> String {
+    raw::compact(text)
+}
+
+fn shape(path: &str, message: &str) -> ChatError {
+    ChatError::Shape {
+        path: path.into(),
+        message: message.into(),
+    }
+}
+
+/// The format of a document from its body's fields and its messages
+/// (decoded one at a time, until one decides).
+fn detect_parts(
+    body: Option<&Map<String, Value>>,
+    messages: impl Iterator<Item = Result<Value, ChatError>>,
+) -> Result<Format, ChatError> {
+    if let Some(b) = body {
+        if b.contains_key("system") {
+            return Ok(Format::Anthropic);
+        }
+        let tools = b.get("tools").and_then(Value::as_array);
+        if tools.is_some_and(|t| t.iter().any(|t| t.get("input_schema").is_some())) {
+            return Ok(Format::Anthropic);
+        }
+    }
+    for m in messages {
+        let m = m?;
+        let role = m.get("role").and_then(Value::as_str);
+        if matches!(role, Some("system" | "developer" | "tool" | "function"))
+            || m.get("tool_calls").is_some()
+            || m.get("tool_call_id").is_some()
+            || m.get("function_call").is_some()
+        {
+            return Ok(Format::OpenAi);
+        }
+        let blocks = m.get("content").and_then(Value::as_array);
+        for b in blocks.into_iter().flatten() {
+            match b.get("type").and_then(Value::as_str) {
+                Some("tool_use" | "tool_result" | "thinking" | "redacted_thinking") => {
+                    return Ok(Format::Anthropic);
+                }
+                Some("image") if b.get("source").is_some() => return Ok(Format::Anthropic),
+                Some("image_url") => return Ok(Format::OpenAi),
+                _ => {}
+            }
+        }
+    }
+    Ok(Format::OpenAi)
+}
+
+/// Checks that `json` is JSON, without building it, for an error with
+/// its line and column.
+fn check_json(json: &str) -> Result<(), ChatError> {
+    serde_json::from_str::<serde::de::IgnoredAny>(json)
+        .map(|_| ())
+        .map_err(json_error)
+}
+
+fn json_error(e: serde_json::Error) -> ChatError {
+    // serde_json's message ends with its own " at line L column C".
+    let mut message = e.to_string();
+    if let Some(at) = message.rfind(" at line ") {
+        message.truncate(at);
+    }
+    ChatError::Json {
+        line: e.line(),
+        column: e.column(),
+        message,
+    }
 }

@@ -97,8 +97,8 @@ fn appends_while_it_fits_then_cuts_deep_and_appends_again() {
     assert_eq!((cut.shortened, cut.shortened_saved), (0, 0));
     assert!(
         t6.explain().starts_with(
-            "turn 6: window reached 120 of 100; removed exchanges 1–3 (60 tokens) down to the \
-             50-token low-water mark; exchange 4 (20 tokens) stays: without it the window would \
+            "turn 6: window reached 120 of 100; removed exchanges 1–3 (60 tokens) to 60 tokens \
+             (low-water mark 50); exchange 4 (20 tokens) stays: without it the window would \
              fall under the mark; 60 of 100 tokens"
         ),
         "{}",
@@ -818,7 +818,7 @@ fn a_cut_shortens_old_tool_results_down_to_the_mark() {
         assert!(
             t2.explain().starts_with(
                 "turn 2: window reached 121 of 110; removed exchange 1 (20 tokens) and shortened \
-                 1 old tool result by 33 tokens down to the 50-token low-water mark; exchange 2 \
+                 1 old tool result by 33 tokens to 68 tokens (low-water mark 50); exchange 2 \
                  (28 tokens) stays: without it the window would fall under the mark; 68 of 110"
             ),
             "{}",

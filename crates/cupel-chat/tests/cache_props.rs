@@ -108,7 +108,12 @@ proptest! {
             let w = s.next(req).unwrap();
             prop_assert!(w.window_tokens <= max, "{} > {}", w.window_tokens, max);
             prop_assert_eq!(w.positions[0], 0);
-            prop_assert_eq!(w.pinned, 1);
+            // The system prompt; while the request holds one user message
+            // followed by tool calls (a one-task agent loop so far), that
+            // task is pinned too (`Trim::pin_first_user`, automatic).
+            let users = req.iter().filter(|m| m.role == Role::User).count();
+            let loop_so_far = users == 1 && req.iter().any(|m| m.tool_calls.is_some());
+            prop_assert_eq!(w.pinned, if loop_so_far { 2 } else { 1 });
             // No holes: the conversation is a run of consecutive positions
             // ending with the request's last message.
             let conv = &w.positions[1..];
@@ -161,7 +166,8 @@ proptest! {
                 .collect();
             prop_assert_eq!(&cut_now, &w.removed);
             let prefix = w.rows.iter().filter(|r| matches!(
-                r.status, cupel_chat::CacheStatus::Pinned | cupel_chat::CacheStatus::Prefix)).count();
+                r.status, cupel_chat::CacheStatus::Pinned | cupel_chat::CacheStatus::PinnedTask
+                    | cupel_chat::CacheStatus::Prefix)).count();
             prop_assert_eq!(prefix, w.kept_prefix.max(w.pinned));
             // Only results already in the window before the last user
             // message are shortened, and only to fewer tokens.

@@ -168,8 +168,13 @@ proptest! {
         let b = trim(&messages, &Trim::openai(max + extra).counter(Fixed));
         if let (Ok(a), Ok(b)) = (a, b) {
             // The smaller window is a suffix of the larger one (after the pinned prompts).
-            let conv = |p: &[usize]| p.iter().copied().filter(|&i| !messages[i].role.is_prompt()).collect::<Vec<_>>();
-            let (sa, sb) = (conv(&a.positions), conv(&b.positions));
+            // (The pinned task, when there is one, stays at any budget.)
+            let conv = |p: &[usize], rows: &[cupel_chat::MessageRow<'_>]| p
+                .iter()
+                .copied()
+                .filter(|&i| !rows[i].decision.is_pinned())
+                .collect::<Vec<_>>();
+            let (sa, sb) = (conv(&a.positions, &a.rows), conv(&b.positions, &b.rows));
             prop_assert!(sa.len() <= sb.len());
             prop_assert_eq!(&sb[sb.len() - sa.len()..], &sa[..]);
         }

@@ -341,7 +341,7 @@ fn errors_carry_the_numbers() {
     let e = trim(&m, &opts(100)).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "nothing fits: the newest unit (from #1 user) needs 50 tokens, 10 left after the pinned messages and the request overhead"
+        "nothing fits: the only message (#1 user) needs 50 tokens, 10 left after the pinned messages and the request overhead"
     );
     assert_eq!(
         trim(&m, &opts(0)).unwrap_err(),

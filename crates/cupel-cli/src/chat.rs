@@ -3,7 +3,8 @@
 
 use clap::{Args, ValueEnum};
 use cupel_chat::{
-    AgeToolResults, ChatError, Format, Granularity, Transcript, Trim, trim_transcript,
+    AgeToolResults, ChatError, Decision, Format, Granularity, MessageRow, Transcript, Trim,
+    trim_or_rows,
 };
 
 use crate::error::CliError;
@@ -13,7 +14,13 @@ FILE is an OpenAI Chat Completions or Anthropic Messages document: a bare
 `messages` array or a whole request body (its other fields, such as `model`
 and `tools`, are written back unchanged). The newest messages that fit are
 kept, without holes; a tool call and its results move together; the system
-prompt is pinned; the conversation starts with a user message.
+prompt is pinned; the conversation starts with a user message. A one-task
+agent loop (one user message, then tool calls and results) keeps its task
+pinned after the system prompt, followed by the newest tool traffic
+(--pin-first-user pins the first user message of any transcript). Kept
+messages are written byte for byte as they were read; an Anthropic user turn
+carrying tool results and new text is the one message that may be rewritten,
+without the results whose calls were cut (--explain says so).
 
 Examples:
   cupel chat transcript.json --max-tokens 2000 > trimmed.json
@@ -81,6 +88,24 @@ pub(crate) struct ChatArgs {
     #[arg(long)]
     no_pin_system: bool,
 
+    /// Pin the first user message (the task) after the system prompt
+    ///
+    /// The window's newest part may then start at any unit, an
+    /// assistant tool call included. Automatic for a one-task agent
+    /// loop (the only user message, followed by tool calls);
+    /// --no-pin-first-user turns that off.
+    #[arg(long, verbatim_doc_comment, conflicts_with = "no_pin_first_user")]
+    pin_first_user: bool,
+
+    /// Never pin the first user message, not even in a one-task agent loop
+    #[arg(long)]
+    no_pin_first_user: bool,
+
+    /// Write the trimmed document on one line (whitespace outside strings
+    /// removed; literals and escapes untouched)
+    #[arg(long)]
+    compact: bool,
+
     /// Print the per-message table instead of the trimmed document
     #[arg(long)]
     explain: bool,
@@ -133,7 +158,13 @@ fn map_err(e: ChatError, input: &str) -> CliError {
         ChatError::PinnedToolTraffic { .. } => CliError::input(format!("{input}: {e}"))
             .hint("remove the message's tool fields, or pass --no-pin-system to trim it with its tool group"),
         ChatError::NoConversation { .. } => CliError::selection(format!("{input}: {e}")).hint(
-            "a window needs a user message to start on, and each tool result the assistant message that makes its call",
+            "a window needs a user message to start on, and each tool result needs the assistant message that makes its call; --explain lists every message's fate",
+        ),
+        ChatError::NothingFits {
+            whole_conversation: true,
+            ..
+        } => CliError::selection(e.to_string()).hint(
+            "raise --max-tokens, or use a finer --granularity (message), or --pin-first-user for an agent loop",
         ),
         ChatError::NothingFits { .. } => {
             CliError::selection(e.to_string()).hint("raise --max-tokens")
@@ -184,11 +215,16 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
     let mut opts = Trim::new(doc.format(), a.max_tokens)
         .keep_orphans(a.keep_orphans)
         .pin_system(!a.no_pin_system)
+        // The command line prints rows, never the report: no need to build it.
+        .report(false)
         .granularity(match a.granularity.unwrap_or(Unit::Message) {
             Unit::Message => Granularity::Message,
             Unit::Exchange => Granularity::Exchange,
             Unit::Turn => Granularity::Turn,
         });
+    if a.pin_first_user || a.no_pin_first_user {
+        opts = opts.pin_first_user(a.pin_first_user);
+    }
     if let Some(e) = &a.encoding {
         opts = opts.encoding(e.clone());
     }
@@ -203,72 +239,48 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
         });
         return crate::cache_sim::run_with_state(&doc, opts, g, state, a.explain, name);
     }
-    let (window, out) = trim_transcript(&doc, &opts).map_err(|e| map_err(e, name))?;
+    let opts = cupel_chat::document_options(&doc, &opts);
+    let out = match trim_or_rows(doc.messages(), &opts) {
+        Ok(out) => out,
+        Err((e, rows)) if a.explain => {
+            // Explain what is known, then fail as without --explain.
+            let mut s = String::new();
+            header(&mut s, a, &doc, name, detected, None);
+            table(&mut s, &rows);
+            let err = map_err(e, name);
+            s.push('\n');
+            crate::render::labelled(&mut s, "", 0, &format!("no window: {}", err.message));
+            return Err(err.with_output(s));
+        }
+        Err((e, _)) => return Err(map_err(e, name)),
+    };
     if !a.explain {
         let mut s = if a.cache_breakpoints {
+            let window = doc.window_of(&out);
             let profile = cupel_chat::CacheProfile::anthropic();
             let marks = out.breakpoints(window.format(), &profile);
             let value = cupel_chat::apply_breakpoints(&window, &marks, &profile);
-            serde_json::to_string_pretty(&value).map_err(|e| {
-                CliError::input(format!("cannot write the request with its markers: {e}"))
-            })?
+            window.json_of(&value)
         } else {
-            window.to_json_pretty()
+            doc.window_json(&out)
         };
-        s.push('\n');
+        if a.compact {
+            s = cupel_chat::compact_json(&s);
+        }
+        if !s.ends_with('\n') {
+            s.push('\n');
+        }
         return Ok(s);
     }
     let total = doc.messages().len();
     let mut s = String::new();
-    let head = [
-        (
-            "chat     ",
-            format!(
-                "{name}: {} ({}), {total} messages",
-                doc.format(),
-                if detected { "detected" } else { "--provider" }
-            ),
-        ),
-        ("counted  ", out.counter.clone()),
-        (
-            "budget   ",
-            format!(
-                "max_tokens {}; request overhead {}{}",
-                cupel_chat::group_digits(a.max_tokens),
-                cupel_chat::group_digits(out.tokens.overhead),
-                overhead_parts(&out.tokens)
-            ),
-        ),
-        (
-            "window   ",
-            format!(
-                "{} of {total} messages, {} tokens ({:.1}% of max_tokens)",
-                out.positions.len(),
-                cupel_chat::group_digits(out.tokens.window),
-                out.tokens.window as f64 * 100.0 / a.max_tokens as f64,
-            ),
-        ),
-    ];
-    for (label, text) in head {
-        crate::render::labelled(&mut s, label, 9, &text);
-    }
-    s.push('\n');
-    s.push_str("   #   tokens  message\n");
-    for r in &out.rows {
-        // Wrapped to 80 columns under the message column (labels and
-        // reasons can be long: tool names, call ids, group sizes).
-        let lead = format!(
-            "{:>4}  {:>7}  ",
-            r.position,
-            cupel_chat::group_digits(r.tokens)
-        );
-        let indent = crate::render::width(&lead);
-        crate::render::labelled(
-            &mut s,
-            &lead,
-            indent,
-            &format!("{} {}", r.label(), r.reason()),
-        );
+    header(&mut s, a, &doc, name, detected, Some(&out));
+    table(&mut s, &out.rows);
+    if !out.notes.is_empty() {
+        s.push('\n');
+        for note in &out.notes {
+            crate::render::labelled(&mut s, "input    ", 9, &note.to_string());
+        }
     }
     let rules = out
         .dropped()
@@ -283,18 +295,110 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
         1 if dropped == 1 => ", only for the provider's rules".to_string(),
         n => format!(", {n} of them only for the provider's rules"),
     };
+    let rewritten = out
+        .rows
+        .iter()
+        .filter(|r| matches!(r.decision, Decision::Partial { .. }))
+        .count();
+    let rewritten = match rewritten {
+        0 => String::new(),
+        n => format!("; {n} kept without the tool results whose calls are out (rewritten)"),
+    };
     crate::render::labelled(
         &mut s,
         "",
         0,
         &format!(
-            "kept {kept} {} ({} tokens), dropped {dropped} ({} tokens{rules})",
+            "kept {kept} {} ({} tokens), dropped {dropped} ({} tokens{rules}){rewritten}",
             plural(kept),
             cupel_chat::group_digits(out.tokens.kept),
             cupel_chat::group_digits(out.tokens.dropped),
         ),
     );
     Ok(s)
+}
+
+/// The `--explain` header: the document, the counter, the budget, what is
+/// pinned and (when there is one) the window.
+fn header(
+    s: &mut String,
+    a: &ChatArgs,
+    doc: &Transcript,
+    name: &str,
+    detected: bool,
+    out: Option<&cupel_chat::Trimmed<'_>>,
+) {
+    let total = doc.messages().len();
+    let mut head = vec![(
+        "chat     ",
+        format!(
+            "{name}: {} ({}), {total} messages",
+            doc.format(),
+            if detected { "detected" } else { "--provider" }
+        ),
+    )];
+    if let Some(out) = out {
+        head.push(("counted  ", out.counter.clone()));
+        head.push((
+            "budget   ",
+            format!(
+                "max_tokens {}; request overhead {}{}",
+                cupel_chat::group_digits(a.max_tokens),
+                cupel_chat::group_digits(out.tokens.overhead),
+                overhead_parts(&out.tokens)
+            ),
+        ));
+        if let Some(task) = out
+            .rows
+            .iter()
+            .find(|r| matches!(r.decision, Decision::PinnedTask { .. }))
+        {
+            let why = match task.decision {
+                Decision::PinnedTask { automatic: true } => {
+                    "automatically: the only user message, followed by tool calls (a one-task agent loop; --no-pin-first-user turns this off)"
+                }
+                _ => "--pin-first-user",
+            };
+            head.push((
+                "task     ",
+                format!("#{} pinned after the system prompt, {why}", task.position),
+            ));
+        }
+        head.push((
+            "window   ",
+            format!(
+                "{} of {total} messages, {} tokens ({:.1}% of max_tokens)",
+                out.positions.len(),
+                cupel_chat::group_digits(out.tokens.window),
+                out.tokens.window as f64 * 100.0 / a.max_tokens as f64,
+            ),
+        ));
+    } else {
+        head.push((
+            "budget   ",
+            format!("max_tokens {}", cupel_chat::group_digits(a.max_tokens)),
+        ));
+    }
+    for (label, text) in head {
+        crate::render::labelled(s, label, 9, &text);
+    }
+}
+
+/// The per-message table.
+fn table(s: &mut String, rows: &[MessageRow<'_>]) {
+    s.push('\n');
+    s.push_str("   #   tokens  message\n");
+    for r in rows {
+        // Wrapped to 80 columns under the message column (labels and
+        // reasons can be long: tool names, call ids, group sizes).
+        let lead = format!(
+            "{:>4}  {:>7}  ",
+            r.position,
+            cupel_chat::group_digits(r.tokens)
+        );
+        let indent = crate::render::width(&lead);
+        crate::render::labelled(s, &lead, indent, &format!("{} {}", r.label(), r.reason()));
+    }
 }
 
 /// `--age-tool-results K [--truncate-results-to N]` (of `chat` and

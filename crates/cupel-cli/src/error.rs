@@ -23,6 +23,9 @@ pub(crate) struct CliError {
     pub(crate) hint: Option<String>,
     /// The process exit code.
     pub(crate) code: u8,
+    /// What to print on stdout before the error (`cupel chat --explain`
+    /// explains a trim that failed).
+    pub(crate) output: Option<String>,
 }
 
 impl CliError {
@@ -31,6 +34,7 @@ impl CliError {
         Self {
             message: message.into(),
             hint: None,
+            output: None,
             code: EXIT_INPUT,
         }
     }
@@ -40,6 +44,7 @@ impl CliError {
         Self {
             message: message.into(),
             hint: None,
+            output: None,
             code: EXIT_SELECTION,
         }
     }
@@ -47,6 +52,12 @@ impl CliError {
     /// Adds a hint line.
     pub(crate) fn hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
+        self
+    }
+
+    /// The same error with `text` to print on stdout before it.
+    pub(crate) fn with_output(mut self, text: String) -> Self {
+        self.output = Some(text);
         self
     }
 

@@ -402,6 +402,10 @@ pub fn main() -> ExitCode {
             }
         },
         Err(e) => {
+            if let Some(text) = &e.output {
+                // What the command knew before it failed (e.g. `chat --explain`).
+                let _ = write_output(&mut std::io::stdout().lock(), text.as_bytes());
+            }
             let _ = writeln!(std::io::stderr().lock(), "{e}");
             ExitCode::from(e.code)
         }

@@ -295,7 +295,8 @@ fn a_request_whose_newest_exchange_is_over_the_budget_is_named() {
     assert!(
         err.starts_with(
             "error: request 10 (the first 21 messages) cannot be windowed: nothing fits: \
-             the newest unit (from #19 assistant tool call fetch_logs (call_4)) needs 27932 tokens"
+             the newest unit (#19 assistant tool call fetch_logs (call_4) to #20, 2 messages) \
+             needs 27932 tokens"
         ),
         "{err}"
     );

@@ -13,7 +13,7 @@ use crate::cache::prompt::{Block, Frame, PromptCache};
 use crate::count::MessageCounter;
 use crate::error::ChatError;
 use crate::message::Message;
-use crate::trim::{Decision, Granularity, Trim, trim};
+use crate::trim::{Decision, Granularity, Half, Trim, Trimmed, trim};
 
 /// A budget no transcript reaches: trims at it only group and validate.
 const UNLIMITED: i64 = i64::MAX / 4;
@@ -104,6 +104,9 @@ pub enum CutFront {
 pub enum CacheStatus {
     /// A pinned system or developer prompt: first in every window.
     Pinned,
+    /// The pinned task (see [`Trim::pin_first_user`](crate::Trim::pin_first_user)):
+    /// right after the prompts in every window.
+    PinnedTask,
     /// In the window and in the previous window's prefix, byte for byte:
     /// read from the provider's cache when that still holds it.
     Prefix,
@@ -153,7 +156,11 @@ impl CacheRow<'_> {
     pub fn in_window(&self) -> bool {
         matches!(
             self.status,
-            CacheStatus::Pinned | CacheStatus::Prefix | CacheStatus::Resent | CacheStatus::New
+            CacheStatus::Pinned
+                | CacheStatus::PinnedTask
+                | CacheStatus::Prefix
+                | CacheStatus::Resent
+                | CacheStatus::New
         )
     }
 }
@@ -162,6 +169,11 @@ impl fmt::Display for CacheRow<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "#{} {} ", self.position, self.message.label())?;
         let t = match self.sent_tokens {
+            Some(sent) if self.message.is_mixed_turn() => format!(
+                "{} of {}, rewritten without its tool results, whose calls are out",
+                crate::trim::group_digits(sent),
+                crate::trim::group_digits(self.tokens)
+            ),
             Some(sent) => format!(
                 "shortened from {} to {}",
                 crate::trim::group_digits(self.tokens),
@@ -171,6 +183,7 @@ impl fmt::Display for CacheRow<'_> {
         };
         match &self.status {
             CacheStatus::Pinned => write!(f, "kept: pinned prompt ({t} tokens)"),
+            CacheStatus::PinnedTask => write!(f, "kept: pinned task ({t} tokens)"),
             CacheStatus::Prefix => write!(
                 f,
                 "kept: unchanged prefix, same bytes as the previous window ({t} tokens)"
@@ -293,7 +306,7 @@ impl CacheTurn<'_> {
 
     /// One line: what was kept, appended or removed and why, and the
     /// expected cache use ("turn 37: window reached 8,300 of 8,000; removed
-    /// exchanges 1–12 (2,600 tokens) down to the 5,600-token low-water mark;
+    /// exchanges 1–12 (2,600 tokens) to 5,700 tokens (low-water mark 5,600);
     /// exchange 13 (400 tokens) stays: without it the window would fall
     /// under the mark; 5,700 of 8,000 tokens: ...").
     pub fn explain(&self) -> String {
@@ -431,7 +444,8 @@ impl fmt::Display for CacheTurn<'_> {
             }
             write!(
                 f,
-                " down to the {}-token low-water mark; ",
+                " to {} tokens (low-water mark {}); ",
+                g(self.window_tokens),
                 g(self.low_water)
             )?;
             let unit = &units[..units.len() - 1];
@@ -696,7 +710,7 @@ impl CacheSession {
         let pinned = out
             .rows
             .iter()
-            .take_while(|r| r.decision == Decision::Pinned)
+            .take_while(|r| r.decision.is_pinned())
             .count();
         let frame = Frame::new(opts.tools.as_ref(), &out.tokens);
         let (bps, _) = frame.send(&mut self.cache, &blocks, pinned, None);
@@ -704,22 +718,32 @@ impl CacheSession {
         Ok(())
     }
 
+    /// The options of this turn's trims; refuses a budget that is not positive.
+    fn turn_options(&self) -> Result<Trim, CacheError> {
+        let max = self.opts.max_tokens();
+        if max <= 0 {
+            return Err(ChatError::InvalidBudget { max_tokens: max }.into());
+        }
+        Ok(self
+            .opts
+            .clone()
+            .granularity(self.granularity)
+            .report(false))
+    }
+
     /// The window for `messages`, the whole transcript so far.
+    ///
+    /// The turn runs in phases over a [`Plan`]: `plan` (units and budget),
+    /// `locate` (the previous window in the transcript), `cut` (only when
+    /// the window would exceed the budget), `window` (the messages as
+    /// sent), then the cache accounting and the rows.
     ///
     /// # Errors
     /// [`CacheError::Chat`] as [`trim`] (invalid budget, unknown encoding,
     /// pinned prompts over the budget, not even the newest unit fits);
     /// [`CacheError::InvalidLowWater`] / [`CacheError::InvalidLowWaterFraction`].
     pub fn next<'a>(&mut self, messages: &'a [Message]) -> Result<CacheTurn<'a>, CacheError> {
-        let max = self.opts.max_tokens();
-        if max <= 0 {
-            return Err(ChatError::InvalidBudget { max_tokens: max }.into());
-        }
-        let opts = self
-            .opts
-            .clone()
-            .granularity(self.granularity)
-            .report(false);
+        let opts = self.turn_options()?;
         if self.seed_pending {
             self.seed(&opts)?;
         }
@@ -727,342 +751,75 @@ impl CacheSession {
             // The provider dropped every entry: nothing is read this turn.
             self.cache = PromptCache::new(self.profile.clone());
         }
-        let full = trim(messages, &opts.clone().with_max_tokens(UNLIMITED))?;
-        let overhead = full.tokens.overhead;
-        let pinned: Vec<usize> = full
-            .rows
-            .iter()
-            .filter(|r| r.decision == Decision::Pinned)
-            .map(|r| r.position)
-            .collect();
-        // Eligible conversation: (position, unit, tokens).
-        let eligible: Vec<(usize, usize, i64)> = full
-            .rows
-            .iter()
-            .filter(|r| r.decision.is_kept() && r.decision != Decision::Pinned)
-            .map(|r| {
-                (
-                    r.position,
-                    r.unit.unwrap_or(usize::MAX - r.position),
-                    r.tokens,
-                )
-            })
-            .collect();
-        let fixed = overhead.saturating_add(full.tokens.pinned);
-        if fixed > max {
-            return Err(ChatError::PinnedOverBudget {
-                pinned_tokens: full.tokens.pinned,
-                overhead_tokens: overhead,
-                total: fixed,
-                max_tokens: max,
-            }
-            .into());
-        }
-        let available = max - fixed;
-        let low_conv = match self.low_water {
-            LowWater::Auto => self.profile.default_low_water(available),
-            LowWater::Tokens(t) => {
-                if !(0..=max).contains(&t) {
-                    return Err(CacheError::InvalidLowWater {
-                        low_water: t,
-                        max_tokens: max,
-                    });
-                }
-                (t - fixed).clamp(0, available)
-            }
-            LowWater::Fraction(f) => {
-                if !(f > 0.0 && f <= 1.0) {
-                    return Err(CacheError::InvalidLowWaterFraction { fraction: f });
-                }
-                ((available as f64 * f).floor() as i64).clamp(0, available)
-            }
-        };
-        let unit_start = |i: usize| i == 0 || eligible[i - 1].1 != eligible[i].1;
-        let aging = self.opts.aging.clone();
-        let mut forms = Forms::new(&self.opts, messages, aging.as_ref());
-        // Take the memo out for the turn (put back below) so that `forms`
-        // can fill it while `self` is borrowed.
-        forms.memo = std::mem::take(&mut self.memo);
+        let memo = std::mem::take(&mut self.memo);
+        let mut plan = Plan::new(self, messages, &opts, memo)?;
         let previous = self.previous.take();
-        let (start, matched, mut broke) = locate(
-            previous.as_deref(),
-            messages,
-            &pinned,
-            &eligible,
-            &unit_start,
-            &mut forms,
-        );
-        // The form each message of the kept prefix was sent in, when it was
-        // sent shortened (an earlier cut aged it): it stays so.
-        let mut sent: BTreeMap<usize, (Message, i64)> = BTreeMap::new();
-        if let Some(prev) = &previous {
-            for (k, e) in eligible[start..start + matched].iter().enumerate() {
-                let Some(was) = prev.get(pinned.len() + k) else {
-                    break;
-                };
-                if &messages[e.0] != was
-                    && let Some(form) = forms.matching(e.0, e.2, was)
-                {
-                    sent.insert(e.0, form);
-                }
-            }
+        plan.locate(previous.as_deref());
+        if plan.conversation_tokens() > plan.available {
+            plan.cut(&opts)?;
         }
-        let tok = |sent: &BTreeMap<usize, (Message, i64)>, i: usize| {
-            sent.get(&eligible[i].0).map_or(eligible[i].2, |f| f.1)
-        };
-        // unit_rank[i]: the 1-based number of eligible[i]'s unit.
-        let mut unit_rank = Vec::with_capacity(eligible.len());
-        let mut rank = 0usize;
-        for i in 0..eligible.len() {
-            if unit_start(i) {
-                rank += 1;
-            }
-            unit_rank.push(rank);
-        }
+        let w = plan.window();
+        self.send(plan, w, previous, &opts)
+    }
 
-        let conv: i64 = (start..eligible.len())
-            .map(|i| tok(&sent, i))
-            .fold(0, i64::saturating_add);
-        let mut front = start;
-        let mut cut = None;
-        let mut removed = Vec::new();
-        if conv > available {
-            // Cut once and deep: whole units from the front.
-            let mut remaining = conv;
-            let mut removed_messages = 0usize;
-            let mut idx = start;
-            let mut reason = CutFront::Newest;
-            while idx < eligible.len() {
-                let mut end = idx + 1;
-                while end < eligible.len() && !unit_start(end) {
-                    end += 1;
-                }
-                if end == eligible.len() {
-                    break;
-                }
-                let u_tok: i64 = (idx..end)
-                    .map(|i| tok(&sent, i))
-                    .fold(0, i64::saturating_add);
-                let must = remaining > available;
-                let may = remaining - u_tok >= low_conv;
-                if !(must || may) {
-                    reason = CutFront::Mark;
-                    break;
-                }
-                remaining -= u_tok;
-                removed_messages += end - idx;
-                idx = end;
-            }
-            // The provider rules, checked by the chat crate's own trim.
-            let subset: Vec<Message> = pinned
-                .iter()
-                .map(|&p| messages[p].clone())
-                .chain(eligible[idx..].iter().map(|e| messages[e.0].clone()))
-                .collect();
-            // Nothing fits from `eligible[at]` on: `tokens` over `available`,
-            // named by the transcript's own positions.
-            let nothing_fits = |at: usize, tokens: i64| -> CacheError {
-                let first = eligible[at].0;
-                ChatError::NothingFits {
-                    position: first,
-                    label: messages[first].label(),
-                    unit_tokens: tokens,
-                    available_tokens: available,
-                }
-                .into()
-            };
-            // No conversation left after the rules (`NoConversation`, which
-            // would count the subset's messages) is this cut's `NothingFits`.
-            let first_kept = match trim(&subset, &opts.clone().with_max_tokens(UNLIMITED)) {
-                Ok(check) => check.positions.iter().copied().find(|&p| p >= pinned.len()),
-                Err(ChatError::NoConversation { .. }) => None,
-                Err(e) => return Err(e.into()),
-            };
-            let Some(first_kept) = first_kept else {
-                return Err(nothing_fits(idx, remaining));
-            };
-            let skip = first_kept - pinned.len();
-            if skip > 0 {
-                reason = CutFront::ProviderRule;
-            }
-            removed_messages += skip;
-            let new_front = idx + skip;
-            let mut remaining: i64 = (new_front..eligible.len())
-                .map(|i| tok(&sent, i))
-                .fold(0, i64::saturating_add);
-            // Ageing at the cut: everything after the pinned prompts is sent
-            // afresh anyway, so old tool results shrink here at no cache
-            // cost, oldest first, each to the shortest form that keeps the
-            // window at or above the mark (any form while over the budget).
-            let (mut shortened, mut shortened_saved) = (0usize, 0i64);
-            if let Some(aged) = forms.aged() {
-                for (i, e) in eligible.iter().enumerate().skip(new_front) {
-                    if remaining <= low_conv && remaining <= available {
-                        break;
-                    }
-                    if !aged[e.0] {
-                        continue;
-                    }
-                    let cur = tok(&sent, i);
-                    let over = remaining > available;
-                    let after = |t: i64| remaining - (cur - t);
-                    let smaller: Vec<&(Message, i64)> = forms
-                        .forms_at(e.0, e.2)
-                        .iter()
-                        .filter(|(_, t)| *t < cur)
-                        .collect();
-                    // The shortest form that keeps the mark; over the budget,
-                    // the first that brings the window within it, or the
-                    // shortest.
-                    let pick = smaller
-                        .iter()
-                        .rev()
-                        .find(|(_, t)| after(*t) >= low_conv)
-                        .or_else(|| {
-                            over.then(|| {
-                                smaller
-                                    .iter()
-                                    .find(|(_, t)| after(*t) <= available)
-                                    .or(smaller.last())
-                            })
-                            .flatten()
-                        })
-                        .map(|f| (*f).clone());
-                    if let Some((m, t)) = pick {
-                        sent.insert(e.0, (m, t));
-                        remaining -= cur - t;
-                        shortened += 1;
-                        shortened_saved = shortened_saved.saturating_add(cur - t);
-                    }
-                }
-            }
-            if remaining > available {
-                return Err(nothing_fits(new_front, remaining));
-            }
-            let removed_tokens = (start..new_front)
-                .map(|i| tok(&sent, i))
-                .fold(0, i64::saturating_add);
-            let front_unit = unit_rank.get(new_front).copied().unwrap_or(0);
-            let front_unit_tokens = (new_front..eligible.len())
-                .take_while(|&i| unit_rank[i] == front_unit)
-                .map(|i| tok(&sent, i))
-                .fold(0, i64::saturating_add);
-            cut = Some(Cut {
-                reached: fixed.saturating_add(conv),
-                first_unit: unit_rank.get(start).copied().unwrap_or(0),
-                last_unit: unit_rank
-                    .get(new_front.saturating_sub(1).max(start))
-                    .copied()
-                    .unwrap_or(0),
-                removed_messages,
-                removed_tokens,
-                front_unit,
-                front_unit_tokens,
-                front_reason: reason,
-                shortened,
-                shortened_saved,
-            });
-            removed = eligible[start..new_front].iter().map(|e| e.0).collect();
-            front = new_front;
-            broke = Some(PrefixBreak::Cut);
-        }
-        // Keep the forms of the window's messages only: eligible positions
-        // ascend, so the window is every eligible position from the front's.
-        let front_pos = eligible.get(front).map_or(usize::MAX, |e| e.0);
-        sent.retain(|&p, _| p >= front_pos);
-
-        let positions: Vec<usize> = pinned
-            .iter()
-            .copied()
-            .chain(eligible[front..].iter().map(|e| e.0))
-            .collect();
-        let window: Vec<&'a Message> = positions.iter().map(|&p| &messages[p]).collect();
-        let as_sent: Vec<&Message> = positions
-            .iter()
-            .map(|p| sent.get(p).map_or(&messages[*p], |f| &f.0))
-            .collect();
-        let tokens: Vec<i64> = positions
-            .iter()
-            .map(|p| sent.get(p).map_or(full.rows[*p].tokens, |f| f.1))
-            .collect();
-        let conv_tokens: i64 = tokens.iter().copied().fold(0, i64::saturating_add);
+    /// Bills the window, remembers it, and makes the turn.
+    fn send<'a>(
+        &mut self,
+        mut plan: Plan<'a>,
+        w: Window<'a>,
+        previous: Option<Vec<Message>>,
+        opts: &Trim,
+    ) -> Result<CacheTurn<'a>, CacheError> {
         let kept_prefix = match &previous {
             Some(prev) => prev
                 .iter()
-                .zip(&as_sent)
-                .take_while(|(a, b)| a == *b)
+                .zip(&w.as_sent)
+                .take_while(|(a, b)| a == b)
                 .count(),
             None => 0,
         };
-        let kept_prefix_tokens = tokens[..kept_prefix]
+        let kept_prefix_tokens = w.tokens[..kept_prefix]
             .iter()
             .copied()
             .fold(0, i64::saturating_add);
-        let blocks = self.blocks(&as_sent, &tokens);
+        let refs: Vec<&Message> = w.as_sent.iter().collect();
+        let blocks = self.blocks(&refs, &w.tokens);
         let reuse_at = self
             .prev_breakpoints
             .iter()
             .copied()
             .filter(|&b| b <= kept_prefix)
             .max();
-        let frame = Frame::new(opts.tools.as_ref(), &full.tokens);
-        let (breakpoints, usage) = frame.send(&mut self.cache, &blocks, pinned.len(), reuse_at);
-        let history = eligible
-            .iter()
-            .map(|e| e.2)
-            .fold(fixed, i64::saturating_add);
-
-        let unit_noun = match self.granularity {
-            Granularity::Exchange => "exchange",
-            Granularity::Turn => "turn",
-            _ => "message",
-        };
-        let rows = {
-            // Eligible index of each input position (None: pinned or dropped).
-            let mut at = vec![None; messages.len()];
-            for (i, e) in eligible.iter().enumerate() {
-                at[e.0] = Some(i);
-            }
-            // Window positions in the unchanged prefix.
-            let prefix_end = kept_prefix.saturating_sub(pinned.len());
-            full.rows
-                .iter()
-                .map(|r| {
-                    let status = match (r.decision == Decision::Pinned, at[r.position]) {
-                        (true, _) => CacheStatus::Pinned,
-                        (false, None) => CacheStatus::Dropped { reason: r.reason() },
-                        (false, Some(i)) if i < start => CacheStatus::EarlierCut,
-                        (false, Some(i)) if i < front => CacheStatus::Cut { unit: unit_rank[i] },
-                        (false, Some(i)) if i - front < prefix_end => CacheStatus::Prefix,
-                        (false, Some(i)) if i < start + matched => CacheStatus::Resent,
-                        (false, Some(_)) => CacheStatus::New,
-                    };
-                    CacheRow {
-                        position: r.position,
-                        message: r.message,
-                        tokens: r.tokens,
-                        sent_tokens: sent.get(&r.position).map(|f| f.1),
-                        status,
-                        unit_noun,
-                    }
-                })
-                .collect()
-        };
-
-        self.memo = forms.memo;
+        let frame = Frame::new(opts.tools.as_ref(), &plan.full.tokens);
+        let (breakpoints, usage) =
+            frame.send(&mut self.cache, &blocks, plan.pinned.len(), reuse_at);
+        let conv_tokens: i64 = w.tokens.iter().copied().fold(0, i64::saturating_add);
+        let rows = plan.rows(kept_prefix, self.granularity);
+        self.memo = std::mem::take(&mut plan.forms.memo);
         self.turn = self.next_turn.take().unwrap_or(self.turn + 1);
         let expired = self.expired.take();
-        self.previous = Some(as_sent.iter().map(|m| (*m).clone()).collect());
+        self.previous = Some(w.as_sent);
         self.prev_breakpoints = breakpoints.clone();
+        let Plan {
+            full,
+            pinned,
+            fixed,
+            low_conv,
+            broke,
+            cut,
+            removed,
+            sent,
+            ..
+        } = plan;
         Ok(CacheTurn {
             turn: self.turn,
-            messages: window,
-            positions,
+            messages: w.messages,
+            positions: w.positions,
             pinned: pinned.len(),
-            window_tokens: overhead.saturating_add(conv_tokens),
-            max_tokens: max,
+            window_tokens: full.tokens.overhead.saturating_add(conv_tokens),
+            max_tokens: opts.max_tokens(),
             low_water: fixed.saturating_add(low_conv),
-            history_tokens: history,
+            history_tokens: w.history,
             kept_prefix,
             kept_prefix_tokens,
             broke,
@@ -1079,13 +836,576 @@ impl CacheSession {
     }
 }
 
+/// One eligible piece of the conversation: a message, or one half of a
+/// mixed Anthropic turn (see [`Message::is_mixed_turn`]).
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    /// Input position of its message.
+    pos: usize,
+    /// Its unit (in the full trim).
+    unit: usize,
+    /// Its tokens, whole.
+    tokens: i64,
+    half: Half,
+}
+
+/// The window a turn sends.
+struct Window<'a> {
+    messages: Vec<&'a Message>,
+    positions: Vec<usize>,
+    /// The window as sent (forms applied), owned: the next turn's previous window.
+    as_sent: Vec<Message>,
+    tokens: Vec<i64>,
+    history: i64,
+}
+
+/// One turn's state, phase by phase.
+struct Plan<'a> {
+    messages: &'a [Message],
+    full: Trimmed<'a>,
+    /// Pinned positions (prompts, and the task when pinned).
+    pinned: Vec<usize>,
+    eligible: Vec<Slot>,
+    /// Pinned tokens and the request overhead.
+    fixed: i64,
+    available: i64,
+    low_conv: i64,
+    forms: Forms<'a>,
+    /// The text half of each mixed turn as sent alone, by position.
+    text_halves: BTreeMap<usize, Message>,
+    /// Where the previous window starts among `eligible`, and how many
+    /// pieces of it follow there.
+    start: usize,
+    matched: usize,
+    front: usize,
+    broke: Option<PrefixBreak>,
+    cut: Option<Cut>,
+    removed: Vec<usize>,
+    /// The form each window message is sent in when not as read: an aged
+    /// result, or a mixed turn's text half at the front.
+    sent: BTreeMap<usize, (Message, i64)>,
+    /// Each eligible piece's unit number (1-based).
+    unit_rank: Vec<usize>,
+}
+
+impl<'a> Plan<'a> {
+    /// Phase `plan`: the full trim's units, the pinned prefix, the budget
+    /// left and the low-water mark.
+    fn new(
+        session: &CacheSession,
+        messages: &'a [Message],
+        opts: &Trim,
+        memo: Memo,
+    ) -> Result<Self, CacheError> {
+        let max = opts.max_tokens();
+        let full = trim(messages, &opts.clone().with_max_tokens(UNLIMITED))?;
+        let overhead = full.tokens.overhead;
+        let pinned: Vec<usize> = full
+            .rows
+            .iter()
+            .filter(|r| r.decision.is_pinned())
+            .map(|r| r.position)
+            .collect();
+        let eligible: Vec<Slot> = full
+            .pieces
+            .iter()
+            .filter(|p| p.kept && !full.rows[p.msg].decision.is_pinned())
+            .map(|p| Slot {
+                pos: p.msg,
+                unit: p.unit.unwrap_or(usize::MAX - p.msg),
+                tokens: p.tokens,
+                half: p.half,
+            })
+            .collect();
+        let fixed = overhead.saturating_add(full.tokens.pinned);
+        if fixed > max {
+            return Err(ChatError::PinnedOverBudget {
+                pinned_tokens: full.tokens.pinned,
+                overhead_tokens: overhead,
+                total: fixed,
+                max_tokens: max,
+            }
+            .into());
+        }
+        let available = max - fixed;
+        let low_conv = match session.low_water {
+            LowWater::Auto => session.profile.default_low_water(available),
+            LowWater::Tokens(t) => {
+                if !(0..=max).contains(&t) {
+                    return Err(CacheError::InvalidLowWater {
+                        low_water: t,
+                        max_tokens: max,
+                    });
+                }
+                (t - fixed).clamp(0, available)
+            }
+            LowWater::Fraction(f) => {
+                if !(f > 0.0 && f <= 1.0) {
+                    return Err(CacheError::InvalidLowWaterFraction { fraction: f });
+                }
+                ((available as f64 * f).floor() as i64).clamp(0, available)
+            }
+        };
+        let mut forms = Forms::new(&session.opts, messages);
+        forms.memo = memo;
+        let mut unit_rank = Vec::with_capacity(eligible.len());
+        let mut rank = 0usize;
+        for i in 0..eligible.len() {
+            if i == 0 || eligible[i - 1].unit != eligible[i].unit {
+                rank += 1;
+            }
+            unit_rank.push(rank);
+        }
+        Ok(Plan {
+            messages,
+            full,
+            pinned,
+            eligible,
+            fixed,
+            available,
+            low_conv,
+            forms,
+            text_halves: BTreeMap::new(),
+            start: 0,
+            matched: 0,
+            front: 0,
+            broke: None,
+            cut: None,
+            removed: Vec::new(),
+            sent: BTreeMap::new(),
+            unit_rank,
+        })
+    }
+
+    fn unit_start(&self, i: usize) -> bool {
+        i == 0 || self.eligible[i - 1].unit != self.eligible[i].unit
+    }
+
+    /// The text half of the mixed turn at `pos`, as sent alone.
+    fn text_half(&mut self, pos: usize) -> Message {
+        let messages = self.messages;
+        self.text_halves
+            .entry(pos)
+            .or_insert_with(|| messages[pos].half(false))
+            .clone()
+    }
+
+    /// The message a window holds when it has the pieces from `j` on: the
+    /// message at `j`, whole or (a mixed turn's text half alone) rewritten,
+    /// and the first piece after it.
+    fn slot(&self, j: usize) -> (usize, usize) {
+        let e = self.eligible[j];
+        let pair = e.half == Half::Results
+            && self
+                .eligible
+                .get(j + 1)
+                .is_some_and(|n| n.pos == e.pos && n.half == Half::Text);
+        (e.pos, if pair { j + 2 } else { j + 1 })
+    }
+
+    /// Whether `was` (a message of the previous window) is what the
+    /// window holds at piece `j`.
+    fn same(&mut self, j: usize, was: &Message) -> Option<Option<(Message, i64)>> {
+        let e = self.eligible[j];
+        match e.half {
+            Half::Text => {
+                let half = self.text_half(e.pos);
+                (&half == was).then_some(Some((half, e.tokens)))
+            }
+            _ if &self.messages[e.pos] == was => Some(None),
+            _ => self.forms.matching(e.pos, e.tokens, was).map(Some),
+        }
+    }
+
+    /// Phase `locate`: where the previous window's conversation starts
+    /// among the eligible pieces, how much of it follows there, and why
+    /// the prefix is not all kept. Sets the forms the kept prefix was sent in.
+    fn locate(&mut self, previous: Option<&[Message]>) {
+        let (start, matched, broke, forms) = self.find(previous);
+        self.start = start;
+        self.matched = matched;
+        self.front = start;
+        self.broke = broke;
+        self.sent = forms;
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn find(
+        &mut self,
+        previous: Option<&[Message]>,
+    ) -> (
+        usize,
+        usize,
+        Option<PrefixBreak>,
+        BTreeMap<usize, (Message, i64)>,
+    ) {
+        let none = BTreeMap::new;
+        let Some(prev) = previous else {
+            return (0, 0, Some(PrefixBreak::NoPrevious), none());
+        };
+        let p = self.pinned.len();
+        if prev.len() < p
+            || self
+                .pinned
+                .iter()
+                .zip(prev)
+                .any(|(&i, m)| &self.messages[i] != m)
+        {
+            return (0, 0, Some(PrefixBreak::PinnedChanged), none());
+        }
+        let prev_conv = &prev[p..];
+        let Some(first) = prev_conv.first() else {
+            // The previous window was the pinned messages alone (or became
+            // them: a task pinned since): all of it is kept.
+            return (0, 0, None, none());
+        };
+        // (messages matched, start piece, pieces matched, forms)
+        let mut best: Option<(usize, usize, usize, BTreeMap<usize, (Message, i64)>)> = None;
+        for j in 0..self.eligible.len() {
+            if !self.unit_start(j) || self.same(j, first).is_none() {
+                continue;
+            }
+            let (mut k, mut m) = (j, 0usize);
+            let mut forms = BTreeMap::new();
+            while m < prev_conv.len() && k < self.eligible.len() {
+                let Some(form) = self.same(k, &prev_conv[m]) else {
+                    break;
+                };
+                let (pos, next) = self.slot(k);
+                if let Some(f) = form {
+                    forms.insert(pos, f);
+                }
+                m += 1;
+                k = next;
+            }
+            if best.as_ref().is_none_or(|b| m >= b.0) {
+                best = Some((m, j, k - j, forms));
+            }
+        }
+        match best {
+            None => (0, 0, Some(PrefixBreak::NotFound), none()),
+            Some((m, j, k, forms)) if m < prev_conv.len() => {
+                (j, k, Some(PrefixBreak::Diverged { at: p + m }), forms)
+            }
+            Some((_, j, k, forms)) => (j, k, None, forms),
+        }
+    }
+
+    /// Piece `i`'s tokens as sent.
+    fn tok(&self, i: usize) -> i64 {
+        let e = self.eligible[i];
+        match (e.half, self.sent.get(&e.pos)) {
+            (Half::Whole, Some(f)) => f.1,
+            _ => e.tokens,
+        }
+    }
+
+    fn tokens_of(&self, range: std::ops::Range<usize>) -> i64 {
+        range.map(|i| self.tok(i)).fold(0, i64::saturating_add)
+    }
+
+    /// The conversation's tokens from the previous window's start on.
+    fn conversation_tokens(&self) -> i64 {
+        self.tokens_of(self.start..self.eligible.len())
+    }
+
+    /// Phase `cut`: once and deep, whole units from the front while the
+    /// window is over the budget or stays at or above the low-water mark
+    /// without them; then the provider rules; then (ageing) old results
+    /// shortened at the cut.
+    fn cut(&mut self, opts: &Trim) -> Result<(), CacheError> {
+        let (start, available, low_conv) = (self.start, self.available, self.low_conv);
+        let n = self.eligible.len();
+        let conv = self.conversation_tokens();
+        let mut remaining = conv;
+        let mut idx = start;
+        let mut reason = CutFront::Newest;
+        while idx < n {
+            let mut end = idx + 1;
+            while end < n && !self.unit_start(end) {
+                end += 1;
+            }
+            if end == n {
+                break;
+            }
+            let u_tok = self.tokens_of(idx..end);
+            let must = remaining > available;
+            let may = remaining - u_tok >= low_conv;
+            if !(must || may) {
+                reason = CutFront::Mark;
+                break;
+            }
+            remaining -= u_tok;
+            idx = end;
+        }
+        let new_front = self.provider_front(idx, remaining, opts)?;
+        if new_front > idx {
+            reason = CutFront::ProviderRule;
+        }
+        if self.eligible[new_front].half == Half::Text {
+            // The window starts at a mixed turn's text: it is sent without
+            // the results whose calls the cut removed.
+            let pos = self.eligible[new_front].pos;
+            let form = self.text_half(pos);
+            self.sent
+                .insert(pos, (form, self.eligible[new_front].tokens));
+        }
+        let mut remaining = self.tokens_of(new_front..n);
+        let (shortened, shortened_saved) = self.age(new_front, &mut remaining);
+        if remaining > available {
+            return Err(self.nothing_fits(new_front, remaining));
+        }
+        let front_unit = self.unit_rank.get(new_front).copied().unwrap_or(0);
+        let front_unit_tokens = (new_front..n)
+            .take_while(|&i| self.unit_rank[i] == front_unit)
+            .map(|i| self.tok(i))
+            .fold(0, i64::saturating_add);
+        // Messages removed: those wholly before the front.
+        let mut removed: Vec<usize> = self.eligible[start..new_front]
+            .iter()
+            .map(|e| e.pos)
+            .collect();
+        removed.dedup();
+        removed.retain(|&p| self.eligible[new_front].pos != p);
+        self.cut = Some(Cut {
+            reached: self.fixed.saturating_add(conv),
+            first_unit: self.unit_rank.get(start).copied().unwrap_or(0),
+            last_unit: self
+                .unit_rank
+                .get(new_front.saturating_sub(1).max(start))
+                .copied()
+                .unwrap_or(0),
+            removed_messages: removed.len(),
+            removed_tokens: self.tokens_of(start..new_front),
+            front_unit,
+            front_unit_tokens,
+            front_reason: reason,
+            shortened,
+            shortened_saved,
+        });
+        self.removed = removed;
+        self.front = new_front;
+        self.broke = Some(PrefixBreak::Cut);
+        Ok(())
+    }
+
+    /// The first piece from `idx` on that may start a conversation, as the
+    /// chat crate's own trim decides it (the provider rules).
+    fn provider_front(
+        &mut self,
+        idx: usize,
+        remaining: i64,
+        opts: &Trim,
+    ) -> Result<usize, CacheError> {
+        let mut subset: Vec<Message> = self
+            .pinned
+            .iter()
+            .map(|&p| self.messages[p].clone())
+            .collect();
+        let mut starts = Vec::new();
+        let mut k = idx;
+        while k < self.eligible.len() {
+            let (pos, next) = self.slot(k);
+            subset.push(match self.eligible[k].half {
+                Half::Text => self.text_half(pos),
+                _ => self.messages[pos].clone(),
+            });
+            starts.push(k);
+            k = next;
+        }
+        let task = self
+            .full
+            .rows
+            .iter()
+            .any(|r| matches!(r.decision, Decision::PinnedTask { .. }));
+        let check = opts.clone().with_max_tokens(UNLIMITED).pin_first_user(task);
+        // No conversation left after the rules (`NoConversation`, which
+        // would count the subset's messages) is this cut's `NothingFits`.
+        let first_kept = match trim(&subset, &check) {
+            Ok(c) => c
+                .positions
+                .iter()
+                .copied()
+                .find(|&p| p >= self.pinned.len()),
+            Err(ChatError::NoConversation { .. }) => None,
+            Err(e) => return Err(e.into()),
+        };
+        match first_kept.and_then(|f| starts.get(f - self.pinned.len())) {
+            Some(&front) => Ok(front),
+            None => Err(self.nothing_fits(idx, remaining)),
+        }
+    }
+
+    /// Nothing fits from `eligible[at]` on: `tokens` over `available`,
+    /// named by the transcript's own positions.
+    fn nothing_fits(&self, at: usize, tokens: i64) -> CacheError {
+        let first = self.eligible.get(at).map_or(0, |e| e.pos);
+        let last = self.eligible.last().map_or(first, |e| e.pos);
+        ChatError::NothingFits {
+            position: first,
+            label: self
+                .messages
+                .get(first)
+                .map(Message::label)
+                .unwrap_or_default(),
+            last_position: last,
+            unit_messages: last.saturating_sub(first) + 1,
+            whole_conversation: at == 0,
+            unit_tokens: tokens,
+            available_tokens: self.available,
+        }
+        .into()
+    }
+
+    /// Ageing at the cut: everything after the pinned prompts is sent
+    /// afresh anyway, so old tool results shrink here at no cache cost,
+    /// oldest first, each to the shortest form that keeps the window at or
+    /// above the mark (any form while over the budget).
+    fn age(&mut self, front: usize, remaining: &mut i64) -> (usize, i64) {
+        let (mut shortened, mut saved) = (0usize, 0i64);
+        let Some(aged) = self.forms.aged() else {
+            return (0, 0);
+        };
+        let (available, low_conv) = (self.available, self.low_conv);
+        for i in front..self.eligible.len() {
+            let e = self.eligible[i];
+            if *remaining <= low_conv && *remaining <= available {
+                break;
+            }
+            if !aged[e.pos] || e.half != Half::Whole {
+                continue;
+            }
+            let cur = self.tok(i);
+            let over = *remaining > available;
+            let after = |t: i64| *remaining - (cur - t);
+            let smaller: Vec<(Message, i64)> = self
+                .forms
+                .forms_at(e.pos, e.tokens)
+                .iter()
+                .filter(|(_, t)| *t < cur)
+                .cloned()
+                .collect();
+            // The shortest form that keeps the mark; over the budget, the
+            // first that brings the window within it, or the shortest.
+            let pick = smaller
+                .iter()
+                .rev()
+                .find(|(_, t)| after(*t) >= low_conv)
+                .or_else(|| {
+                    over.then(|| {
+                        smaller
+                            .iter()
+                            .find(|(_, t)| after(*t) <= available)
+                            .or(smaller.last())
+                    })
+                    .flatten()
+                })
+                .cloned();
+            if let Some((m, t)) = pick {
+                self.sent.insert(e.pos, (m, t));
+                *remaining -= cur - t;
+                shortened += 1;
+                saved = saved.saturating_add(cur - t);
+            }
+        }
+        (shortened, saved)
+    }
+
+    /// Phase `window`: the pinned prompts, then every piece from the front.
+    fn window(&mut self) -> Window<'a> {
+        // Keep the forms of the window's messages only.
+        let front_pos = self.eligible.get(self.front).map_or(usize::MAX, |e| e.pos);
+        self.sent.retain(|&p, _| p >= front_pos);
+        let mut positions: Vec<usize> = self.pinned.clone();
+        let mut k = self.front;
+        while k < self.eligible.len() {
+            let (pos, next) = self.slot(k);
+            positions.push(pos);
+            k = next;
+        }
+        let messages = self.messages;
+        let originals: Vec<&'a Message> = positions.iter().map(|p| &messages[*p]).collect();
+        let as_sent: Vec<Message> = positions
+            .iter()
+            .map(|p| self.sent.get(p).map_or(&messages[*p], |f| &f.0).clone())
+            .collect();
+        let tokens: Vec<i64> = positions
+            .iter()
+            .map(|p| self.sent.get(p).map_or(self.full.rows[*p].tokens, |f| f.1))
+            .collect();
+        let history = self
+            .eligible
+            .iter()
+            .map(|e| e.tokens)
+            .fold(self.fixed, i64::saturating_add);
+        Window {
+            messages: originals,
+            positions,
+            as_sent,
+            tokens,
+            history,
+        }
+    }
+
+    /// One row per input message.
+    fn rows(&self, kept_prefix: usize, granularity: Granularity) -> Vec<CacheRow<'a>> {
+        let unit_noun = match granularity {
+            Granularity::Exchange => "exchange",
+            Granularity::Turn => "turn",
+            _ => "message",
+        };
+        // Eligible index of each input position's last piece (None: pinned
+        // or dropped).
+        let mut at = vec![None; self.messages.len()];
+        for (i, e) in self.eligible.iter().enumerate() {
+            at[e.pos] = Some(i);
+        }
+        // Window positions in the unchanged prefix.
+        let prefix_end = kept_prefix.saturating_sub(self.pinned.len());
+        let mut in_window = 0usize;
+        self.full
+            .rows
+            .iter()
+            .map(|r| {
+                let status = match (&r.decision, at[r.position]) {
+                    (Decision::Pinned, _) => CacheStatus::Pinned,
+                    (Decision::PinnedTask { .. }, _) => CacheStatus::PinnedTask,
+                    (_, None) => CacheStatus::Dropped { reason: r.reason() },
+                    (_, Some(i)) if i < self.start => CacheStatus::EarlierCut,
+                    (_, Some(i)) if i < self.front => CacheStatus::Cut {
+                        unit: self.unit_rank[i],
+                    },
+                    (_, Some(i)) => {
+                        in_window += 1;
+                        if in_window <= prefix_end {
+                            CacheStatus::Prefix
+                        } else if i < self.start + self.matched {
+                            CacheStatus::Resent
+                        } else {
+                            CacheStatus::New
+                        }
+                    }
+                };
+                CacheRow {
+                    position: r.position,
+                    message: r.message,
+                    tokens: r.tokens,
+                    sent_tokens: self.sent.get(&r.position).map(|f| f.1),
+                    status,
+                    unit_noun,
+                }
+            })
+            .collect()
+    }
+}
+
 /// The shorter forms of a transcript's old tool results for one turn of a
 /// session with [`Trim::age_tool_results`], computed on demand and kept
 /// across turns (by input position, with the original they were made from).
 struct Forms<'m> {
-    opts: &'m Trim,
+    opts: Trim,
     messages: &'m [Message],
-    aging: Option<&'m AgeToolResults>,
+    aging: Option<AgeToolResults>,
     counter: Option<std::sync::Arc<dyn MessageCounter>>,
     names: Option<BTreeMap<&'m str, &'m str>>,
     aged: Option<Vec<bool>>,
@@ -1096,11 +1416,11 @@ struct Forms<'m> {
 type Memo = BTreeMap<usize, (Message, Vec<(Message, i64)>)>;
 
 impl<'m> Forms<'m> {
-    fn new(opts: &'m Trim, messages: &'m [Message], aging: Option<&'m AgeToolResults>) -> Self {
+    fn new(opts: &Trim, messages: &'m [Message]) -> Self {
         Forms {
-            opts,
+            opts: opts.clone(),
             messages,
-            aging,
+            aging: opts.aging.clone(),
             counter: None,
             names: None,
             aged: None,
@@ -1110,7 +1430,7 @@ impl<'m> Forms<'m> {
 
     /// Which messages are old enough to shorten (`None` without ageing).
     fn aged(&mut self) -> Option<Vec<bool>> {
-        let aging = self.aging?;
+        let aging = self.aging.as_ref()?;
         if self.aged.is_none() {
             self.aged = Some(aging.aged(self.messages));
         }
@@ -1120,7 +1440,7 @@ impl<'m> Forms<'m> {
     /// The forms of the message at `pos` (`whole` tokens); empty without
     /// ageing or when its counter cannot be made.
     fn forms_at(&mut self, pos: usize, whole: i64) -> &[(Message, i64)] {
-        let Some(aging) = self.aging else {
+        let Some(aging) = &self.aging else {
             return &[];
         };
         let m = &self.messages[pos];
@@ -1162,53 +1482,6 @@ impl<'m> Forms<'m> {
             .iter()
             .find(|(f, _)| f == was)
             .cloned()
-    }
-}
-
-/// Where the previous window's conversation starts among the eligible
-/// messages, how many of its messages follow there, and why the prefix is
-/// not all kept. A message of the previous window matches its transcript
-/// message when equal, or when it is one of that message's shortened forms.
-fn locate(
-    previous: Option<&[Message]>,
-    messages: &[Message],
-    pinned: &[usize],
-    eligible: &[(usize, usize, i64)],
-    unit_start: &dyn Fn(usize) -> bool,
-    forms: &mut Forms<'_>,
-) -> (usize, usize, Option<PrefixBreak>) {
-    let Some(prev) = previous else {
-        return (0, 0, Some(PrefixBreak::NoPrevious));
-    };
-    let p = pinned.len();
-    if prev.len() < p || pinned.iter().zip(prev).any(|(&i, m)| &messages[i] != m) {
-        return (0, 0, Some(PrefixBreak::PinnedChanged));
-    }
-    let prev_conv = &prev[p..];
-    let Some(first) = prev_conv.first() else {
-        return (0, 0, Some(PrefixBreak::NotFound));
-    };
-    let mut same = |e: &(usize, usize, i64), was: &Message| {
-        &messages[e.0] == was || forms.matching(e.0, e.2, was).is_some()
-    };
-    let mut best: Option<(usize, usize)> = None; // (matched, index)
-    for (j, e) in eligible.iter().enumerate() {
-        if !unit_start(j) || !same(e, first) {
-            continue;
-        }
-        let m = prev_conv
-            .iter()
-            .zip(&eligible[j..])
-            .take_while(|(a, e)| same(e, a))
-            .count();
-        if best.is_none_or(|(bm, _)| m >= bm) {
-            best = Some((m, j));
-        }
-    }
-    match best {
-        None => (0, 0, Some(PrefixBreak::NotFound)),
-        Some((m, j)) if m < prev_conv.len() => (j, m, Some(PrefixBreak::Diverged { at: p + m })),
-        Some((m, j)) => (j, m, None),
     }
 }
 

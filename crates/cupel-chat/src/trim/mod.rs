@@ -1,14 +1,15 @@
 //! [`trim`]: the newest-turns window of a transcript, valid for the provider,
-//! with every message explained.
+//! with every message explained. The options, decisions and results live
+//! here; the engine's phases in `run`, the report in `report`.
 
-use std::collections::{BTreeMap, BTreeSet};
+mod report;
+mod run;
+
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use cupel_core::{
-    ContextItem, ContextKind, ExcludedItem, ExclusionReason, IncludedItem, InclusionReason,
-    SelectionReport, VariantChoice, VariantReason, score_cmp_desc,
-};
+use cupel_core::SelectionReport;
 use serde_json::Value;
 
 use crate::aging::AgeToolResults;
@@ -17,7 +18,6 @@ use crate::error::ChatError;
 use crate::message::{Message, Role};
 use crate::transcript::Transcript;
 use crate::wire::Format;
-use crate::wire::kind_of;
 
 /// What moves in and out of the window as one piece. Tool calls and their
 /// results are always one piece, whatever the granularity.
@@ -88,6 +88,7 @@ pub struct Trim {
     granularity: Granularity,
     strategy: Strategy,
     pin_system: bool,
+    pin_first_user: Option<bool>,
     start_on: Option<Role>,
     end_on: Option<Vec<Role>>,
     keep_orphans: bool,
@@ -106,6 +107,7 @@ impl fmt::Debug for Trim {
             .field("granularity", &self.granularity)
             .field("strategy", &self.strategy)
             .field("pin_system", &self.pin_system)
+            .field("pin_first_user", &self.pin_first_user)
             .field("start_on", &self.start_on)
             .field("end_on", &self.end_on)
             .field("keep_orphans", &self.keep_orphans)
@@ -138,6 +140,7 @@ impl Trim {
             granularity: Granularity::Message,
             strategy: Strategy::NewestTurns,
             pin_system: true,
+            pin_first_user: None,
             start_on: Some(Role::User),
             end_on: None,
             keep_orphans: false,
@@ -206,6 +209,48 @@ impl Trim {
     /// Whether system and developer messages are pinned (default `true`).
     pub fn pin_system(mut self, pin: bool) -> Self {
         self.pin_system = pin;
+        self
+    }
+
+    /// Pins the task: the first user message (one without tool results)
+    /// stays in the window after the pinned prompts, and the newest part
+    /// of the window may then start at any unit boundary after it — an
+    /// assistant message with its tool calls included — since the
+    /// conversation already starts with the user's message.
+    ///
+    /// This is what a one-task agent loop needs (a system prompt, one user
+    /// task, then only tool calls and results): without it, a window may
+    /// only start on a user message, and the only one is the task, so no
+    /// window below the whole transcript exists. By default (no call to
+    /// this method) the task is pinned **automatically when it is the
+    /// transcript's only user message and tool calls follow it** (a
+    /// one-task agent loop; a chat's first turn is left alone), and its
+    /// row says so
+    /// ([`Decision::PinnedTask`]); `pin_first_user(false)` turns that off,
+    /// `pin_first_user(true)` pins the first user message of any transcript.
+    ///
+    /// ```
+    /// use cupel_chat::{Decision, Message, Trim, trim};
+    /// let log = "line\n".repeat(300);
+    /// let mut messages = vec![
+    ///     Message::system("You fix bugs."),
+    ///     Message::user("Make the failing test pass."),
+    /// ];
+    /// for k in 0..6 {
+    ///     let id = format!("call_{k}");
+    ///     messages.push(Message::assistant_calls([(id.as_str(), "shell", "{}")]));
+    ///     messages.push(Message::tool(id, log.clone()));
+    /// }
+    /// let out = trim(&messages, &Trim::openai(2_000))?;
+    /// // The task stays; the newest tool groups fill the rest, the oldest go.
+    /// assert_eq!(&out.positions[..2], &[0, 1]);
+    /// assert_eq!(out.positions.last(), Some(&13));
+    /// assert!(!out.positions.contains(&2) && !out.positions.contains(&3));
+    /// assert_eq!(out.rows[1].decision, Decision::PinnedTask { automatic: true });
+    /// # Ok::<(), cupel_chat::ChatError>(())
+    /// ```
+    pub fn pin_first_user(mut self, pin: bool) -> Self {
+        self.pin_first_user = Some(pin);
         self
     }
 
@@ -283,6 +328,27 @@ impl Trim {
 pub enum Decision {
     /// Kept: a pinned system or developer prompt.
     Pinned,
+    /// Kept: the task, the first user message, pinned
+    /// ([`Trim::pin_first_user`]).
+    PinnedTask {
+        /// Pinned by default because it is the transcript's only user
+        /// message (not by an explicit `pin_first_user(true)`).
+        automatic: bool,
+    },
+    /// Half of a mixed Anthropic turn (`[tool_result, ..., text]`) is in
+    /// the window: the message is sent rewritten without the other half,
+    /// the one message a trim rewrites (the form sent is in
+    /// [`Trimmed::shortened`]).
+    Partial {
+        /// Which half is kept.
+        kept: TurnHalf,
+        /// The tokens of the half sent (as its own message).
+        tokens: i64,
+        /// The call ids the turn's tool results answer.
+        call_ids: Vec<String>,
+        /// Why the other half is out.
+        dropped: Box<Decision>,
+    },
     /// Kept: its unit fit.
     Kept,
     /// Kept on request although its tool traffic is incomplete.
@@ -308,6 +374,13 @@ pub enum Decision {
     OrphanResult {
         /// The call id it answers.
         call_id: String,
+    },
+    /// Dropped: a tool result whose call cannot be known (an OpenAI tool
+    /// message with a missing, `null` or non-string `tool_call_id`, or a
+    /// legacy `function` message without a `name`).
+    MalformedResult {
+        /// What was found instead (`it has no `tool_call_id``, ...).
+        found: String,
     },
     /// Dropped: a tool call no message answers.
     UnansweredCall {
@@ -344,6 +417,8 @@ impl Decision {
         matches!(
             self,
             Decision::Pinned
+                | Decision::PinnedTask { .. }
+                | Decision::Partial { .. }
                 | Decision::Kept
                 | Decision::KeptOrphan { .. }
                 | Decision::Shortened { .. }
@@ -353,6 +428,92 @@ impl Decision {
     /// Whether the message was dropped only to satisfy a provider rule.
     pub fn is_provider_rule(&self) -> bool {
         matches!(self, Decision::StartRule { .. } | Decision::EndRule)
+    }
+
+    /// Whether the message is pinned (a prompt, or the task).
+    pub fn is_pinned(&self) -> bool {
+        matches!(self, Decision::Pinned | Decision::PinnedTask { .. })
+    }
+}
+
+/// Which half of a mixed Anthropic turn a [`Decision::Partial`] keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TurnHalf {
+    /// The text (and any other non-result parts): the turn starts the
+    /// window, and the calls its results answer were cut.
+    Text,
+    /// The tool results: the text that follows them was dropped (an end rule).
+    Results,
+}
+
+/// Something in the input itself that breaks a provider rule. A trim
+/// passes such input on as it is (it cannot know which side is right) but
+/// says so: in [`Trimmed::notes`], in `--explain`, and as metadata `note`
+/// on the report's items.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InputNote {
+    /// One call id is made by two calls; results answer the latest earlier one.
+    ReusedCallId {
+        /// The id.
+        call_id: String,
+        /// The first message making it.
+        first_position: usize,
+        /// The later message making it again.
+        second_position: usize,
+    },
+    /// A result answers a call made before another message that a provider
+    /// does not accept in between (OpenAI: anything but tool results;
+    /// Anthropic: anything).
+    DistantResult {
+        /// The call id.
+        call_id: String,
+        /// The message making the call.
+        call_position: usize,
+        /// The message answering it.
+        result_position: usize,
+    },
+}
+
+impl InputNote {
+    /// The input positions the note is about.
+    pub fn positions(&self) -> [usize; 2] {
+        match self {
+            InputNote::ReusedCallId {
+                first_position,
+                second_position,
+                ..
+            } => [*first_position, *second_position],
+            InputNote::DistantResult {
+                call_position,
+                result_position,
+                ..
+            } => [*call_position, *result_position],
+        }
+    }
+}
+
+impl fmt::Display for InputNote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InputNote::ReusedCallId {
+                call_id,
+                first_position,
+                second_position,
+            } => write!(
+                f,
+                "call id {call_id} is made by #{first_position} and again by #{second_position}; each result answers the latest call before it (a provider may refuse a request holding both)"
+            ),
+            InputNote::DistantResult {
+                call_id,
+                call_position,
+                result_position,
+            } => write!(
+                f,
+                "#{result_position} answers call {call_id} of #{call_position} with other messages in between; providers want results right after their call, so a window holding both is sent as the input has it"
+            ),
+        }
     }
 }
 
@@ -430,7 +591,51 @@ impl fmt::Display for Reason<'_, '_> {
         let row = self.0;
         match &row.decision {
             Decision::Pinned => write!(f, "kept: pinned"),
+            Decision::PinnedTask { automatic: true } => write!(
+                f,
+                "kept: pinned as the task (the only user message of a tool-using agent, pinned automatically; any unit may follow it)"
+            ),
+            Decision::PinnedTask { automatic: false } => write!(
+                f,
+                "kept: pinned as the task (the first user message; any unit may follow it)"
+            ),
+            Decision::Partial {
+                kept: TurnHalf::Text,
+                tokens,
+                call_ids,
+                dropped,
+            } => write!(
+                f,
+                "kept without its tool results for {} ({} tokens; rewritten, as their calls are out: {})",
+                call_ids.join(", "),
+                group_digits(*tokens),
+                Reason(&MessageRow {
+                    decision: (**dropped).clone(),
+                    ..row.clone()
+                })
+            ),
+            Decision::Partial {
+                kept: TurnHalf::Results,
+                tokens,
+                dropped,
+                ..
+            } => write!(
+                f,
+                "kept as its tool results only ({} tokens; rewritten, as its text is out: {})",
+                group_digits(*tokens),
+                Reason(&MessageRow {
+                    decision: (**dropped).clone(),
+                    ..row.clone()
+                })
+            ),
+            Decision::MalformedResult { found } => write!(
+                f,
+                "dropped: a tool result must name the call it answers, and {found} (orphan result)"
+            ),
             Decision::Kept => write!(f, "kept"),
+            Decision::KeptOrphan { call_id } if call_id.is_empty() => {
+                write!(f, "kept on request although it names no call (orphan)")
+            }
             Decision::KeptOrphan { call_id } => {
                 write!(
                     f,
@@ -452,7 +657,10 @@ impl fmt::Display for Reason<'_, '_> {
                         );
                     }
                     Granularity::Message if row.message.is_tool_result() => ("group", "its call"),
-                    Granularity::Message if row.message.calls().next().is_some() => {
+                    Granularity::Message
+                        if row.message.calls().next().is_some()
+                            || row.message.legacy_call().is_some() =>
+                    {
                         ("group", "its results")
                     }
                     Granularity::Message => ("group", "its group"),
@@ -553,8 +761,35 @@ pub struct Trimmed<'a> {
     /// The shortened form sent for each kept message that was shortened
     /// ([`Trim::age_tool_results`]), by input position. `messages` holds
     /// such a message in its original form;
-    /// [`cloned_messages`](Self::cloned_messages) applies these.
+    /// [`cloned_messages`](Self::cloned_messages) applies these. A mixed
+    /// turn kept in part ([`Decision::Partial`]) has its half here too.
     pub shortened: BTreeMap<usize, Message>,
+    /// What in the input itself breaks a provider rule (passed on as it is).
+    pub notes: Vec<InputNote>,
+    /// Every piece (a message, or half a mixed turn) with its unit, for a
+    /// cache session that cuts between units.
+    pub(crate) pieces: Vec<PieceRow>,
+}
+
+/// Which part of its message a piece is (see `run`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Half {
+    /// The whole message.
+    Whole,
+    /// A mixed turn's tool results.
+    Results,
+    /// A mixed turn's other parts.
+    Text,
+}
+
+/// One piece of a trim: its message, half, unit, tokens and whether kept.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PieceRow {
+    pub msg: usize,
+    pub half: Half,
+    pub unit: Option<usize>,
+    pub tokens: i64,
+    pub kept: bool,
 }
 
 impl<'a> Trimmed<'a> {
@@ -606,10 +841,7 @@ impl<'a> Trimmed<'a> {
             .iter()
             .map(|r| crate::Block::of(r.message, r.tokens, format))
             .collect();
-        let pinned = kept
-            .iter()
-            .take_while(|r| r.decision == Decision::Pinned)
-            .count();
+        let pinned = kept.iter().take_while(|r| r.decision.is_pinned()).count();
         // The tool definitions count towards each marker's prefix.
         crate::cache::Frame::new(None, &self.tokens).plan(&blocks, pinned, None, profile)
     }
@@ -622,65 +854,6 @@ impl<'a> Trimmed<'a> {
             out.push('\n');
         }
         out
-    }
-}
-
-/// Union-find over message positions.
-struct Dsu(Vec<usize>);
-
-impl Dsu {
-    fn new(n: usize) -> Self {
-        Dsu((0..n).collect())
-    }
-    fn find(&mut self, mut x: usize) -> usize {
-        while self.0[x] != x {
-            self.0[x] = self.0[self.0[x]];
-            x = self.0[x];
-        }
-        x
-    }
-    fn union(&mut self, a: usize, b: usize) {
-        let (ra, rb) = (self.find(a), self.find(b));
-        if ra != rb {
-            // The smaller position is the root: roots are first members.
-            let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
-            self.0[hi] = lo;
-        }
-    }
-}
-
-/// One unit: its first and last member (input positions), how many members
-/// it has, and their tokens.
-struct Unit {
-    first: usize,
-    last: usize,
-    len: usize,
-    tokens: i64,
-}
-
-/// The tool definitions must be what both providers take: an array of
-/// objects (`null` stands for none). A string, a number or an object where
-/// the array belongs would otherwise be counted as no tools at all.
-fn check_tools(tools: Option<&Value>) -> Result<(), ChatError> {
-    match tools {
-        None | Some(Value::Null) => Ok(()),
-        Some(Value::Array(list)) => match list.iter().position(|t| !t.is_object()) {
-            None => Ok(()),
-            Some(i) => Err(ChatError::Shape {
-                path: format!("tools[{i}]"),
-                message: format!(
-                    "a tool definition must be an object, not {}",
-                    kind_of(&list[i])
-                ),
-            }),
-        },
-        Some(other) => Err(ChatError::Shape {
-            path: "tools".into(),
-            message: format!(
-                "`tools` must be an array of tool definitions, not {}",
-                kind_of(other)
-            ),
-        }),
     }
 }
 
@@ -707,383 +880,36 @@ fn check_tools(tools: Option<&Value>) -> Result<(), ChatError> {
 /// [`ChatError::InvalidBudget`] for `max_tokens <= 0`,
 /// [`ChatError::UnknownEncoding`], [`ChatError::PinnedOverBudget`] when the
 /// pinned prompts and the request overhead alone exceed the budget, and
-/// [`ChatError::NothingFits`] when not even the newest unit fits;
+/// [`ChatError::NothingFits`] when not even the newest unit fits (and no
+/// task is pinned), [`ChatError::NoConversation`] when no conversation
+/// message can be sent;
 /// [`ChatError::Shape`] when the tool definitions are not an array of
 /// objects.
 pub fn trim<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, ChatError> {
-    if opts.max_tokens <= 0 {
-        return Err(ChatError::InvalidBudget {
-            max_tokens: opts.max_tokens,
-        });
-    }
-    check_tools(opts.tools.as_ref())?;
-    let counter = opts.make_counter()?;
-    let n = messages.len();
-    let tokens: Vec<i64> = messages
-        .iter()
-        .map(|m| counter.count_message(m).max(0))
-        .collect();
-    let overhead = counter.count_request(opts.tools.as_ref()).max(0);
-    let tools_tokens = if opts.tools.is_some() {
-        overhead
-            .saturating_sub(counter.count_request(None))
-            .clamp(0, overhead)
-    } else {
-        0
-    };
-    let pinned: Vec<bool> = messages
-        .iter()
-        .map(|m| opts.pin_system && m.role.is_prompt())
-        .collect();
+    run::run(messages, opts).map_err(|f| f.error)
+}
 
-    // A pinned prompt in tool traffic cannot be paired safely: refuse it
-    // (see `ChatError::PinnedToolTraffic`).
-    for (i, m) in messages.iter().enumerate().filter(|(i, _)| pinned[*i]) {
-        let traffic = m
-            .answered_ids()
-            .next()
-            .map(|id| ("answers", id))
-            .or_else(|| m.calls().next().map(|c| ("makes", c.id.as_str())));
-        if let Some((action, id)) = traffic {
-            return Err(ChatError::PinnedToolTraffic {
-                position: i,
-                label: m.label(),
-                action,
-                call_id: id.to_string(),
-            });
-        }
-    }
-
-    // Tool groups: each result joins the message that made its call.
-    let mut dsu = Dsu::new(n);
-    // A result answers the latest earlier message making its call id (ids
-    // can repeat); `bound` holds each (maker, id) that got an answer.
-    let mut call_owner: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut bound: BTreeSet<(usize, &str)> = BTreeSet::new();
-    let mut orphan: Vec<Option<Decision>> = vec![None; n];
-    for (i, m) in messages.iter().enumerate() {
-        for id in m.answered_ids() {
-            match call_owner.get(id) {
-                Some(&owner) => {
-                    dsu.union(owner, i);
-                    bound.insert((owner, id));
-                }
-                None if orphan[i].is_none() => {
-                    orphan[i] = Some(Decision::OrphanResult {
-                        call_id: id.to_string(),
-                    });
-                }
-                None => {}
-            }
-        }
-        for c in m.calls() {
-            call_owner.insert(c.id.as_str(), i);
-        }
-    }
-    for (i, m) in messages.iter().enumerate() {
-        if orphan[i].is_none()
-            && let Some(c) = m.calls().find(|c| !bound.contains(&(i, c.id.as_str())))
-        {
-            orphan[i] = Some(Decision::UnansweredCall {
-                call_id: c.id.clone(),
-            });
-        }
-    }
-    // Orphans take their whole tool group with them (unless kept on request).
-    let mut decision: Vec<Option<Decision>> = vec![None; n];
-    let mut orphan_root: BTreeMap<usize, usize> = BTreeMap::new();
-    for (i, o) in orphan.iter().enumerate() {
-        if o.is_some() {
-            let r = dsu.find(i);
-            orphan_root.entry(r).or_insert(i);
-        }
-    }
-    for i in 0..n {
-        if pinned[i] {
-            decision[i] = Some(Decision::Pinned);
-            continue;
-        }
-        if opts.keep_orphans {
-            continue;
-        }
-        let r = dsu.find(i);
-        if let Some(&o) = orphan_root.get(&r) {
-            decision[i] = Some(match &orphan[i] {
-                Some(d) => d.clone(),
-                None => Decision::WithOrphan { position: o },
-            });
-        }
-    }
-
-    // Units: tool groups, merged into exchanges or turns when asked.
-    let side = |m: &Message| -> u8 {
-        if m.role == Role::User && !m.is_tool_result() {
-            0
-        } else {
-            1
-        }
-    };
-    let mut prev: Option<usize> = None;
-    for i in 0..n {
-        if decision[i].is_some() {
-            continue;
-        }
-        let m = &messages[i];
-        if let Some(p) = prev {
-            let joins = match opts.granularity {
-                Granularity::Message => false,
-                Granularity::Exchange => side(m) != 0,
-                Granularity::Turn => side(m) == side(&messages[p]),
-            };
-            if joins {
-                dsu.union(p, i);
-            }
-        }
-        prev = Some(i);
-    }
-    // Units in input order of their first member (a root is its set's
-    // smallest position, so the first member seen is the root).
-    let mut unit_of_root: Vec<usize> = vec![usize::MAX; n];
-    let mut units: Vec<Unit> = Vec::new();
-    let mut unit_of: Vec<Option<usize>> = vec![None; n];
-    for i in 0..n {
-        if decision[i].is_some() {
-            continue;
-        }
-        let r = dsu.find(i);
-        let u = if unit_of_root[r] == usize::MAX {
-            units.push(Unit {
-                first: i,
-                last: i,
-                len: 0,
-                tokens: 0,
-            });
-            unit_of_root[r] = units.len() - 1;
-            units.len() - 1
-        } else {
-            unit_of_root[r]
-        };
-        let unit = &mut units[u];
-        unit.last = i;
-        unit.len += 1;
-        unit.tokens = unit.tokens.saturating_add(tokens[i]);
-        unit_of[i] = Some(u);
-    }
-
-    let pinned_tokens = (0..n)
-        .filter(|&i| pinned[i])
-        .map(|i| tokens[i])
-        .fold(0i64, i64::saturating_add);
-    let fixed = pinned_tokens.saturating_add(overhead);
-    if fixed > opts.max_tokens {
-        return Err(ChatError::PinnedOverBudget {
-            pinned_tokens,
-            overhead_tokens: overhead,
-            total: fixed,
-            max_tokens: opts.max_tokens,
-        });
-    }
-    let available = opts.max_tokens - fixed;
-
-    // Aged tool results: their shorter forms, and each unit's members.
-    let (forms, members) = match &opts.aging {
-        Some(aging) => {
-            let names: BTreeMap<&str, &str> = messages
-                .iter()
-                .flat_map(Message::calls)
-                .map(|c| (c.id.as_str(), c.name.as_str()))
-                .collect();
-            let forms = aging.forms(messages, &tokens, &*counter, |id| {
-                names.get(id).map(|n| (*n).to_owned())
-            });
-            let mut members: Vec<Vec<usize>> = vec![Vec::new(); units.len()];
-            for (i, u) in unit_of.iter().enumerate() {
-                if let Some(u) = u {
-                    members[*u].push(i);
-                }
-            }
-            (forms, members)
-        }
-        None => (Vec::new(), Vec::new()),
-    };
-    // The step each unit is kept at (0: whole).
-    let mut unit_step: Vec<usize> = vec![0; if forms.is_empty() { 0 } else { units.len() }];
-    // Newest units first (by their newest member), contiguous.
-    let mut order: Vec<usize> = (0..units.len()).collect();
-    order.sort_by_key(|&u| std::cmp::Reverse(units[u].last));
-    let mut remaining = available;
-    let mut cut: Option<usize> = None;
-    let mut kept_units: Vec<usize> = Vec::new();
-    let mut unit_decision: Vec<Option<Decision>> = (0..units.len()).map(|_| None).collect();
-    for &u in &order {
-        let unit = &units[u];
-        let first = unit.first;
-        let d = if let Some(c) = cut {
-            Decision::OlderThanCut { cut_position: c }
-        } else if unit.tokens <= remaining {
-            remaining -= unit.tokens;
-            kept_units.push(u);
-            Decision::Kept
-        } else if let Some((step, t)) = shortest_step(&forms, members.get(u), &tokens, remaining) {
-            remaining -= t;
-            kept_units.push(u);
-            unit_step[u] = step;
-            Decision::Kept
-        } else {
-            cut = Some(first);
-            Decision::DoesNotFit {
-                unit_tokens: unit.tokens,
-                available_tokens: remaining,
-                unit_len: unit.len,
-            }
-        };
-        unit_decision[u] = Some(d);
-    }
-    if kept_units.is_empty()
-        && let Some(&newest) = order.first()
-    {
-        let first = units[newest].first;
-        return Err(ChatError::NothingFits {
-            position: first,
-            label: messages[first].label(),
-            unit_tokens: units[newest].tokens,
-            available_tokens: available,
-        });
-    }
-
-    // Provider rules: start on a user message (always for Anthropic), end on `end_on`.
-    kept_units.sort_by_key(|&u| units[u].first);
-    let required = match (opts.format, &opts.start_on) {
-        (_, Some(r)) => Some(r.clone()),
-        (Format::Anthropic, None) => Some(Role::User),
-        (Format::OpenAi, None) => None,
-    };
-    if let Some(required) = required {
-        let starts_ok = |u: usize| {
-            let first = units[u].first;
-            let m = &messages[first];
-            m.role == required && !m.is_tool_result()
-        };
-        let drop_n = kept_units.iter().take_while(|&&u| !starts_ok(u)).count();
-        for &u in &kept_units[..drop_n] {
-            unit_decision[u] = Some(Decision::StartRule {
-                required: required.clone(),
-            });
-        }
-        kept_units.drain(..drop_n);
-    }
-    if let Some(end_on) = &opts.end_on {
-        while let Some(&u) = kept_units.last() {
-            let last = units[u].last;
-            if end_on.contains(&messages[last].role) {
-                break;
-            }
-            unit_decision[u] = Some(Decision::EndRule);
-            kept_units.pop();
-        }
-    }
-
-    // Rows, kept messages and totals.
-    let mut rows = Vec::with_capacity(n);
-    let mut kept_msgs = Vec::new();
-    let mut positions = Vec::new();
-    let mut shortened = BTreeMap::new();
-    let (mut kept_tokens, mut dropped_tokens) = (0i64, 0i64);
-    for i in 0..n {
-        let m = &messages[i];
-        let mut d = match (&decision[i], unit_of[i]) {
-            (Some(d), _) => d.clone(),
-            (None, Some(u)) => unit_decision[u].clone().unwrap_or(Decision::Kept),
-            (None, None) => Decision::Kept,
-        };
-        if d == Decision::Kept
-            && let Some(Decision::OrphanResult { call_id } | Decision::UnansweredCall { call_id }) =
-                &orphan[i]
-        {
-            d = Decision::KeptOrphan {
-                call_id: call_id.clone(),
-            };
-        }
-        let step = unit_of[i]
-            .and_then(|u| unit_step.get(u).copied())
-            .unwrap_or(0);
-        if d == Decision::Kept
-            && step > 0
-            && let Some(f) = forms.get(i).filter(|f| !f.is_empty())
-        {
-            let form = step.min(f.len());
-            let (short, t) = &f[form - 1];
-            shortened.insert(i, short.clone());
-            d = Decision::Shortened {
-                form,
-                tokens: *t,
-                tokens_saved: tokens[i].saturating_sub(*t),
-            };
-        }
-        if d.is_kept() {
-            let sent = match &d {
-                Decision::Shortened { tokens, .. } => *tokens,
-                _ => tokens[i],
-            };
-            kept_tokens = kept_tokens.saturating_add(sent);
-            kept_msgs.push(m);
-            positions.push(i);
-        } else {
-            dropped_tokens = dropped_tokens.saturating_add(tokens[i]);
-        }
-        rows.push(MessageRow {
-            position: i,
-            message: m,
-            tokens: tokens[i],
-            unit: unit_of[i],
-            decision: d,
-            granularity: opts.granularity,
-        });
-    }
-    // A window without conversation is refused by providers: say why
-    // every conversation message went (see `ChatError::NoConversation`).
-    let conversation = pinned.iter().filter(|p| !**p).count();
-    if conversation > 0 && positions.iter().all(|&i| pinned[i]) {
-        let (mut orphans, mut provider_rules, mut budget) = (0, 0, 0);
-        for r in rows.iter().filter(|r| !pinned[r.position]) {
-            match r.decision {
-                Decision::OrphanResult { .. }
-                | Decision::UnansweredCall { .. }
-                | Decision::WithOrphan { .. } => orphans += 1,
-                Decision::StartRule { .. } | Decision::EndRule => provider_rules += 1,
-                Decision::DoesNotFit { .. } | Decision::OlderThanCut { .. } => budget += 1,
-                _ => {}
-            }
-        }
-        return Err(ChatError::NoConversation {
-            messages: conversation,
-            orphans,
-            provider_rules,
-            budget,
-        });
-    }
-    let report = if opts.report {
-        build_report(messages, &rows, &units)
-    } else {
-        SelectionReport::default()
-    };
-    Ok(Trimmed {
-        messages: kept_msgs,
-        positions,
-        tokens: TokenTotals {
-            max_tokens: opts.max_tokens,
-            overhead,
-            tools: tools_tokens,
-            pinned: pinned_tokens,
-            kept: kept_tokens,
-            dropped: dropped_tokens,
-            window: overhead.saturating_add(kept_tokens),
-        },
-        counter: counter.describe(),
-        rows,
-        report,
-        shortened,
-    })
+/// [`trim`], and when it fails, what it knew: one row per message it had
+/// decided on before it failed (every message when not even the newest
+/// unit fits or no conversation can be sent; the pinned prompts when they
+/// alone are over the budget), so a failure can be explained too.
+///
+/// ```
+/// use cupel_chat::{ChatError, Message, Trim, trim_or_rows};
+/// let messages = vec![Message::user("word ".repeat(500))];
+/// let (error, rows) = trim_or_rows(&messages, &Trim::openai(50)).unwrap_err();
+/// assert!(matches!(error, ChatError::NothingFits { .. }));
+/// assert_eq!(rows.len(), 1); // "#0 user dropped: needs 504 tokens, 47 left"
+/// ```
+///
+/// # Errors
+/// As [`trim`], with the rows.
+#[allow(clippy::result_large_err)]
+pub fn trim_or_rows<'a>(
+    messages: &'a [Message],
+    opts: &Trim,
+) -> Result<Trimmed<'a>, (ChatError, Vec<MessageRow<'a>>)> {
+    run::run(messages, opts).map_err(|f| (f.error, f.rows))
 }
 
 /// Trims a whole document: its messages with [`trim`], counting its `tools`
@@ -1106,239 +932,21 @@ pub fn trim_transcript<'a>(
     transcript: &'a Transcript,
     opts: &Trim,
 ) -> Result<(Transcript, Trimmed<'a>), ChatError> {
+    let opts = document_options(transcript, opts);
+    let out = trim(transcript.messages(), &opts)?;
+    Ok((transcript.window(&out.positions, &out.shortened), out))
+}
+
+/// The options [`trim_transcript`] trims `transcript` with: its own tools
+/// (unless `opts` has some) and its own format, which decides the provider
+/// rules (and, without a counter of the caller's, how tokens are counted).
+/// Trim `transcript.messages()` with them and write the window with
+/// [`Transcript::window_json`] to avoid copying the kept messages.
+pub fn document_options(transcript: &Transcript, opts: &Trim) -> Trim {
     let mut opts = opts.clone();
     if opts.tools.is_none() {
         opts.tools = transcript.tools().cloned();
     }
-    // The document's format decides the provider rules (and, without a
-    // counter of the caller's, how tokens are counted).
     opts.format = transcript.format();
-    let out = trim(transcript.messages(), &opts)?;
-    Ok((transcript.with_messages(out.cloned_messages()), out))
-}
-
-/// The first `max` characters of `m`'s text with every run of whitespace
-/// collapsed to one space (and none at either end), `…` appended when cut:
-/// the excerpt of `m.text()`, read from the message's parts without
-/// building the whole text, so a huge tool output costs `max` characters,
-/// not its length. `None` when `m.text()` would be empty.
-fn excerpt(m: &Message, max: usize) -> Option<String> {
-    let texts = m.content.texts();
-    let results = m.content.parts().iter().filter_map(|p| match p {
-        crate::Part::ToolResult(r) => Some(r.content.texts()),
-        _ => None,
-    });
-    let mut parts = texts.into_iter().chain(results.flatten()).peekable();
-    // `m.text()` joins the parts with '\n': it is empty only for no part,
-    // or a single empty one.
-    let first = parts.peek().copied()?;
-    let mut out = String::new();
-    let mut count = 0usize;
-    let mut pending_space = false;
-    let mut seen = 0usize;
-    for text in parts {
-        seen += 1;
-        if !out.is_empty() {
-            pending_space = true;
-        }
-        for c in text.chars() {
-            if c.is_whitespace() {
-                pending_space |= !out.is_empty();
-                continue;
-            }
-            for ch in [pending_space.then_some(' '), Some(c)]
-                .into_iter()
-                .flatten()
-            {
-                if count == max {
-                    out.push('…');
-                    return Some(out);
-                }
-                out.push(ch);
-                count += 1;
-            }
-            pending_space = false;
-        }
-    }
-    (seen > 1 || !first.is_empty()).then_some(out)
-}
-
-/// The first step (1, 2, ...) at which a unit, its aged results shortened
-/// (each to its form `min(step, forms)`), fits `remaining`, with its tokens
-/// then; `None` when no step fits or the unit has nothing to shorten.
-fn shortest_step(
-    forms: &[Vec<(Message, i64)>],
-    members: Option<&Vec<usize>>,
-    tokens: &[i64],
-    remaining: i64,
-) -> Option<(usize, i64)> {
-    let members = members?;
-    let steps = members.iter().map(|&i| forms[i].len()).max()?;
-    (1..=steps).find_map(|step| {
-        let t = members.iter().fold(0i64, |acc, &i| {
-            let own = match forms[i].len() {
-                0 => tokens[i],
-                n => forms[i][step.min(n) - 1].1,
-            };
-            acc.saturating_add(own)
-        });
-        (t <= remaining).then_some((step, t))
-    })
-}
-
-fn build_report(messages: &[Message], rows: &[MessageRow<'_>], units: &[Unit]) -> SelectionReport {
-    let n = rows.len().max(1) as f64;
-    let mut included = Vec::new();
-    let mut excluded = Vec::new();
-    for r in rows {
-        let m = &messages[r.position];
-        let label = m.label();
-        let content = match excerpt(m, 200) {
-            None => format!("#{} {label}", r.position),
-            Some(text) => format!("#{} {label}: {text}", r.position),
-        };
-        let kind = if m.role.is_prompt() {
-            ContextKind::SYSTEM_PROMPT
-        } else if m.is_tool_result() {
-            ContextKind::TOOL_OUTPUT
-        } else {
-            ContextKind::MESSAGE
-        };
-        let group = r
-            .unit
-            .filter(|&u| units[u].len > 1)
-            .map(|u| format!("unit-{u}"));
-        let sent = match &r.decision {
-            Decision::Shortened { tokens, .. } => *tokens,
-            _ => r.tokens,
-        };
-        let built = ContextItem::builder(content, sent)
-            .kind(kind)
-            .pinned(r.decision == Decision::Pinned)
-            .group_opt(group.clone())
-            .metadata("position", r.position.to_string())
-            .metadata("role", m.role.as_str())
-            .build();
-        // Content is never empty and the group id is `unit-N`: building cannot fail.
-        let Ok(item) = built else { continue };
-        // Newest scores highest: the order the newest-turns policy fills in.
-        let score = (r.position as f64 + 1.0) / n;
-        match &r.decision {
-            Decision::Pinned => included.push(
-                IncludedItem::new(item, 1.0, InclusionReason::Pinned).at_position(r.position),
-            ),
-            d if d.is_kept() => {
-                let mut row =
-                    IncludedItem::new(item, score, InclusionReason::Scored).at_position(r.position);
-                if let Decision::Shortened {
-                    form, tokens_saved, ..
-                } = d
-                {
-                    row.variant = Some(VariantChoice {
-                        variant: *form,
-                        reason: VariantReason::DidNotFit,
-                        tokens_saved: *tokens_saved,
-                    });
-                }
-                included.push(row);
-            }
-            d => {
-                let reason = match (d, group) {
-                    (
-                        Decision::DoesNotFit {
-                            unit_tokens,
-                            available_tokens,
-                            ..
-                        },
-                        Some(group),
-                    ) => ExclusionReason::GroupExcluded {
-                        group,
-                        group_tokens: *unit_tokens,
-                        available_tokens: *available_tokens,
-                    },
-                    (
-                        Decision::DoesNotFit {
-                            unit_tokens,
-                            available_tokens,
-                            ..
-                        },
-                        None,
-                    ) => ExclusionReason::BudgetExceeded {
-                        item_tokens: *unit_tokens,
-                        available_tokens: *available_tokens,
-                    },
-                    (other, _) => ExclusionReason::Filtered {
-                        filter_name: filter_name(other).into(),
-                    },
-                };
-                excluded.push(ExcludedItem::new(item, score, reason).at_position(r.position));
-            }
-        }
-    }
-    excluded.sort_by(|a, b| score_cmp_desc(a.score, b.score));
-    SelectionReport::new(included, excluded)
-}
-
-fn filter_name(d: &Decision) -> &'static str {
-    match d {
-        Decision::OlderThanCut { .. } => "chat:older-than-cut",
-        Decision::OrphanResult { .. } => "chat:orphan-tool-result",
-        Decision::UnansweredCall { .. } => "chat:unanswered-tool-call",
-        Decision::WithOrphan { .. } => "chat:with-orphan",
-        Decision::StartRule { .. } => "chat:start-on",
-        Decision::EndRule => "chat:end-on",
-        _ => "chat",
-    }
-}
-
-#[cfg(test)]
-mod excerpt_tests {
-    use super::*;
-
-    /// The excerpt by its definition: `m.text()`, words joined by one space,
-    /// cut at `max` characters.
-    fn by_definition(m: &Message, max: usize) -> Option<String> {
-        let text = m.text();
-        if text.is_empty() {
-            return None;
-        }
-        let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-        Some(if one_line.chars().count() <= max {
-            one_line
-        } else {
-            let mut t: String = one_line.chars().take(max).collect();
-            t.push('…');
-            t
-        })
-    }
-
-    #[test]
-    fn a_huge_part_costs_only_the_excerpt() {
-        let m = Message::user(format!("  start {}", "x ".repeat(1_000_000)));
-        // "start" + 1,000,000 × " x": cut after 9 characters ("start x x").
-        assert_eq!(excerpt(&m, 9).as_deref(), Some("start x x…"));
-        assert_eq!(excerpt(&Message::user(""), 9), None);
-        assert_eq!(excerpt(&Message::user(" \n "), 9).as_deref(), Some(""));
-    }
-
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
-        #[test]
-        fn streams_the_excerpt_of_the_definition(
-            texts in proptest::collection::vec("[ a\nb\té]{0,12}", 0..4),
-            max in 0usize..12,
-        ) {
-            let m = Message::user(texts.first().cloned().unwrap_or_default());
-            proptest::prop_assert_eq!(excerpt(&m, max), by_definition(&m, max));
-            let parts: Vec<serde_json::Value> = texts
-                .iter()
-                .map(|t| serde_json::json!({"type": "text", "text": t}))
-                .collect();
-            let doc = serde_json::json!([{"role": "user", "content": parts}]).to_string();
-            if let Ok(t) = crate::Transcript::parse(&doc) {
-                let m = &t.messages()[0];
-                proptest::prop_assert_eq!(excerpt(m, max), by_definition(m, max));
-            }
-        }
-    }
+    opts
 }
