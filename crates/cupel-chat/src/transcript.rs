@@ -344,8 +344,11 @@ impl Transcript {
 
     /// The same document with the messages at `positions` (ascending) of
     /// this one, each in its form from `forms` when it has one there (a
-    /// changed form: written as a change of the message as read).
-    pub(crate) fn window(&self, positions: &[usize], forms: &BTreeMap<usize, Message>) -> Self {
+    /// changed form: written as a change of the message as read): a
+    /// window made elsewhere, such as a [`CacheTurn`](crate::CacheTurn)'s
+    /// `positions` and `shortened`. [`to_json`](Self::to_json) writes it
+    /// faithfully to this document's text.
+    pub fn window(&self, positions: &[usize], forms: &BTreeMap<usize, Message>) -> Self {
         let mut messages = Vec::with_capacity(positions.len());
         let mut origins = Vec::with_capacity(positions.len());
         for &p in positions {

@@ -276,9 +276,12 @@ pub(crate) fn run_with_state(
     let turn = session
         .next(doc.messages())
         .map_err(|e| map_cache_err(e, name))?;
-    let window = doc.with_messages(turn.cloned_messages());
-    let mut saved = window.to_json_pretty();
-    saved.push('\n');
+    // The window as sent, every kept message byte for byte as read.
+    let window = doc.window(&turn.positions, &turn.shortened);
+    let mut saved = window.to_json();
+    if !saved.ends_with('\n') {
+        saved.push('\n');
+    }
     std::fs::write(state, saved)
         .map_err(|e| CliError::input(format!("cannot write state `{state}`: {e}")))?;
     if explain {
@@ -301,7 +304,9 @@ pub(crate) fn run_with_state(
         return Ok(s);
     }
     let value = apply_breakpoints(&window, &turn.breakpoints, &profile);
-    let mut s = serde_json::to_string_pretty(&value).unwrap_or_default();
-    s.push('\n');
+    let mut s = window.json_of(&value);
+    if !s.ends_with('\n') {
+        s.push('\n');
+    }
     Ok(s)
 }
