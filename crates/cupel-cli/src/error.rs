@@ -23,6 +23,11 @@ pub(crate) struct CliError {
     pub(crate) hint: Option<String>,
     /// The process exit code.
     pub(crate) code: u8,
+    /// What the command produced before it failed (a report that names
+    /// the failures), written to stdout before the error line goes to
+    /// stderr: `cupel cache-sim` prints its table even when some requests
+    /// could not be windowed.
+    pub(crate) output: Option<String>,
 }
 
 impl CliError {
@@ -32,6 +37,7 @@ impl CliError {
             message: message.into(),
             hint: None,
             code: EXIT_INPUT,
+            output: None,
         }
     }
 
@@ -41,12 +47,20 @@ impl CliError {
             message: message.into(),
             hint: None,
             code: EXIT_SELECTION,
+            output: None,
         }
     }
 
     /// Adds a hint line.
     pub(crate) fn hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
+        self
+    }
+
+    /// Adds the output printed (on stdout) before the error.
+    #[cfg_attr(not(feature = "chat"), allow(dead_code))]
+    pub(crate) fn with_output(mut self, output: impl Into<String>) -> Self {
+        self.output = Some(output.into());
         self
     }
 

@@ -710,6 +710,8 @@ impl CacheSession {
     /// [`CacheError::Chat`] as [`trim`] (invalid budget, unknown encoding,
     /// pinned prompts over the budget, not even the newest unit fits);
     /// [`CacheError::InvalidLowWater`] / [`CacheError::InvalidLowWaterFraction`].
+    /// A turn that fails sends nothing: the session keeps its previous
+    /// window and turn number for the next call.
     pub fn next<'a>(&mut self, messages: &'a [Message]) -> Result<CacheTurn<'a>, CacheError> {
         let max = self.opts.max_tokens();
         if max <= 0 {
@@ -783,7 +785,9 @@ impl CacheSession {
         // Take the memo out for the turn (put back below) so that `forms`
         // can fill it while `self` is borrowed.
         forms.memo = std::mem::take(&mut self.memo);
-        let previous = self.previous.take();
+        // Cloned, not taken: a turn that fails below keeps the previous
+        // window (nothing was sent), as the simulation's next request needs.
+        let previous = self.previous.clone();
         let (start, matched, mut broke) = locate(
             previous.as_deref(),
             messages,
