@@ -24,8 +24,9 @@
 //!   [`LowWater`] mark when the budget is reached; [`CacheProfile`] holds a
 //!   provider's cache rules and prices, [`PromptCache`] bills requests as
 //!   read / written / uncached, [`plan_breakpoints`] and
-//!   [`apply_breakpoints`] place Anthropic `cache_control` markers, and
-//!   [`simulate`] replays a transcript under three strategies.
+//!   [`apply_breakpoints`] place Anthropic `cache_control` markers (never
+//!   more than [`MAX_CACHE_MARKERS`]; [`count_cache_markers`] counts them),
+//!   and [`simulate`] replays a transcript under three strategies.
 //!
 //! ```
 //! use cupel_chat::{Transcript, Trim, trim_transcript};
@@ -68,9 +69,10 @@ mod wire;
 pub use aging::AgeToolResults;
 pub use cache::{
     AttributeValue, Block, CacheError, CacheMode, CacheProfile, CacheRow, CacheSession,
-    CacheStatus, CacheTurn, CacheUsage, Cut, CutFront, Expiry, LowWater, PrefixBreak, PromptCache,
-    SimStrategy, SimTurn, Simulation, StrategyRun, apply_breakpoints, plan_breakpoints,
-    request_ends, simulate, simulate_with,
+    CacheStatus, CacheTurn, CacheUsage, Cut, CutFront, Expiry, LowWater, MAX_CACHE_MARKERS,
+    PrefixBreak, PromptCache, SimStrategy, SimTurn, Simulation, StrategyRun, apply_breakpoints,
+    cache_marker_paths, count_cache_markers, plan_breakpoints, request_ends, simulate,
+    simulate_with,
 };
 #[cfg(feature = "async-openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]

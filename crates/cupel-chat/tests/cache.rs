@@ -5,9 +5,9 @@
 
 use cupel_chat::{
     AgeToolResults, Block, CacheError, CacheProfile, CacheSession, CacheStatus, CacheUsage,
-    ChatError, CutFront, Format, LowWater, Message, MessageCounter, PrefixBreak, PromptCache,
-    SimStrategy, Transcript, Trim, apply_breakpoints, plan_breakpoints, request_ends,
-    simulate_with, trim,
+    ChatError, CutFront, Format, LowWater, MAX_CACHE_MARKERS, Message, MessageCounter, PrefixBreak,
+    PromptCache, SimStrategy, Transcript, Trim, apply_breakpoints, cache_marker_paths,
+    count_cache_markers, plan_breakpoints, request_ends, simulate_with, trim,
 };
 use serde_json::{Value, json};
 
@@ -592,6 +592,103 @@ fn markers_are_written_into_anthropic_requests() {
     assert_eq!(markers, 2);
 }
 
+/// An Anthropic body with the caller's markers everywhere Anthropic reads
+/// them (7 in all, 3 more than Anthropic accepts): the top-level automatic
+/// marker, the second tool, the system block, message 0's text, the text
+/// nested in message 2's tool result, message 4's text and the text inside
+/// message 4's document. Message 1's `tool_use` input has a key named
+/// `cache_control`: the caller's data, not a marker.
+fn marked_body() -> Transcript {
+    let mark = json!({"type": "ephemeral"});
+    let body = json!({
+        "model": "claude",
+        "cache_control": mark,
+        "tools": [
+            {"name": "grep", "input_schema": {"type": "object"}},
+            {"name": "read", "input_schema": {"type": "object"}, "cache_control": mark}
+        ],
+        "system": [{"type": "text", "text": "Rules.", "cache_control": mark}],
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "q1", "cache_control": mark}]},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "looking"},
+                {"type": "tool_use", "id": "t1", "name": "grep",
+                 "input": {"cache_control": "not a marker"}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": [
+                    {"type": "text", "text": "hit", "cache_control": mark}]},
+                {"type": "text", "text": "thanks"}]},
+            {"role": "assistant", "content": "a2"},
+            {"role": "user", "content": [
+                {"type": "text", "text": "q3", "cache_control": mark},
+                {"type": "document", "source": {"type": "content", "content": [
+                    {"type": "text", "text": "page", "cache_control": mark}]}}]}
+        ]
+    });
+    Transcript::parse(&body.to_string()).unwrap()
+}
+
+#[test]
+fn the_callers_markers_are_found_wherever_they_sit() {
+    let doc = marked_body();
+    assert_eq!(
+        cache_marker_paths(&doc.to_value()),
+        [
+            "",
+            "/tools/1",
+            "/system/0",
+            "/messages/0/content/0",
+            "/messages/2/content/0/content/0",
+            "/messages/4/content/0",
+            "/messages/4/content/1/source/content/0",
+        ]
+    );
+    assert_eq!(count_cache_markers(&doc.to_value()), 7);
+}
+
+#[test]
+fn the_planned_markers_replace_every_marker_of_the_caller() {
+    let doc = marked_body();
+    // Window messages: the system prompt (window #0), then messages 0-4
+    // (window #1-#5). Markers after the system (1), after message 1 (2
+    // messages + the system: 3) and at the end (6).
+    let v = apply_breakpoints(&doc, &[1, 3, 6], &CacheProfile::anthropic());
+    // 1: the last system block; 3: message 1's last block (the tool_use);
+    // 6: message 4's last block (the document). The caller's 7 are gone.
+    assert_eq!(
+        cache_marker_paths(&v),
+        [
+            "/system/0",
+            "/messages/1/content/1",
+            "/messages/4/content/1"
+        ]
+    );
+    assert_eq!(
+        v["messages"][1]["content"][1]["input"]["cache_control"],
+        "not a marker"
+    );
+    assert_eq!(v["messages"][2]["content"][0]["content"][0]["text"], "hit");
+    assert!(v.get("cache_control").is_none());
+    assert!(v["tools"][1].get("cache_control").is_none());
+
+    // Six breakpoints asked: at most 4 are written, the longest prefixes:
+    // 6, 5, 4 and 3. 6: message 4's document; 5: message 3's string "a2",
+    // now one text block; 4: message 2's last block ("thanks"); 3: message
+    // 1's tool_use.
+    let v = apply_breakpoints(&doc, &[1, 2, 3, 4, 5, 6], &CacheProfile::anthropic());
+    assert_eq!(
+        cache_marker_paths(&v),
+        [
+            "/messages/1/content/1",
+            "/messages/2/content/1",
+            "/messages/3/content/0",
+            "/messages/4/content/1",
+        ]
+    );
+    assert_eq!(v["messages"][3]["content"][0]["text"], "a2");
+    assert!(count_cache_markers(&v) <= MAX_CACHE_MARKERS);
+}
+
 #[test]
 fn simulation_bills_the_three_strategies() {
     let all = chat(9);
@@ -623,31 +720,246 @@ fn simulation_bills_the_three_strategies() {
     assert!(aware.cost < newest.cost);
 }
 
-#[test]
-fn a_simulation_names_the_request_it_cannot_window() {
-    // S 10, then U1 10 / A1 10, U2 120 / A2 10. Requests end before A1 (#2)
-    // and A2 (#4). Request 2 holds the first 4 messages; its newest unit U2
-    // alone needs 120 of the 90 tokens left after S.
-    let mut all = chat(1);
+/// S 20, U1 10 / A1 10, U2 120 / A2 10, U3 10 / A3 10. Requests end before
+/// A1 (#2), A2 (#4) and A3 (#6): request 1 holds the first 2 messages,
+/// request 2 the first 4 (its newest message U2 alone is over the budget),
+/// request 3 the first 6.
+fn chat_with_a_long_question() -> Vec<Message> {
+    let mut all = vec![
+        t(Message::system("Be brief."), 20),
+        t(Message::user("question 1"), 10),
+        t(Message::assistant("answer 1"), 10),
+    ];
     all.push(t(Message::user("a long question"), 120));
     all.push(t(Message::assistant("answer 2"), 10));
-    let err = simulate_with(&all, &Trim::openai(100).counter(Fixed), session()).unwrap_err();
-    match err {
-        CacheError::Request {
-            request,
-            messages,
-            source:
-                ChatError::NothingFits {
-                    position,
-                    unit_tokens,
-                    available_tokens,
-                    ..
-                },
-        } => {
-            assert_eq!((request, messages), (2, 4));
-            assert_eq!((position, unit_tokens, available_tokens), (3, 120, 90));
+    all.push(t(Message::user("question 3"), 10));
+    all.push(t(Message::assistant("answer 3"), 10));
+    all
+}
+
+#[test]
+fn a_request_that_cannot_be_windowed_is_reported_and_the_replay_goes_on() {
+    let all = chat_with_a_long_question();
+    assert_eq!(request_ends(&all), vec![2, 4, 6]);
+    let sim = simulate_with(&all, &Trim::openai(100).counter(Fixed), session()).unwrap();
+    // Budget 100, no request overhead: 100 - 20 (S) = 80 tokens for the
+    // conversation.
+    for strategy in SimStrategy::ALL {
+        let run = sim.run(strategy).unwrap();
+        assert_eq!(run.turns.len(), 3, "{strategy}");
+        // Request 1: S U1, 20 + 10 = 30 tokens. Markers (15-token minimum):
+        // the pinned end at 1 (20 >= 15) and the end at 2 (30); nothing
+        // cached yet, so all 30 written: cost 1.25 x 30 = 37.5.
+        let r1 = &run.turns[0];
+        assert!(r1.is_sent(), "{strategy}");
+        assert_eq!(r1.window_tokens, 30, "{strategy}");
+        assert_eq!(
+            r1.usage,
+            CacheUsage {
+                uncached: 0,
+                written: 30,
+                read: 0
+            },
+            "{strategy}"
+        );
+        assert_eq!(r1.cost, 37.5, "{strategy}");
+        // Request 2: U2 alone (120) is over the 80 left: every strategy
+        // fails it the same way, nothing is sent or billed.
+        let r2 = &run.turns[1];
+        assert!(!r2.is_sent(), "{strategy}");
+        match &r2.failure {
+            Some(ChatError::NothingFits {
+                position,
+                label,
+                unit_tokens,
+                available_tokens,
+                ..
+            }) => {
+                assert_eq!(
+                    (*position, label.as_str(), *unit_tokens, *available_tokens),
+                    (3, "user", 120, 80),
+                    "{strategy}"
+                );
+            }
+            other => panic!("{strategy}: expected NothingFits, got {other:?}"),
         }
-        other => panic!("expected CacheError::Request, got {other:?}"),
+        assert_eq!(
+            (r2.turn, r2.end, r2.window_messages, r2.window_tokens),
+            (2, 4, 0, 0)
+        );
+        assert_eq!(r2.usage, CacheUsage::default());
+        assert_eq!(r2.cost, 0.0);
+        // The history is still counted: 20 + 10 + 10 + 120 = 160.
+        assert_eq!(r2.history_tokens, 160);
+        match r2.error() {
+            Some(CacheError::Request {
+                request, messages, ..
+            }) => assert_eq!((request, messages), (2, 4)),
+            other => panic!("{strategy}: expected CacheError::Request, got {other:?}"),
+        }
+        // Request 3: U3 10 and A2 10 fit the 80, U2 does not; the window
+        // starts on a user message: S U3, 20 + 10 = 30 tokens (the
+        // cache-aware session cuts exchanges 1 and 2 down to the same).
+        // It repeats S from request 1, the last request sent: markers at 1
+        // (the reused prefix and the pinned end) and 2; the marker at 1
+        // reads request 1's entry for S (20), the end writes U3 (10):
+        // cost 0.1 x 20 + 1.25 x 10 = 2 + 12.5 = 14.5.
+        let r3 = &run.turns[2];
+        assert!(r3.is_sent(), "{strategy}");
+        assert_eq!(r3.window_tokens, 30, "{strategy}");
+        assert_eq!(
+            r3.usage,
+            CacheUsage {
+                uncached: 0,
+                written: 10,
+                read: 20
+            },
+            "{strategy}"
+        );
+        assert_eq!(r3.cost, 14.5, "{strategy}");
+        // Totals: requests 1 and 3 only. Written 30 + 10 = 40, read 20;
+        // cost 37.5 + 14.5 = 52; one failure.
+        assert_eq!(run.failed, 1, "{strategy}");
+        assert_eq!(run.failures().map(|t| t.turn).collect::<Vec<_>>(), [2]);
+        assert_eq!(
+            run.total,
+            CacheUsage {
+                uncached: 0,
+                written: 40,
+                read: 20
+            },
+            "{strategy}"
+        );
+        assert_eq!(run.cost, 52.0, "{strategy}");
+    }
+    assert_eq!(sim.failed(), 3);
+    // The session numbers request 3 as turn 3 (the failed request took
+    // number 2), and cuts: 20 + 10 + 10 + 120 + 10 + 10 = 180 over 100.
+    let aware = sim.run(SimStrategy::CacheAware).unwrap();
+    let note = aware.turns[2].note.as_deref().unwrap_or_default();
+    assert!(
+        note.starts_with("turn 3: window reached 180 of 100; "),
+        "{note}"
+    );
+    // The totals table counts the failures per strategy.
+    let table = sim.totals_table();
+    assert!(
+        table.lines().next().unwrap().ends_with(" failed"),
+        "{table}"
+    );
+    for line in table.lines().skip(1) {
+        assert!(line.ends_with(" 1"), "{table}");
+    }
+}
+
+#[test]
+fn a_failed_turn_keeps_the_previous_window() {
+    // Turn 1: S U1 (20 tokens). Then U2 of 120 tokens is over the 90 left
+    // after S: the turn fails and nothing is sent. The caller shortens U2
+    // to 10 tokens and asks again: the session still holds turn 1's
+    // window, keeps it (S U1 A1 = 30 tokens, read from the cache where
+    // turn 1 wrote 20: S U1) and appends U2.
+    let mut s = session();
+    let mut all = chat(1);
+    let first = all[..2].to_vec();
+    assert_eq!(s.next(&first).unwrap().window_tokens, 20);
+    all.push(t(Message::user("a long question"), 120));
+    assert!(matches!(
+        s.next(&all),
+        Err(CacheError::Chat(ChatError::NothingFits {
+            unit_tokens: 120,
+            available_tokens: 90,
+            ..
+        }))
+    ));
+    all[3] = t(Message::user("a short question"), 10);
+    let turn = s.next(&all).unwrap();
+    assert_eq!(turn.turn, 2);
+    // S U1 kept byte for byte: 2 messages, 10 + 10 = 20 tokens.
+    assert_eq!((turn.kept_prefix, turn.kept_prefix_tokens), (2, 20));
+    assert_eq!(turn.usage.read, 20);
+    assert!(
+        turn.to_string()
+            .starts_with("turn 2: kept the previous window (2 messages), appended 2"),
+        "{turn}"
+    );
+}
+
+/// S 10, U1 10, A1 a call of 200 tokens, its result R1 10, A1' 10 (the
+/// answer). Requests end before the call (#2) and the answer (#4): the
+/// second holds the first 4 messages and ends with R1.
+fn chat_with_a_long_call() -> Vec<Message> {
+    let parse = |j: Value| cupel_chat::message_from_value(j, Format::OpenAi, "m").unwrap();
+    vec![
+        t(Message::system("Be brief."), 10),
+        t(Message::user("question 1"), 10),
+        parse(
+            json!({"role": "assistant", "content": null, "t": 200, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}),
+        ),
+        parse(json!({"role": "tool", "tool_call_id": "call_1", "content": "r", "t": 10})),
+        t(Message::assistant("answer 2"), 10),
+    ]
+}
+
+#[test]
+fn newest_messages_fails_a_window_without_a_user_message() {
+    let all = chat_with_a_long_call();
+    assert_eq!(request_ends(&all), vec![2, 4]);
+    let sim = simulate_with(&all, &Trim::openai(100).counter(Fixed), session()).unwrap();
+    let newest = sim.run(SimStrategy::NewestMessages).unwrap();
+    // Newest messages, 90 after S: R1 (10) fits, the call (200) does not;
+    // R1 is dropped to start on a user message, and nothing is left. Of
+    // the 3 conversation messages (U1, the call, R1), 1 went for the start
+    // rule and 2 for the budget.
+    assert_eq!(
+        newest.turns[1].failure,
+        Some(ChatError::NoConversation {
+            messages: 3,
+            orphans: 0,
+            provider_rules: 1,
+            budget: 2
+        })
+    );
+    // The chat trim keeps the call with its result: 200 + 10 = 210 > 90.
+    let chat = sim.run(SimStrategy::ChatTrim).unwrap();
+    assert!(
+        matches!(
+            chat.turns[1].failure,
+            Some(ChatError::NothingFits {
+                position: 2,
+                unit_tokens: 210,
+                available_tokens: 90,
+                ..
+            })
+        ),
+        "{:?}",
+        chat.turns[1].failure
+    );
+    assert_eq!((newest.failed, chat.failed), (1, 1));
+}
+
+#[test]
+fn pinned_prompts_over_the_budget_fail_every_request() {
+    // S 10 with a budget of 5: no strategy can send anything.
+    let all = chat(2);
+    let opts = Trim::openai(5).counter(Fixed);
+    let s = CacheSession::new(opts.clone(), profile());
+    let sim = simulate_with(&all, &opts, s).unwrap();
+    for run in &sim.runs {
+        assert_eq!(run.failed, 2, "{}", run.strategy);
+        assert_eq!(run.cost, 0.0);
+        assert_eq!(
+            run.turns[0].failure,
+            Some(ChatError::PinnedOverBudget {
+                pinned_tokens: 10,
+                overhead_tokens: 0,
+                total: 10,
+                max_tokens: 5
+            }),
+            "{}",
+            run.strategy
+        );
     }
 }
 

@@ -183,3 +183,151 @@ proptest! {
         }
     }
 }
+
+/// A content block of an Anthropic message, with or without the caller's
+/// marker: text; an image; a document of text blocks (`source.content`,
+/// each maybe marked); in a user message, a tool result whose content is
+/// text blocks (each maybe marked).
+#[derive(Debug, Clone)]
+enum Piece {
+    Text(bool),
+    Image(bool),
+    Document(bool, Vec<bool>),
+    Result(bool, Vec<bool>),
+}
+
+fn piece() -> impl Strategy<Value = Piece> {
+    prop_oneof![
+        any::<bool>().prop_map(Piece::Text),
+        any::<bool>().prop_map(Piece::Image),
+        (any::<bool>(), prop::collection::vec(any::<bool>(), 0..3))
+            .prop_map(|(m, inner)| Piece::Document(m, inner)),
+        (any::<bool>(), prop::collection::vec(any::<bool>(), 0..3))
+            .prop_map(|(m, inner)| Piece::Result(m, inner)),
+    ]
+}
+
+fn marked(mut block: Value, mark: bool) -> Value {
+    if mark {
+        block["cache_control"] = json!({"type": "ephemeral"});
+    }
+    block
+}
+
+fn texts(marks: &[bool]) -> Value {
+    Value::Array(
+        marks
+            .iter()
+            .enumerate()
+            .map(|(i, &m)| marked(json!({"type": "text", "text": format!("t{i}")}), m))
+            .collect(),
+    )
+}
+
+/// A message's content: a plain string (`None`) or its blocks. An
+/// assistant message gets a `tool_use` for each tool result of the user
+/// message after it (`calls`); a user message's results answer them.
+fn content(pieces: &Option<Vec<Piece>>, user: bool, k: usize) -> Value {
+    let Some(pieces) = pieces else {
+        return json!(format!("message {k}"));
+    };
+    let mut blocks = Vec::new();
+    for (i, p) in pieces.iter().enumerate() {
+        let id = format!("toolu_{k}_{i}");
+        blocks.push(match p {
+            Piece::Text(m) => marked(json!({"type": "text", "text": format!("m{k}")}), *m),
+            Piece::Image(m) => marked(
+                json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}),
+                *m,
+            ),
+            Piece::Document(m, inner) => marked(
+                json!({"type": "document", "source": {"type": "content", "content": texts(inner)}}),
+                *m,
+            ),
+            Piece::Result(m, inner) if user => marked(
+                json!({"type": "tool_result", "tool_use_id": id, "content": texts(inner)}),
+                *m,
+            ),
+            // In an assistant message, a call (its input holds a key named
+            // cache_control: data, never a marker).
+            Piece::Result(m, _) => marked(
+                json!({"type": "tool_use", "id": id, "name": "f", "input": {"cache_control": 1}}),
+                *m,
+            ),
+        });
+    }
+    Value::Array(blocks)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    /// Wherever the caller's markers sit and whatever breakpoints are
+    /// asked for, the request carries at most 4 markers, all of them on
+    /// the last block of the system prompt or of a message.
+    #[test]
+    fn a_request_never_carries_more_than_four_markers(
+        top in any::<bool>(),
+        tools in prop::collection::vec(any::<bool>(), 0..4),
+        system in prop::option::of(prop::collection::vec(any::<bool>(), 1..3)),
+        messages in prop::collection::vec(
+            prop::option::of(prop::collection::vec(piece(), 1..4)), 1..9),
+        breakpoints in prop::collection::vec(0usize..12, 0..9),
+        planned in any::<bool>(),
+    ) {
+        let mut body = json!({"model": "claude", "max_tokens": 100});
+        if top {
+            body["cache_control"] = json!({"type": "ephemeral"});
+        }
+        if !tools.is_empty() {
+            body["tools"] = Value::Array(tools.iter().enumerate().map(|(i, &m)| marked(
+                json!({"name": format!("tool{i}"), "input_schema": {"type": "object"}}), m)).collect());
+        }
+        if let Some(s) = &system {
+            // Long enough (about 2,000 estimated tokens) for the planner to
+            // mark it: the minimum prefix is 1,024.
+            let mut blocks = texts(s);
+            blocks[0]["text"] = json!("Rules. ".repeat(1_000));
+            body["system"] = blocks;
+        }
+        body["messages"] = Value::Array(messages.iter().enumerate().map(|(k, c)| {
+            let user = k % 2 == 0;
+            json!({"role": if user { "user" } else { "assistant" }, "content": content(c, user, k)})
+        }).collect());
+        let doc = cupel_chat::Transcript::parse_as(&body.to_string(), cupel_chat::Format::Anthropic).unwrap();
+        let profile = CacheProfile::anthropic();
+        // Either the breakpoints drawn, or the ones the trim plans for the
+        // window (what `cupel chat --cache-breakpoints` writes).
+        let bps = if planned {
+            match cupel_chat::trim_transcript(&doc, &Trim::anthropic(1_000_000)) {
+                Ok((_, out)) => out.breakpoints(doc.format(), &profile),
+                Err(_) => breakpoints.clone(),
+            }
+        } else {
+            breakpoints.clone()
+        };
+        let v = cupel_chat::apply_breakpoints(&doc, &bps, &profile);
+        let paths = cupel_chat::cache_marker_paths(&v);
+        prop_assert!(paths.len() <= cupel_chat::MAX_CACHE_MARKERS, "{paths:?}");
+        prop_assert_eq!(cupel_chat::count_cache_markers(&v), paths.len());
+        // Never more than the distinct breakpoints inside the window.
+        let n = doc.messages().len();
+        let mut asked: Vec<usize> = bps.iter().copied().filter(|&b| (1..=n).contains(&b)).collect();
+        asked.sort_unstable();
+        asked.dedup();
+        prop_assert!(paths.len() <= asked.len(), "{paths:?} for {asked:?}");
+        // Each on the last block of the system prompt or of a message.
+        for p in &paths {
+            let parts: Vec<&str> = p.split('/').collect();
+            let (list, i) = match parts.as_slice() {
+                ["", "system", i] => (&v["system"], i),
+                ["", "messages", m, "content", i] => (&v["messages"][m.parse::<usize>().unwrap()]["content"], i),
+                _ => return Err(TestCaseError::fail(format!("marker at {p}"))),
+            };
+            prop_assert_eq!(i.parse::<usize>().unwrap() + 1, list.as_array().map_or(0, Vec::len), "{}", p);
+        }
+        // The caller's data (a tool_use input's `cache_control` key) is
+        // left alone.
+        let data = |v: &Value| v.to_string().matches("\"cache_control\":1").count();
+        prop_assert_eq!(data(&v), data(&body));
+    }
+}

@@ -7,8 +7,8 @@ use std::time::SystemTime;
 
 use clap::Args;
 use cupel_chat::{
-    CacheError, CacheProfile, CacheSession, ChatError, Format, Granularity, LowWater, Transcript,
-    Trim, apply_breakpoints, request_ends, simulate_with,
+    CacheError, CacheProfile, CacheSession, ChatError, Format, Granularity, LowWater, SimStrategy,
+    Simulation, Transcript, Trim, apply_breakpoints, request_ends, simulate_with,
 };
 
 use crate::chart::{LineChart, Series};
@@ -29,6 +29,14 @@ one model request: the messages before it. Each request is trimmed to
 --age-tool-results K shortens tool results older than K exchanges in the two
 Cupel strategies (chat-trim: in the unit at the cut; cache-aware: only when
 it cuts, where the prefix is rewritten anyway); newest-messages never does.
+
+A request a strategy cannot window (its newest exchange alone is over
+--max-tokens, or the system prompt is) does not stop the replay: its row
+says `failed`, nothing is sent or billed for it, and the next request finds
+the cache as the last request sent left it. The failures are listed after
+the totals (the first 10, then a count), the totals' `failed` column counts
+them per strategy, and cache-sim then exits with the code `cupel chat`
+gives that request (1), naming the first failure on stderr.
 
 Examples:
   cupel cache-sim agent.json --max-tokens 40000 --provider anthropic
@@ -89,16 +97,107 @@ pub(crate) fn map_cache_err(e: CacheError, input: &str) -> CliError {
         CacheError::Chat(
             c @ (ChatError::PinnedOverBudget { .. } | ChatError::NothingFits { .. }),
         ) => CliError::selection(c.to_string()).hint("raise --max-tokens"),
-        e @ CacheError::Request {
-            source: ChatError::PinnedOverBudget { .. } | ChatError::NothingFits { .. },
-            ..
-        } => CliError::selection(e.to_string())
-            .hint("raise --max-tokens: every request is replayed, so the budget must hold each request's newest exchange"),
+        CacheError::Request { ref source, .. } => request_error(&e, source, input),
         CacheError::Chat(c @ (ChatError::Json { .. } | ChatError::Shape { .. })) => {
             CliError::input(format!("{input}: {c}"))
         }
         other => CliError::input(other.to_string()),
     }
+}
+
+/// The error of one request of a replay (`e`, a [`CacheError::Request`]
+/// about `source`): its message, and the exit code `cupel chat` gives
+/// `source` on that request's messages.
+fn request_error(e: &CacheError, source: &ChatError, input: &str) -> CliError {
+    let chat = crate::chat::map_err(source.clone(), input);
+    let hint = match source {
+        ChatError::NothingFits { .. } => Some(
+            "raise --max-tokens: every request is replayed, so the budget must hold each request's newest exchange"
+                .to_string(),
+        ),
+        ChatError::PinnedOverBudget { .. } => Some(
+            "raise --max-tokens: the pinned prompts and the request overhead go with every request"
+                .to_string(),
+        ),
+        _ => chat.hint,
+    };
+    CliError {
+        message: e.to_string(),
+        hint,
+        code: chat.code,
+        output: None,
+    }
+}
+
+/// Failed requests listed one line each before the rest is only counted.
+const FAILURES_LISTED: usize = 10;
+
+/// The requests at least one strategy could not window, ascending.
+fn failed_requests(sim: &Simulation) -> Vec<usize> {
+    let mut turns: Vec<usize> = sim
+        .runs
+        .iter()
+        .flat_map(|r| r.failures().map(|t| t.turn))
+        .collect();
+    turns.sort_unstable();
+    turns.dedup();
+    turns
+}
+
+/// `request` or `requests`.
+fn requests(n: usize) -> &'static str {
+    if n == 1 { "request" } else { "requests" }
+}
+
+/// The failed requests of `sim`, one line per request and error (the
+/// strategies that failed it the same way named together), at most
+/// [`FAILURES_LISTED`] lines, then how many more; empty when none failed.
+fn failures_text(sim: &Simulation) -> String {
+    if sim.failed() == 0 {
+        return String::new();
+    }
+    let per: Vec<String> = sim
+        .runs
+        .iter()
+        .map(|r| format!("{} {}", r.strategy, r.failed))
+        .collect();
+    let n = failed_requests(sim).len();
+    let mut s = format!(
+        "failed: {} in {n} {} (not sent, so billed nothing: {})\n",
+        sim.failed(),
+        requests(n),
+        per.join(", ")
+    );
+    let rows = sim.runs.first().map_or(0, |r| r.turns.len());
+    // (request, end, strategies, error), in request order.
+    let mut lines: Vec<(usize, usize, Vec<&str>, String)> = Vec::new();
+    for k in 0..rows {
+        let start = lines.len();
+        for r in &sim.runs {
+            let Some(t) = r.turns.get(k) else { continue };
+            let Some(why) = &t.failure else { continue };
+            let why = why.to_string();
+            match lines[start..].iter_mut().find(|l| l.3 == why) {
+                Some(l) => l.2.push(r.strategy.as_str()),
+                None => lines.push((t.turn, t.end, vec![r.strategy.as_str()], why)),
+            }
+        }
+    }
+    for (turn, end, strategies, why) in lines.iter().take(FAILURES_LISTED) {
+        s.push_str(&format!(
+            "  request {turn} (the first {end} messages), {}: {why}\n",
+            strategies.join(", ")
+        ));
+    }
+    if let [first, .., last] | [first @ last] = &lines[lines.len().min(FAILURES_LISTED)..] {
+        s.push_str(&format!(
+            "  ... and {} more lines, requests {} to {}\n",
+            lines.len() - FAILURES_LISTED,
+            first.0,
+            last.0
+        ));
+    }
+    s
 }
 
 fn read(input: &str) -> Result<String, CliError> {
@@ -174,10 +273,17 @@ pub(crate) fn run(a: &CacheSimArgs) -> Result<String, CliError> {
             s.push_str(&format!("{:>5} {:>6}", first.turn, first.end));
             for r in &sim.runs {
                 let t = &r.turns[k];
-                s.push_str(&format!(
-                    " | {:>8} {:>8} {:>8} {:>8} {:>9.0}",
-                    t.window_tokens, t.usage.read, t.usage.written, t.usage.uncached, t.cost
-                ));
+                if t.is_sent() {
+                    s.push_str(&format!(
+                        " | {:>8} {:>8} {:>8} {:>8} {:>9.0}",
+                        t.window_tokens, t.usage.read, t.usage.written, t.usage.uncached, t.cost
+                    ));
+                } else {
+                    s.push_str(&format!(
+                        " | {:>8} {:>8} {:>8} {:>8} {:>9}",
+                        "failed", "-", "-", "-", "-"
+                    ));
+                }
             }
             s.push('\n');
         }
@@ -195,6 +301,11 @@ pub(crate) fn run(a: &CacheSimArgs) -> Result<String, CliError> {
         }
     }
     s.push_str(&sim.totals_table());
+    let failures = failures_text(&sim);
+    if !failures.is_empty() {
+        s.push('\n');
+        s.push_str(&failures);
+    }
     if let Some(path) = &a.plot {
         let chart = LineChart {
             title: format!(
@@ -208,15 +319,46 @@ pub(crate) fn run(a: &CacheSimArgs) -> Result<String, CliError> {
                 .iter()
                 .map(|r| Series {
                     name: r.strategy.as_str().into(),
+                    // A failed request was not sent: no point.
                     points: r
                         .turns
                         .iter()
+                        .filter(|t| t.is_sent())
                         .map(|t| (t.turn as i64, t.cost.round() as i64))
                         .collect(),
                 })
                 .collect(),
         };
         chart.write_svg(path)?;
+    }
+    // The table is printed whole; then the first failed request is the
+    // error, as `cupel chat` words it (chat-trim runs its trim; cache-aware
+    // is `cupel chat --state`), with the exit code `cupel chat` gives it.
+    let first = sim
+        .runs
+        .iter()
+        .flat_map(|r| r.failures().map(move |t| (r.strategy, t)))
+        .min_by_key(|(strategy, t)| {
+            let rank = match strategy {
+                SimStrategy::ChatTrim => 0,
+                SimStrategy::CacheAware => 1,
+                _ => 2,
+            };
+            (t.turn, rank)
+        });
+    if let Some((_, t)) = first
+        && let (Some(e), Some(source)) = (t.error(), &t.failure)
+    {
+        let mut err = request_error(&e, source, name);
+        if sim.failed() > 1 {
+            let n = failed_requests(&sim).len();
+            err.message.push_str(&format!(
+                " ({} failures in {n} {}, listed above)",
+                sim.failed(),
+                requests(n)
+            ));
+        }
+        return Err(err.with_output(s));
     }
     Ok(s)
 }

@@ -32,7 +32,8 @@ With --state FILE the window is cache-aware: the previous window (read from
 FILE, if it exists) is kept byte for byte and new messages are appended;
 when the budget is reached, whole exchanges are cut from the front down to
 a low-water mark, once. The new window is written back to FILE; an Anthropic
-request gets cache_control markers (see `cupel cache-sim`).";
+request gets cache_control markers (see `cupel cache-sim`), which replace the
+input's own: at most 4, as Anthropic requires.";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Provider {
@@ -138,14 +139,19 @@ pub(crate) struct ChatArgs {
     ///
     /// At the end of the pinned prompts and of the window (each when
     /// at least 1,024 tokens), plus one within the 20-block lookback.
-    /// Always on with --state; off by default otherwise, so that a
-    /// plain trim writes back exactly the fields it read. OpenAI
-    /// documents need no markers and are written unchanged.
+    /// They replace every marker of the input (on tools, system,
+    /// messages, tool results, the top-level field), so the request
+    /// never carries more than Anthropic's 4. Always on with --state;
+    /// off by default otherwise, so that a plain trim writes back
+    /// exactly the fields it read. OpenAI documents need no markers
+    /// and are written unchanged.
     #[arg(long, verbatim_doc_comment)]
     cache_breakpoints: bool,
 }
 
-fn map_err(e: ChatError, input: &str) -> CliError {
+/// The error `cupel chat` reports for `e` (with its exit code); `cupel
+/// cache-sim` exits with the same code for a request it cannot window.
+pub(crate) fn map_err(e: ChatError, input: &str) -> CliError {
     match e {
         ChatError::Json { .. } | ChatError::Shape { .. } => {
             CliError::input(format!("{input}: {e}"))

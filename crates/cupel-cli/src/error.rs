@@ -23,8 +23,10 @@ pub(crate) struct CliError {
     pub(crate) hint: Option<String>,
     /// The process exit code.
     pub(crate) code: u8,
-    /// What to print on stdout before the error (`cupel chat --explain`
-    /// explains a trim that failed).
+    /// What the command produced before it failed (a report that names
+    /// the failures), written to stdout before the error line goes to
+    /// stderr: `cupel cache-sim` prints its table even when some requests
+    /// could not be windowed.
     pub(crate) output: Option<String>,
 }
 
@@ -34,8 +36,8 @@ impl CliError {
         Self {
             message: message.into(),
             hint: None,
-            output: None,
             code: EXIT_INPUT,
+            output: None,
         }
     }
 
@@ -44,8 +46,8 @@ impl CliError {
         Self {
             message: message.into(),
             hint: None,
-            output: None,
             code: EXIT_SELECTION,
+            output: None,
         }
     }
 
@@ -55,9 +57,10 @@ impl CliError {
         self
     }
 
-    /// The same error with `text` to print on stdout before it.
-    pub(crate) fn with_output(mut self, text: String) -> Self {
-        self.output = Some(text);
+    /// Adds the output printed (on stdout) before the error.
+    #[cfg_attr(not(feature = "chat"), allow(dead_code))]
+    pub(crate) fn with_output(mut self, output: impl Into<String>) -> Self {
+        self.output = Some(output.into());
         self
     }
 

@@ -87,7 +87,8 @@ Exit codes (every command):
      gate: PIPELINE_BUDGET_MISCONFIG, the retrieval nodes alone need more
        tokens than max_context_tokens
      chat, cache-sim: the pinned prompts and request overhead exceed
-       --max-tokens, or not even the newest message fits
+       --max-tokens, or not even the newest message fits (cache-sim: in
+       any request; the report is printed whole first)
   2  usage or input error: bad flags or ranges, an unreadable or malformed
      file, an unknown key (the message names it, as in
      policy.scorers[0].wieght), an invalid budget or gate configuration,
@@ -402,9 +403,12 @@ pub fn main() -> ExitCode {
             }
         },
         Err(e) => {
-            if let Some(text) = &e.output {
-                // What the command knew before it failed (e.g. `chat --explain`).
-                let _ = write_output(&mut std::io::stdout().lock(), text.as_bytes());
+            // A report made before the failure (cache-sim's table) first;
+            // if it cannot be written, that error is reported too.
+            if let Some(out) = &e.output
+                && let Err(w) = write_output(&mut std::io::stdout().lock(), out.as_bytes())
+            {
+                let _ = writeln!(std::io::stderr().lock(), "{w}");
             }
             let _ = writeln!(std::io::stderr().lock(), "{e}");
             ExitCode::from(e.code)

@@ -280,18 +280,63 @@ fn state_with_ageing_shortens_results_only_when_it_cuts() {
 }
 
 #[test]
-fn a_request_whose_newest_exchange_is_over_the_budget_is_named() {
+fn a_request_whose_newest_exchange_is_over_the_budget_is_reported_and_the_replay_goes_on() {
     // agent_41.json: message #19 is an assistant tool call (26 tokens) whose
     // result #20 holds a log of 27,906 tokens; one unit of 26 + 27,906 =
     // 27,932. Requests end before each assistant message after the first
-    // conversation message (#2, #4, #6, #8, #10, #12, #15, #17, #19, #21),
-    // so request 10 holds the first 21 messages and ends with that unit,
-    // which cannot fit 2,000 tokens.
+    // conversation message (#2, #4, #6, #8, #10, #12, #15, #17, #19, #21,
+    // ...: 19 in all), so request 10 holds the first 21 messages and ends
+    // with that unit, which cannot fit 2,000 tokens. Request 11 ends
+    // before #23: its newest exchange fits, and the replay goes on.
     let fixture = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../cupel-chat/tests/fixtures/agent_41.json"
     );
-    let err = fails(&["cache-sim", fixture, "--max-tokens", "2000"], None, 1);
+    let o = common::cupel(&["cache-sim", fixture, "--max-tokens", "2000"], None);
+    let (out, err) = (common::stdout(&o), common::stderr(&o));
+    // The whole report first: the table, its failed row, the totals.
+    assert!(out.contains("19 requests"), "{out}");
+    let row = |k: &str| {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(&format!("{k} ")))
+            .unwrap_or_default()
+            .to_string()
+    };
+    // Request 10 failed for all three strategies: nothing sent, nothing
+    // billed. Requests 9 and 11 were sent and billed by all three.
+    assert_eq!(row("10").matches("failed").count(), 3, "{out}");
+    let dashes = row("10").split_whitespace().filter(|w| *w == "-").count();
+    assert_eq!(dashes, 12, "{out}");
+    for k in ["9", "11"] {
+        assert!(!row(k).contains("failed"), "{out}");
+    }
+    // The totals say how many requests each strategy could not window.
+    let totals = out
+        .lines()
+        .skip_while(|l| !l.starts_with("strategy "))
+        .take(4)
+        .collect::<Vec<_>>();
+    assert!(totals[0].ends_with(" failed"), "{out}");
+    for t in &totals[1..] {
+        assert!(t.ends_with(" 1"), "{out}");
+    }
+    // Then the failures, one line per strategy here (each words its
+    // newest unit its own way; chat-trim as `cupel chat` does).
+    assert!(
+        out.contains(
+            "failed: 3 in 1 request (not sent, so billed nothing: newest-messages 1, chat-trim 1, cache-aware 1)\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "  request 10 (the first 21 messages), chat-trim: nothing fits: the newest unit \
+             (#19 assistant tool call fetch_logs (call_4) to #20, 2 messages) needs 27932 tokens"
+        ),
+        "{out}"
+    );
+    // On stderr, the first failure as `cupel chat` reports it, and the exit
+    // code `cupel chat` gives the request's first 21 messages.
     assert!(
         err.starts_with(
             "error: request 10 (the first 21 messages) cannot be windowed: nothing fits: \
@@ -300,9 +345,142 @@ fn a_request_whose_newest_exchange_is_over_the_budget_is_named() {
         ),
         "{err}"
     );
-    assert!(err.contains("hint: raise --max-tokens"), "{err}");
-    // With room for that unit every request is replayed: one per assistant
-    // message after #1, and agent_41.json has 19 of them (#2 to #39).
+    assert!(
+        err.contains("(3 failures in 1 request, listed above)"),
+        "{err}"
+    );
+    assert!(err.contains("\nhint: raise --max-tokens"), "{err}");
+    let mut prefix: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    prefix["messages"].as_array_mut().unwrap().truncate(21);
+    let request_10 = tmp("agent_41-request-10.json");
+    write(&request_10, &prefix);
+    let chat_err = fails(&["chat", &request_10, "--max-tokens", "2000"], None, 1);
+    assert!(
+        chat_err.starts_with(
+            "error: nothing fits: the newest unit (from #19 assistant tool call fetch_logs (call_4)) needs 27932 tokens"
+        ),
+        "{chat_err}"
+    );
+    assert_eq!(o.status.code(), Some(1));
+    // With room for that unit every request is replayed and billed.
     let out = ok(&["cache-sim", fixture, "--max-tokens", "30000", "--totals"]);
     assert!(out.contains("19 requests"), "{out}");
+    assert!(!out.contains("failed: "), "{out}");
+}
+
+/// An Anthropic body whose caller marked the tools, the system prompt, a
+/// nested tool result and two messages: 6 markers, over Anthropic's 4.
+fn over_marked_body() -> Value {
+    let mark = json!({"type": "ephemeral"});
+    let mut b = agent_body(3);
+    b["tools"] = json!([
+        {"name": "grep", "input_schema": {"type": "object"}},
+        {"name": "read", "input_schema": {"type": "object"}, "cache_control": mark}
+    ]);
+    b["system"] = json!([{"type": "text", "text": "rules ".repeat(1_167), "cache_control": mark}]);
+    let m = b["messages"].as_array_mut().unwrap();
+    // #2 is the first tool result: its content as a block array, marked.
+    m[2]["content"][0]["content"] = json!([{"type": "text", "text": "hit", "cache_control": mark}]);
+    m[0]["content"] = json!([{"type": "text", "text": "question 0", "cache_control": mark}]);
+    m[4]["content"] = json!([{"type": "text", "text": "question 1", "cache_control": mark}]);
+    b["cache_control"] = mark;
+    b
+}
+
+#[test]
+fn requests_carry_at_most_four_markers_whatever_the_input_had() {
+    let input = tmp("over-marked.json");
+    write(&input, &over_marked_body());
+    assert_eq!(
+        std::fs::read_to_string(&input)
+            .unwrap()
+            .matches("cache_control")
+            .count(),
+        6
+    );
+    // A one-off request: the caller's 6 go; the planned ones are the end of
+    // the system prompt (about 2,000 tokens) and the end of the window.
+    let one_off: Value = serde_json::from_str(&ok(&[
+        "chat",
+        &input,
+        "--max-tokens",
+        "100000",
+        "--cache-breakpoints",
+    ]))
+    .unwrap();
+    let marks = one_off.to_string().matches("cache_control").count();
+    assert_eq!(marks, 2, "{one_off}");
+    assert_eq!(one_off["system"][0]["cache_control"]["type"], "ephemeral");
+    let last = one_off["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["content"][0]["cache_control"]["type"], "ephemeral");
+    // The same with a session (--state), twice: never more than 4.
+    let state = tmp("over-marked-state.json");
+    let _ = std::fs::remove_file(&state);
+    for _ in 0..2 {
+        let request = ok(&["chat", &input, "--max-tokens", "100000", "--state", &state]);
+        let marks = request.matches("cache_control").count();
+        assert!((1..=4).contains(&marks), "{marks}: {request}");
+        let v: Value = serde_json::from_str(&request).unwrap();
+        assert!(v.get("cache_control").is_none());
+        assert!(v["tools"][1].get("cache_control").is_none());
+        assert!(
+            v["messages"][2]["content"][0]["content"][0]
+                .get("cache_control")
+                .is_none()
+        );
+    }
+}
+
+#[test]
+fn many_failures_are_listed_up_to_ten_then_counted() {
+    // agent_41.json's system prompt (27 tokens) and request overhead (115:
+    // its tool definitions and reply priming) need 142 tokens: at 100 no
+    // request can be sent, by any strategy. All three fail each of the 19
+    // requests the same way: 3 x 19 = 57 failures, one line per request;
+    // 10 are listed, the other 19 - 10 = 9 (requests 11 to 19) counted.
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../cupel-chat/tests/fixtures/agent_41.json"
+    );
+    let o = common::cupel(
+        &["cache-sim", fixture, "--max-tokens", "100", "--totals"],
+        None,
+    );
+    let (out, err) = (common::stdout(&o), common::stderr(&o));
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        out.contains("failed: 57 in 19 requests (not sent, so billed nothing: newest-messages 19, chat-trim 19, cache-aware 19)\n"),
+        "{out}"
+    );
+    let listed = out.lines().filter(|l| l.starts_with("  request ")).count();
+    assert_eq!(listed, 10, "{out}");
+    assert!(
+        out.contains(
+            "  request 10 (the first 21 messages), newest-messages, chat-trim, cache-aware: \
+             the pinned messages need 27 tokens and the request overhead 115, 142 in all, over max_tokens 100\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("  ... and 9 more lines, requests 11 to 19\n"),
+        "{out}"
+    );
+    assert!(
+        err.starts_with(
+            "error: request 1 (the first 2 messages) cannot be windowed: the pinned messages need 27 tokens"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("(57 failures in 19 requests, listed above)"),
+        "{err}"
+    );
+    // `cupel chat` refuses the same prompts with the same code.
+    fails(&["chat", fixture, "--max-tokens", "100"], None, 1);
 }

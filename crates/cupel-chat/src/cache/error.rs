@@ -24,9 +24,12 @@ pub enum CacheError {
         /// The budget.
         max_tokens: i64,
     },
-    /// One request of a simulation cannot be windowed (typically: its newest
-    /// exchange alone is over the budget). Every request is replayed, so
-    /// the budget must fit the largest newest exchange of the transcript.
+    /// One request of a simulation, named: what
+    /// [`SimTurn::error`](crate::SimTurn::error) reports for a request a
+    /// strategy could not window (its newest unit alone over the budget,
+    /// the pinned prompts over it, no conversation message left; the replay
+    /// goes on), and what [`simulate`](crate::simulate) returns when
+    /// trimming one request fails for another reason (the replay stops).
     #[error("request {request} (the first {messages} messages) cannot be windowed: {source}")]
     Request {
         /// The request, numbered from 1 as the simulation numbers them.

@@ -9,7 +9,9 @@ mod prompt;
 mod session;
 mod sim;
 
-pub use anthropic::apply_breakpoints;
+pub use anthropic::{
+    MAX_CACHE_MARKERS, apply_breakpoints, cache_marker_paths, count_cache_markers,
+};
 pub use error::CacheError;
 pub use profile::{CacheMode, CacheProfile, CacheUsage};
 pub(crate) use prompt::Frame;

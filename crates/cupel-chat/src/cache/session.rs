@@ -742,6 +742,8 @@ impl CacheSession {
     /// [`CacheError::Chat`] as [`trim`] (invalid budget, unknown encoding,
     /// pinned prompts over the budget, not even the newest unit fits);
     /// [`CacheError::InvalidLowWater`] / [`CacheError::InvalidLowWaterFraction`].
+    /// A turn that fails sends nothing: the session keeps its previous
+    /// window and turn number for the next call.
     pub fn next<'a>(&mut self, messages: &'a [Message]) -> Result<CacheTurn<'a>, CacheError> {
         let opts = self.turn_options()?;
         if self.seed_pending {
@@ -752,12 +754,23 @@ impl CacheSession {
             self.cache = PromptCache::new(self.profile.clone());
         }
         let memo = std::mem::take(&mut self.memo);
-        let mut plan = Plan::new(self, messages, &opts, memo)?;
+        // The previous window is taken for the turn and put back if the
+        // turn fails, so that a retry continues from it.
         let previous = self.previous.take();
-        plan.locate(previous.as_deref());
-        if plan.conversation_tokens() > plan.available {
-            plan.cut(&opts)?;
-        }
+        let planned = Plan::new(self, messages, &opts, memo).and_then(|mut plan| {
+            plan.locate(previous.as_deref());
+            if plan.conversation_tokens() > plan.available {
+                plan.cut(&opts)?;
+            }
+            Ok(plan)
+        });
+        let mut plan = match planned {
+            Ok(plan) => plan,
+            Err(e) => {
+                self.previous = previous;
+                return Err(e);
+            }
+        };
         let w = plan.window();
         self.send(plan, w, previous, &opts)
     }

@@ -51,7 +51,8 @@ impl fmt::Display for SimStrategy {
     }
 }
 
-/// One request of one strategy.
+/// One request of one strategy: what it sent and was billed, or why it
+/// could not be windowed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimTurn {
     /// 1-based request number.
@@ -73,6 +74,50 @@ pub struct SimTurn {
     pub note: Option<String>,
     /// The low-water mark in effect (cache-aware strategy only, else 0).
     pub low_water: i64,
+    /// Why the strategy could not window this request, `None` when it was
+    /// sent: [`ChatError::NothingFits`] (its newest unit alone is over the
+    /// budget), [`ChatError::PinnedOverBudget`] or
+    /// [`ChatError::NoConversation`]. A failed request is not sent: its
+    /// window (messages and tokens), usage and cost are 0, it adds nothing
+    /// to the run's totals, and the next request finds the cache (and the
+    /// cache-aware session its previous window) as the last request sent
+    /// left it.
+    pub failure: Option<ChatError>,
+}
+
+impl SimTurn {
+    /// Whether the request was sent (it has no [`failure`](Self::failure)).
+    pub fn is_sent(&self) -> bool {
+        self.failure.is_none()
+    }
+
+    /// The failure as an error naming the request: a
+    /// [`CacheError::Request`] with its number, its messages and why.
+    ///
+    /// ```
+    /// use cupel_chat::{CacheProfile, Message, SimStrategy, Trim, simulate};
+    /// // The second request's newest message alone (about 2,000 tokens) is
+    /// // over the 1,000-token budget.
+    /// let t = vec![
+    ///     Message::user("Hi"),
+    ///     Message::assistant("Hello."),
+    ///     Message::user("word ".repeat(2_000)),
+    ///     Message::assistant("That is long."),
+    /// ];
+    /// let sim = simulate(&t, &Trim::openai(1_000), &CacheProfile::openai())?;
+    /// let chat = sim.run(SimStrategy::ChatTrim).unwrap();
+    /// assert_eq!(chat.failed, 1);
+    /// let e = chat.turns[1].error().unwrap().to_string();
+    /// assert!(e.starts_with("request 2 (the first 3 messages) cannot be windowed: nothing fits"), "{e}");
+    /// # Ok::<(), cupel_chat::CacheError>(())
+    /// ```
+    pub fn error(&self) -> Option<CacheError> {
+        self.failure.clone().map(|source| CacheError::Request {
+            request: self.turn,
+            messages: self.end,
+            source,
+        })
+    }
 }
 
 /// One strategy's replay.
@@ -80,12 +125,23 @@ pub struct SimTurn {
 pub struct StrategyRun {
     /// The strategy.
     pub strategy: SimStrategy,
-    /// One row per request.
+    /// One row per request, failed ones included.
     pub turns: Vec<SimTurn>,
-    /// The sum of the rows' usage.
+    /// The sum of the rows' usage (a failed request adds nothing).
     pub total: CacheUsage,
-    /// The sum of the rows' cost.
+    /// The sum of the rows' cost (a failed request adds nothing).
     pub cost: f64,
+    /// How many requests this strategy could not window (rows with a
+    /// [`failure`](SimTurn::failure)). When it is not 0, the totals cover
+    /// fewer requests than another strategy's may: compare them with care.
+    pub failed: usize,
+}
+
+impl StrategyRun {
+    /// The rows of the requests this strategy could not window.
+    pub fn failures(&self) -> impl Iterator<Item = &SimTurn> {
+        self.turns.iter().filter(|t| !t.is_sent())
+    }
 }
 
 /// The three strategies replayed on one transcript.
@@ -105,19 +161,34 @@ impl Simulation {
         self.runs.iter().find(|r| r.strategy == strategy)
     }
 
-    /// The totals as a plain-text table, one line per strategy.
+    /// Requests that could not be windowed, summed over the strategies.
+    pub fn failed(&self) -> usize {
+        self.runs.iter().map(|r| r.failed).sum()
+    }
+
+    /// The totals as a plain-text table, one line per strategy; the
+    /// `failed` column counts the requests each could not window (billed
+    /// nothing).
     pub fn totals_table(&self) -> String {
         let base = self
             .run(SimStrategy::NewestMessages)
             .map_or(0.0, |r| r.cost);
         let mut out = format!(
-            "{:<16} {:>12} {:>12} {:>12} {:>12} {:>8} {:>14} {:>8}\n",
-            "strategy", "input", "uncached", "written", "read", "cached", "cost", "vs newest"
+            "{:<16} {:>12} {:>12} {:>12} {:>12} {:>8} {:>14} {:>8} {:>7}\n",
+            "strategy",
+            "input",
+            "uncached",
+            "written",
+            "read",
+            "cached",
+            "cost",
+            "vs newest",
+            "failed"
         );
         for r in &self.runs {
             let rel = if base > 0.0 { r.cost / base } else { 0.0 };
             out.push_str(&format!(
-                "{:<16} {:>12} {:>12} {:>12} {:>12} {:>7.1}% {:>14.0} {:>7.1}%\n",
+                "{:<16} {:>12} {:>12} {:>12} {:>12} {:>7.1}% {:>14.0} {:>8.1}% {:>7}\n",
                 r.strategy.as_str(),
                 r.total.total(),
                 r.total.uncached,
@@ -125,7 +196,8 @@ impl Simulation {
                 r.total.read,
                 r.total.read_share() * 100.0,
                 r.cost,
-                rel * 100.0
+                rel * 100.0,
+                r.failed
             ));
         }
         out
@@ -183,6 +255,13 @@ impl Sender {
 /// every request with a [`PromptCache`] of `profile`; every strategy places
 /// Anthropic markers with the same [`plan_breakpoints`](crate::plan_breakpoints).
 ///
+/// A request a strategy cannot window (its newest unit alone over the
+/// budget, the pinned prompts over it, no conversation message left) does
+/// not stop the replay: its row carries the [`ChatError`] in
+/// [`SimTurn::failure`], nothing is sent or billed for it (window, usage and
+/// cost 0), the next request of that strategy finds the cache as the last
+/// request sent left it, and [`StrategyRun::failed`] counts it.
+///
 /// ```
 /// use cupel_chat::{CacheProfile, Message, SimStrategy, Trim, simulate};
 /// let mut t = vec![Message::system("You are a helpful assistant.")];
@@ -193,14 +272,18 @@ impl Sender {
 /// let sim = simulate(&t, &Trim::openai(1_000), &CacheProfile::openai())?;
 /// assert_eq!(sim.runs.len(), 3);
 /// assert_eq!(sim.run(SimStrategy::CacheAware).unwrap().turns.len(), 6);
+/// assert_eq!(sim.failed(), 0);
 /// # Ok::<(), cupel_chat::CacheError>(())
 /// ```
 ///
 /// # Errors
 /// [`CacheError::NoRequests`] when there is nothing to replay;
-/// [`CacheError::Request`] (naming the request) when [`trim`] or
-/// [`CacheSession::next`] refuses one, e.g. because its newest exchange
-/// alone is over the budget.
+/// [`CacheError::Chat`] when the whole transcript cannot be counted (an
+/// unknown encoding, a pinned prompt that makes a tool call, a budget that
+/// is not positive); [`CacheError::Request`] (naming the request) when
+/// [`trim`] or [`CacheSession::next`] refuses one for another reason than
+/// its window; the session's own errors (an invalid low-water mark) as
+/// they are.
 pub fn simulate(
     messages: &[Message],
     opts: &Trim,
@@ -222,8 +305,23 @@ fn at(k: usize, end: usize, source: ChatError) -> CacheError {
     }
 }
 
+/// Whether `e` says the request cannot be windowed (a row of the replay),
+/// rather than that the input or the options are wrong (the replay stops).
+fn is_window_failure(e: &ChatError) -> bool {
+    matches!(
+        e,
+        ChatError::NothingFits { .. }
+            | ChatError::PinnedOverBudget { .. }
+            | ChatError::NoConversation { .. }
+    )
+}
+
 /// [`simulate`] with a session of the caller's (low-water mark,
 /// granularity); its profile bills all three strategies.
+///
+/// The session numbers its turns as it was told (by default from 1); after
+/// a request it cannot window, its next turn is numbered as if that request
+/// had taken one, so its notes keep the simulation's request numbers.
 ///
 /// # Errors
 /// As [`simulate`].
@@ -243,6 +341,10 @@ pub fn simulate_with(
                 .count(),
         });
     }
+    let max = opts.max_tokens();
+    if max <= 0 {
+        return Err(ChatError::InvalidBudget { max_tokens: max }.into());
+    }
     let unlimited = opts.clone().with_max_tokens(i64::MAX / 4).report(false);
     let full = trim(messages, &unlimited)?;
     let tokens: Vec<i64> = full.rows.iter().map(|r| r.tokens).collect();
@@ -256,7 +358,6 @@ pub fn simulate_with(
         .zip(&tokens)
         .map(|(m, &t)| Block::of(m, t, opts.format()))
         .collect();
-    let max = opts.max_tokens();
     let overhead = full.tokens.overhead;
     let frame = Frame::new(opts.tools.as_ref(), &full.tokens);
     let per_turn = opts.clone().report(false);
@@ -272,57 +373,96 @@ pub fn simulate_with(
         let mut turns = Vec::with_capacity(ends.len());
         let mut total = CacheUsage::default();
         let mut cost = 0.0;
+        let mut failed = 0usize;
+        // The cache-aware session's last turn: (request index, its number).
+        let mut last_turn: Option<(usize, usize)> = None;
         for (k, &end) in ends.iter().enumerate() {
             let request = &messages[..end];
             let history = tokens[..end]
                 .iter()
                 .fold(overhead, |a, &t| a.saturating_add(t));
-            let (positions, usage, note, low_water) = match strategy {
+            let windowed = match strategy {
                 SimStrategy::NewestMessages => {
-                    let positions = newest_messages(request, &tokens, &pinned_at, max - overhead);
-                    let win: Vec<Block> = positions.iter().map(|&p| blocks[p]).collect();
-                    let pinned = positions.iter().filter(|&&p| pinned_at[p]).count();
-                    let u = sender.send(&win, pinned);
-                    (positions, u, None, 0)
+                    newest_messages(request, &tokens, &pinned_at, overhead, max).map(|positions| {
+                        let win: Vec<Block> = positions.iter().map(|&p| blocks[p]).collect();
+                        let pinned = positions.iter().filter(|&&p| pinned_at[p]).count();
+                        let u = sender.send(&win, pinned);
+                        (positions, u, None, 0)
+                    })
                 }
-                SimStrategy::ChatTrim => {
-                    let out = trim(request, &per_turn).map_err(|e| at(k, end, e))?;
-                    let win: Vec<Block> = out.positions.iter().map(|&p| blocks[p]).collect();
-                    let pinned = out.positions.iter().filter(|&&p| pinned_at[p]).count();
-                    let u = sender.send(&win, pinned);
-                    (out.positions, u, None, 0)
+                SimStrategy::ChatTrim => match trim(request, &per_turn) {
+                    Ok(out) => {
+                        let win: Vec<Block> = out.positions.iter().map(|&p| blocks[p]).collect();
+                        let pinned = out.positions.iter().filter(|&&p| pinned_at[p]).count();
+                        let u = sender.send(&win, pinned);
+                        Ok((out.positions, u, None, 0))
+                    }
+                    Err(e) if is_window_failure(&e) => Err(e),
+                    Err(e) => return Err(at(k, end, e)),
+                },
+                SimStrategy::CacheAware => match session.next(request) {
+                    Ok(t) => {
+                        last_turn = Some((k, t.turn));
+                        Ok((t.positions.clone(), t.usage, Some(t.explain()), t.low_water))
+                    }
+                    Err(CacheError::Chat(e)) if is_window_failure(&e) => {
+                        // This request takes a number; the next one the one after.
+                        let next = match last_turn {
+                            Some((k0, t0)) => t0 + (k - k0) + 1,
+                            None => k + 2,
+                        };
+                        session = session.turn_number(next);
+                        Err(e)
+                    }
+                    Err(CacheError::Chat(e)) => return Err(at(k, end, e)),
+                    Err(e) => return Err(e),
+                },
+            };
+            let row = match windowed {
+                Ok((positions, usage, note, low_water)) => {
+                    let window_tokens = positions
+                        .iter()
+                        .fold(overhead, |a, &p| a.saturating_add(tokens[p]));
+                    let c = profile.cost(&usage);
+                    total += usage;
+                    cost += c;
+                    SimTurn {
+                        turn: k + 1,
+                        end,
+                        window_messages: positions.len(),
+                        window_tokens,
+                        history_tokens: history,
+                        usage,
+                        cost: c,
+                        note,
+                        low_water,
+                        failure: None,
+                    }
                 }
-                SimStrategy::CacheAware => {
-                    let t = session.next(request).map_err(|e| match e {
-                        CacheError::Chat(e) => at(k, end, e),
-                        e => e,
-                    })?;
-                    (t.positions.clone(), t.usage, Some(t.explain()), t.low_water)
+                Err(e) => {
+                    failed += 1;
+                    SimTurn {
+                        turn: k + 1,
+                        end,
+                        window_messages: 0,
+                        window_tokens: 0,
+                        history_tokens: history,
+                        usage: CacheUsage::default(),
+                        cost: 0.0,
+                        note: None,
+                        low_water: 0,
+                        failure: Some(e),
+                    }
                 }
             };
-            let window_tokens = positions
-                .iter()
-                .fold(overhead, |a, &p| a.saturating_add(tokens[p]));
-            let c = profile.cost(&usage);
-            total += usage;
-            cost += c;
-            turns.push(SimTurn {
-                turn: k + 1,
-                end,
-                window_messages: positions.len(),
-                window_tokens,
-                history_tokens: history,
-                usage,
-                cost: c,
-                note,
-                low_water,
-            });
+            turns.push(row);
         }
         runs.push(StrategyRun {
             strategy,
             turns,
             total,
             cost,
+            failed,
         });
     }
     Ok(Simulation {
@@ -333,16 +473,35 @@ pub fn simulate_with(
 }
 
 /// The LangChain-style baseline: pinned prompts, then the newest messages
-/// that fit `room` one by one (stopping at the first that does not), then
-/// leading messages dropped until a user message that is not a tool result.
+/// that fit the budget one by one (stopping at the first that does not),
+/// then leading messages dropped until a user message that is not a tool
+/// result. A window with no conversation message left is refused as the
+/// chat trim refuses it: the pinned prompts and `overhead` over `max`
+/// ([`ChatError::PinnedOverBudget`]), not even the newest message fits
+/// ([`ChatError::NothingFits`]), or every message that fits was dropped to
+/// start on a user message ([`ChatError::NoConversation`]).
 fn newest_messages(
     request: &[Message],
     tokens: &[i64],
     pinned_at: &[bool],
-    room: i64,
-) -> Vec<usize> {
+    overhead: i64,
+    max: i64,
+) -> Result<Vec<usize>, ChatError> {
     let pinned: Vec<usize> = (0..request.len()).filter(|&i| pinned_at[i]).collect();
-    let mut left = room.saturating_sub(pinned.iter().map(|&i| tokens[i]).sum::<i64>());
+    let pinned_tokens = pinned
+        .iter()
+        .fold(0i64, |a, &i| a.saturating_add(tokens[i]));
+    let fixed = overhead.saturating_add(pinned_tokens);
+    if fixed > max {
+        return Err(ChatError::PinnedOverBudget {
+            pinned_tokens,
+            overhead_tokens: overhead,
+            total: fixed,
+            max_tokens: max,
+        });
+    }
+    let available = max - fixed;
+    let mut left = available;
     let mut kept: Vec<usize> = Vec::new();
     for i in (0..request.len()).rev() {
         if pinned_at[i] {
@@ -359,8 +518,30 @@ fn newest_messages(
         .iter()
         .take_while(|&&i| request[i].role != Role::User || request[i].is_tool_result())
         .count();
-    pinned
+    let conversation = request.len() - pinned.len();
+    if skip == kept.len() {
+        if kept.is_empty()
+            && let Some(newest) = (0..request.len()).rev().find(|&i| !pinned_at[i])
+        {
+            return Err(ChatError::NothingFits {
+                position: newest,
+                label: request[newest].label(),
+                last_position: newest,
+                unit_messages: 1,
+                whole_conversation: conversation == 1,
+                unit_tokens: tokens[newest],
+                available_tokens: available,
+            });
+        }
+        return Err(ChatError::NoConversation {
+            messages: conversation,
+            orphans: 0,
+            provider_rules: kept.len(),
+            budget: conversation - kept.len(),
+        });
+    }
+    Ok(pinned
         .into_iter()
         .chain(kept.into_iter().skip(skip))
-        .collect()
+        .collect())
 }
