@@ -358,7 +358,7 @@ fn a_request_whose_newest_exchange_is_over_the_budget_is_reported_and_the_replay
     let chat_err = fails(&["chat", &request_10, "--max-tokens", "2000"], None, 1);
     assert!(
         chat_err.starts_with(
-            "error: nothing fits: the newest unit (from #19 assistant tool call fetch_logs (call_4)) needs 27932 tokens"
+            "error: nothing fits: the newest unit (#19 assistant tool call fetch_logs (call_4) to #20, 2 messages) needs 27932 tokens"
         ),
         "{chat_err}"
     );
