@@ -1,11 +1,14 @@
 //! (h) Chat transcripts: arbitrary text as an OpenAI or Anthropic document
 //! (a bare `messages` array or a whole request body), read, written back and
 //! trimmed to a budget taken from the input. Asserts no panic; that writing
-//! what was read and reading it again gives the same JSON value; and that
-//! every window is one the provider accepts: within the budget, every tool
-//! call answered and every answer's call present, after the pinned system /
-//! developer prompt the first message is a user message, and a transcript
-//! with a conversation gives a window with one.
+//! what was read gives the input text itself, byte for byte, and reading the
+//! model's value back gives the same value; that every window is one the
+//! provider accepts: within the budget, every tool call answered and every
+//! answer's call present, after the pinned system / developer prompt the
+//! first message is a user message, and a transcript with a conversation
+//! gives a window with one; and, input against output, that every kept
+//! message the trim did not rewrite is written as its input text, byte for
+//! byte, and a rewritten one is a mixed turn at the window's front.
 #![no_main]
 
 use std::collections::BTreeSet;
@@ -23,6 +26,8 @@ fuzz_target!(|data: &[u8]| {
     let Ok(doc) = Transcript::parse(text) else {
         return;
     };
+    // Faithful: nothing changed, the same bytes.
+    assert_eq!(doc.to_json(), text, "writing what was read changed its text");
     // Round trip: what is written reads back as the same document.
     let written = doc.to_value();
     let back = Transcript::from_value(written.clone(), Some(doc.format()))
@@ -76,4 +81,23 @@ fuzz_target!(|data: &[u8]| {
     // Positions ascend and name input messages.
     assert!(out.positions.windows(2).all(|w| w[0] < w[1]));
     assert!(out.positions.iter().all(|&p| p < doc.messages().len()));
+    // Input against output: the window's text holds each kept message as
+    // its input text, except the one rewritten at the front.
+    let text_out = doc.window_json(&out);
+    assert_eq!(text_out, window.to_json(), "two writers of one window disagree");
+    let back = Transcript::parse_as(&text_out, doc.format()).expect("the window reads back");
+    assert_eq!(back.messages(), window.messages(), "the window reads back as written");
+    for (k, &p) in out.positions.iter().enumerate() {
+        match out.shortened.get(&p) {
+            None => assert_eq!(
+                back.message_json(k),
+                doc.message_json(p),
+                "kept message #{p} was not written as read"
+            ),
+            Some(_) => assert!(
+                doc.messages()[p].is_mixed_turn(),
+                "#{p} rewritten but not a mixed turn"
+            ),
+        }
+    }
 });

@@ -115,13 +115,26 @@ impl Transcript {
         Self::parse_text(json, Some(format))
     }
 
+    /// [`parse`](Self::parse) (`format: None`) or [`parse_as`](Self::parse_as)
+    /// taking the text by value: the transcript keeps it without a copy
+    /// (for a large file read into a `String`, half the memory).
+    ///
+    /// # Errors
+    /// As [`parse`](Self::parse).
+    pub fn from_text(json: String, format: Option<Format>) -> Result<Self, ChatError> {
+        Self::parse_owned(json, format)
+    }
+
     /// Reads the text message by message: each message is decoded from its
     /// own slice of the text (the whole document is never held as a
     /// `Value`), and the text is kept so what is not changed is written
     /// back as it was.
     fn parse_text(json: &str, format: Option<Format>) -> Result<Self, ChatError> {
-        check_json(json)?;
-        let text = json.to_owned();
+        Self::parse_owned(json.to_owned(), format)
+    }
+
+    fn parse_owned(text: String, format: Option<Format>) -> Result<Self, ChatError> {
+        check_json(&text)?;
         let s = text.as_bytes();
         let start = raw::skip_ws(s, 0);
         let end = raw::value_end(s, start).unwrap_or(s.len());
@@ -525,7 +538,8 @@ impl Transcript {
             return String::new();
         };
         let t = src.text.as_str();
-        let mut out = String::with_capacity(t.len());
+        // Room for a newline a caller may add (no doubling for one byte).
+        let mut out = String::with_capacity(t.len() + 1);
         out.push_str(&t[..src.span.start]);
         // A body writes Anthropic system prompts to `system`.
         let system_field = self.format == Format::Anthropic && self.body.is_some();

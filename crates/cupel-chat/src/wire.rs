@@ -60,6 +60,13 @@ fn take_str(obj: &mut Extra, key: &str) -> Option<String> {
     }
 }
 
+/// `obj`, or (when its fields were all taken) a map without an allocation:
+/// a map emptied by removals keeps its node (over 600 bytes), one per
+/// message and part of a transcript.
+fn shrink(obj: Extra) -> Extra {
+    if obj.is_empty() { Extra::new() } else { obj }
+}
+
 fn take_bool(obj: &mut Extra, key: &str) -> Option<bool> {
     let b = obj.get(key)?.as_bool()?;
     obj.remove(key);
@@ -147,7 +154,10 @@ fn part_from(v: Value, format: Format, path: &str) -> Result<Part, ChatError> {
         (_, "text") if obj.get("text").is_some_and(Value::is_string) => {
             take_type(&mut obj, "text");
             let text = take_str(&mut obj, "text").unwrap_or_default();
-            Part::Text { text, extra: obj }
+            Part::Text {
+                text,
+                extra: shrink(obj),
+            }
         }
         (Format::OpenAi, "image_url") => {
             let Some(Value::Object(mut inner)) = obj.remove("image_url") else {
@@ -161,8 +171,8 @@ fn part_from(v: Value, format: Format, path: &str) -> Result<Part, ChatError> {
             Part::Image(Image {
                 source: ImageSource::Url(url),
                 detail,
-                source_extra: inner,
-                extra: obj,
+                source_extra: shrink(inner),
+                extra: shrink(obj),
             })
         }
         (Format::Anthropic, "image") => {
@@ -198,8 +208,8 @@ fn part_from(v: Value, format: Format, path: &str) -> Result<Part, ChatError> {
             Part::Image(Image {
                 source,
                 detail: None,
-                source_extra: src,
-                extra: obj,
+                source_extra: shrink(src),
+                extra: shrink(obj),
             })
         }
         (Format::Anthropic, "tool_use") => {
@@ -213,7 +223,7 @@ fn part_from(v: Value, format: Format, path: &str) -> Result<Part, ChatError> {
                 id,
                 name,
                 arguments,
-                extra: obj,
+                extra: shrink(obj),
                 function_extra: Extra::new(),
             })
         }
@@ -231,7 +241,7 @@ fn part_from(v: Value, format: Format, path: &str) -> Result<Part, ChatError> {
                 call_id,
                 content,
                 is_error,
-                extra: obj,
+                extra: shrink(obj),
             })
         }
         (Format::Anthropic, "thinking") if obj.get("thinking").is_some_and(Value::is_string) => {
@@ -241,7 +251,7 @@ fn part_from(v: Value, format: Format, path: &str) -> Result<Part, ChatError> {
             Part::Thinking {
                 thinking,
                 signature,
-                extra: obj,
+                extra: shrink(obj),
             }
         }
         (Format::Anthropic, "redacted_thinking")
@@ -249,7 +259,10 @@ fn part_from(v: Value, format: Format, path: &str) -> Result<Part, ChatError> {
         {
             take_type(&mut obj, "redacted_thinking");
             let data = take_str(&mut obj, "data").unwrap_or_default();
-            Part::RedactedThinking { data, extra: obj }
+            Part::RedactedThinking {
+                data,
+                extra: shrink(obj),
+            }
         }
         _ => Part::Other(Value::Object(obj)),
     };
@@ -372,8 +385,8 @@ fn openai_call_from(v: Value, path: &str) -> Result<ToolCall, ChatError> {
         id,
         name,
         arguments,
-        extra: obj,
-        function_extra: function,
+        extra: shrink(obj),
+        function_extra: shrink(function),
     })
 }
 
@@ -433,7 +446,7 @@ pub fn message_from_value(v: Value, format: Format, path: &str) -> Result<Messag
             );
         }
     }
-    m.extra = obj;
+    m.extra = shrink(obj);
     Ok(m)
 }
 

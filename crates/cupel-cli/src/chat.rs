@@ -207,11 +207,8 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
         Provider::Anthropic => Format::Anthropic,
     });
     let detected = format.is_none();
-    let doc = match format {
-        Some(f) => Transcript::parse_as(&text, f),
-        None => Transcript::parse(&text),
-    }
-    .map_err(|e| map_err(e, name))?;
+    // The transcript keeps the text (kept messages are written from it).
+    let doc = Transcript::from_text(text, format).map_err(|e| map_err(e, name))?;
     if a.max_tokens <= 0 {
         return Err(CliError::input(format!(
             "--max-tokens must be positive, got {}",
