@@ -72,7 +72,7 @@ fn content_tokens(c: &Content, text: &dyn Fn(&str) -> i64, image: &dyn Fn(&Image
 
 fn load(name: &str) -> Result<&'static TiktokenCounter, ChatError> {
     // OpenAI's chat models use o200k_base or cl100k_base; the counter is
-    // loaded once per process (loading takes a tenth of a second).
+    // loaded once per process (a few milliseconds: its regular expression).
     let unknown = || ChatError::UnknownEncoding {
         name: name.to_string(),
     };

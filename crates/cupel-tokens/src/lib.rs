@@ -31,10 +31,14 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+#[cfg(feature = "tiktoken")]
+mod bpe;
 mod error;
 mod estimate;
 #[cfg(feature = "huggingface")]
 mod huggingface;
+#[cfg(feature = "tiktoken")]
+mod rank_layout;
 #[cfg(feature = "tiktoken")]
 mod tiktoken;
 

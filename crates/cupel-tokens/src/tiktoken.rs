@@ -2,11 +2,12 @@
 //! (feature `tiktoken`).
 //!
 //! It lives outside `cupel-core`, which stays small and free of heavy
-//! dependencies (tiktoken-rs embeds megabytes of ranks).
+//! dependencies (the rank tables are megabytes).
 
 use cupel_core::TokenCounter;
 
 use crate::TokenizerError;
+use crate::bpe::Encoder;
 
 /// The encodings [`TiktokenCounter::new`] accepts by name, in the order error
 /// messages list them. `gpt2` is accepted as another name of `r50k_base`, and
@@ -21,7 +22,8 @@ pub const TIKTOKEN_ENCODINGS: &[&str] = &[
 ];
 
 /// Counts tokens with one of tiktoken's BPE encodings (the ranks are embedded
-/// in the binary; no network access).
+/// in the binary as tables read in place; no network access, and next to no
+/// start-up cost).
 ///
 /// Text is encoded as ordinary text: special-token spellings such as
 /// `<|endoftext|>` inside a text count as the ordinary tokens they are made
@@ -51,7 +53,7 @@ pub const TIKTOKEN_ENCODINGS: &[&str] = &[
 /// ```
 pub struct TiktokenCounter {
     encoding: &'static str,
-    bpe: tiktoken_rs::CoreBPE,
+    encoder: Encoder,
 }
 
 impl std::fmt::Debug for TiktokenCounter {
@@ -65,28 +67,24 @@ impl std::fmt::Debug for TiktokenCounter {
 impl TiktokenCounter {
     /// Loads the encoding `name` (or the encoding of the OpenAI model `name`).
     ///
-    /// Names are trimmed and compared ignoring ASCII case. Loading takes
-    /// about a tenth of a second; [`shared`](Self::shared) loads each
+    /// Names are trimmed and compared ignoring ASCII case. Loading takes a
+    /// few milliseconds, nearly all of it compiling the encoding's
+    /// pre-tokenizing regular expression: the ranks are tables built into
+    /// the binary when this crate is compiled, read in place (nothing is
+    /// decoded or hashed at start-up). [`shared`](Self::shared) loads each
     /// encoding once per process.
+    ///
+    /// Counts are tiktoken's: the same pattern, ranks and byte-pair merges
+    /// (only what counting needs is built; there is no decoder).
     ///
     /// # Errors
     /// [`TokenizerError::UnknownEncoding`] for a name that is neither (see
     /// [`TIKTOKEN_ENCODINGS`]); [`TokenizerError::Load`] if the ranks fail to load.
     pub fn new(name: &str) -> Result<Self, TokenizerError> {
         let encoding = Self::encoding_of(name)?;
-        let bpe = match encoding {
-            "cl100k_base" => tiktoken_rs::cl100k_base(),
-            "o200k_base" => tiktoken_rs::o200k_base(),
-            "o200k_harmony" => tiktoken_rs::o200k_harmony(),
-            "p50k_base" => tiktoken_rs::p50k_base(),
-            "p50k_edit" => tiktoken_rs::p50k_edit(),
-            _ => tiktoken_rs::r50k_base(),
-        };
-        let bpe = bpe.map_err(|e| TokenizerError::Load {
-            encoding,
-            message: e.to_string(),
-        })?;
-        Ok(Self { encoding, bpe })
+        let encoder =
+            Encoder::new(encoding).map_err(|message| TokenizerError::Load { encoding, message })?;
+        Ok(Self { encoding, encoder })
     }
 
     /// The canonical encoding `name` stands for (an encoding, `gpt2`, or an
@@ -156,7 +154,7 @@ pub const TIKTOKEN_PIECE_BYTES: usize = 8 * 1024;
 impl TokenCounter for TiktokenCounter {
     fn count_tokens(&self, text: &str) -> i64 {
         let total = pieces(text, TIKTOKEN_PIECE_BYTES)
-            .map(|p| self.bpe.count_ordinary(p))
+            .map(|p| self.encoder.count(p))
             .fold(0usize, usize::saturating_add);
         i64::try_from(total).unwrap_or(i64::MAX)
     }
@@ -225,7 +223,7 @@ mod tests {
         assert!(text.len() > 4 * TIKTOKEN_PIECE_BYTES);
         for name in ["cl100k_base", "o200k_base", "r50k_base"] {
             let c = TiktokenCounter::new(name).unwrap();
-            let whole = i64::try_from(c.bpe.count_ordinary(&text)).unwrap();
+            let whole = i64::try_from(c.encoder.count(&text)).unwrap();
             assert_eq!(c.count_tokens(&text), whole, "{name}");
         }
     }
@@ -237,7 +235,7 @@ mod tests {
         // 8192 / 8 = 1024 and the whole 65536 / 8 = 8192: equal here.
         let c = TiktokenCounter::new("cl100k_base").unwrap();
         let blob = "x".repeat(64 * 1024);
-        assert_eq!(c.bpe.count_ordinary(&blob[..TIKTOKEN_PIECE_BYTES]), 1024);
+        assert_eq!(c.encoder.count(&blob[..TIKTOKEN_PIECE_BYTES]), 1024);
         assert_eq!(c.count_tokens(&blob), 8192);
     }
 
