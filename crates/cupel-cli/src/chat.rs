@@ -164,7 +164,7 @@ pub(crate) fn map_err(e: ChatError, input: &str) -> CliError {
         ChatError::PinnedToolTraffic { .. } => CliError::input(format!("{input}: {e}"))
             .hint("remove the message's tool fields, or pass --no-pin-system to trim it with its tool group"),
         ChatError::NoConversation { .. } => CliError::selection(format!("{input}: {e}")).hint(
-            "a window needs a user message to start on, and each tool result needs the assistant message that makes its call; --explain lists every message's fate",
+            "a window needs a user message to start on, and each tool result needs the assistant message that makes its call; --pin-first-user keeps an agent loop's task and the newest tool traffic; --explain lists every message's fate",
         ),
         ChatError::NothingFits {
             whole_conversation: true,

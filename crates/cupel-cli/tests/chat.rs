@@ -9,6 +9,11 @@ use serde_json::Value;
 
 const AGENT: &str = "tests/fixtures/chat/openai-agent.json";
 const ANTHROPIC: &str = "tests/fixtures/chat/anthropic-parallel.json";
+/// A one-task agent loop: a system prompt, one user task, then only tool
+/// calls and results (12 of them, about 130 tokens each) and an answer.
+const LOOP: &str = "tests/fixtures/chat/openai-one-task-loop.json";
+/// An Anthropic conversation whose user turns carry tool results, then text.
+const MIXED: &str = "tests/fixtures/chat/anthropic-mixed-turns.json";
 
 fn json_of(path: &str) -> Value {
     let text = std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
@@ -106,6 +111,37 @@ fn errors() {
         2,
     );
     insta::assert_snapshot!("chat_error_unknown_encoding", e);
+    // A one-task loop with the task's pin turned off and exchanges as the
+    // unit: one unit, the whole conversation, over the budget.
+    let e = fails(
+        &[
+            "chat",
+            LOOP,
+            "--max-tokens",
+            "400",
+            "--no-pin-first-user",
+            "--granularity",
+            "exchange",
+        ],
+        None,
+        1,
+    );
+    insta::assert_snapshot!("chat_error_nothing_fits_whole_conversation", e);
+    // Turned off with messages as the unit: no window can start on a user
+    // message (the only one is the task, behind the cut).
+    let e = fails(
+        &["chat", LOOP, "--max-tokens", "400", "--no-pin-first-user"],
+        None,
+        1,
+    );
+    insta::assert_snapshot!("chat_error_no_conversation", e);
+    // A pinned prompt that answers a tool call.
+    let e = fails(
+        &["chat", "-", "--max-tokens", "100"],
+        Some(r#"[{"role": "system", "content": "s", "tool_call_id": "call_1"}, {"role": "user", "content": "u"}]"#),
+        2,
+    );
+    insta::assert_snapshot!("chat_error_pinned_tool_traffic", e);
     let e = fails(&["chat", AGENT, "--max-tokens", "-5"], None, 2);
     assert_eq!(e, "error: --max-tokens must be positive, got -5\n");
     let e = fails(
@@ -230,4 +266,64 @@ fn old_tool_results_are_shortened_before_their_exchange_is_dropped() {
         Some(&doc),
     ));
     assert!(explain.contains("kept as head and tail"), "{explain}");
+}
+
+#[test]
+fn explain_a_one_task_loop() {
+    // The task (#1) is pinned automatically; the newest tool groups fill
+    // the rest of the 800 tokens.
+    let out = ok(&["chat", LOOP, "--max-tokens", "800", "--explain"]);
+    insta::assert_snapshot!(out);
+    let v: Value = serde_json::from_str(&ok(&["chat", LOOP, "--max-tokens", "800"])).unwrap();
+    let kept = v.as_array().unwrap();
+    assert_eq!(kept[0]["role"], "system");
+    assert_eq!(kept[1]["content"], "Fix the failing test in parser.rs");
+    assert_eq!(kept[2]["role"], "assistant");
+}
+
+#[test]
+fn explain_mixed_anthropic_turns() {
+    // #11 starts the window: its text is kept, its result for toolu_4 goes
+    // with its call; the row says it is rewritten.
+    let out = ok(&["chat", MIXED, "--max-tokens", "1200", "--explain"]);
+    insta::assert_snapshot!(out);
+    let v: Value = serde_json::from_str(&ok(&["chat", MIXED, "--max-tokens", "1200"])).unwrap();
+    let first = &v["messages"][0];
+    assert_eq!(first["role"], "user");
+    assert_eq!(
+        first["content"],
+        serde_json::json!([{"type": "text", "text": "Thanks, and now question 4?"}])
+    );
+}
+
+#[test]
+fn explain_prints_what_it_knows_when_the_trim_fails() {
+    let o = cupel(
+        &[
+            "chat",
+            LOOP,
+            "--max-tokens",
+            "400",
+            "--no-pin-first-user",
+            "--explain",
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(1));
+    insta::assert_snapshot!(stdout(&o));
+    assert!(stderr(&o).starts_with("error: "), "{}", stderr(&o));
+}
+
+#[test]
+fn output_is_the_input_text_byte_for_byte_and_compact_on_request() {
+    let path = format!("{}/{LOOP}", env!("CARGO_MANIFEST_DIR"));
+    let input = std::fs::read_to_string(&path).unwrap();
+    let out = ok(&["chat", LOOP, "--max-tokens", "100000"]);
+    assert_eq!(out.trim_end(), input.trim_end());
+    let compact = ok(&["chat", LOOP, "--max-tokens", "100000", "--compact"]);
+    assert_eq!(compact.lines().count(), 1);
+    assert_eq!(
+        serde_json::from_str::<Value>(&compact).unwrap(),
+        serde_json::from_str::<Value>(&input).unwrap()
+    );
 }
