@@ -137,7 +137,12 @@ fn assert_valid(kept: &[&Message], anthropic: bool) -> Result<(), TestCaseError>
                 .get(k + 1)
                 .map(|n| n.answered_ids().collect())
                 .unwrap_or_default();
-            prop_assert_eq!(&calls, &next, "#{} calls not answered by the next message", k);
+            prop_assert_eq!(
+                &calls,
+                &next,
+                "#{} calls not answered by the next message",
+                k
+            );
             let answers: BTreeSet<&str> = m.answered_ids().collect();
             if !answers.is_empty() {
                 let prev: BTreeSet<&str> = k
@@ -151,11 +156,19 @@ fn assert_valid(kept: &[&Message], anthropic: bool) -> Result<(), TestCaseError>
                     .iter()
                     .position(|p| !matches!(p, Part::ToolResult(_)))
                     .unwrap_or(parts.len());
-                prop_assert!(parts[first_other..].iter().all(|p| !matches!(p, Part::ToolResult(_))));
+                prop_assert!(
+                    parts[first_other..]
+                        .iter()
+                        .all(|p| !matches!(p, Part::ToolResult(_)))
+                );
             }
         } else {
             for c in &calls {
-                prop_assert!(kept[k + 1..].iter().any(|r| r.answered_ids().any(|a| a == *c)));
+                prop_assert!(
+                    kept[k + 1..]
+                        .iter()
+                        .any(|r| r.answered_ids().any(|a| a == *c))
+                );
             }
             for a in m.answered_ids() {
                 prop_assert!(kept[..k].iter().any(|c| c.calls().any(|c| c.id == a)));

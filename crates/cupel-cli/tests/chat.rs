@@ -138,7 +138,9 @@ fn errors() {
     // A pinned prompt that answers a tool call.
     let e = fails(
         &["chat", "-", "--max-tokens", "100"],
-        Some(r#"[{"role": "system", "content": "s", "tool_call_id": "call_1"}, {"role": "user", "content": "u"}]"#),
+        Some(
+            r#"[{"role": "system", "content": "s", "tool_call_id": "call_1"}, {"role": "user", "content": "u"}]"#,
+        ),
         2,
     );
     insta::assert_snapshot!("chat_error_pinned_tool_traffic", e);
