@@ -719,9 +719,10 @@ pub fn trim<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, Cha
     check_tools(opts.tools.as_ref())?;
     let counter = opts.make_counter()?;
     let n = messages.len();
-    let tokens: Vec<i64> = messages
-        .iter()
-        .map(|m| counter.count_message(m).max(0))
+    let tokens: Vec<i64> = counter
+        .count_messages(messages)
+        .into_iter()
+        .map(|t| t.max(0))
         .collect();
     let overhead = counter.count_request(opts.tools.as_ref()).max(0);
     let tools_tokens = if opts.tools.is_some() {
@@ -1089,7 +1090,8 @@ pub fn trim<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, Cha
 /// Trims a whole document: its messages with [`trim`], counting its `tools`
 /// (unless `opts` has its own) under the rules of the document's own format
 /// (whatever format `opts` was made for), and writes the kept messages back
-/// into the same document.
+/// into the same document. Without a counter of the caller's, an Anthropic
+/// document is counted with [`AnthropicEstimate::for_request`] of its body.
 ///
 /// ```
 /// use cupel_chat::{Transcript, Trim, trim_transcript};
@@ -1113,6 +1115,11 @@ pub fn trim_transcript<'a>(
     // The document's format decides the provider rules (and, without a
     // counter of the caller's, how tokens are counted).
     opts.format = transcript.format();
+    if opts.counter.is_none() && opts.format == Format::Anthropic {
+        // The estimate for this request body: its model, tool choice and thinking.
+        let estimate = AnthropicEstimate::for_request(&transcript.to_value());
+        opts.counter = Some(Arc::new(estimate));
+    }
     let out = trim(transcript.messages(), &opts)?;
     Ok((transcript.with_messages(out.cloned_messages()), out))
 }
