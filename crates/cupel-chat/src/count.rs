@@ -4,17 +4,28 @@
 //!   tiktoken encoding (`o200k_base` for the GPT-4o family and newer,
 //!   `cl100k_base` for GPT-4 / GPT-3.5).
 //! * [`AnthropicEstimate`]: Anthropic publishes no tokenizer, so this is an
-//!   estimate from character counts, made to track the provider by a
-//!   [`Calibration`] fitted to the `usage.input_tokens` of earlier requests.
+//!   estimate (a public tokenizer's count scaled, plus documented and
+//!   measured framing, images, documents and thinking), made to track the
+//!   provider by a [`Calibration`] fitted to the `usage.input_tokens` of
+//!   earlier requests.
+
+mod anthropic;
+mod media;
 
 use std::sync::Arc;
 
 use cupel_core::TokenCounter;
-use cupel_tokens::{CharEstimate, TiktokenCounter};
+use cupel_tokens::TiktokenCounter;
 use serde_json::Value;
 
 use crate::error::ChatError;
 use crate::message::{Content, Image, Message, Part};
+
+pub use anthropic::{
+    ANTHROPIC_IMAGE_MAX_TOKENS, ANTHROPIC_PDF_PAGE_TOKENS, AnthropicEstimate, PreviousThinking,
+    anthropic_image_tokens,
+};
+pub(crate) use media::{base64_prefix, image_header_dimensions};
 
 /// Counts the tokens a message costs in a request.
 ///
@@ -23,6 +34,15 @@ use crate::message::{Content, Image, Message, Part};
 pub trait MessageCounter: Send + Sync {
     /// The tokens one message costs (content plus the per-message overhead).
     fn count_message(&self, message: &Message) -> i64;
+
+    /// The tokens each message of a request costs, in order. The default
+    /// counts each on its own with [`count_message`](Self::count_message);
+    /// a counter for which a message's place matters overrides it (Anthropic
+    /// does not bill the thinking of earlier turns: see
+    /// [`AnthropicEstimate`]). [`trim`](crate::trim) counts with this.
+    fn count_messages(&self, messages: &[Message]) -> Vec<i64> {
+        messages.iter().map(|m| self.count_message(m)).collect()
+    }
 
     /// The tokens every request costs whatever its messages: the reply
     /// priming and the tool definitions (`tools` of the request body). The
@@ -39,6 +59,9 @@ pub trait MessageCounter: Send + Sync {
 impl<T: MessageCounter + ?Sized> MessageCounter for Arc<T> {
     fn count_message(&self, message: &Message) -> i64 {
         (**self).count_message(message)
+    }
+    fn count_messages(&self, messages: &[Message]) -> Vec<i64> {
+        (**self).count_messages(messages)
     }
     fn count_request(&self, tools: Option<&Value>) -> i64 {
         (**self).count_request(tools)
@@ -387,217 +410,6 @@ fn openai_image(img: &Image) -> i64 {
     match img.dimensions() {
         Some((w, h)) => openai_image_tokens(w, h, detail),
         None => OPENAI_IMAGE_MAX_TOKENS,
-    }
-}
-
-/// Decodes the first `max_bytes` bytes of base64 text (stops at the first
-/// character that is not base64).
-pub(crate) fn base64_prefix(text: &str, max_bytes: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(max_bytes);
-    let mut acc: u32 = 0;
-    let mut bits = 0;
-    for c in text.bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            _ => break,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push(((acc >> bits) & 0xff) as u8);
-            if out.len() >= max_bytes {
-                break;
-            }
-        }
-    }
-    out
-}
-
-/// Width and height from a PNG or GIF header.
-pub(crate) fn image_header_dimensions(b: &[u8]) -> Option<(u32, u32)> {
-    if b.len() >= 24 && b.starts_with(b"\x89PNG\r\n\x1a\n") && &b[12..16] == b"IHDR" {
-        let w = u32::from_be_bytes([b[16], b[17], b[18], b[19]]);
-        let h = u32::from_be_bytes([b[20], b[21], b[22], b[23]]);
-        return Some((w, h));
-    }
-    if b.len() >= 10 && b.starts_with(b"GIF8") {
-        let w = u32::from(u16::from_le_bytes([b[6], b[7]]));
-        let h = u32::from(u16::from_le_bytes([b[8], b[9]]));
-        return Some((w, h));
-    }
-    None
-}
-
-/// The text part of [`AnthropicEstimate`]: one token per 3.5 characters
-/// (an assumption for English text, corrected by a [`Calibration`]).
-/// Checked when this crate is compiled.
-#[allow(clippy::panic)]
-const ANTHROPIC_TEXT: CharEstimate = match CharEstimate::checked(3.5) {
-    Some(estimate) => estimate,
-    None => panic!("3.5 is a valid ratio"),
-};
-
-/// An estimate of Anthropic's count, made to track the provider with a
-/// [`Calibration`].
-///
-/// Anthropic does not publish a tokenizer (its token-counting endpoint needs
-/// a network call), so the estimate is deliberately simple and stated here
-/// in full; a calibration corrects its scale:
-///
-/// * text: one token per 3.5 characters (Unicode scalar values), rounded up
-///   — an assumption for English text, not a published figure;
-/// * every message: 3 tokens of framing (an assumption);
-/// * tool calls: name and JSON input as text; thinking: its text;
-/// * images: Anthropic's documented `width * height / 750`, after the
-///   documented downscaling to a long edge of at most 1,568 px; an image whose
-///   size cannot be read counts 1,600 (the documented cost of the largest
-///   image that is not downscaled);
-/// * a request with tools: the tool definitions' JSON as text plus 346
-///   tokens, Anthropic's documented tool-use system prompt for recent models
-///   with `tool_choice` `auto` (set another with [`tool_system_tokens`](Self::tool_system_tokens)).
-///
-/// ```
-/// use cupel_chat::{AnthropicEstimate, Message, MessageCounter};
-/// let e = AnthropicEstimate::new();
-/// // 3 framing + ceil(35 chars / 3.5) = 3 + 10.
-/// assert_eq!(e.count_message(&Message::user("Where is my parcel? It is so late.")), 13);
-/// ```
-#[derive(Debug, Clone, PartialEq)]
-pub struct AnthropicEstimate {
-    /// Text: one token per 3.5 characters ([`ANTHROPIC_TEXT`]).
-    chars: CharEstimate,
-    per_message: i64,
-    tool_system: i64,
-    scale: f64,
-}
-
-impl Default for AnthropicEstimate {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl AnthropicEstimate {
-    /// The estimate described above, uncalibrated (scale 1).
-    pub fn new() -> Self {
-        AnthropicEstimate {
-            chars: ANTHROPIC_TEXT,
-            per_message: 3,
-            tool_system: 346,
-            scale: 1.0,
-        }
-    }
-
-    /// Sets the tokens of the tool-use system prompt (0 to leave it out).
-    pub fn tool_system_tokens(mut self, tokens: i64) -> Self {
-        self.tool_system = tokens.max(0);
-        self
-    }
-
-    /// Applies a calibration: every count is multiplied by its scale
-    /// (rounded up).
-    pub fn calibrated(mut self, calibration: &Calibration) -> Self {
-        self.scale = calibration.scale();
-        self
-    }
-
-    /// The scale in use (1 uncalibrated).
-    pub fn scale(&self) -> f64 {
-        self.scale
-    }
-
-    fn scaled(&self, raw: i64) -> i64 {
-        let v = (raw as f64 * self.scale).ceil();
-        if v.is_finite() && v >= 0.0 && v < i64::MAX as f64 {
-            v as i64
-        } else {
-            i64::MAX
-        }
-    }
-
-    fn text(&self, s: &str) -> i64 {
-        self.chars.count_tokens(s)
-    }
-
-    fn content(&self, c: &Content) -> i64 {
-        content_tokens(c, &|t| self.text(t), &anthropic_image)
-    }
-
-    /// The estimate before calibration of a whole request: its messages and
-    /// tool definitions. Use it to make a calibration [`Observation`].
-    pub fn raw_request(&self, messages: &[Message], tools: Option<&Value>) -> i64 {
-        messages
-            .iter()
-            .map(|m| self.raw_message(m))
-            .fold(self.raw_tools(tools), i64::saturating_add)
-    }
-
-    fn raw_message(&self, m: &Message) -> i64 {
-        let calls = m
-            .tool_calls
-            .iter()
-            .flatten()
-            .map(|c| {
-                self.text(&c.name)
-                    .saturating_add(self.text(&c.arguments_text()))
-            })
-            .fold(0, i64::saturating_add);
-        self.per_message
-            .saturating_add(self.content(&m.content))
-            .saturating_add(calls)
-    }
-
-    fn raw_tools(&self, tools: Option<&Value>) -> i64 {
-        match tools.and_then(Value::as_array) {
-            Some(t) if !t.is_empty() => self
-                .text(&Value::Array(t.clone()).to_string())
-                .saturating_add(self.tool_system),
-            _ => 0,
-        }
-    }
-}
-
-/// Anthropic's documented image cost: `width * height / 750` after scaling
-/// the long edge down to 1,568 px.
-///
-/// ```
-/// assert_eq!(cupel_chat::anthropic_image_tokens(1000, 1000), 1334); // 1,000,000 / 750, rounded up
-/// ```
-pub fn anthropic_image_tokens(width: u32, height: u32) -> i64 {
-    let (mut w, mut h) = (u64::from(width), u64::from(height));
-    let longest = w.max(h);
-    if longest > 1568 {
-        w = w * 1568 / longest;
-        h = h * 1568 / longest;
-    }
-    i64::try_from((w * h).div_ceil(750)).unwrap_or(i64::MAX)
-}
-
-fn anthropic_image(img: &Image) -> i64 {
-    img.dimensions()
-        .map_or(1600, |(w, h)| anthropic_image_tokens(w, h))
-}
-
-impl MessageCounter for AnthropicEstimate {
-    fn count_message(&self, m: &Message) -> i64 {
-        self.scaled(self.raw_message(m))
-    }
-
-    fn count_request(&self, tools: Option<&Value>) -> i64 {
-        self.scaled(self.raw_tools(tools))
-    }
-
-    fn describe(&self) -> String {
-        if self.scale == 1.0 {
-            "anthropic estimate (uncalibrated)".into()
-        } else {
-            format!("anthropic estimate (calibrated, scale {:.3})", self.scale)
-        }
     }
 }
 

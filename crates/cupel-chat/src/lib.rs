@@ -17,7 +17,8 @@
 //!   [`SelectionReport`](cupel_core::SelectionReport).
 //! * Counting: [`OpenAiCounter`] (tiktoken `o200k_base` / `cl100k_base` with
 //!   OpenAI's documented message overhead, tool definitions and image tiles),
-//!   [`AnthropicEstimate`] with a [`Calibration`] fitted to reported
+//!   [`AnthropicEstimate`] (Anthropic's documented image, PDF and thinking
+//!   rules, measured framing) with a [`Calibration`] fitted to reported
 //!   `usage.input_tokens`; or any [`MessageCounter`].
 //! * Prompt caching: a [`CacheSession`] keeps the previous turn's window
 //!   byte-identical and appends to it, cutting once and deep to a
@@ -78,8 +79,9 @@ pub use cache::{
 #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
 pub use compat::{from_async_openai, to_async_openai};
 pub use count::{
-    AnthropicEstimate, Calibration, MessageCounter, OPENAI_IMAGE_MAX_TOKENS, OPENAI_REPLY_PRIMING,
-    OPENAI_TOKENS_PER_MESSAGE, OPENAI_TOKENS_PER_NAME, Observation, OpenAiCounter, TextCounter,
+    ANTHROPIC_IMAGE_MAX_TOKENS, ANTHROPIC_PDF_PAGE_TOKENS, AnthropicEstimate, Calibration,
+    MessageCounter, OPENAI_IMAGE_MAX_TOKENS, OPENAI_REPLY_PRIMING, OPENAI_TOKENS_PER_MESSAGE,
+    OPENAI_TOKENS_PER_NAME, Observation, OpenAiCounter, PreviousThinking, TextCounter,
     anthropic_image_tokens, openai_image_tokens,
 };
 pub use error::ChatError;

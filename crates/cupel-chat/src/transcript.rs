@@ -331,6 +331,13 @@ impl Transcript {
         src.text.get(span)
     }
 
+    /// The request body's fields other than `messages` (and an Anthropic
+    /// `system`) as a JSON object: `model`, `tools`, `tool_choice`,
+    /// `thinking`, ... (an empty object for a bare messages array).
+    pub fn body_value(&self) -> Value {
+        Value::Object(self.body.clone().unwrap_or_default())
+    }
+
     /// The tool definitions of a request body (`tools`), if any.
     pub fn tools(&self) -> Option<&Value> {
         self.body.as_ref()?.get("tools")

@@ -3,8 +3,8 @@
 
 use clap::{Args, ValueEnum};
 use cupel_chat::{
-    AgeToolResults, ChatError, Decision, Format, Granularity, MessageRow, Transcript, Trim,
-    trim_or_rows,
+    AgeToolResults, AnthropicEstimate, Calibration, ChatError, Decision, Format, Granularity,
+    MessageRow, Observation, Transcript, Trim, trim_or_rows,
 };
 
 use crate::error::CliError;
@@ -27,6 +27,7 @@ Examples:
   cupel chat transcript.json --max-tokens 2000 --explain
   cat body.json | cupel chat - --max-tokens 8000 --provider anthropic
   cupel chat turn.json --max-tokens 40000 --state window.json > request.json
+  cupel chat body.json --max-tokens 8000 --input-tokens 12345 --explain
 
 With --state FILE the window is cache-aware: the previous window (read from
 FILE, if it exists) is kept byte for byte and new messages are appended;
@@ -135,6 +136,20 @@ pub(crate) struct ChatArgs {
     #[arg(long, value_name = "FILE")]
     state: Option<String>,
 
+    /// The usage.input_tokens Anthropic reported for this same document
+    ///
+    /// With prompt caching, add cache_creation_input_tokens and
+    /// cache_read_input_tokens. The estimate of the whole document is
+    /// scaled to match it (a calibration from this one observation)
+    /// before the trim. Anthropic documents only.
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        verbatim_doc_comment
+    )]
+    input_tokens: Option<i64>,
+
     /// Write Anthropic cache_control markers into the trimmed request
     ///
     /// At the end of the pinned prompts and of the window (each when
@@ -231,6 +246,11 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
     if let Some(e) = &a.encoding {
         opts = opts.encoding(e.clone());
     }
+    let counted = anthropic_counter(&doc, a.input_tokens)?;
+    let calibrated = counted.as_ref().and_then(|c| c.calibrated);
+    if let Some(c) = counted {
+        opts = opts.counter(c.estimate);
+    }
     if let Some(aging) = aging(a.age_tool_results, a.truncate_results_to)? {
         opts = opts.age_tool_results(aging);
     }
@@ -248,7 +268,7 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
         Err((e, rows)) if a.explain => {
             // Explain what is known, then fail as without --explain.
             let mut s = String::new();
-            header(&mut s, a, &doc, name, detected, None);
+            header(&mut s, a, &doc, name, detected, None, calibrated);
             table(&mut s, &rows);
             let err = map_err(e, name);
             s.push('\n');
@@ -277,7 +297,7 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
     }
     let total = doc.messages().len();
     let mut s = String::new();
-    header(&mut s, a, &doc, name, detected, Some(&out));
+    header(&mut s, a, &doc, name, detected, Some(&out), calibrated);
     table(&mut s, &out.rows);
     if !out.notes.is_empty() {
         s.push('\n');
@@ -330,6 +350,7 @@ fn header(
     name: &str,
     detected: bool,
     out: Option<&cupel_chat::Trimmed<'_>>,
+    calibrated: Option<(i64, i64)>,
 ) {
     let total = doc.messages().len();
     let mut head = vec![(
@@ -341,7 +362,18 @@ fn header(
         ),
     )];
     if let Some(out) = out {
-        head.push(("counted  ", out.counter.clone()));
+        head.push((
+            "counted  ",
+            match calibrated {
+                Some((billed, raw)) => format!(
+                    "{} from usage.input_tokens {} (estimated {})",
+                    out.counter,
+                    cupel_chat::group_digits(billed),
+                    cupel_chat::group_digits(raw)
+                ),
+                None => out.counter.clone(),
+            },
+        ));
         head.push((
             "budget   ",
             format!(
@@ -402,6 +434,57 @@ fn table(s: &mut String, rows: &[MessageRow<'_>]) {
         let indent = crate::render::width(&lead);
         crate::render::labelled(s, &lead, indent, &format!("{} {}", r.label(), r.reason()));
     }
+}
+
+/// The counter of an Anthropic document, and the reported and the
+/// estimated input tokens it was calibrated from (`--input-tokens`).
+struct Counted {
+    estimate: AnthropicEstimate,
+    calibrated: Option<(i64, i64)>,
+}
+
+/// The counter of an Anthropic document: the estimate for its request body
+/// (model, `tool_choice`, `thinking`), scaled to `--input-tokens` when given.
+/// `None` for an OpenAI document, counted with its tokenizer.
+fn anthropic_counter(
+    doc: &Transcript,
+    input_tokens: Option<i64>,
+) -> Result<Option<Counted>, CliError> {
+    if doc.format() != Format::Anthropic {
+        return match input_tokens {
+            None => Ok(None),
+            Some(_) => Err(CliError::input(
+                "--input-tokens calibrates the Anthropic estimate; an OpenAI document is counted with its tokenizer",
+            )),
+        };
+    }
+    // The body's fields (model, tool_choice, thinking), not the messages.
+    let estimate = AnthropicEstimate::for_request(&doc.body_value());
+    let Some(billed) = input_tokens else {
+        return Ok(Some(Counted {
+            estimate,
+            calibrated: None,
+        }));
+    };
+    if billed <= 0 {
+        return Err(CliError::input(format!(
+            "--input-tokens must be positive, got {billed}"
+        )));
+    }
+    let raw = estimate.raw_request(doc.messages(), doc.tools());
+    let fit = Calibration::fit(&[Observation {
+        estimate: raw,
+        actual: billed,
+    }])
+    .map_err(|e| {
+        CliError::input(format!(
+            "--input-tokens: the document estimates to {raw} tokens: {e}"
+        ))
+    })?;
+    Ok(Some(Counted {
+        estimate: estimate.calibrated(&fit),
+        calibrated: Some((billed, raw)),
+    }))
 }
 
 /// `--age-tool-results K [--truncate-results-to N]` (of `chat` and

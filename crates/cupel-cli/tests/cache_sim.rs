@@ -10,8 +10,8 @@ fn tmp(name: &str) -> String {
     format!("{}/{name}", env!("CARGO_TARGET_TMPDIR"))
 }
 
-/// An Anthropic body: a long system prompt (about 2,000 estimated tokens:
-/// 7,000 characters at 3.5 a token) and `n` exchanges.
+/// An Anthropic body: a long system prompt (about 1,300 estimated tokens:
+/// 1,167 `cl100k_base` tokens times 1.1) and `n` exchanges of about 230.
 fn body(n: usize) -> Value {
     let mut messages = Vec::new();
     for i in 0..n {
@@ -154,11 +154,12 @@ fn cache_sim_prints_three_strategies_and_plots() {
     let t = tmp("sim.json");
     write(&t, &body(20));
     let svg = tmp("sim.svg");
+    // 1,300 + 20 exchanges of 230 = 5,900: over 4,500, so the session cuts.
     let out = ok(&[
         "cache-sim",
         &t,
         "--max-tokens",
-        "6000",
+        "4500",
         "--provider",
         "anthropic",
         "--plot",
@@ -199,8 +200,8 @@ fn cache_sim_prints_three_strategies_and_plots() {
 }
 
 /// An Anthropic agent body: the system prompt of [`body`], then `n`
-/// exchanges of a question, a `grep` call, its result (about 430 estimated
-/// tokens: 1,500 characters) and an answer, then a last question.
+/// exchanges of a question, a `grep` call, its result (about 230 estimated
+/// tokens) and an answer, then a last question.
 fn agent_body(n: usize) -> Value {
     let mut messages = Vec::new();
     for i in 0..n {
@@ -227,8 +228,8 @@ fn state_with_ageing_shortens_results_only_when_it_cuts() {
         tmp("age-state.json"),
     );
     let _ = std::fs::remove_file(&state);
-    // Each exchange is about 500 tokens; 8 fit in 8,000 with the 2,000-token
-    // system prompt, 14 do not.
+    // Each exchange is about 300 tokens; 8 fit in 5,000 with the 1,300-token
+    // system prompt (3,700), 14 do not (5,500).
     write(&t1, &agent_body(8));
     write(&t2, &agent_body(14));
     // Turn 3 appends the answer to "and now?" and a new question.
@@ -238,7 +239,7 @@ fn state_with_ageing_shortens_results_only_when_it_cuts() {
     m.push(json!({"role": "user", "content": "Next?"}));
     write(&t3, &next);
     let args = |t: &str, explain: bool| {
-        let mut a = vec!["chat", t, "--max-tokens", "8000", "--state", &state];
+        let mut a = vec!["chat", t, "--max-tokens", "5000", "--state", &state];
         a.extend(["--age-tool-results", "2"]);
         if explain {
             a.push("--explain");

@@ -60,6 +60,23 @@ fn explain_anthropic_parallel_tool_use() {
 }
 
 #[test]
+fn explain_anthropic_calibrated_from_input_tokens() {
+    // The document estimates to 3,351 tokens; Anthropic billed 3,000 for it:
+    // every count is scaled by 3,000 / 3,351 = 0.895 (rounded up per message),
+    // so the request comes to 471 + 14 + 2,520 = 3,005.
+    let out = ok(&[
+        "chat",
+        ANTHROPIC,
+        "--max-tokens",
+        "1500",
+        "--explain",
+        "--input-tokens",
+        "3000",
+    ]);
+    insta::assert_snapshot!(out);
+}
+
+#[test]
 fn anthropic_output_keeps_the_system_and_starts_with_a_user_turn() {
     let out = ok(&["chat", ANTHROPIC, "--max-tokens", "1500"]);
     let v: Value = serde_json::from_str(&out).unwrap();
@@ -146,6 +163,35 @@ fn errors() {
     insta::assert_snapshot!("chat_error_pinned_tool_traffic", e);
     let e = fails(&["chat", AGENT, "--max-tokens", "-5"], None, 2);
     assert_eq!(e, "error: --max-tokens must be positive, got -5\n");
+    let e = fails(
+        &[
+            "chat",
+            AGENT,
+            "--max-tokens",
+            "2000",
+            "--input-tokens",
+            "900",
+        ],
+        None,
+        2,
+    );
+    assert_eq!(
+        e,
+        "error: --input-tokens calibrates the Anthropic estimate; an OpenAI document is counted with its tokenizer\n"
+    );
+    let e = fails(
+        &[
+            "chat",
+            ANTHROPIC,
+            "--max-tokens",
+            "2000",
+            "--input-tokens",
+            "0",
+        ],
+        None,
+        2,
+    );
+    assert_eq!(e, "error: --input-tokens must be positive, got 0\n");
     let e = fails(
         &[
             "chat",
@@ -285,7 +331,7 @@ fn explain_a_one_task_loop() {
 
 #[test]
 fn explain_mixed_anthropic_turns() {
-    // #11 starts the window: its text is kept, its result for toolu_4 goes
+    // #9 starts the window: its text is kept, its result for toolu_3 goes
     // with its call; the row says it is rewritten.
     let out = ok(&["chat", MIXED, "--max-tokens", "1200", "--explain"]);
     insta::assert_snapshot!(out);
@@ -294,7 +340,7 @@ fn explain_mixed_anthropic_turns() {
     assert_eq!(first["role"], "user");
     assert_eq!(
         first["content"],
-        serde_json::json!([{"type": "text", "text": "Thanks, and now question 4?"}])
+        serde_json::json!([{"type": "text", "text": "Thanks, and now question 3?"}])
     );
 }
 

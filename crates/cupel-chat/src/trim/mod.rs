@@ -915,7 +915,8 @@ pub fn trim_or_rows<'a>(
 /// Trims a whole document: its messages with [`trim`], counting its `tools`
 /// (unless `opts` has its own) under the rules of the document's own format
 /// (whatever format `opts` was made for), and writes the kept messages back
-/// into the same document.
+/// into the same document. Without a counter of the caller's, an Anthropic
+/// document is counted with [`AnthropicEstimate::for_request`] of its body.
 ///
 /// ```
 /// use cupel_chat::{Transcript, Trim, trim_transcript};
@@ -948,5 +949,10 @@ pub fn document_options(transcript: &Transcript, opts: &Trim) -> Trim {
         opts.tools = transcript.tools().cloned();
     }
     opts.format = transcript.format();
+    if opts.counter.is_none() && opts.format == Format::Anthropic {
+        // The estimate for this request body: its model, tool choice and thinking.
+        let estimate = AnthropicEstimate::for_request(&transcript.body_value());
+        opts.counter = Some(Arc::new(estimate));
+    }
     opts
 }

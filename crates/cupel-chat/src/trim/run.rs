@@ -157,9 +157,12 @@ impl<'a, 'o> Run<'a, 'o> {
     /// Phase `count`: tokens, pieces and the request overhead.
     fn count(messages: &'a [Message], opts: &'o Trim, counter: Arc<dyn MessageCounter>) -> Self {
         let n = messages.len();
-        let tokens: Vec<i64> = messages
-            .iter()
-            .map(|m| counter.count_message(m).max(0))
+        // Each message in its place (an estimate may count a message by
+        // where it sits, e.g. thinking before the last user message).
+        let tokens: Vec<i64> = counter
+            .count_messages(messages)
+            .into_iter()
+            .map(|t| t.max(0))
             .collect();
         let mut pieces = Vec::with_capacity(n);
         let mut first_piece = Vec::with_capacity(n);
