@@ -412,9 +412,21 @@ impl Transcript {
     pub fn to_value(&self) -> Value {
         // Anthropic's system prompt goes back to the top-level `system` of a
         // body; a bare array (which has no such field) keeps every message.
+        // A system message read from inside `messages` stays there.
         let (system, rest): (Vec<&Message>, Vec<&Message>) = match (self.format, &self.body) {
             (Format::Anthropic, Some(_)) => {
-                self.messages.iter().partition(|m| m.role == Role::System)
+                let (system, rest): (Vec<_>, Vec<_>) =
+                    self.messages.iter().enumerate().partition(|(i, m)| {
+                        m.role == Role::System
+                            && !matches!(
+                                self.origins.get(*i),
+                                Some(Origin::Read(Some(_)) | Origin::Changed(Some(_), _))
+                            )
+                    });
+                (
+                    system.into_iter().map(|(_, m)| m).collect(),
+                    rest.into_iter().map(|(_, m)| m).collect(),
+                )
             }
             _ => (Vec::new(), self.messages.iter().collect()),
         };
@@ -552,7 +564,12 @@ impl Transcript {
         let system_field = self.format == Format::Anthropic && self.body.is_some();
         let (system, rest): (Vec<&Entry<'_>>, Vec<&Entry<'_>>) = entries
             .iter()
-            .partition(|e| system_field && e.message().role == Role::System);
+            .partition(|e| {
+                // A system message read from inside `messages` stays there.
+                system_field
+                    && e.message().role == Role::System
+                    && !matches!(e, Entry::Read(Some(_), _) | Entry::Changed(Some(_), _, _))
+            });
         if src.members.is_empty() {
             write_messages(&mut out, src, &rest, self.format);
             out.push_str(&t[src.span.end..]);

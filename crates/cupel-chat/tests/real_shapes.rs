@@ -387,3 +387,18 @@ fn an_anthropic_body_keeps_its_system_and_fields_as_read() {
     assert_eq!(window.to_json(), text);
     assert_eq!(d.message_json(0), Some(r#""S\u00e9""#));
 }
+
+#[test]
+fn a_system_message_inside_an_anthropic_body_stays_where_it_was() {
+    // pydantic-ai sends instructions mid-conversation as a `system` message
+    // in `messages`; it is written back there, not moved to `system`.
+    let text = r#"{"system": "Be brief.", "messages": [
+  {"role": "user", "content": "Hi"},
+  {"role": "system", "content": "Answer in French."},
+  {"role": "user", "content": "Bye"}]}"#;
+    let d = Transcript::parse(text).unwrap();
+    let (window, _) = trim_transcript(&d, &Trim::anthropic(100_000)).unwrap();
+    assert_eq!(window.to_json(), text);
+    assert_eq!(window.to_value()["messages"][1]["role"], "system");
+    assert_eq!(window.to_value()["system"], "Be brief.");
+}
