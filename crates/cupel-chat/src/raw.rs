@@ -240,127 +240,127 @@ fn patch_object(
     n: &serde_json::Map<String, Value>,
     new: &Value,
 ) {
-        let Some((ms, tail)) = members(text, raw.clone()) else {
-            return write_value(out, new);
+    let Some((ms, tail)) = members(text, raw.clone()) else {
+        return write_value(out, new);
+    };
+    // Each member written: (lead, key, sep, value text, trail).
+    let mut written: Vec<(&str, String, &str, String, &str)> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for m in &ms {
+        let Some(k) = key(text, m) else { continue };
+        let mut value = String::new();
+        let keep = match (o.get(&k), n.get(&k)) {
+            (Some(ov), Some(nv)) => {
+                patch(&mut value, text, m.value.clone(), ov, nv);
+                true
+            }
+            (None, Some(nv)) => {
+                write_value(&mut value, nv);
+                true
+            }
+            (Some(_), None) => false,
+            (None, None) => {
+                value.push_str(&text[m.value.clone()]);
+                true
+            }
         };
-        // Each member written: (lead, key, sep, value text, trail).
-        let mut written: Vec<(&str, String, &str, String, &str)> = Vec::new();
-        let mut seen = std::collections::BTreeSet::new();
-        for m in &ms {
-            let Some(k) = key(text, m) else { continue };
-            let mut value = String::new();
-            let keep = match (o.get(&k), n.get(&k)) {
-                (Some(ov), Some(nv)) => {
-                    patch(&mut value, text, m.value.clone(), ov, nv);
-                    true
-                }
-                (None, Some(nv)) => {
-                    write_value(&mut value, nv);
-                    true
-                }
-                (Some(_), None) => false,
-                (None, None) => {
-                    value.push_str(&text[m.value.clone()]);
-                    true
-                }
-            };
-            if keep {
-                written.push((
-                    &text[m.lead.clone()],
-                    text[m.key.clone()].to_string(),
-                    &text[m.sep.clone()],
-                    value,
-                    &text[m.trail.clone()],
-                ));
-            }
-            seen.insert(k);
+        if keep {
+            written.push((
+                &text[m.lead.clone()],
+                text[m.key.clone()].to_string(),
+                &text[m.sep.clone()],
+                value,
+                &text[m.trail.clone()],
+            ));
         }
-        let (lead, sep) = written.last().map_or(("", ":"), |w| (w.0, w.2));
-        for (k, v) in n {
-            if seen.contains(k) || o.get(k) == Some(v) {
-                continue;
-            }
-            let mut key_text = String::new();
-            write_value(&mut key_text, &Value::String(k.clone()));
-            let mut value = String::new();
-            write_value(&mut value, v);
-            written.push((lead, key_text, sep, value, ""));
+        seen.insert(k);
+    }
+    let (lead, sep) = written.last().map_or(("", ":"), |w| (w.0, w.2));
+    for (k, v) in n {
+        if seen.contains(k) || o.get(k) == Some(v) {
+            continue;
         }
-        out.push('{');
-        let last = written.len().saturating_sub(1);
-        for (i, (lead, key, sep, value, trail)) in written.iter().enumerate() {
-            out.push_str(lead);
-            out.push_str(key);
-            out.push_str(sep);
-            out.push_str(value);
-            if i == last {
-                out.push_str(&text[tail.clone()]);
-            } else {
-                out.push_str(trail);
-                out.push(',');
-            }
+        let mut key_text = String::new();
+        write_value(&mut key_text, &Value::String(k.clone()));
+        let mut value = String::new();
+        write_value(&mut value, v);
+        written.push((lead, key_text, sep, value, ""));
+    }
+    out.push('{');
+    let last = written.len().saturating_sub(1);
+    for (i, (lead, key, sep, value, trail)) in written.iter().enumerate() {
+        out.push_str(lead);
+        out.push_str(key);
+        out.push_str(sep);
+        out.push_str(value);
+        if i == last {
+            out.push_str(&text[tail.clone()]);
+        } else {
+            out.push_str(trail);
+            out.push(',');
         }
-        if written.is_empty() {
-            out.push_str(&text[tail]);
-        }
-        out.push('}');
+    }
+    if written.is_empty() {
+        out.push_str(&text[tail]);
+    }
+    out.push('}');
 }
 
 /// [`patch`] of an array: element by element.
 fn patch_array(out: &mut String, text: &str, raw: Span, o: &[Value], n: &[Value], new: &Value) {
-        let Some((es, tail)) = elements(text, raw.clone()) else {
-            return write_value(out, new);
-        };
-        if es.len() != o.len() {
-            return write_value(out, new);
+    let Some((es, tail)) = elements(text, raw.clone()) else {
+        return write_value(out, new);
+    };
+    if es.len() != o.len() {
+        return write_value(out, new);
+    }
+    // Each element written: (lead, value text, trail).
+    let mut written: Vec<(&str, String, &str)> = Vec::new();
+    if o.len() == n.len() {
+        for ((e, ov), nv) in es.iter().zip(o).zip(n) {
+            let mut value = String::new();
+            patch(&mut value, text, e.value.clone(), ov, nv);
+            written.push((&text[e.lead.clone()], value, &text[e.trail.clone()]));
         }
-        // Each element written: (lead, value text, trail).
-        let mut written: Vec<(&str, String, &str)> = Vec::new();
-        if o.len() == n.len() {
-            for ((e, ov), nv) in es.iter().zip(o).zip(n) {
-                let mut value = String::new();
-                patch(&mut value, text, e.value.clone(), ov, nv);
-                written.push((&text[e.lead.clone()], value, &text[e.trail.clone()]));
-            }
-        } else {
-            // Elements removed or added: each new element is copied from
-            // the next old element equal to it, or written anew.
-            let mut at = 0;
-            let (mut lead, mut trail) = es.first().map_or(("", ""), |e| {
-                (&text[e.lead.clone()], &text[e.trail.clone()])
-            });
-            for nv in n {
-                match (at..o.len()).find(|&j| &o[j] == nv) {
-                    Some(j) => {
-                        lead = &text[es[j].lead.clone()];
-                        trail = &text[es[j].trail.clone()];
-                        written.push((lead, text[es[j].value.clone()].to_string(), trail));
-                        at = j + 1;
-                    }
-                    None => {
-                        let mut value = String::new();
-                        write_value(&mut value, nv);
-                        written.push((lead, value, trail));
-                    }
+    } else {
+        // Elements removed or added: each new element is copied from
+        // the next old element equal to it, or written anew.
+        let mut at = 0;
+        let (mut lead, mut trail) = es.first().map_or(("", ""), |e| {
+            (&text[e.lead.clone()], &text[e.trail.clone()])
+        });
+        for nv in n {
+            match (at..o.len()).find(|&j| &o[j] == nv) {
+                Some(j) => {
+                    lead = &text[es[j].lead.clone()];
+                    trail = &text[es[j].trail.clone()];
+                    written.push((lead, text[es[j].value.clone()].to_string(), trail));
+                    at = j + 1;
+                }
+                None => {
+                    let mut value = String::new();
+                    write_value(&mut value, nv);
+                    written.push((lead, value, trail));
                 }
             }
         }
-        out.push('[');
-        let last = written.len().saturating_sub(1);
-        for (i, (lead, value, trail)) in written.iter().enumerate() {
-            out.push_str(lead);
-            out.push_str(value);
-            if i == last {
-                out.push_str(&text[tail.clone()]);
-            } else {
-                out.push_str(trail);
-                out.push(',');
-            }
+    }
+    out.push('[');
+    let last = written.len().saturating_sub(1);
+    for (i, (lead, value, trail)) in written.iter().enumerate() {
+        out.push_str(lead);
+        out.push_str(value);
+        if i == last {
+            out.push_str(&text[tail.clone()]);
+        } else {
+            out.push_str(trail);
+            out.push(',');
         }
-        if written.is_empty() {
-            out.push_str(&text[tail]);
-        }
-        out.push(']');
+    }
+    if written.is_empty() {
+        out.push_str(&text[tail]);
+    }
+    out.push(']');
 }
 
 /// `v` as compact JSON (serialising a `Value` cannot fail: its keys are strings).

@@ -562,14 +562,12 @@ impl Transcript {
         out.push_str(&t[..src.span.start]);
         // A body writes Anthropic system prompts to `system`.
         let system_field = self.format == Format::Anthropic && self.body.is_some();
-        let (system, rest): (Vec<&Entry<'_>>, Vec<&Entry<'_>>) = entries
-            .iter()
-            .partition(|e| {
-                // A system message read from inside `messages` stays there.
-                system_field
-                    && e.message().role == Role::System
-                    && !matches!(e, Entry::Read(Some(_), _) | Entry::Changed(Some(_), _, _))
-            });
+        let (system, rest): (Vec<&Entry<'_>>, Vec<&Entry<'_>>) = entries.iter().partition(|e| {
+            // A system message read from inside `messages` stays there.
+            system_field
+                && e.message().role == Role::System
+                && !matches!(e, Entry::Read(Some(_), _) | Entry::Changed(Some(_), _, _))
+        });
         if src.members.is_empty() {
             write_messages(&mut out, src, &rest, self.format);
             out.push_str(&t[src.span.end..]);
