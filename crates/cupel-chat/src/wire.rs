@@ -159,91 +159,10 @@ fn part_from(v: Value, format: Format, path: &str) -> Result<Part, ChatError> {
                 extra: shrink(obj),
             }
         }
-        (Format::OpenAi, "image_url") => {
-            let Some(Value::Object(mut inner)) = obj.remove("image_url") else {
-                return Err(shape(path, "an image_url part needs an `image_url` object"));
-            };
-            let Some(url) = take_str(&mut inner, "url") else {
-                return Err(shape(path, "an image_url part needs `image_url.url`"));
-            };
-            take_type(&mut obj, "image_url");
-            let detail = take_str(&mut inner, "detail");
-            Part::Image(Image {
-                source: ImageSource::Url(url),
-                detail,
-                source_extra: shrink(inner),
-                extra: shrink(obj),
-            })
-        }
-        (Format::Anthropic, "image") => {
-            let Some(Value::Object(mut src)) = obj.remove("source") else {
-                return Err(shape(path, "an image block needs a `source` object"));
-            };
-            let source = match src.get("type").and_then(Value::as_str) {
-                Some("base64") => {
-                    let (Some(media_type), Some(data)) =
-                        (take_str(&mut src, "media_type"), take_str(&mut src, "data"))
-                    else {
-                        return Err(shape(
-                            path,
-                            "a base64 image source needs `media_type` and `data`",
-                        ));
-                    };
-                    take_type(&mut src, "base64");
-                    ImageSource::Base64 { media_type, data }
-                }
-                _ => match take_str(&mut src, "url") {
-                    Some(url) => {
-                        take_type(&mut src, "url");
-                        ImageSource::Url(url)
-                    }
-                    None => {
-                        // A source this version does not model (e.g. a file id): keep the block.
-                        obj.insert("source".into(), Value::Object(src));
-                        return Ok(Part::Other(Value::Object(obj)));
-                    }
-                },
-            };
-            take_type(&mut obj, "image");
-            Part::Image(Image {
-                source,
-                detail: None,
-                source_extra: shrink(src),
-                extra: shrink(obj),
-            })
-        }
-        (Format::Anthropic, "tool_use") => {
-            let (Some(id), Some(name)) = (take_str(&mut obj, "id"), take_str(&mut obj, "name"))
-            else {
-                return Err(shape(path, "a tool_use block needs string `id` and `name`"));
-            };
-            take_type(&mut obj, "tool_use");
-            let arguments = obj.remove("input").unwrap_or(Value::Object(Map::new()));
-            Part::ToolCall(ToolCall {
-                id,
-                name,
-                arguments,
-                extra: shrink(obj),
-                function_extra: Extra::new(),
-            })
-        }
-        (Format::Anthropic, "tool_result") => {
-            let Some(call_id) = take_str(&mut obj, "tool_use_id") else {
-                return Err(shape(
-                    path,
-                    "a tool_result block needs a string `tool_use_id`",
-                ));
-            };
-            take_type(&mut obj, "tool_result");
-            let content = content_from(obj.remove("content"), format, &format!("{path}.content"))?;
-            let is_error = take_bool(&mut obj, "is_error");
-            Part::ToolResult(ToolResult {
-                call_id,
-                content,
-                is_error,
-                extra: shrink(obj),
-            })
-        }
+        (Format::OpenAi, "image_url") => return openai_image_part(obj, path),
+        (Format::Anthropic, "image") => return anthropic_image_part(obj, path),
+        (Format::Anthropic, "tool_use") => return tool_use_part(obj, path),
+        (Format::Anthropic, "tool_result") => return tool_result_part(obj, format, path),
         (Format::Anthropic, "thinking") if obj.get("thinking").is_some_and(Value::is_string) => {
             take_type(&mut obj, "thinking");
             let thinking = take_str(&mut obj, "thinking").unwrap_or_default();
@@ -268,6 +187,100 @@ fn part_from(v: Value, format: Format, path: &str) -> Result<Part, ChatError> {
     };
     Ok(part)
 }
+
+/// An OpenAI `image_url` part.
+fn openai_image_part(mut obj: Extra, path: &str) -> Result<Part, ChatError> {
+    let Some(Value::Object(mut inner)) = obj.remove("image_url") else {
+        return Err(shape(path, "an image_url part needs an `image_url` object"));
+    };
+    let Some(url) = take_str(&mut inner, "url") else {
+        return Err(shape(path, "an image_url part needs `image_url.url`"));
+    };
+    take_type(&mut obj, "image_url");
+    let detail = take_str(&mut inner, "detail");
+    Ok(Part::Image(Image {
+        source: ImageSource::Url(url),
+        detail,
+        source_extra: shrink(inner),
+        extra: shrink(obj),
+    }))
+}
+
+/// An Anthropic `image` block (a source this version does not model stays a block of its own).
+fn anthropic_image_part(mut obj: Extra, path: &str) -> Result<Part, ChatError> {
+    let Some(Value::Object(mut src)) = obj.remove("source") else {
+        return Err(shape(path, "an image block needs a `source` object"));
+    };
+    let source = match src.get("type").and_then(Value::as_str) {
+        Some("base64") => {
+            let (Some(media_type), Some(data)) =
+                (take_str(&mut src, "media_type"), take_str(&mut src, "data"))
+            else {
+                return Err(shape(
+                    path,
+                    "a base64 image source needs `media_type` and `data`",
+                ));
+            };
+            take_type(&mut src, "base64");
+            ImageSource::Base64 { media_type, data }
+        }
+        _ => match take_str(&mut src, "url") {
+            Some(url) => {
+                take_type(&mut src, "url");
+                ImageSource::Url(url)
+            }
+            None => {
+                // A source this version does not model (e.g. a file id): keep the block.
+                obj.insert("source".into(), Value::Object(src));
+                return Ok(Part::Other(Value::Object(obj)));
+            }
+        },
+    };
+    take_type(&mut obj, "image");
+    Ok(Part::Image(Image {
+        source,
+        detail: None,
+        source_extra: shrink(src),
+        extra: shrink(obj),
+    }))
+}
+
+/// An Anthropic `tool_use` block.
+fn tool_use_part(mut obj: Extra, path: &str) -> Result<Part, ChatError> {
+    let (Some(id), Some(name)) = (take_str(&mut obj, "id"), take_str(&mut obj, "name"))
+    else {
+        return Err(shape(path, "a tool_use block needs string `id` and `name`"));
+    };
+    take_type(&mut obj, "tool_use");
+    let arguments = obj.remove("input").unwrap_or(Value::Object(Map::new()));
+    Ok(Part::ToolCall(ToolCall {
+        id,
+        name,
+        arguments,
+        extra: shrink(obj),
+        function_extra: Extra::new(),
+    }))
+}
+
+/// An Anthropic `tool_result` block.
+fn tool_result_part(mut obj: Extra, format: Format, path: &str) -> Result<Part, ChatError> {
+    let Some(call_id) = take_str(&mut obj, "tool_use_id") else {
+        return Err(shape(
+            path,
+            "a tool_result block needs a string `tool_use_id`",
+        ));
+    };
+    take_type(&mut obj, "tool_result");
+    let content = content_from(obj.remove("content"), format, &format!("{path}.content"))?;
+    let is_error = take_bool(&mut obj, "is_error");
+    Ok(Part::ToolResult(ToolResult {
+        call_id,
+        content,
+        is_error,
+        extra: shrink(obj),
+    }))
+}
+
 
 fn part_to(p: &Part, format: Format) -> Value {
     match p {

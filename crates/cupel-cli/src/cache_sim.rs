@@ -213,6 +213,87 @@ fn read(input: &str) -> Result<String, CliError> {
     Ok(text.trim_start_matches('\u{feff}').to_string())
 }
 
+/// The per-request table (a group row naming each strategy over its five
+/// columns, then the column names, then a row per request) and the cache-aware
+/// session's cuts.
+fn per_request(s: &mut String, sim: &Simulation) {
+    // A group row naming each strategy over its five columns, then the
+    // column names.
+    let mut group = format!("{:12}", "");
+    for r in &sim.runs {
+        group.push_str(&format!(" | {:<45}", r.strategy.as_str()));
+    }
+    s.push_str(group.trim_end());
+    s.push('\n');
+    s.push_str(&format!("{:>5} {:>6}", "req", "msgs"));
+    for _ in &sim.runs {
+        s.push_str(&format!(
+            " | {:>8} {:>8} {:>8} {:>8} {:>9}",
+            "window", "read", "written", "uncached", "cost"
+        ));
+    }
+    s.push('\n');
+    let rows = sim.runs.first().map_or(0, |r| r.turns.len());
+    for k in 0..rows {
+        let first = &sim.runs[0].turns[k];
+        s.push_str(&format!("{:>5} {:>6}", first.turn, first.end));
+        for r in &sim.runs {
+            let t = &r.turns[k];
+            if t.is_sent() {
+                s.push_str(&format!(
+                    " | {:>8} {:>8} {:>8} {:>8} {:>9.0}",
+                    t.window_tokens, t.usage.read, t.usage.written, t.usage.uncached, t.cost
+                ));
+            } else {
+                s.push_str(&format!(
+                    " | {:>8} {:>8} {:>8} {:>8} {:>9}",
+                    "failed", "-", "-", "-", "-"
+                ));
+            }
+        }
+        s.push('\n');
+    }
+    s.push_str(
+        "\n(tokens; cost in base input tokens: uncached + write multiplier x written + read multiplier x read)\n\n",
+    );
+    if let Some(aware) = sim.runs.last() {
+        for t in &aware.turns {
+            if let Some(n) = t.note.as_deref().filter(|n| n.contains("removed")) {
+                s.push_str(n);
+                s.push('\n');
+            }
+        }
+        s.push('\n');
+    }
+}
+
+/// The cost of each request by strategy, as an SVG line chart at `path`.
+fn plot(sim: &Simulation, max_tokens: i64, path: &str) -> Result<(), CliError> {
+    let chart = LineChart {
+        title: format!(
+            "Cost per request ({}, max {} tokens)",
+            sim.profile.name, max_tokens
+        ),
+        x_label: "request".into(),
+        y_label: "cost (base input tokens)".into(),
+        series: sim
+            .runs
+            .iter()
+            .map(|r| Series {
+                name: r.strategy.as_str().into(),
+                // A failed request was not sent: no point.
+                points: r
+                    .turns
+                    .iter()
+                    .filter(|t| t.is_sent())
+                    .map(|t| (t.turn as i64, t.cost.round() as i64))
+                    .collect(),
+            })
+            .collect(),
+    };
+    chart.write_svg(path)
+}
+
 pub(crate) fn run(a: &CacheSimArgs) -> Result<String, CliError> {
     let name = if a.input == "-" {
         "<stdin>"
@@ -251,54 +332,7 @@ pub(crate) fn run(a: &CacheSimArgs) -> Result<String, CliError> {
         sim.profile
     );
     if !a.totals {
-        // A group row naming each strategy over its five columns, then the
-        // column names.
-        let mut group = format!("{:12}", "");
-        for r in &sim.runs {
-            group.push_str(&format!(" | {:<45}", r.strategy.as_str()));
-        }
-        s.push_str(group.trim_end());
-        s.push('\n');
-        s.push_str(&format!("{:>5} {:>6}", "req", "msgs"));
-        for _ in &sim.runs {
-            s.push_str(&format!(
-                " | {:>8} {:>8} {:>8} {:>8} {:>9}",
-                "window", "read", "written", "uncached", "cost"
-            ));
-        }
-        s.push('\n');
-        let rows = sim.runs.first().map_or(0, |r| r.turns.len());
-        for k in 0..rows {
-            let first = &sim.runs[0].turns[k];
-            s.push_str(&format!("{:>5} {:>6}", first.turn, first.end));
-            for r in &sim.runs {
-                let t = &r.turns[k];
-                if t.is_sent() {
-                    s.push_str(&format!(
-                        " | {:>8} {:>8} {:>8} {:>8} {:>9.0}",
-                        t.window_tokens, t.usage.read, t.usage.written, t.usage.uncached, t.cost
-                    ));
-                } else {
-                    s.push_str(&format!(
-                        " | {:>8} {:>8} {:>8} {:>8} {:>9}",
-                        "failed", "-", "-", "-", "-"
-                    ));
-                }
-            }
-            s.push('\n');
-        }
-        s.push_str(
-            "\n(tokens; cost in base input tokens: uncached + write multiplier x written + read multiplier x read)\n\n",
-        );
-        if let Some(aware) = sim.runs.last() {
-            for t in &aware.turns {
-                if let Some(n) = t.note.as_deref().filter(|n| n.contains("removed")) {
-                    s.push_str(n);
-                    s.push('\n');
-                }
-            }
-            s.push('\n');
-        }
+        per_request(&mut s, &sim);
     }
     s.push_str(&sim.totals_table());
     let failures = failures_text(&sim);
@@ -307,29 +341,7 @@ pub(crate) fn run(a: &CacheSimArgs) -> Result<String, CliError> {
         s.push_str(&failures);
     }
     if let Some(path) = &a.plot {
-        let chart = LineChart {
-            title: format!(
-                "Cost per request ({}, max {} tokens)",
-                sim.profile.name, a.max_tokens
-            ),
-            x_label: "request".into(),
-            y_label: "cost (base input tokens)".into(),
-            series: sim
-                .runs
-                .iter()
-                .map(|r| Series {
-                    name: r.strategy.as_str().into(),
-                    // A failed request was not sent: no point.
-                    points: r
-                        .turns
-                        .iter()
-                        .filter(|t| t.is_sent())
-                        .map(|t| (t.turn as i64, t.cost.round() as i64))
-                        .collect(),
-                })
-                .collect(),
-        };
-        chart.write_svg(path)?;
+        plot(&sim, a.max_tokens, path)?;
     }
     // The table is printed whole; then the first failed request is the
     // error, as `cupel chat` words it (chat-trim runs its trim; cache-aware

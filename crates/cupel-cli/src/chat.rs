@@ -278,24 +278,8 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
         Err((e, _)) => return Err(map_err(e, name)),
     };
     if !a.explain {
-        let mut s = if a.cache_breakpoints {
-            let window = doc.window_of(&out);
-            let profile = cupel_chat::CacheProfile::anthropic();
-            let marks = out.breakpoints(window.format(), &profile);
-            let value = cupel_chat::apply_breakpoints(&window, &marks, &profile);
-            window.json_of(&value)
-        } else {
-            doc.window_json(&out)
-        };
-        if a.compact {
-            s = cupel_chat::compact_json(&s);
-        }
-        if !s.ends_with('\n') {
-            s.push('\n');
-        }
-        return Ok(s);
+        return Ok(window_text(a, &doc, &out));
     }
-    let total = doc.messages().len();
     let mut s = String::new();
     header(&mut s, a, &doc, name, detected, Some(&out), calibrated);
     table(&mut s, &out.rows);
@@ -305,11 +289,38 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
             crate::render::labelled(&mut s, "input    ", 9, &note.to_string());
         }
     }
+    s.push('\n');
+    crate::render::labelled(&mut s, "", 0, &summary(&out, doc.messages().len()));
+    Ok(s)
+}
+
+/// The trimmed document as written: every kept message as read, the
+/// markers when asked, on one line when asked, with a final newline.
+fn window_text(a: &ChatArgs, doc: &Transcript, out: &cupel_chat::Trimmed<'_>) -> String {
+    let mut s = if a.cache_breakpoints {
+        let window = doc.window_of(out);
+        let profile = cupel_chat::CacheProfile::anthropic();
+        let marks = out.breakpoints(window.format(), &profile);
+        let value = cupel_chat::apply_breakpoints(&window, &marks, &profile);
+        window.json_of(&value)
+    } else {
+        doc.window_json(out)
+    };
+    if a.compact {
+        s = cupel_chat::compact_json(&s);
+    }
+    if !s.ends_with('\n') {
+        s.push('\n');
+    }
+    s
+}
+
+/// The `--explain` closing line: what was kept and dropped, and why.
+fn summary(out: &cupel_chat::Trimmed<'_>, total: usize) -> String {
     let rules = out
         .dropped()
         .filter(|r| r.decision.is_provider_rule())
         .count();
-    s.push('\n');
     let kept = out.positions.len();
     let dropped = total - kept;
     let plural = |n: usize| if n == 1 { "message" } else { "messages" };
@@ -327,18 +338,12 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
         0 => String::new(),
         n => format!("; {n} kept without the tool results whose calls are out (rewritten)"),
     };
-    crate::render::labelled(
-        &mut s,
-        "",
-        0,
-        &format!(
-            "kept {kept} {} ({} tokens), dropped {dropped} ({} tokens{rules}){rewritten}",
-            plural(kept),
-            cupel_chat::group_digits(out.tokens.kept),
-            cupel_chat::group_digits(out.tokens.dropped),
-        ),
-    );
-    Ok(s)
+    format!(
+        "kept {kept} {} ({} tokens), dropped {dropped} ({} tokens{rules}){rewritten}",
+        plural(kept),
+        cupel_chat::group_digits(out.tokens.kept),
+        cupel_chat::group_digits(out.tokens.dropped),
+    )
 }
 
 /// The `--explain` header: the document, the counter, the budget, what is

@@ -640,6 +640,11 @@ impl CacheSession {
         self
     }
 
+    /// [`turn_number`](Self::turn_number) in place.
+    pub(crate) fn set_turn_number(&mut self, turn: usize) {
+        self.next_turn = Some(turn.max(1));
+    }
+
     /// Tells the session how long it has been since the previous request
     /// was sent. Longer than the profile's
     /// [`lifetime`](CacheProfile::lifetime), and the provider has dropped

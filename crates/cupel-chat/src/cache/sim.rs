@@ -358,118 +358,178 @@ pub fn simulate_with(
         .zip(&tokens)
         .map(|(m, &t)| Block::of(m, t, opts.format()))
         .collect();
-    let overhead = full.tokens.overhead;
-    let frame = Frame::new(opts.tools.as_ref(), &full.tokens);
-    let per_turn = opts.clone().report(false);
-
+    let replay = Replay {
+        messages,
+        ends: &ends,
+        tokens: &tokens,
+        pinned_at: &pinned_at,
+        blocks: &blocks,
+        overhead: full.tokens.overhead,
+        frame: Frame::new(opts.tools.as_ref(), &full.tokens),
+        per_turn: opts.clone().report(false),
+        profile: &profile,
+        max,
+    };
     let mut runs = Vec::new();
     for strategy in SimStrategy::ALL {
-        let mut sender = Sender {
-            cache: PromptCache::new(profile.clone()),
-            frame,
-            prev: Vec::new(),
-            prev_bps: Vec::new(),
-        };
-        let mut turns = Vec::with_capacity(ends.len());
-        let mut total = CacheUsage::default();
-        let mut cost = 0.0;
-        let mut failed = 0usize;
-        // The cache-aware session's last turn: (request index, its number).
-        let mut last_turn: Option<(usize, usize)> = None;
-        for (k, &end) in ends.iter().enumerate() {
-            let request = &messages[..end];
-            let history = tokens[..end]
-                .iter()
-                .fold(overhead, |a, &t| a.saturating_add(t));
-            let windowed = match strategy {
-                SimStrategy::NewestMessages => {
-                    newest_messages(request, &tokens, &pinned_at, overhead, max).map(|positions| {
-                        let win: Vec<Block> = positions.iter().map(|&p| blocks[p]).collect();
-                        let pinned = positions.iter().filter(|&&p| pinned_at[p]).count();
-                        let u = sender.send(&win, pinned);
-                        (positions, u, None, 0)
-                    })
-                }
-                SimStrategy::ChatTrim => match trim(request, &per_turn) {
-                    Ok(out) => {
-                        let win: Vec<Block> = out.positions.iter().map(|&p| blocks[p]).collect();
-                        let pinned = out.positions.iter().filter(|&&p| pinned_at[p]).count();
-                        let u = sender.send(&win, pinned);
-                        Ok((out.positions, u, None, 0))
-                    }
-                    Err(e) if is_window_failure(&e) => Err(e),
-                    Err(e) => return Err(at(k, end, e)),
-                },
-                SimStrategy::CacheAware => match session.next(request) {
-                    Ok(t) => {
-                        last_turn = Some((k, t.turn));
-                        Ok((t.positions.clone(), t.usage, Some(t.explain()), t.low_water))
-                    }
-                    Err(CacheError::Chat(e)) if is_window_failure(&e) => {
-                        // This request takes a number; the next one the one after.
-                        let next = match last_turn {
-                            Some((k0, t0)) => t0 + (k - k0) + 1,
-                            None => k + 2,
-                        };
-                        session = session.turn_number(next);
-                        Err(e)
-                    }
-                    Err(CacheError::Chat(e)) => return Err(at(k, end, e)),
-                    Err(e) => return Err(e),
-                },
-            };
-            let row = match windowed {
-                Ok((positions, usage, note, low_water)) => {
-                    let window_tokens = positions
-                        .iter()
-                        .fold(overhead, |a, &p| a.saturating_add(tokens[p]));
-                    let c = profile.cost(&usage);
-                    total += usage;
-                    cost += c;
-                    SimTurn {
-                        turn: k + 1,
-                        end,
-                        window_messages: positions.len(),
-                        window_tokens,
-                        history_tokens: history,
-                        usage,
-                        cost: c,
-                        note,
-                        low_water,
-                        failure: None,
-                    }
-                }
-                Err(e) => {
-                    failed += 1;
-                    SimTurn {
-                        turn: k + 1,
-                        end,
-                        window_messages: 0,
-                        window_tokens: 0,
-                        history_tokens: history,
-                        usage: CacheUsage::default(),
-                        cost: 0.0,
-                        note: None,
-                        low_water: 0,
-                        failure: Some(e),
-                    }
-                }
-            };
-            turns.push(row);
-        }
-        runs.push(StrategyRun {
-            strategy,
-            turns,
-            total,
-            cost,
-            failed,
-        });
+        runs.push(replay.run(strategy, &mut session)?);
     }
     Ok(Simulation {
         profile,
         max_tokens: max,
         runs,
     })
+}
+
+/// One replay of a transcript's requests: what every strategy shares.
+struct Replay<'a> {
+    messages: &'a [Message],
+    ends: &'a [usize],
+    tokens: &'a [i64],
+    pinned_at: &'a [bool],
+    blocks: &'a [Block],
+    overhead: i64,
+    frame: Frame,
+    per_turn: Trim,
+    profile: &'a CacheProfile,
+    max: i64,
+}
+
+/// A request's window: its positions, usage, note and low-water mark.
+type Windowed = (Vec<usize>, CacheUsage, Option<String>, i64);
+
+impl Replay<'_> {
+    /// Every request under `strategy`; a request that cannot be windowed is
+    /// a failed row, any other error ends the replay.
+    fn run(
+        &self,
+        strategy: SimStrategy,
+        session: &mut CacheSession,
+    ) -> Result<StrategyRun, CacheError> {
+        let mut sender = Sender {
+            cache: PromptCache::new(self.profile.clone()),
+            frame: self.frame,
+            prev: Vec::new(),
+            prev_bps: Vec::new(),
+        };
+        let mut turns = Vec::with_capacity(self.ends.len());
+        let (mut total, mut cost, mut failed) = (CacheUsage::default(), 0.0, 0usize);
+        // The cache-aware session's last turn: (request index, its number).
+        let mut last_turn: Option<(usize, usize)> = None;
+        for (k, &end) in self.ends.iter().enumerate() {
+            let windowed = match strategy {
+                SimStrategy::NewestMessages => self.newest(end, &mut sender),
+                SimStrategy::ChatTrim => self.chat_trim(k, end, &mut sender)?,
+                SimStrategy::CacheAware => {
+                    let request = &self.messages[..end];
+                    match session.next(request) {
+                        Ok(t) => {
+                            last_turn = Some((k, t.turn));
+                            Ok((t.positions.clone(), t.usage, Some(t.explain()), t.low_water))
+                        }
+                        Err(CacheError::Chat(e)) if is_window_failure(&e) => {
+                            // This request takes a number; the next one the one after.
+                            let next = match last_turn {
+                                Some((k0, t0)) => t0 + (k - k0) + 1,
+                                None => k + 2,
+                            };
+                            session.set_turn_number(next);
+                            Err(e)
+                        }
+                        Err(CacheError::Chat(e)) => return Err(at(k, end, e)),
+                        Err(e) => return Err(e),
+                    }
+                }
+            };
+            let row = self.row(k, end, windowed);
+            if row.failure.is_some() {
+                failed += 1;
+            }
+            total += row.usage;
+            cost += row.cost;
+            turns.push(row);
+        }
+        Ok(StrategyRun {
+            strategy,
+            turns,
+            total,
+            cost,
+            failed,
+        })
+    }
+
+    /// The newest-messages baseline's window for the request ending at `end`.
+    fn newest(&self, end: usize, sender: &mut Sender) -> Result<Windowed, ChatError> {
+        let request = &self.messages[..end];
+        newest_messages(request, self.tokens, self.pinned_at, self.overhead, self.max).map(
+            |positions| {
+                let win: Vec<Block> = positions.iter().map(|&p| self.blocks[p]).collect();
+                let pinned = positions.iter().filter(|&&p| self.pinned_at[p]).count();
+                let u = sender.send(&win, pinned);
+                (positions, u, None, 0)
+            },
+        )
+    }
+
+    /// The chat trim's window for request `k` (ending at `end`); `Err` of
+    /// the outer result ends the replay.
+    fn chat_trim(
+        &self,
+        k: usize,
+        end: usize,
+        sender: &mut Sender,
+    ) -> Result<Result<Windowed, ChatError>, CacheError> {
+        match trim(&self.messages[..end], &self.per_turn) {
+            Ok(out) => {
+                let win: Vec<Block> = out.positions.iter().map(|&p| self.blocks[p]).collect();
+                // The pinned prefix: the prompts, and a pinned task.
+                let pinned = out
+                    .rows
+                    .iter()
+                    .filter(|r| r.decision.is_pinned())
+                    .count();
+                let u = sender.send(&win, pinned);
+                Ok(Ok((out.positions, u, None, 0)))
+            }
+            Err(e) if is_window_failure(&e) => Ok(Err(e)),
+            Err(e) => Err(at(k, end, e)),
+        }
+    }
+
+    /// Request `k`'s row: billed when windowed, failed (nothing sent) when not.
+    fn row(&self, k: usize, end: usize, windowed: Result<Windowed, ChatError>) -> SimTurn {
+        let history = self.tokens[..end]
+            .iter()
+            .fold(self.overhead, |a, &t| a.saturating_add(t));
+        match windowed {
+            Ok((positions, usage, note, low_water)) => SimTurn {
+                turn: k + 1,
+                end,
+                window_messages: positions.len(),
+                window_tokens: positions
+                    .iter()
+                    .fold(self.overhead, |a, &p| a.saturating_add(self.tokens[p])),
+                history_tokens: history,
+                usage,
+                cost: self.profile.cost(&usage),
+                note,
+                low_water,
+                failure: None,
+            },
+            Err(e) => SimTurn {
+                turn: k + 1,
+                end,
+                window_messages: 0,
+                window_tokens: 0,
+                history_tokens: history,
+                usage: CacheUsage::default(),
+                cost: 0.0,
+                note: None,
+                low_water: 0,
+                failure: Some(e),
+            },
+        }
+    }
 }
 
 /// The LangChain-style baseline: pinned prompts, then the newest messages

@@ -588,8 +588,42 @@ struct Reason<'a, 'm>(&'a MessageRow<'m>);
 
 impl fmt::Display for Reason<'_, '_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let row = self.0;
-        match &row.decision {
+        match &self.0.decision {
+            Decision::Partial {
+                kept,
+                tokens,
+                call_ids,
+                dropped,
+            } => self.partial(f, *kept, *tokens, call_ids, dropped),
+            Decision::DoesNotFit {
+                unit_tokens,
+                available_tokens,
+                unit_len,
+            } => self.does_not_fit(f, *unit_tokens, *available_tokens, *unit_len),
+            Decision::Shortened {
+                form,
+                tokens,
+                tokens_saved,
+            } => write!(
+                f,
+                "kept {}: {} tokens instead of {} (old tool result)",
+                if *form == 1 {
+                    "as head and tail"
+                } else {
+                    "as a placeholder"
+                },
+                group_digits(*tokens),
+                group_digits(tokens.saturating_add(*tokens_saved))
+            ),
+            other => Self::plain(f, other),
+        }
+    }
+}
+
+impl Reason<'_, '_> {
+    /// The decisions whose words need nothing but their own fields.
+    fn plain(f: &mut fmt::Formatter<'_>, d: &Decision) -> fmt::Result {
+        match d {
             Decision::Pinned => write!(f, "kept: pinned"),
             Decision::PinnedTask { automatic: true } => write!(
                 f,
@@ -599,81 +633,17 @@ impl fmt::Display for Reason<'_, '_> {
                 f,
                 "kept: pinned as the task (the first user message; any unit may follow it)"
             ),
-            Decision::Partial {
-                kept: TurnHalf::Text,
-                tokens,
-                call_ids,
-                dropped,
-            } => write!(
-                f,
-                "kept without its tool results for {} ({} tokens; rewritten, as their calls are out: {})",
-                call_ids.join(", "),
-                group_digits(*tokens),
-                Reason(&MessageRow {
-                    decision: (**dropped).clone(),
-                    ..row.clone()
-                })
-            ),
-            Decision::Partial {
-                kept: TurnHalf::Results,
-                tokens,
-                dropped,
-                ..
-            } => write!(
-                f,
-                "kept as its tool results only ({} tokens; rewritten, as its text is out: {})",
-                group_digits(*tokens),
-                Reason(&MessageRow {
-                    decision: (**dropped).clone(),
-                    ..row.clone()
-                })
-            ),
             Decision::MalformedResult { found } => write!(
                 f,
                 "dropped: a tool result must name the call it answers, and {found} (orphan result)"
             ),
-            Decision::Kept => write!(f, "kept"),
             Decision::KeptOrphan { call_id } if call_id.is_empty() => {
                 write!(f, "kept on request although it names no call (orphan)")
             }
-            Decision::KeptOrphan { call_id } => {
-                write!(
-                    f,
-                    "kept on request although {call_id} has no counterpart (orphan)"
-                )
-            }
-            Decision::DoesNotFit {
-                unit_tokens,
-                available_tokens,
-                unit_len,
-            } => {
-                let (unit, with) = match row.granularity {
-                    _ if *unit_len <= 1 => {
-                        return write!(
-                            f,
-                            "dropped: needs {} tokens, {} left",
-                            group_digits(*unit_tokens),
-                            group_digits(*available_tokens)
-                        );
-                    }
-                    Granularity::Message if row.message.is_tool_result() => ("group", "its call"),
-                    Granularity::Message
-                        if row.message.calls().next().is_some()
-                            || row.message.legacy_call().is_some() =>
-                    {
-                        ("group", "its results")
-                    }
-                    Granularity::Message => ("group", "its group"),
-                    Granularity::Exchange => ("exchange", "its exchange"),
-                    Granularity::Turn => ("turn", "its turn"),
-                };
-                write!(
-                    f,
-                    "dropped with {with}: the {unit} needs {} tokens, {} left",
-                    group_digits(*unit_tokens),
-                    group_digits(*available_tokens)
-                )
-            }
+            Decision::KeptOrphan { call_id } => write!(
+                f,
+                "kept on request although {call_id} has no counterpart (orphan)"
+            ),
             Decision::OlderThanCut { cut_position } => write!(
                 f,
                 "dropped: older than #{cut_position}, which did not fit (no holes)"
@@ -694,22 +664,72 @@ impl fmt::Display for Reason<'_, '_> {
                 "dropped only so the conversation starts with a {required} message (provider rule)"
             ),
             Decision::EndRule => write!(f, "dropped only so the window ends on an `end_on` role"),
-            Decision::Shortened {
-                form,
-                tokens,
-                tokens_saved,
-            } => write!(
+            _ => write!(f, "kept"),
+        }
+    }
+
+    /// A mixed turn of which one half is sent.
+    fn partial(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        kept: TurnHalf,
+        tokens: i64,
+        call_ids: &[String],
+        dropped: &Decision,
+    ) -> fmt::Result {
+        let why = Reason(&MessageRow {
+            decision: dropped.clone(),
+            ..self.0.clone()
+        });
+        match kept {
+            TurnHalf::Text => write!(
                 f,
-                "kept {}: {} tokens instead of {} (old tool result)",
-                if *form == 1 {
-                    "as head and tail"
-                } else {
-                    "as a placeholder"
-                },
-                group_digits(*tokens),
-                group_digits(tokens.saturating_add(*tokens_saved))
+                "kept without its tool results for {} ({} tokens; rewritten, as their calls are out: {why})",
+                call_ids.join(", "),
+                group_digits(tokens),
+            ),
+            TurnHalf::Results => write!(
+                f,
+                "kept as its tool results only ({} tokens; rewritten, as its text is out: {why})",
+                group_digits(tokens),
             ),
         }
+    }
+
+    /// A unit that did not fit, named by what the message moved with.
+    fn does_not_fit(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        unit_tokens: i64,
+        available_tokens: i64,
+        unit_len: usize,
+    ) -> fmt::Result {
+        let row = self.0;
+        let (unit, with) = match row.granularity {
+            _ if unit_len <= 1 => {
+                return write!(
+                    f,
+                    "dropped: needs {} tokens, {} left",
+                    group_digits(unit_tokens),
+                    group_digits(available_tokens)
+                );
+            }
+            Granularity::Message if row.message.is_tool_result() => ("group", "its call"),
+            Granularity::Message
+                if row.message.calls().next().is_some() || row.message.legacy_call().is_some() =>
+            {
+                ("group", "its results")
+            }
+            Granularity::Message => ("group", "its group"),
+            Granularity::Exchange => ("exchange", "its exchange"),
+            Granularity::Turn => ("turn", "its turn"),
+        };
+        write!(
+            f,
+            "dropped with {with}: the {unit} needs {} tokens, {} left",
+            group_digits(unit_tokens),
+            group_digits(available_tokens)
+        )
     }
 }
 

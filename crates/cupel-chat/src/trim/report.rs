@@ -74,42 +74,15 @@ pub(super) fn build_report(
     let mut included = Vec::new();
     let mut excluded = Vec::new();
     for r in rows {
-        let m = &messages[r.position];
-        let label = m.label();
-        let content = match excerpt(m, 200) {
-            None => format!("#{} {label}", r.position),
-            Some(text) => format!("#{} {label}: {text}", r.position),
-        };
-        let kind = if m.role.is_prompt() {
-            ContextKind::SYSTEM_PROMPT
-        } else if m.is_tool_result() {
-            ContextKind::TOOL_OUTPUT
-        } else {
-            ContextKind::MESSAGE
-        };
         let group = r
             .unit
             .filter(|&u| units[u].len > 1)
             .map(|u| format!("unit-{u}"));
-        let sent = match &r.decision {
-            Decision::Shortened { tokens, .. } | Decision::Partial { tokens, .. } => *tokens,
-            _ => r.tokens,
-        };
-        let mut builder = ContextItem::builder(content, sent)
-            .kind(kind)
-            .pinned(r.decision.is_pinned())
-            .group_opt(group.clone())
-            .metadata("position", r.position.to_string())
-            .metadata("role", m.role.as_str());
-        if let Some(notes) = note_of.get(&r.position) {
-            builder = builder.metadata("note", notes.join("; "));
-        }
-        if let Decision::Partial { .. } = &r.decision {
-            builder = builder.metadata("rewritten", r.reason());
-        }
-        let built = builder.build();
+        let notes = note_of.get(&r.position);
         // Content is never empty and the group id is `unit-N`: building cannot fail.
-        let Ok(item) = built else { continue };
+        let Some(item) = item_of(&messages[r.position], r, group.clone(), notes) else {
+            continue;
+        };
         // Newest scores highest: the order the newest-turns policy fills in.
         let score = (r.position as f64 + 1.0) / n;
         match &r.decision {
@@ -131,41 +104,84 @@ pub(super) fn build_report(
                 }
                 included.push(row);
             }
-            d => {
-                let reason = match (d, group) {
-                    (
-                        Decision::DoesNotFit {
-                            unit_tokens,
-                            available_tokens,
-                            ..
-                        },
-                        Some(group),
-                    ) => ExclusionReason::GroupExcluded {
-                        group,
-                        group_tokens: *unit_tokens,
-                        available_tokens: *available_tokens,
-                    },
-                    (
-                        Decision::DoesNotFit {
-                            unit_tokens,
-                            available_tokens,
-                            ..
-                        },
-                        None,
-                    ) => ExclusionReason::BudgetExceeded {
-                        item_tokens: *unit_tokens,
-                        available_tokens: *available_tokens,
-                    },
-                    (other, _) => ExclusionReason::Filtered {
-                        filter_name: filter_name(other).into(),
-                    },
-                };
-                excluded.push(ExcludedItem::new(item, score, reason).at_position(r.position));
-            }
+            d => excluded.push(
+                ExcludedItem::new(item, score, exclusion(d, group)).at_position(r.position),
+            ),
         }
     }
     excluded.sort_by(|a, b| score_cmp_desc(a.score, b.score));
     SelectionReport::new(included, excluded)
+}
+
+/// One message as a report item: `#position label: excerpt`, its kind,
+/// the tokens sent, its unit as a group, and metadata.
+fn item_of(
+    m: &Message,
+    r: &MessageRow<'_>,
+    group: Option<String>,
+    notes: Option<&Vec<String>>,
+) -> Option<ContextItem> {
+    let label = m.label();
+    let content = match excerpt(m, 200) {
+        None => format!("#{} {label}", r.position),
+        Some(text) => format!("#{} {label}: {text}", r.position),
+    };
+    let kind = if m.role.is_prompt() {
+        ContextKind::SYSTEM_PROMPT
+    } else if m.is_tool_result() {
+        ContextKind::TOOL_OUTPUT
+    } else {
+        ContextKind::MESSAGE
+    };
+    let sent = match &r.decision {
+        Decision::Shortened { tokens, .. } | Decision::Partial { tokens, .. } => *tokens,
+        _ => r.tokens,
+    };
+    let mut builder = ContextItem::builder(content, sent)
+        .kind(kind)
+        .pinned(r.decision.is_pinned())
+        .group_opt(group)
+        .metadata("position", r.position.to_string())
+        .metadata("role", m.role.as_str());
+    if let Some(notes) = notes {
+        builder = builder.metadata("note", notes.join("; "));
+    }
+    if let Decision::Partial { .. } = &r.decision {
+        builder = builder.metadata("rewritten", r.reason());
+    }
+    builder.build().ok()
+}
+
+/// Why a dropped message is out, as the report's reason.
+fn exclusion(d: &Decision, group: Option<String>) -> ExclusionReason {
+    match (d, group) {
+        (
+            Decision::DoesNotFit {
+                unit_tokens,
+                available_tokens,
+                ..
+            },
+            Some(group),
+        ) => ExclusionReason::GroupExcluded {
+            group,
+            group_tokens: *unit_tokens,
+            available_tokens: *available_tokens,
+        },
+        (
+            Decision::DoesNotFit {
+                unit_tokens,
+                available_tokens,
+                ..
+            },
+            None,
+        ) => ExclusionReason::BudgetExceeded {
+            item_tokens: *unit_tokens,
+            available_tokens: *available_tokens,
+        },
+        (other, _) => ExclusionReason::Filtered {
+            filter_name: filter_name(other).into(),
+        },
+    }
 }
 
 fn filter_name(d: &Decision) -> &'static str {
