@@ -247,8 +247,7 @@ fn anthropic_image_part(mut obj: Extra, path: &str) -> Result<Part, ChatError> {
 
 /// An Anthropic `tool_use` block.
 fn tool_use_part(mut obj: Extra, path: &str) -> Result<Part, ChatError> {
-    let (Some(id), Some(name)) = (take_str(&mut obj, "id"), take_str(&mut obj, "name"))
-    else {
+    let (Some(id), Some(name)) = (take_str(&mut obj, "id"), take_str(&mut obj, "name")) else {
         return Err(shape(path, "a tool_use block needs string `id` and `name`"));
     };
     take_type(&mut obj, "tool_use");
@@ -280,7 +279,6 @@ fn tool_result_part(mut obj: Extra, format: Format, path: &str) -> Result<Part, 
         extra: shrink(obj),
     }))
 }
-
 
 fn part_to(p: &Part, format: Format) -> Value {
     match p {

@@ -461,14 +461,19 @@ impl Replay<'_> {
     /// The newest-messages baseline's window for the request ending at `end`.
     fn newest(&self, end: usize, sender: &mut Sender) -> Result<Windowed, ChatError> {
         let request = &self.messages[..end];
-        newest_messages(request, self.tokens, self.pinned_at, self.overhead, self.max).map(
-            |positions| {
-                let win: Vec<Block> = positions.iter().map(|&p| self.blocks[p]).collect();
-                let pinned = positions.iter().filter(|&&p| self.pinned_at[p]).count();
-                let u = sender.send(&win, pinned);
-                (positions, u, None, 0)
-            },
+        newest_messages(
+            request,
+            self.tokens,
+            self.pinned_at,
+            self.overhead,
+            self.max,
         )
+        .map(|positions| {
+            let win: Vec<Block> = positions.iter().map(|&p| self.blocks[p]).collect();
+            let pinned = positions.iter().filter(|&&p| self.pinned_at[p]).count();
+            let u = sender.send(&win, pinned);
+            (positions, u, None, 0)
+        })
     }
 
     /// The chat trim's window for request `k` (ending at `end`); `Err` of
@@ -483,11 +488,7 @@ impl Replay<'_> {
             Ok(out) => {
                 let win: Vec<Block> = out.positions.iter().map(|&p| self.blocks[p]).collect();
                 // The pinned prefix: the prompts, and a pinned task.
-                let pinned = out
-                    .rows
-                    .iter()
-                    .filter(|r| r.decision.is_pinned())
-                    .count();
+                let pinned = out.rows.iter().filter(|r| r.decision.is_pinned()).count();
                 let u = sender.send(&win, pinned);
                 Ok(Ok((out.positions, u, None, 0)))
             }

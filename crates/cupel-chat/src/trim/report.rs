@@ -104,9 +104,8 @@ pub(super) fn build_report(
                 }
                 included.push(row);
             }
-            d => excluded.push(
-                ExcludedItem::new(item, score, exclusion(d, group)).at_position(r.position),
-            ),
+            d => excluded
+                .push(ExcludedItem::new(item, score, exclusion(d, group)).at_position(r.position)),
         }
     }
     excluded.sort_by(|a, b| score_cmp_desc(a.score, b.score));
