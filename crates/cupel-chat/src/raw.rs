@@ -286,24 +286,11 @@ fn patch_object(
         write_value(&mut value, v);
         written.push((lead, key_text, sep, value, ""));
     }
-    out.push('{');
-    let last = written.len().saturating_sub(1);
-    for (i, (lead, key, sep, value, trail)) in written.iter().enumerate() {
-        out.push_str(lead);
-        out.push_str(key);
-        out.push_str(sep);
-        out.push_str(value);
-        if i == last {
-            out.push_str(&text[tail.clone()]);
-        } else {
-            out.push_str(trail);
-            out.push(',');
-        }
-    }
-    if written.is_empty() {
-        out.push_str(&text[tail]);
-    }
-    out.push('}');
+    let items: Vec<(String, &str)> = written
+        .into_iter()
+        .map(|(lead, key, sep, value, trail)| (format!("{lead}{key}{sep}{value}"), trail))
+        .collect();
+    write_items(out, ('{', '}'), &items, &text[tail]);
 }
 
 /// [`patch`] of an array: element by element.
@@ -345,22 +332,28 @@ fn patch_array(out: &mut String, text: &str, raw: Span, o: &[Value], n: &[Value]
             }
         }
     }
-    out.push('[');
-    let last = written.len().saturating_sub(1);
-    for (i, (lead, value, trail)) in written.iter().enumerate() {
-        out.push_str(lead);
-        out.push_str(value);
-        if i == last {
-            out.push_str(&text[tail.clone()]);
-        } else {
+    let items: Vec<(String, &str)> = written
+        .into_iter()
+        .map(|(lead, value, trail)| (format!("{lead}{value}"), trail))
+        .collect();
+    write_items(out, ('[', ']'), &items, &text[tail]);
+}
+
+/// Writes an object's or array's items between its brackets: each item
+/// (with the whitespace before it), then its own trailing whitespace and
+/// `,`, except after the last, which gets the input's closing whitespace
+/// `tail` (as does an empty one).
+fn write_items(out: &mut String, brackets: (char, char), items: &[(String, &str)], tail: &str) {
+    out.push(brackets.0);
+    for (i, (item, trail)) in items.iter().enumerate() {
+        out.push_str(item);
+        if i + 1 < items.len() {
             out.push_str(trail);
             out.push(',');
         }
     }
-    if written.is_empty() {
-        out.push_str(&text[tail]);
-    }
-    out.push(']');
+    out.push_str(tail);
+    out.push(brackets.1);
 }
 
 /// `v` as compact JSON (serialising a `Value` cannot fail: its keys are strings).

@@ -297,11 +297,7 @@ impl CacheTurn<'_> {
     /// their shortened form. This is what the next turn must find as the
     /// previous window (what `cupel chat --state` writes).
     pub fn cloned_messages(&self) -> Vec<Message> {
-        self.messages
-            .iter()
-            .zip(&self.positions)
-            .map(|(m, p)| self.shortened.get(p).unwrap_or(m).clone())
-            .collect()
+        crate::trim::as_sent(&self.messages, &self.positions, &self.shortened)
     }
 
     /// One line: what was kept, appended or removed and why, and the

@@ -436,6 +436,21 @@ impl Decision {
     }
 }
 
+/// Owned copies of a window's `messages` (at input `positions`) as sent:
+/// each in its form from `forms` when it has one there (a trim's or a cache
+/// turn's `shortened`).
+pub(crate) fn as_sent(
+    messages: &[&Message],
+    positions: &[usize],
+    forms: &BTreeMap<usize, Message>,
+) -> Vec<Message> {
+    messages
+        .iter()
+        .zip(positions)
+        .map(|(m, p)| forms.get(p).unwrap_or(m).clone())
+        .collect()
+}
+
 /// Which half of a mixed Anthropic turn a [`Decision::Partial`] keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -821,11 +836,7 @@ impl<'a> Trimmed<'a> {
     /// Owned copies of the kept messages, as sent: shortened ones in their
     /// shortened form.
     pub fn cloned_messages(&self) -> Vec<Message> {
-        self.messages
-            .iter()
-            .zip(&self.positions)
-            .map(|(m, p)| self.shortened.get(p).unwrap_or(m).clone())
-            .collect()
+        as_sent(&self.messages, &self.positions, &self.shortened)
     }
 
     /// Where Anthropic `cache_control` markers go in this window when it is

@@ -763,26 +763,21 @@ impl<'a, 'o> Run<'a, 'o> {
         let results = self.piece_decision(p);
         let text = self.piece_decision(p + 1);
         let halves = self.halves.get(&i);
+        // One half in: the turn is sent as that half (`h[0]` results,
+        // `h[1]` text), and says why the other is out.
+        let partial = |kept: TurnHalf, half: &(Message, i64), dropped: Decision| {
+            let d = Decision::Partial {
+                kept,
+                tokens: half.1,
+                call_ids: self.messages[i].answered_ids().map(str::to_owned).collect(),
+                dropped: Box::new(dropped),
+            };
+            (d, Some(half.clone()))
+        };
         match (results.is_kept(), text.is_kept(), halves) {
             (true, true, _) => shortened(results, self.tokens[i]),
-            (false, true, Some(h)) => (
-                Decision::Partial {
-                    kept: TurnHalf::Text,
-                    tokens: h[1].1,
-                    call_ids: self.messages[i].answered_ids().map(str::to_owned).collect(),
-                    dropped: Box::new(results),
-                },
-                Some(h[1].clone()),
-            ),
-            (true, false, Some(h)) => (
-                Decision::Partial {
-                    kept: TurnHalf::Results,
-                    tokens: h[0].1,
-                    call_ids: self.messages[i].answered_ids().map(str::to_owned).collect(),
-                    dropped: Box::new(text),
-                },
-                Some(h[0].clone()),
-            ),
+            (false, true, Some(h)) => partial(TurnHalf::Text, &h[1], results),
+            (true, false, Some(h)) => partial(TurnHalf::Results, &h[0], text),
             // Both halves out: the newer half's reason speaks for the turn,
             // unless it only went with the older one.
             _ => match text {
