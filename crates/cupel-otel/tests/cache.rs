@@ -79,8 +79,8 @@ fn a_cut_turn_is_on_the_model_call_span() {
         text.as_str().starts_with(
             // Exchanges 1-3 hold 3 * 20 = 60 tokens; exchange 4 (U4 A4, 20)
             // stays: 60 - 20 = 40 < 50.
-            "turn 6: window reached 120 of 100; removed exchanges 1–3 (60 tokens) down to the \
-             50-token low-water mark; exchange 4 (20 tokens) stays: without it the window would \
+            "turn 6: window reached 120 of 100; removed exchanges 1–3 (60 tokens) to 60 tokens \
+             (low-water mark 50); exchange 4 (20 tokens) stays: without it the window would \
              fall under the mark; 60 of 100 tokens"
         ),
         "{}",
