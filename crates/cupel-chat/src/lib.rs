@@ -52,7 +52,7 @@
 //! # Ok::<(), cupel_chat::ChatError>(())
 //! ```
 //!
-//! Depends on `cupel-core` and `cupel-pipeline` (for its tiktoken counter).
+//! Depends on `cupel-core` and `cupel-tokens` (for its tiktoken counter).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod aging;

@@ -1,6 +1,8 @@
 //! `cupel budget simulate`: replays token usage through the adaptive budget
-//! rule of `cupel_analytics::UsageRecorder` and prints the budget after each
-//! cycle (spec chapter 16).
+//! rule of `cupel_run::UsageRecorder` and prints the budget after each cycle
+//! (spec chapter 16). With `--usage` the text output is exactly the seed's
+//! lines (`step N: B` ..., `final budget: B`); the header line naming the
+//! margin and the initial budget is printed only with `--verbose`.
 
 use std::fmt::Write as _;
 
@@ -24,6 +26,10 @@ const DEFAULT_STEPS: u64 = 10;
 const MAX_STEPS: u64 = 100_000;
 
 const SIMULATE_AFTER_HELP: &str = "\
+Text output: `step N: B` per cycle, then `final budget: B` (with --trace each
+step also shows its candidates). --verbose opens it with a header line, the
+margin and the initial budget: `margin 0.2, initial budget 50`.
+
 After each cycle the budget for the next one is
   ceil(max(u, ū, a, ā) × (1 + margin))
 u: the cycle's total usage; ū: the mean of the last ten non-zero totals;
@@ -108,6 +114,10 @@ struct SimulateArgs {
     /// Also draw usage and budget per cycle as an SVG chart
     #[arg(long, value_name = "FILE")]
     plot: Option<String>,
+
+    /// Open the text output with a header line: the margin and the initial budget
+    #[arg(long)]
+    verbose: bool,
 }
 
 fn parse_margin(s: &str) -> Result<Decimal, String> {
@@ -159,17 +169,20 @@ fn simulate(a: &SimulateArgs) -> Result<String, CliError> {
     let final_budget = steps.last().map_or(initial, |s| s.suggestion.budget);
     match a.format {
         OutputFormat::Json => json(&steps, a.margin, initial, final_budget),
-        OutputFormat::Text => Ok(text(&steps, a.margin, initial, final_budget, explain)),
+        OutputFormat::Text => {
+            let header = a.verbose.then(|| header(a.margin, initial));
+            Ok(text(&steps, header.as_deref(), final_budget, explain))
+        }
     }
 }
 
-/// `cupel budget simulate --trace` on a trace held in memory: the explained
-/// text and the JSON, joined (the fuzz harness's entry).
+/// `cupel budget simulate --trace --verbose` on a trace held in memory: the
+/// explained text and the JSON, joined (the fuzz harness's entry).
 pub(crate) fn simulate_trace_text(text: &str, margin: Decimal) -> Result<String, CliError> {
     let cycles = trace::parse("trace", text)?;
     let steps = replay("trace", &cycles, 1, margin)?;
     let final_budget = steps.last().map_or(1, |s| s.suggestion.budget);
-    let mut out = self::text(&steps, margin, 1, final_budget, true);
+    let mut out = self::text(&steps, Some(&header(margin, 1)), final_budget, true);
     out.push_str(&json(&steps, margin, 1, final_budget)?);
     // The chart is drawn in memory too: every number must plot.
     chart(&steps, margin)
@@ -228,8 +241,8 @@ fn short(d: Decimal) -> String {
         .to_string()
 }
 
-/// The header line of the text output: the margin as given (and what a
-/// negative one counts as) and the budget before the first cycle.
+/// The header line of the text output with `--verbose`: the margin as given
+/// (and what a negative one counts as) and the budget before the first cycle.
 fn header(margin: Decimal, initial: i64) -> String {
     let shown = margin.normalize();
     if margin.is_sign_negative() && !margin.is_zero() {
@@ -239,13 +252,16 @@ fn header(margin: Decimal, initial: i64) -> String {
     }
 }
 
-/// A header line (see [`header`]), then `step N: B` per cycle and
-/// `final budget: B`; with `explain`, the candidates u, ū, a, ā, the
-/// trace's cycle number and a note when the NoUsage or Idle rule applied
-/// follow on each line, in aligned columns.
-fn text(steps: &[Step], margin: Decimal, initial: i64, final_budget: i64, explain: bool) -> String {
+/// `header` on a line of its own if given (see [`header`]), then `step N: B`
+/// per cycle and `final budget: B` — without `header` and `explain`, exactly
+/// the seed's lines; with `explain`, the candidates u, ū, a, ā, the trace's
+/// cycle number and a note when the NoUsage or Idle rule applied follow on
+/// each line, in aligned columns.
+fn text(steps: &[Step], header: Option<&str>, final_budget: i64, explain: bool) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{}", header(margin, initial));
+    if let Some(header) = header {
+        let _ = writeln!(out, "{header}");
+    }
     if !explain {
         for s in steps {
             let _ = writeln!(out, "step {}: {}", s.step, s.suggestion.budget);

@@ -1,7 +1,9 @@
 //! Text output: the window, the explanation table, the budget bar, presets.
 //!
 //! Everything is laid out for an 80-column terminal: long contents are cut
-//! with `…`, long lists wrap. Widths count characters (not display cells).
+//! with `…`, long lists wrap. Widths are display columns (Unicode's display
+//! width via `unicode-width`: an East Asian wide character takes two, a
+//! combining mark none), not characters; see [`width`].
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;

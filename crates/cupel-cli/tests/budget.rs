@@ -47,6 +47,19 @@ const EXAMPLE: &str = "examples/usage-trace.csv";
 
 // ----- the seed's outputs ------------------------------------------------------------------
 
+/// Seed 002, section "Simulation": what
+/// `token_budget_convergence.py --steps 5 --usage 50 --margin 0.2` produces,
+/// copied from the seed's code block line for line (ceil(50 × 1.2) = 60 at
+/// every step).
+const SEED_002_SIMULATION: &str = "\
+step 1: 60
+step 2: 60
+step 3: 60
+step 4: 60
+step 5: 60
+final budget: 60
+";
+
 #[test]
 fn constant_usage_prints_exactly_the_seed_output() {
     let out = ok(
@@ -55,12 +68,31 @@ fn constant_usage_prints_exactly_the_seed_output() {
         ],
         None,
     );
-    // A header (the margin; the initial budget is the usage, 50), then the
-    // seed's lines: ceil(50 × 1.2) = 60 at every step.
+    // Byte for byte: six lines, no header, nothing on stderr (`ok` checks).
+    assert_eq!(out, SEED_002_SIMULATION);
+    assert_eq!(out.lines().count(), 6);
+}
+
+#[test]
+fn verbose_opens_with_a_header_line() {
+    let out = ok(
+        &[
+            "budget",
+            "simulate",
+            "--steps",
+            "5",
+            "--usage",
+            "50",
+            "--margin",
+            "0.2",
+            "--verbose",
+        ],
+        None,
+    );
+    // The margin and the initial budget (the usage, 50), then the seed's lines.
     assert_eq!(
         out,
-        "margin 0.2, initial budget 50\n\
-         step 1: 60\nstep 2: 60\nstep 3: 60\nstep 4: 60\nstep 5: 60\nfinal budget: 60\n"
+        format!("margin 0.2, initial budget 50\n{SEED_002_SIMULATION}")
     );
 }
 
@@ -72,10 +104,7 @@ fn usage_100_with_margin_0_1_is_110_not_111() {
         ],
         None,
     );
-    assert_eq!(
-        out,
-        "margin 0.1, initial budget 100\nstep 1: 110\nstep 2: 110\nfinal budget: 110\n"
-    );
+    assert_eq!(out, "step 1: 110\nstep 2: 110\nfinal budget: 110\n");
 }
 
 #[test]
@@ -106,9 +135,10 @@ fn json_prints_the_margin_unrounded() {
 fn steps_default_to_ten_and_margin_to_0_1() {
     // ceil(10 × 1.1) = 11.
     let out = ok(&["budget", "simulate", "--usage", "10"], None);
-    assert_eq!(out.lines().count(), 12);
+    assert_eq!(out.lines().count(), 11);
+    assert!(out.lines().take(10).all(|l| l.ends_with(": 11")));
+    let out = ok(&["budget", "simulate", "--usage", "10", "--verbose"], None);
     assert_eq!(out.lines().next(), Some("margin 0.1, initial budget 10"));
-    assert!(out.lines().skip(1).take(10).all(|l| l.ends_with(": 11")));
 }
 
 #[test]
@@ -125,6 +155,7 @@ fn zero_usage_keeps_the_initial_budget() {
             "12",
             "--initial",
             "64",
+            "--verbose",
         ],
         None,
     );
@@ -134,7 +165,15 @@ fn zero_usage_keeps_the_initial_budget() {
         "{out}"
     );
     let out = ok(
-        &["budget", "simulate", "--usage", "0", "--steps", "2"],
+        &[
+            "budget",
+            "simulate",
+            "--usage",
+            "0",
+            "--steps",
+            "2",
+            "--verbose",
+        ],
         None,
     );
     // --usage 0 raised to 1 is the initial budget.
@@ -148,11 +187,19 @@ fn zero_usage_keeps_the_initial_budget() {
 fn negative_margins_count_as_zero() {
     let out = ok(
         &[
-            "budget", "simulate", "--steps", "1", "--usage", "77", "--margin", "-0.3",
+            "budget",
+            "simulate",
+            "--steps",
+            "1",
+            "--usage",
+            "77",
+            "--margin",
+            "-0.3",
+            "--verbose",
         ],
         None,
     );
-    // The header shows the margin as given and what it counts as.
+    // The header (--verbose) shows the margin as given and what it counts as.
     assert_eq!(
         out,
         "margin -0.3 (counts as 0), initial budget 77\nstep 1: 77\nfinal budget: 77\n"
@@ -174,16 +221,10 @@ fn worked_example_trace_text() {
         .collect();
     assert_eq!(
         budgets,
-        [
-            "margin 0.1, initial budget 1",
-            "step 1: 6",
-            "step 2: 33",
-            "step 3: 17",
-            "final budget: 17"
-        ]
+        ["step 1: 6", "step 2: 33", "step 3: 17", "final budget: 17"]
     );
-    // ū_3 = 40 / 3, shown with two decimals (line 3 is step 3: the header comes first).
-    assert!(out.lines().nth(3).unwrap().contains("ū=13.33"));
+    // ū_3 = 40 / 3, shown with two decimals.
+    assert!(out.lines().nth(2).unwrap().contains("ū=13.33"));
     insta::assert_snapshot!(out);
 }
 
@@ -222,6 +263,24 @@ fn constant_usage_json_has_the_same_shape() {
         None,
     );
     insta::assert_snapshot!(out);
+    // The header is text output: --verbose leaves the JSON as it is.
+    let verbose = ok(
+        &[
+            "budget",
+            "simulate",
+            "--steps",
+            "2",
+            "--usage",
+            "50",
+            "--margin",
+            "0.2",
+            "--format",
+            "json",
+            "--verbose",
+        ],
+        None,
+    );
+    assert_eq!(verbose, out);
 }
 
 #[test]
@@ -233,11 +292,20 @@ fn an_idle_spell_drops_to_1_and_a_trace_with_no_usage_keeps_initial() {
         csv.push_str(&format!("{c},A,0\n"));
     }
     let out = ok(
-        &["budget", "simulate", "--trace", "-", "--margin", "0.1"],
+        &[
+            "budget",
+            "simulate",
+            "--trace",
+            "-",
+            "--margin",
+            "0.1",
+            "--verbose",
+        ],
         Some(&csv),
     );
     let lines: Vec<&str> = out.lines().collect();
-    // A trace starts from budget 1 unless --initial says otherwise.
+    // A trace starts from budget 1 unless --initial says otherwise (the
+    // --verbose header says which).
     assert_eq!(lines[0], "margin 0.1, initial budget 1");
     assert!(lines[10].starts_with("step 10: 44 "), "{out}");
     assert!(
@@ -246,7 +314,15 @@ fn an_idle_spell_drops_to_1_and_a_trace_with_no_usage_keeps_initial() {
     assert_eq!(lines[12], "final budget: 1");
 
     let out = ok(
-        &["budget", "simulate", "--trace", "-", "--initial", "500"],
+        &[
+            "budget",
+            "simulate",
+            "--trace",
+            "-",
+            "--initial",
+            "500",
+            "--verbose",
+        ],
         Some("cycle,agent,tokens\n1,A,0\n2,B,0\n"),
     );
     assert!(

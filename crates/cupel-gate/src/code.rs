@@ -1,9 +1,11 @@
 //! The context gate's injected services: [`LanguageClassifier`] and [`Compactor`].
 //!
-//! The gate (in `cupel-pipeline`) compacts retrieved code before it admits it
-//! into a context window. Which language a text is in, and how a text of that
-//! language is compacted, are behind these two narrow traits so callers can
-//! plug in their own; the built-in implementations live next to the gate.
+//! The gate ([`ContextGate`](crate::ContextGate)) compacts retrieved code
+//! before it admits it into a context window. Which language a text is in,
+//! and how a text of that language is compacted, are behind these two narrow
+//! traits so callers can plug in their own; the built-ins
+//! ([`BuiltinClassifier`](crate::BuiltinClassifier),
+//! [`BuiltinCompactor`](crate::BuiltinCompactor)) live in this crate too.
 
 use std::fmt;
 use std::sync::Arc;

@@ -31,12 +31,16 @@
 //! not shrink the context.
 //!
 //! Every decision of [`ContextGate::admit`] emits one `tracing` event named
-//! `MANAGE_CONTEXT_BUDGET` (target `cupel::gate`, level INFO) with the numbers,
-//! the inbox summary (messages consumed, demand topics found, messages handed
-//! back) and, per node, the language, policy, compacted flag and tokens before
-//! and after. The dry run [`ContextGate::evaluate`] emits none. The same facts
-//! are in the [`GateReport`], which `cupel-otel` turns into OpenTelemetry
-//! attributes and a span event (its `gate` feature).
+//! `MANAGE_CONTEXT_BUDGET` (target `cupel::gate`, level INFO) whose field
+//! `decision` is the seed's `on_ok` or `on_over` ([`GateDecision::seed_outcome`];
+//! `verdict` holds `admitted` / `over`), with the numbers, the inbox summary
+//! (messages consumed, demand topics found, messages handed back) and, per
+//! node, the language, policy, compacted flag and tokens before and after. A
+//! failed call's event has no `decision`; its `verdict` is
+//! `pipeline_budget_misconfig` or `error`. The dry run
+//! [`ContextGate::evaluate`] emits none. The same facts are in the
+//! [`GateReport`], which `cupel-otel` turns into OpenTelemetry attributes and
+//! a span event (its `gate` feature).
 //!
 //! Depends only on `cupel-core`. Token counters for [`ContextGate::new`] are
 //! in `cupel-rs-tokens` (`TiktokenCounter`, `HuggingFaceCounter`, ...).
@@ -848,7 +852,10 @@ fn emit(r: &GateReport) {
         tracing::Level::INFO,
         event_type = GATE_EVENT,
         gate_id = %r.gate_id,
-        decision = r.decision.as_str(),
+        // The seed's words (`on_ok` / `on_over`); `outcome` repeats them for
+        // hosts that read it before `decision` carried them.
+        decision = r.decision.seed_outcome(),
+        verdict = r.decision.as_str(),
         outcome = r.decision.seed_outcome(),
         max_context_tokens = r.max_context_tokens,
         context_tokens = r.context_tokens,
@@ -863,8 +870,10 @@ fn emit(r: &GateReport) {
     );
 }
 
+/// A failed call: no transition, so no `decision` (nor `outcome`); the
+/// `verdict` says which failure.
 fn emit_error(gate_id: &str, consumed: usize, e: &CupelError) {
-    let decision = match e {
+    let verdict = match e {
         CupelError::PipelineBudgetMisconfig { .. } => "pipeline_budget_misconfig",
         _ => "error",
     };
@@ -874,7 +883,7 @@ fn emit_error(gate_id: &str, consumed: usize, e: &CupelError) {
         tracing::Level::INFO,
         event_type = GATE_EVENT,
         gate_id = %gate_id,
-        decision,
+        verdict,
         consumed,
         error = %e,
     );

@@ -1,10 +1,10 @@
 //! What the context gate decided and why: [`GateReport`], one [`NodeReport`]
 //! per retrieval node, [`GateDecision`] and [`CompactionPolicyKind`].
 //!
-//! The gate itself lives in `cupel-pipeline`; its report is plain data and
-//! lives here so that every layer that presents decisions (the OpenTelemetry
-//! bridge in `cupel-otel`, the `cupel` command-line tool) can read it while
-//! depending on `cupel-core` only.
+//! The report is plain data, next to the gate that fills it; whatever
+//! presents decisions (the OpenTelemetry bridge in `cupel-otel`, the `cupel`
+//! command-line tool) reads it by depending on this crate, which depends on
+//! `cupel-core` only.
 
 use std::fmt;
 
@@ -24,7 +24,8 @@ pub enum GateDecision {
 }
 
 impl GateDecision {
-    /// `admitted` or `over`.
+    /// `admitted` or `over`: the `verdict` field of the `MANAGE_CONTEXT_BUDGET`
+    /// event, and the `decision` of the report's JSON.
     pub const fn as_str(self) -> &'static str {
         match self {
             GateDecision::Admitted => "admitted",
@@ -34,7 +35,15 @@ impl GateDecision {
 }
 
 impl GateDecision {
-    /// The seed's name for the transition: `on_ok` (admitted) or `on_over`.
+    /// The seed's name for the transition: `on_ok` (admitted) or `on_over`,
+    /// the `decision` field of the `MANAGE_CONTEXT_BUDGET` event.
+    ///
+    /// ```
+    /// use cupel_gate::GateDecision;
+    ///
+    /// assert_eq!(GateDecision::Admitted.seed_outcome(), "on_ok");
+    /// assert_eq!(GateDecision::Over.seed_outcome(), "on_over");
+    /// ```
     pub const fn seed_outcome(self) -> &'static str {
         match self {
             GateDecision::Admitted => "on_ok",

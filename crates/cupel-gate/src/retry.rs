@@ -292,8 +292,9 @@ impl ContextGate {
     /// back. Nothing is compacted once the guard has decided to stop.
     ///
     /// Every gate call emits its `MANAGE_CONTEXT_BUDGET` event (with
-    /// `outcome` = `on_ok` / `on_over`); the loop adds one
-    /// `MANAGE_CONTEXT_BUDGET_LOOP` event when it ends.
+    /// `decision` = `on_ok` / `on_over`); the loop adds one
+    /// `MANAGE_CONTEXT_BUDGET_LOOP` event when it ends, whose `outcome` is
+    /// `on_ok` when the batch was admitted and `on_over` when the loop gave up.
     ///
     /// # Errors
     /// As [`admit`](Self::admit) (a pipeline misconfiguration ends the loop

@@ -75,7 +75,9 @@ fn every_decision_emits_one_manage_context_budget_event() {
         assert_eq!(e["event_type"], "MANAGE_CONTEXT_BUDGET");
     }
     let first = &events[0];
-    assert_eq!(first["decision"], "over");
+    // Seed 004, "Tracing / logging": "decision: `on_ok` / `on_over`".
+    assert_eq!(first["decision"], "on_over");
+    assert_eq!(first["verdict"], "over");
     assert_eq!(first["gate_id"], "manage_budget");
     // 95 + compacted block (8 + 2 id + 4) 14 = 109.
     assert_eq!(first["total_tokens"], "109");
@@ -92,15 +94,20 @@ fn every_decision_emits_one_manage_context_budget_event() {
             "compacted": true, "tokens_before": 16, "tokens_after": 14
         }])
     );
-    // Issue 28 point 5: the seed's outcome names, alongside ours.
+    assert_eq!(events[1]["decision"], "on_ok");
+    assert_eq!(events[1]["verdict"], "admitted");
+    // `outcome` (issue 28 point 5) still carries the seed's words for hosts
+    // that read it.
     assert_eq!(first["outcome"], "on_over");
     assert_eq!(events[1]["outcome"], "on_ok");
-    assert!(!events[2].contains_key("outcome"));
-    assert_eq!(events[1]["decision"], "admitted");
     assert_eq!(events[1]["consumed"], "0");
     assert_eq!(events[1]["demanded"], "");
     assert_eq!(events[1]["requeued"], "0");
-    assert_eq!(events[2]["decision"], "pipeline_budget_misconfig");
+    // A failure is no transition: no `decision`, no `outcome`; the verdict
+    // names it.
+    assert!(!events[2].contains_key("decision"), "{:?}", events[2]);
+    assert!(!events[2].contains_key("outcome"));
+    assert_eq!(events[2]["verdict"], "pipeline_budget_misconfig");
     // The seed's wording follows the code.
     assert!(
         events[2]["error"].starts_with(
@@ -137,7 +144,7 @@ fn a_dry_run_then_the_real_call_is_one_event() {
     });
     let events = events.lock().unwrap();
     assert_eq!(events.len(), 1, "{events:#?}");
-    assert_eq!(events[0]["decision"], "admitted");
+    assert_eq!(events[0]["decision"], "on_ok");
     // The dry run reported what the real call decided, inbox summary included:
     // 10 context words + the compacted block (8 + 2 id + 4) = 24 <= 100.
     assert_eq!(&dry, real.report());
@@ -179,4 +186,33 @@ fn the_retry_loop_names_the_seed_outcomes() {
         ]
     );
     assert_eq!(events[2]["attempts"], "2");
+}
+
+/// Issue 50 item 8: a host that filters on the seed's words finds them in
+/// `decision`, whatever the decision: exactly `on_ok` and `on_over`.
+#[test]
+fn the_decision_field_holds_the_seeds_words() {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let g = demand_then_always();
+    tracing::subscriber::with_default(Capture(events.clone()), || {
+        tracing::callsite::rebuild_interest_cache();
+        // 95 words + the block do not fit 100; an empty context does.
+        let _ = g.admit(state(&[&words(95)], vec![RetrievalNode::new(SQL)]), &[]);
+        let _ = g.admit(state(&[], vec![RetrievalNode::new(SQL)]), &[]);
+        // An empty buffer is admitted too (G-6).
+        let _ = g.admit(state(&[&words(95)], Vec::new()), &[]);
+    });
+    let events = events.lock().unwrap();
+    let decisions: Vec<(&str, &str)> = events
+        .iter()
+        .map(|e| (e["decision"].as_str(), e["verdict"].as_str()))
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            ("on_over", "over"),
+            ("on_ok", "admitted"),
+            ("on_ok", "admitted")
+        ]
+    );
 }

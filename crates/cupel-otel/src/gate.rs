@@ -1,14 +1,14 @@
 //! Context-gate decisions as an OpenTelemetry span event.
 //!
-//! The context gate (`cupel_pipeline::ContextGate`) emits its
+//! The context gate (`cupel_gate::ContextGate`) emits its
 //! `MANAGE_CONTEXT_BUDGET` event through `tracing`. Applications that trace
 //! with OpenTelemetry directly put the same decision on their own span (the
 //! step that runs the gate, the model call it feeds) with
 //! [`record_gate_report`], from the [`GateReport`] the gate returns with
 //! every outcome; [`record_gate_error`] records a failed call.
 //!
-//! The report type lives in `cupel-core`, so this module needs nothing
-//! beyond this crate's own dependencies.
+//! The report type lives in `cupel-gate` (which depends on `cupel-core`
+//! only), the one optional dependency this module (feature `gate`) adds.
 
 use cupel_core::CupelError;
 use cupel_gate::{GATE_EVENT, GateReport};
@@ -19,7 +19,8 @@ use opentelemetry::{Array, KeyValue, StringValue, Value};
 pub const GATE_EVENT_NAME: &str = GATE_EVENT;
 
 /// The attributes of a gate decision's event, named like the fields of the
-/// gate's own `tracing` event: `event_type`, `gate_id`, `decision`,
+/// gate's own `tracing` event: `event_type`, `gate_id`, `decision` (the
+/// seed's `on_ok` / `on_over`), `verdict` (`admitted` / `over`),
 /// `max_context_tokens`, `context_tokens`, `divider_tokens`,
 /// `retrieval_tokens`, `total_tokens`, `node_count`, `consumed`, `demanded`
 /// (array of the demand topics found), `requeued`, then one array per node
@@ -46,7 +47,8 @@ pub const GATE_EVENT_NAME: &str = GATE_EVENT;
 /// report.nodes.push(node);
 ///
 /// let attributes = cupel_otel::gate_report_attributes(&report);
-/// assert!(attributes.contains(&KeyValue::new("decision", "admitted")));
+/// assert!(attributes.contains(&KeyValue::new("decision", "on_ok")));
+/// assert!(attributes.contains(&KeyValue::new("verdict", "admitted")));
 /// assert!(attributes.contains(&KeyValue::new(
 ///     "node.tokens_after",
 ///     Value::Array(Array::I64(vec![22])),
@@ -68,7 +70,8 @@ pub fn gate_report_attributes(report: &GateReport) -> Vec<KeyValue> {
     vec![
         KeyValue::new("event_type", GATE_EVENT),
         KeyValue::new("gate_id", report.gate_id.clone()),
-        KeyValue::new("decision", report.decision.as_str()),
+        KeyValue::new("decision", report.decision.seed_outcome()),
+        KeyValue::new("verdict", report.decision.as_str()),
         KeyValue::new("max_context_tokens", report.max_context_tokens),
         KeyValue::new("context_tokens", report.context_tokens),
         KeyValue::new("divider_tokens", report.divider_tokens),
@@ -119,12 +122,13 @@ pub fn record_gate_report<S: Span + ?Sized>(span: &mut S, report: &GateReport) {
 }
 
 /// Adds a [`GATE_EVENT_NAME`] event for a call of gate `gate_id` that failed
-/// with `error`: `event_type`, `gate_id`, `decision`
+/// with `error`: `event_type`, `gate_id`, `verdict`
 /// (`pipeline_budget_misconfig` for [`CupelError::PipelineBudgetMisconfig`],
 /// else `error`) and `error` (the message) — the fields of the gate's own
-/// `tracing` event for a failure.
+/// `tracing` event for a failure. A failure is no transition, so there is no
+/// `decision`.
 pub fn record_gate_error<S: Span + ?Sized>(span: &mut S, gate_id: &str, error: &CupelError) {
-    let decision = match error {
+    let verdict = match error {
         CupelError::PipelineBudgetMisconfig { .. } => "pipeline_budget_misconfig",
         _ => "error",
     };
@@ -133,7 +137,7 @@ pub fn record_gate_error<S: Span + ?Sized>(span: &mut S, gate_id: &str, error: &
         vec![
             KeyValue::new("event_type", GATE_EVENT),
             KeyValue::new("gate_id", gate_id.to_owned()),
-            KeyValue::new("decision", decision),
+            KeyValue::new("verdict", verdict),
             KeyValue::new("error", error.to_string()),
         ],
     );

@@ -45,14 +45,21 @@
 //! `tracing` events), and [`record_budget_exceeded`] records a failed
 //! checkpoint as an event.
 //!
-//! A context-gate decision shows on your spans too: [`record_gate_report`]
-//! adds a `MANAGE_CONTEXT_BUDGET` event with the decision, the token sums,
-//! the inbox summary and the per-node language, policy, compacted flag and
-//! tokens before and after (the fields of the gate's own `tracing` event);
-//! [`record_gate_error`] records a failed call. The gate's report type is in
-//! `cupel-core`, so this needs no dependency on `cupel-pipeline`.
+//! With the `gate` feature a context-gate decision shows on your spans too:
+//! [`record_gate_report`] adds a `MANAGE_CONTEXT_BUDGET` event with the
+//! decision (`decision` = the seed's `on_ok` / `on_over`, `verdict` =
+//! `admitted` / `over`), the token sums, the inbox summary and the per-node
+//! language, policy, compacted flag and tokens before and after (the fields
+//! of the gate's own `tracing` event); [`record_gate_error`] records a failed
+//! call. The report type is `cupel-gate`'s, not the pipeline's.
 //!
-//! Depends on `cupel-core` and the `opentelemetry` API only (no SDK).
+//! With the `chat` feature [`record_cache_turn`] sets a cache-aware chat turn's
+//! figures (`cupel-chat`'s `CacheSession`) as attributes of the model
+//! request's span.
+//!
+//! Depends on `cupel-core`, `cupel-run` and the `opentelemetry` API (no SDK);
+//! `cupel-gate`, `cupel-chat` and `tracing` only behind the features of the
+//! same names.
 //!
 //! ```
 //! use cupel_core::{ContextBudget, ContextItem, OverflowStrategy};

@@ -73,7 +73,9 @@ fn an_admitted_decision_becomes_one_event_with_every_node_field() {
     assert_eq!(e.name, "MANAGE_CONTEXT_BUDGET");
     assert_eq!(attr(e, "event_type"), Value::from("MANAGE_CONTEXT_BUDGET"));
     assert_eq!(attr(e, "gate_id"), Value::from("manage_budget"));
-    assert_eq!(attr(e, "decision"), Value::from("admitted"));
+    // The seed's word in `decision`, ours in `verdict`.
+    assert_eq!(attr(e, "decision"), Value::from("on_ok"));
+    assert_eq!(attr(e, "verdict"), Value::from("admitted"));
     // Context 5 words; divider 2; q1 compacted: 8 header + 2 id + 8 text = 18
     // (raw: 8 + 2 + 11 = 21); n2 (prose, no rule): 8 + 2 + 5 = 15.
     // 5 + 2 + 18 + 15 = 40: exactly the budget, which is admitted.
@@ -134,7 +136,8 @@ fn an_over_decision_carries_the_inbox_summary() {
     let data = run_span(|span| cupel_otel::record_gate_report(span, outcome.report()));
     let e = &data.events.events[0];
     // 20 + 18 (compacted on demand) = 38 > 30.
-    assert_eq!(attr(e, "decision"), Value::from("over"));
+    assert_eq!(attr(e, "decision"), Value::from("on_over"));
+    assert_eq!(attr(e, "verdict"), Value::from("over"));
     assert_eq!(attr(e, "total_tokens"), Value::I64(38));
     assert_eq!(attr(e, "consumed"), Value::I64(2));
     assert_eq!(attr(e, "demanded"), strings(&["compact_sql"]));
@@ -157,10 +160,9 @@ fn a_misconfiguration_is_recorded_with_its_message() {
     let e = &data.events.events[0];
     assert_eq!(e.name, "MANAGE_CONTEXT_BUDGET");
     assert_eq!(attr(e, "gate_id"), Value::from("tiny"));
-    assert_eq!(
-        attr(e, "decision"),
-        Value::from("pipeline_budget_misconfig")
-    );
+    // No transition, so no `decision`: the verdict names the failure.
+    assert!(!e.attributes.iter().any(|kv| kv.key.as_str() == "decision"));
+    assert_eq!(attr(e, "verdict"), Value::from("pipeline_budget_misconfig"));
     assert_eq!(attr(e, "error"), Value::from(err.to_string()));
     assert!(err.to_string().starts_with("PIPELINE_BUDGET_MISCONFIG"));
     // A block of 8 header words + 1 text word = 9 > 5.

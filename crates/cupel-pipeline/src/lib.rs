@@ -116,7 +116,10 @@
 //!   `TokenizerError` and `TIKTOKEN_ENCODINGS`, which moved to the
 //!   `cupel-rs-tokens` crate (`cupel_tokens`) in 0.2.
 //!
-//! Depends on `cupel-core`, `cupel-scorers`, `cupel-slicers` and `cupel-placers`.
+//! Depends on `cupel-core`, `cupel-scorers`, `cupel-slicers`, `cupel-placers`
+//! and `cupel-run` (selection under a run budget); on `cupel-gate` and
+//! `cupel-tokens` only for the re-exports behind the `gate` and `tiktoken`
+//! features.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 mod blame;

@@ -734,7 +734,7 @@ impl CacheSession {
 
     /// The window for `messages`, the whole transcript so far.
     ///
-    /// The turn runs in phases over a [`Plan`]: `plan` (units and budget),
+    /// The turn runs in phases over a private plan: `plan` (units and budget),
     /// `locate` (the previous window in the transcript), `cut` (only when
     /// the window would exceed the budget), `window` (the messages as
     /// sent), then the cache accounting and the rows.
