@@ -296,3 +296,85 @@ where
         RunTracker::reserve(self, BudgetPhase::ProviderRequest, tokens)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::RunTracker;
+    use crate::store::{MemoryStore, SharedTracker};
+    use crate::{
+        BudgetPhase, BudgetRequest, BudgetTracker, CupelError, ManualTimeProvider, RunBudget,
+        TokenLimit, TokenUsage,
+    };
+
+    fn usage(input: i64, output: i64) -> TokenUsage {
+        TokenUsage::new(input, output).unwrap()
+    }
+
+    /// What one generic run observes, step by step.
+    #[derive(Debug, PartialEq, Eq)]
+    struct Seen {
+        child: (usize, Option<String>),
+        fits_while_held: bool,
+        fits_after_drop: bool,
+        usage: TokenUsage,
+        refused_check: bool,
+        refused: TokenUsage,
+        demand: TokenUsage,
+        finalized: bool,
+    }
+
+    /// A subagent's turn written once against `RunTracker`.
+    fn run<T: RunTracker>(root: &T) -> Result<Seen, CupelError> {
+        let child = root.child_named("worker", RunBudget::unlimited())?;
+        let sixty = BudgetRequest::provider_request(usage(60, 0));
+        let held = child.reserve(BudgetPhase::ProviderRequest, usage(60, 0))?;
+        let fits_while_held = child.would_fit(&sixty).is_ok();
+        drop(held);
+        let fits_after_drop = child.would_fit(&sixty).is_ok();
+        child.record(usage(55, 10))?;
+        let refused_check = matches!(
+            child.check(BudgetPhase::ToolExecution, usage(50, 0)),
+            Err(CupelError::RunBudgetExceeded(_))
+        );
+        Ok(Seen {
+            child: (child.depth(), child.label().map(str::to_string)),
+            fits_while_held,
+            fits_after_drop,
+            usage: root.usage()?,
+            refused_check,
+            refused: root.refused()?,
+            demand: root.demand()?,
+            finalized: root.finalize().is_ok(),
+        })
+    }
+
+    #[test]
+    fn both_trackers_answer_the_same_through_the_trait() {
+        let clock = ManualTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
+        let budget = RunBudget::new(
+            None,
+            Some(TokenLimit::new(Some(100), None).unwrap()),
+            &clock,
+        )
+        .unwrap();
+        let local = BudgetTracker::new(budget, clock.clone()).unwrap();
+        let store = Arc::new(MemoryStore::new(clock));
+        let shared = SharedTracker::create(store, "run", budget).unwrap();
+
+        let expected = Seen {
+            child: (1, Some("worker".into())),
+            fits_while_held: false,
+            fits_after_drop: true,
+            usage: usage(55, 10),
+            refused_check: true,
+            refused: usage(50, 0),
+            demand: usage(105, 10),
+            // The refused check halted the root (its ceiling ran out).
+            finalized: false,
+        };
+        assert_eq!(run(&local).unwrap(), expected);
+        assert_eq!(run(&shared).unwrap(), expected);
+    }
+}
