@@ -382,3 +382,30 @@ fn a_shared_run_budget_clamps_and_holds_like_the_in_process_one() {
     let dry = p.run_with(&items, RunOptions::new().run_budget(&shared).dry(true));
     assert!(matches!(dry, Err(CupelError::PipelineConfig(_))));
 }
+
+/// The names deprecated by issue 50 still work for one minor version:
+/// `shared_run_budget` is `run_budget`, and `SharedRunHold` is the one
+/// `RunHold` over the store's reservation.
+#[test]
+#[allow(deprecated)]
+fn the_deprecated_shared_names_still_select_and_hold() {
+    use std::sync::Arc;
+
+    use cupel_pipeline::{RunOptions, SharedRunHold};
+    use cupel_run::RunTracker;
+    use cupel_run::store::{MemoryStore, SharedTracker};
+
+    let clock = ManualTimeProvider::new(t0());
+    let store = Arc::new(MemoryStore::new(clock));
+    let budget = RunBudget::from_parts(None, Some(TokenLimit::new(Some(100), Some(500)).unwrap()));
+    let shared = SharedTracker::create(store, "run", budget).unwrap();
+    let out = pipeline(200, 150, 40)
+        .run_with(&docs(), RunOptions::new().shared_run_budget(&shared))
+        .unwrap();
+    let hold: SharedRunHold = out.hold.unwrap();
+    assert_eq!(hold.max_output_tokens, Some(40));
+    assert_eq!(
+        shared.snapshot().unwrap().reserved,
+        usage(hold.input_tokens, 40)
+    );
+}
