@@ -177,9 +177,10 @@ pub use cupel_gate::{
 };
 #[cfg(feature = "config")]
 pub use names::{ComponentType, PlacerType, ScorerType, SlicerType};
+#[allow(deprecated)]
+pub use pipeline::SharedRunHold;
 pub use pipeline::{
     OverflowObserver, Pipeline, PipelineBuilder, PipelineParts, RunHold, RunOptions, RunOutput,
-    SharedRunHold,
 };
 pub use policy::{Policy, PolicyBuilder};
 #[cfg(feature = "config")]

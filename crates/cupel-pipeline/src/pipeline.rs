@@ -7,8 +7,8 @@ use cupel_core::{
     ContextBudget, ContextItem, CupelError, DiagnosticTraceCollector, FanOut, NullTraceCollector,
     OverflowEvent, SelectionReport, TraceCollector, TraceDetailLevel,
 };
-use cupel_run::store::{SharedReservation, SharedTracker};
-use cupel_run::{BudgetTracker, Reservation};
+use cupel_run::store::SharedReservation;
+use cupel_run::{Reservation, RunTracker};
 
 use crate::policy::{Policy, PolicyBuilder};
 use crate::run::{execute, execute_with};
@@ -229,11 +229,11 @@ impl Pipeline {
     /// a run budget, those of [`RunOptions::run_budget`]; a dry run with a
     /// run budget is a [`CupelError::PipelineConfig`] (holding tokens is a
     /// side effect).
-    pub fn run_with<C: TraceCollector + ?Sized>(
+    pub fn run_with<C: TraceCollector + ?Sized, R>(
         &self,
         items: &[ContextItem],
-        options: RunOptions<'_, C>,
-    ) -> Result<RunOutput, CupelError> {
+        options: RunOptions<'_, C, R>,
+    ) -> Result<RunOutput<R>, CupelError> {
         let RunOptions {
             budget,
             policy,
@@ -241,7 +241,7 @@ impl Pipeline {
             report,
             dry,
             run_budget,
-            shared_run_budget,
+            run_budgets,
         } = options;
         let policy = policy.unwrap_or(&self.policy);
         let budget = budget.unwrap_or(&self.budget);
@@ -250,58 +250,27 @@ impl Pipeline {
         } else {
             self.overflow_observer.as_ref()
         };
-        if dry && (run_budget.is_some() || shared_run_budget.is_some()) {
+        if run_budgets > 1 {
+            return Err(CupelError::PipelineConfig(
+                "a run holds tokens on one run budget: give `run_budget` once, not both".into(),
+            ));
+        }
+        if dry && run_budget.is_some() {
             return Err(CupelError::PipelineConfig(
                 "a dry run cannot hold tokens on a run budget: drop `dry` or the run budget".into(),
             ));
         }
-        match (run_budget, shared_run_budget) {
-            (Some(_), Some(_)) => Err(CupelError::PipelineConfig(
-                "a run holds tokens on one run budget: give `run_budget` or `shared_run_budget`, not both"
-                    .into(),
-            )),
-            (Some(tracker), None) => {
-                let held = crate::run_budget::select_within(
-                    policy, budget, items, tracker, collector, report, observer,
-                )?;
-                Ok(RunOutput {
-                    items: held.items,
-                    report: held.report,
-                    hold: Some(RunHold {
-                        input_tokens: held.input_tokens,
-                        max_output_tokens: held.max_output_tokens,
-                        context_budget: held.context_budget,
-                        reservation: held.hold,
-                    }),
-                    shared_hold: None,
-                })
-            }
-            (None, Some(tracker)) => {
-                let held = crate::run_budget::select_within(
-                    policy, budget, items, tracker, collector, report, observer,
-                )?;
-                Ok(RunOutput {
-                    items: held.items,
-                    report: held.report,
-                    hold: None,
-                    shared_hold: Some(SharedRunHold {
-                        input_tokens: held.input_tokens,
-                        max_output_tokens: held.max_output_tokens,
-                        context_budget: held.context_budget,
-                        reservation: held.hold,
-                    }),
-                })
-            }
-            (None, None) => {
-                let (items, report) = select(policy, budget, items, collector, report, observer)?;
-                Ok(RunOutput {
-                    items,
-                    report,
-                    hold: None,
-                    shared_hold: None,
-                })
-            }
-        }
+        let Some(tracker) = run_budget else {
+            let (items, report) = select(policy, budget, items, collector, report, observer)?;
+            return Ok(RunOutput {
+                items,
+                report,
+                hold: None,
+            });
+        };
+        crate::run_budget::select_within(
+            policy, budget, items, tracker, collector, report, observer,
+        )
     }
 
     /// Like [`run`](Self::run), reporting every stage and decision to `collector`.
@@ -464,14 +433,18 @@ pub(crate) fn select<C: TraceCollector + ?Sized>(
 /// [`run`](Pipeline::run).
 ///
 /// `C` is the collector's type; [`collector`](Self::collector) sets it.
-pub struct RunOptions<'a, C: TraceCollector + ?Sized = NullTraceCollector> {
+///
+/// `R` is the reservation type of the run budget's tracker
+/// ([`run_budget`](Self::run_budget) sets it; [`Reservation`] without one).
+pub struct RunOptions<'a, C: TraceCollector + ?Sized = NullTraceCollector, R = Reservation> {
     budget: Option<&'a ContextBudget>,
     policy: Option<&'a Policy>,
     collector: Option<&'a mut C>,
     report: bool,
     dry: bool,
-    run_budget: Option<&'a BudgetTracker>,
-    shared_run_budget: Option<&'a SharedTracker>,
+    run_budget: Option<&'a dyn RunTracker<Reservation = R>>,
+    /// How many run budgets were given (more than one is an error).
+    run_budgets: u8,
 }
 
 impl RunOptions<'_> {
@@ -485,7 +458,7 @@ impl RunOptions<'_> {
             report: false,
             dry: false,
             run_budget: None,
-            shared_run_budget: None,
+            run_budgets: 0,
         }
     }
 }
@@ -496,7 +469,7 @@ impl Default for RunOptions<'_> {
     }
 }
 
-impl<C: TraceCollector + ?Sized> fmt::Debug for RunOptions<'_, C> {
+impl<C: TraceCollector + ?Sized, R> fmt::Debug for RunOptions<'_, C, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RunOptions")
             .field("budget", &self.budget)
@@ -505,12 +478,11 @@ impl<C: TraceCollector + ?Sized> fmt::Debug for RunOptions<'_, C> {
             .field("report", &self.report)
             .field("dry", &self.dry)
             .field("run_budget", &self.run_budget.is_some())
-            .field("shared_run_budget", &self.shared_run_budget.is_some())
             .finish()
     }
 }
 
-impl<'a, C: TraceCollector + ?Sized> RunOptions<'a, C> {
+impl<'a, C: TraceCollector + ?Sized, R> RunOptions<'a, C, R> {
     /// Runs under `budget` instead of the pipeline's own (a per-request
     /// budget: the policy is used in place, nothing is rebuilt).
     #[must_use]
@@ -528,7 +500,10 @@ impl<'a, C: TraceCollector + ?Sized> RunOptions<'a, C> {
     }
 
     /// Reports every stage and decision of the run to `collector`.
-    pub fn collector<D: TraceCollector + ?Sized>(self, collector: &'a mut D) -> RunOptions<'a, D> {
+    pub fn collector<D: TraceCollector + ?Sized>(
+        self,
+        collector: &'a mut D,
+    ) -> RunOptions<'a, D, R> {
         RunOptions {
             budget: self.budget,
             policy: self.policy,
@@ -536,7 +511,7 @@ impl<'a, C: TraceCollector + ?Sized> RunOptions<'a, C> {
             report: self.report,
             dry: self.dry,
             run_budget: self.run_budget,
-            shared_run_budget: self.shared_run_budget,
+            run_budgets: self.run_budgets,
         }
     }
 
@@ -556,7 +531,13 @@ impl<'a, C: TraceCollector + ?Sized> RunOptions<'a, C> {
         self
     }
 
-    /// Selects under the run budget tracked by `tracker` ([`RunOutput::hold`]).
+    /// Selects under the run budget tracked by `tracker` ([`RunOutput::hold`]):
+    /// any [`RunTracker`] — the in-process `cupel_run::BudgetTracker`, or a
+    /// `cupel_run::store::SharedTracker` whose books are in a store (e.g.
+    /// Redis) shared across processes. For a shared tracker every step below
+    /// is checked and held in the store; a store failure is
+    /// [`CupelError::BudgetStoreFailed`] (or, for a tracker failing open, a
+    /// selection under the pipeline's own budget with an unverified hold).
     ///
     /// 1. **Pre-flight**: an expired deadline or a depleted dimension on the
     ///    tracker fails the call before anything is selected.
@@ -598,7 +579,7 @@ impl<'a, C: TraceCollector + ?Sized> RunOptions<'a, C> {
     /// If the pinned items alone fit the pipeline's own budget but not the
     /// input the run has left, the call fails with the run-budget error of a
     /// `provider_request` check for the pinned tokens — found with the
-    /// non-latching [`BudgetTracker::would_fit`], so the tracker is **not**
+    /// non-latching [`RunTracker::would_fit`], so the tracker is **not**
     /// halted: nothing was requested, and the caller may retry with fewer
     /// pins, a smaller pipeline or after other holders release their
     /// reservations (R-19).
@@ -657,48 +638,56 @@ impl<'a, C: TraceCollector + ?Sized> RunOptions<'a, C> {
     /// # Ok::<(), cupel_core::CupelError>(())
     /// ```
     #[must_use]
-    pub fn run_budget(mut self, tracker: &'a BudgetTracker) -> Self {
-        self.run_budget = Some(tracker);
-        self
+    pub fn run_budget<T: RunTracker>(self, tracker: &'a T) -> RunOptions<'a, C, T::Reservation> {
+        RunOptions {
+            budget: self.budget,
+            policy: self.policy,
+            collector: self.collector,
+            report: self.report,
+            dry: self.dry,
+            run_budget: Some(tracker),
+            run_budgets: self.run_budgets.saturating_add(1),
+        }
     }
 
-    /// Selects under a run budget shared across processes (a
-    /// [`SharedTracker`] over a `cupel_run::store::BudgetStore`, e.g. Redis):
-    /// the rules of [`run_budget`](Self::run_budget), checked and held in
-    /// the store, and the hold is [`RunOutput::shared_hold`]. A store failure
-    /// is [`CupelError::BudgetStoreFailed`] (or, for a tracker failing open,
-    /// a selection under the pipeline's own budget with an unverified hold).
+    /// Selects under a run budget shared across processes: now
+    /// [`run_budget`](Self::run_budget), which takes either tracker.
     ///
     /// # Errors
-    /// As [`run_budget`](Self::run_budget), plus the store's failures; a
-    /// [`CupelError::PipelineConfig`] when `run_budget` is given too.
+    /// As [`run_budget`](Self::run_budget).
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `run_budget`, which takes any `RunTracker`"
+    )]
     #[must_use]
-    pub fn shared_run_budget(mut self, tracker: &'a SharedTracker) -> Self {
-        self.shared_run_budget = Some(tracker);
-        self
+    pub fn shared_run_budget(
+        self,
+        tracker: &'a cupel_run::store::SharedTracker,
+    ) -> RunOptions<'a, C, SharedReservation> {
+        self.run_budget(tracker)
     }
 }
 
-/// The result of [`Pipeline::run_with`].
+/// The result of [`Pipeline::run_with`]; `R` is the reservation type of
+/// the run budget's tracker ([`Reservation`] in process,
+/// [`SharedReservation`] for a shared one).
 #[derive(Debug)]
 #[non_exhaustive]
-pub struct RunOutput {
+pub struct RunOutput<R = Reservation> {
     /// The window, in placed order.
     pub items: Vec<ContextItem>,
     /// The run's report, when [`RunOptions::report`] asked for one.
     pub report: Option<SelectionReport>,
     /// What the run holds on its run budget, when
     /// [`RunOptions::run_budget`] gave one.
-    pub hold: Option<RunHold>,
-    /// What the run holds on a shared run budget, when
-    /// [`RunOptions::shared_run_budget`] gave one.
-    pub shared_hold: Option<SharedRunHold>,
+    pub hold: Option<RunHold<R>>,
 }
 
-/// The tokens a run holds on its run budget ([`RunOptions::run_budget`]).
+/// The tokens a run holds on its run budget ([`RunOptions::run_budget`]),
+/// whichever tracker keeps it: `R` is the tracker's reservation.
 #[derive(Debug)]
 #[non_exhaustive]
-pub struct RunHold {
+pub struct RunHold<R = Reservation> {
     /// The sum of the selected items' tokens (reserved as input usage).
     pub input_tokens: i64,
     /// The most the model may generate for this request without breaking the
@@ -708,27 +697,15 @@ pub struct RunHold {
     /// The budget the selection ran under, clamped to the run's remaining
     /// input allowance.
     pub context_budget: ContextBudget,
-    /// The tokens held on the tracker; settle it with the provider's usage.
-    pub reservation: Reservation,
+    /// The tokens held on the tracker (for a shared tracker, in the store
+    /// under its lease); settle it with the provider's usage.
+    pub reservation: R,
 }
 
-/// The tokens a run holds on a shared run budget
-/// ([`RunOptions::shared_run_budget`]): [`RunHold`]'s numbers, with the
-/// store's reservation.
-#[derive(Debug)]
-#[non_exhaustive]
-pub struct SharedRunHold {
-    /// The sum of the selected items' tokens (reserved as input usage).
-    pub input_tokens: i64,
-    /// As [`RunHold::max_output_tokens`].
-    pub max_output_tokens: Option<i64>,
-    /// The budget the selection ran under, clamped to the run's remaining
-    /// input allowance.
-    pub context_budget: ContextBudget,
-    /// The tokens held in the store (under the tracker's lease); settle it
-    /// with the provider's usage.
-    pub reservation: SharedReservation,
-}
+/// The tokens a run holds on a shared run budget: a [`RunHold`] of a
+/// [`SharedReservation`].
+#[deprecated(since = "0.2.0", note = "use `RunHold<SharedReservation>`")]
+pub type SharedRunHold = RunHold<SharedReservation>;
 
 /// Builder for [`Pipeline`]: a budget plus either a whole [`Policy`] or its
 /// parts.

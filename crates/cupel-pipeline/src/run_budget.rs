@@ -3,17 +3,16 @@
 //! The window a pipeline selects is the input of the next provider request,
 //! so a run budget's *input* ceiling bounds it: the pipeline's own
 //! [`ContextBudget`] is clamped to the input allowance the run has left, and
-//! the selected tokens are reserved on the shared [`BudgetTracker`] before the
+//! the selected tokens are reserved on the run's [`RunTracker`] before the
 //! window is handed back. Nothing is selected when the run is out of time or
 //! tokens.
 
 use cupel_core::{
-    BudgetPhase, ContextBudget, ContextItem, CupelError, SelectionReport, TokenSign, TokenUsage,
-    TraceCollector,
+    BudgetPhase, ContextBudget, ContextItem, CupelError, TokenSign, TokenUsage, TraceCollector,
 };
-use cupel_run::{BudgetRequest, BudgetTracker, Reservation, WindowLedger};
+use cupel_run::{BudgetRequest, BudgetTracker, Reservation, RunTracker};
 
-use crate::pipeline::{OverflowObserver, RunOptions, RunOutput, select};
+use crate::pipeline::{OverflowObserver, RunHold, RunOptions, RunOutput, select};
 use crate::{Pipeline, Policy};
 
 /// A context window selected under a run budget, with the reservation that
@@ -106,29 +105,19 @@ impl BudgetedWindow {
     }
 }
 
-/// What a selection under a run budget holds, whichever ledger tracks it.
-pub(crate) struct Held<H> {
-    pub(crate) items: Vec<ContextItem>,
-    pub(crate) report: Option<SelectionReport>,
-    pub(crate) input_tokens: i64,
-    pub(crate) max_output_tokens: Option<i64>,
-    pub(crate) context_budget: ContextBudget,
-    pub(crate) hold: H,
-}
-
-/// A selection under the run budget tracked by `ledger` (the rules of
+/// A selection under the run budget tracked by `tracker` (the rules of
 /// [`RunOptions::run_budget`](crate::RunOptions::run_budget)), with `budget`
 /// as the budget to clamp.
-pub(crate) fn select_within<L: WindowLedger + ?Sized, C: TraceCollector + ?Sized>(
+pub(crate) fn select_within<R, C: TraceCollector + ?Sized>(
     policy: &Policy,
     budget: &ContextBudget,
     items: &[ContextItem],
-    ledger: &L,
+    tracker: &dyn RunTracker<Reservation = R>,
     collector: Option<&mut C>,
     report: bool,
     observer: Option<&OverflowObserver>,
-) -> Result<Held<L::Hold>, CupelError> {
-    let remaining = ledger.preflight_allowance()?;
+) -> Result<RunOutput<R>, CupelError> {
+    let remaining = tracker.preflight_allowance()?;
     let input_left = remaining.and_then(|r| r.input());
     let output_left = remaining.and_then(|r| r.output());
 
@@ -147,11 +136,11 @@ pub(crate) fn select_within<L: WindowLedger + ?Sized, C: TraceCollector + ?Sized
                 BudgetPhase::ProviderRequest,
                 TokenUsage::new(pinned_tokens, 0)?,
             );
-            return Err(match ledger.ask_fit(&projected) {
+            return Err(match tracker.would_fit(&projected) {
                 Err(budget_error) => budget_error,
                 // Another holder released tokens meanwhile: report the
                 // selection's own error.
-                Ok(()) => CupelError::PinnedBudgetExceeded {
+                Ok(_) => CupelError::PinnedBudgetExceeded {
                     pinned_tokens,
                     available_tokens: context_budget.available_for_pinned(),
                 },
@@ -173,14 +162,19 @@ pub(crate) fn select_within<L: WindowLedger + ?Sized, C: TraceCollector + ?Sized
         (None, true) => Some(reserve),
         (None, false) => None,
     };
-    let hold = ledger.hold_window(TokenUsage::new(input_tokens, reserved_output)?)?;
-    Ok(Held {
+    let reservation = tracker.reserve(
+        BudgetPhase::ProviderRequest,
+        TokenUsage::new(input_tokens, reserved_output)?,
+    )?;
+    Ok(RunOutput {
         items,
         report,
-        input_tokens,
-        max_output_tokens,
-        context_budget,
-        hold,
+        hold: Some(RunHold {
+            input_tokens,
+            max_output_tokens,
+            context_budget,
+            reservation,
+        }),
     })
 }
 

@@ -329,8 +329,9 @@ fn a_subagent_scope_charges_the_parent() {
 fn a_shared_run_budget_clamps_and_holds_like_the_in_process_one() {
     use std::sync::Arc;
 
-    use cupel_pipeline::RunOptions;
-    use cupel_run::store::{MemoryStore, SharedTracker};
+    use cupel_pipeline::{RunHold, RunOptions};
+    use cupel_run::store::{MemoryStore, SharedReservation, SharedTracker};
+    use cupel_run::{Reservation, RunTracker};
 
     // Run: 70 input tokens left after 30 already used (limit 100); output 500.
     // Pipeline: max 200, target 150, reserve 40 -> clamped to max 70 + 40 = 110,
@@ -350,10 +351,11 @@ fn a_shared_run_budget_clamps_and_holds_like_the_in_process_one() {
         .run_with(&items, RunOptions::new().run_budget(&local))
         .unwrap();
     let b = p
-        .run_with(&items, RunOptions::new().shared_run_budget(&shared))
+        .run_with(&items, RunOptions::new().run_budget(&shared))
         .unwrap();
-    assert!(a.shared_hold.is_none() && b.hold.is_none());
-    let (ha, hb) = (a.hold.unwrap(), b.shared_hold.unwrap());
+    // One hold type: the in-process and the store's reservation in it.
+    let (ha, hb): (RunHold<Reservation>, RunHold<SharedReservation>) =
+        (a.hold.unwrap(), b.hold.unwrap());
     assert_eq!(a.items, b.items);
     let contents: Vec<&str> = b.items.iter().map(ContextItem::content).collect();
     assert_eq!(contents, ["doc 0", "doc 1", "doc 2"]);
@@ -374,14 +376,36 @@ fn a_shared_run_budget_clamps_and_holds_like_the_in_process_one() {
     // One run budget per run, and none on a dry run.
     let both = p.run_with(
         &items,
-        RunOptions::new()
-            .run_budget(&local)
-            .shared_run_budget(&shared),
+        RunOptions::new().run_budget(&local).run_budget(&shared),
     );
     assert!(matches!(both, Err(CupelError::PipelineConfig(m)) if m.contains("not both")));
-    let dry = p.run_with(
-        &items,
-        RunOptions::new().shared_run_budget(&shared).dry(true),
-    );
+    let dry = p.run_with(&items, RunOptions::new().run_budget(&shared).dry(true));
     assert!(matches!(dry, Err(CupelError::PipelineConfig(_))));
+}
+
+/// The names deprecated by issue 50 still work for one minor version:
+/// `shared_run_budget` is `run_budget`, and `SharedRunHold` is the one
+/// `RunHold` over the store's reservation.
+#[test]
+#[allow(deprecated)]
+fn the_deprecated_shared_names_still_select_and_hold() {
+    use std::sync::Arc;
+
+    use cupel_pipeline::{RunOptions, SharedRunHold};
+    use cupel_run::RunTracker;
+    use cupel_run::store::{MemoryStore, SharedTracker};
+
+    let clock = ManualTimeProvider::new(t0());
+    let store = Arc::new(MemoryStore::new(clock));
+    let budget = RunBudget::from_parts(None, Some(TokenLimit::new(Some(100), Some(500)).unwrap()));
+    let shared = SharedTracker::create(store, "run", budget).unwrap();
+    let out = pipeline(200, 150, 40)
+        .run_with(&docs(), RunOptions::new().shared_run_budget(&shared))
+        .unwrap();
+    let hold: SharedRunHold = out.hold.unwrap();
+    assert_eq!(hold.max_output_tokens, Some(40));
+    assert_eq!(
+        shared.snapshot().unwrap().reserved,
+        usage(hold.input_tokens, 40)
+    );
 }

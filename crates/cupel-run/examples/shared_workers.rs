@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use chrono::TimeDelta;
 use cupel_run::store::{BudgetStore, RedisStore, SharedTracker};
-use cupel_run::{BudgetPhase, CupelError, Deadline, RunBudget, TokenLimit, TokenUsage};
+use cupel_run::{BudgetPhase, CupelError, Deadline, RunBudget, RunTracker, TokenLimit, TokenUsage};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

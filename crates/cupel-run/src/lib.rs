@@ -19,6 +19,9 @@
 //!   charges books kept in a [`BudgetStore`](store::BudgetStore) — Redis
 //!   (`RedisStore`, feature `redis`) or memory — so worker processes on
 //!   several machines share one run budget (`spec/21-shared-run-budget.md`).
+//!   Both trackers implement [`RunTracker`], the one tracker API: code
+//!   written against it (a pipeline's window selection, a subagent loop)
+//!   runs under either.
 //! * **The bridge** between them: a [`CycleDemand`] records what trackers saw
 //!   in a cycle into a recorder — refused requests count as demand, so a
 //!   suggestion used as a hard cap does not shrink itself — and a
@@ -68,9 +71,9 @@ mod bridge;
 mod meter;
 mod request;
 mod rules;
+mod run_tracker;
 pub mod store;
 mod tracker;
-mod window;
 
 #[cfg(feature = "serde")]
 pub use adaptive::InvalidRecorderState;
@@ -80,8 +83,11 @@ pub use adaptive::{
 pub use bridge::CycleDemand;
 pub use meter::UsageMeter;
 pub use request::BudgetRequest;
+pub use run_tracker::RunTracker;
+#[allow(deprecated)]
+pub use run_tracker::WindowLedger;
+pub use store::Checkpoint;
 pub use tracker::{BudgetSnapshot, BudgetTracker, RUN_BUDGET_TRACING_TARGET, Reservation};
-pub use window::WindowLedger;
 
 // The values and the error live in `cupel-core` so that every crate returning
 // a `CupelError` can name them; this crate is their home for users.

@@ -19,8 +19,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use chrono::{DateTime, TimeDelta, Utc};
 
 use cupel_core::{
-    Breach, BreachState, BudgetExceededError, BudgetPhase, CupelError, RemainingTime,
-    RemainingTokens, RunBudget, ScopeId, SystemTimeProvider, TimeProvider, TokenUsage,
+    Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase, CupelError,
+    RemainingTime, RemainingTokens, RunBudget, ScopeId, SystemTimeProvider, TimeProvider,
+    TokenUsage,
 };
 
 use crate::request::BudgetRequest;
@@ -713,21 +714,9 @@ impl BudgetTracker {
         let now = self.shared.clock.now();
         let ledger = self.shared.lock();
         let request = BudgetRequest::new(phase, TokenUsage::ZERO);
-        let requester = &ledger.scopes[self.scope_index()].id;
         let outcome = self.halted_error(&ledger).or_else(|| {
-            let books: Vec<Books> = self
-                .path
-                .iter()
-                .map(|&i| ledger.scopes[i].books())
-                .collect();
-            rules::final_breach(&books).map(|(at, d)| {
-                let i = self.path[at];
-                let state = ledger.scopes[i].state(&request, now, requester);
-                (
-                    Some(i),
-                    BudgetExceededError::new(phase, d, Breach::Overshot, &state),
-                )
-            })
+            rules::final_breach(&self.path_books(&ledger))
+                .map(|(at, d)| self.breach_at(&ledger, at, &request, now, d, Breach::Overshot))
         });
         self.conclude(ledger, now, phase, outcome)
     }
@@ -789,24 +778,39 @@ impl BudgetTracker {
         request: &BudgetRequest,
         now: DateTime<Utc>,
     ) -> Option<(Option<usize>, BudgetExceededError)> {
-        let requester = &ledger.scopes[self.scope_index()].id;
         self.halted_error(ledger).or_else(|| {
-            let books: Vec<Books> = self
-                .path
-                .iter()
-                .map(|&i| ledger.scopes[i].books())
-                .collect();
-            rules::first_breach(&books, request.tokens(), request.duration(), now).map(
-                |(at, d, breach)| {
-                    let i = self.path[at];
-                    let state = ledger.scopes[i].state(request, now, requester);
-                    (
-                        Some(i),
-                        BudgetExceededError::new(request.phase(), d, breach, &state),
-                    )
-                },
-            )
+            let books = self.path_books(ledger);
+            rules::first_breach(&books, request.tokens(), request.duration(), now)
+                .map(|(at, d, breach)| self.breach_at(ledger, at, request, now, d, breach))
         })
+    }
+
+    /// The books of the scopes on the path, root first.
+    fn path_books(&self, ledger: &Ledger) -> Vec<Books> {
+        self.path
+            .iter()
+            .map(|&i| ledger.scopes[i].books())
+            .collect()
+    }
+
+    /// The error of a breach of `dimension` found at position `at` of the
+    /// path, with the index of the scope to halt.
+    fn breach_at(
+        &self,
+        ledger: &Ledger,
+        at: usize,
+        request: &BudgetRequest,
+        now: DateTime<Utc>,
+        dimension: BudgetDimension,
+        breach: Breach,
+    ) -> (Option<usize>, BudgetExceededError) {
+        let i = self.path[at];
+        let requester = &ledger.scopes[self.scope_index()].id;
+        let state = ledger.scopes[i].state(request, now, requester);
+        (
+            Some(i),
+            BudgetExceededError::new(request.phase(), dimension, breach, &state),
+        )
     }
 
     /// Latches a new failure on the breached scope, takes the snapshot,

@@ -17,8 +17,8 @@ use cupel_run::store::{
 };
 use cupel_run::{
     BudgetDimension, BudgetPhase, BudgetRequest, BudgetTracker, CupelError, Deadline,
-    ManualTimeProvider, RunBudget, SystemTimeProvider, TokenLimit, TokenUsage, UsageError,
-    UsageRecorder,
+    ManualTimeProvider, RunBudget, RunTracker, SystemTimeProvider, TokenLimit, TokenUsage,
+    UsageError, UsageRecorder,
 };
 
 fn usage(input: i64, output: i64) -> TokenUsage {

@@ -27,7 +27,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use cupel_run::store::{MemoryStore, SharedTracker};
-//! use cupel_run::{BudgetPhase, ManualTimeProvider, RunBudget, TokenLimit, TokenUsage};
+//! use cupel_run::{BudgetPhase, ManualTimeProvider, RunBudget, RunTracker, TokenLimit, TokenUsage};
 //!
 //! let clock = ManualTimeProvider::new("2026-03-01T09:00:00Z".parse()?);
 //! let store = Arc::new(MemoryStore::new(clock.clone()));

@@ -14,6 +14,7 @@ use super::{
 };
 use crate::request::BudgetRequest;
 use crate::rules::{self, Books};
+use crate::run_tracker::RunTracker;
 use crate::tracker::{BudgetSnapshot, emit};
 
 /// What a checkpoint does when the store itself fails (unreachable, timing
@@ -205,35 +206,6 @@ impl SharedTracker {
         self.ids.last().copied().unwrap_or(0)
     }
 
-    /// `0` for the root, `n` for a child `n` levels down.
-    pub fn depth(&self) -> usize {
-        self.path.len().saturating_sub(1)
-    }
-
-    /// The label given by [`child_named`](Self::child_named).
-    pub fn label(&self) -> Option<&str> {
-        self.path.last().and_then(|s| s.label.as_deref())
-    }
-
-    /// A child scope with its own budget inside this one (see
-    /// [`BudgetTracker::child`](crate::BudgetTracker::child)).
-    ///
-    /// # Errors
-    /// As [`child_named`](Self::child_named).
-    pub fn child(&self, budget: RunBudget) -> Result<Self, CupelError> {
-        self.open_child(budget, None)
-    }
-
-    /// A child scope labelled `label` (errors name it).
-    ///
-    /// # Errors
-    /// [`CupelError::RunBudgetExceeded`] (phase `preflight`) for a deadline
-    /// not after the store's clock; [`CupelError::BudgetStoreFailed`] when
-    /// the store fails.
-    pub fn child_named(&self, label: &str, budget: RunBudget) -> Result<Self, CupelError> {
-        self.open_child(budget, Some(label))
-    }
-
     fn open_child(&self, budget: RunBudget, label: Option<&str>) -> Result<Self, CupelError> {
         let phase = BudgetPhase::Preflight;
         let now = self.store.now().map_err(failed(phase))?;
@@ -341,6 +313,67 @@ impl SharedTracker {
         }
     }
 
+    fn own_books(&self) -> Result<super::ScopeBooks, CupelError> {
+        let state = self
+            .store
+            .read(&self.run, &self.ids)
+            .map_err(failed(BudgetPhase::Budget))?;
+        Ok(state.scopes.last().copied().unwrap_or_default())
+    }
+
+    /// Records one cycle of per-agent usage into the adaptive-budget history
+    /// `key` kept in the same store, so a fleet of workers suggests one
+    /// budget from everyone's usage; returns the history after the cycle.
+    ///
+    /// # Errors
+    /// [`CupelError::BudgetStoreFailed`] when the store fails; the
+    /// recorder's own errors ([`UsageError`](crate::UsageError) converted)
+    /// when the cycle is invalid, and then nothing is stored.
+    pub fn record_history_cycle(
+        &self,
+        key: &str,
+        usage: &[(&str, i64)],
+    ) -> Result<crate::UsageRecorder, CupelError> {
+        let mut apply = |r: &mut crate::UsageRecorder| r.record_cycle(usage.iter().copied());
+        Ok(self.store.update_history(key, &mut apply)?)
+    }
+}
+
+/// The checkpoints and books of a shared run budget: the rules of the
+/// in-process [`BudgetTracker`](crate::BudgetTracker), each one a single
+/// atomic step in the store, judged at the store's clock.
+impl RunTracker for SharedTracker {
+    type Reservation = SharedReservation;
+
+    /// `0` for the root, `n` for a child `n` levels down.
+    fn depth(&self) -> usize {
+        self.path.len().saturating_sub(1)
+    }
+
+    /// The label given by [`child_named`](Self::child_named).
+    fn label(&self) -> Option<&str> {
+        self.path.last().and_then(|s| s.label.as_deref())
+    }
+
+    /// A child scope with its own budget inside this one (see
+    /// [`BudgetTracker::child`](crate::BudgetTracker::child)).
+    ///
+    /// # Errors
+    /// As [`child_named`](Self::child_named).
+    fn child(&self, budget: RunBudget) -> Result<Self, CupelError> {
+        self.open_child(budget, None)
+    }
+
+    /// A child scope labelled `label` (errors name it).
+    ///
+    /// # Errors
+    /// [`CupelError::RunBudgetExceeded`] (phase `preflight`) for a deadline
+    /// not after the store's clock; [`CupelError::BudgetStoreFailed`] when
+    /// the store fails.
+    fn child_named(&self, label: &str, budget: RunBudget) -> Result<Self, CupelError> {
+        self.open_child(budget, Some(label))
+    }
+
     /// The pre-flight checkpoint (see
     /// [`BudgetTracker::preflight`](crate::BudgetTracker::preflight)).
     ///
@@ -348,22 +381,9 @@ impl SharedTracker {
     /// [`CupelError::RunBudgetExceeded`], or
     /// [`CupelError::BudgetStoreFailed`] when the store fails and the
     /// tracker fails closed.
-    pub fn preflight(&self) -> Result<Checkpoint, CupelError> {
+    fn preflight(&self) -> Result<Checkpoint, CupelError> {
         let request = BudgetRequest::new(BudgetPhase::Preflight, TokenUsage::ZERO);
         self.checkpoint(&request, AdmitMode::Check).map(|(c, _)| c)
-    }
-
-    /// Checks that `projected` fits, without reserving (see
-    /// [`BudgetTracker::check`](crate::BudgetTracker::check)).
-    ///
-    /// # Errors
-    /// As [`preflight`](Self::preflight).
-    pub fn check(
-        &self,
-        phase: BudgetPhase,
-        projected: TokenUsage,
-    ) -> Result<Checkpoint, CupelError> {
-        self.check_request(&BudgetRequest::new(phase, projected))
     }
 
     /// [`check`](Self::check) for a [`BudgetRequest`] (with a projected
@@ -371,7 +391,7 @@ impl SharedTracker {
     ///
     /// # Errors
     /// As [`preflight`](Self::preflight).
-    pub fn check_request(&self, request: &BudgetRequest) -> Result<Checkpoint, CupelError> {
+    fn check_request(&self, request: &BudgetRequest) -> Result<Checkpoint, CupelError> {
         self.checkpoint(request, AdmitMode::Check).map(|(c, _)| c)
     }
 
@@ -380,31 +400,15 @@ impl SharedTracker {
     ///
     /// # Errors
     /// As [`preflight`](Self::preflight).
-    pub fn would_fit(&self, request: &BudgetRequest) -> Result<Checkpoint, CupelError> {
+    fn would_fit(&self, request: &BudgetRequest) -> Result<Checkpoint, CupelError> {
         self.checkpoint(request, AdmitMode::Probe).map(|(c, _)| c)
-    }
-
-    /// Reserves `projected` on this scope and every ancestor in one atomic
-    /// step of the store, under the lease of [`SharedOptions::lease`].
-    ///
-    /// # Errors
-    /// As [`preflight`](Self::preflight); nothing is reserved.
-    pub fn reserve(
-        &self,
-        phase: BudgetPhase,
-        projected: TokenUsage,
-    ) -> Result<SharedReservation, CupelError> {
-        self.reserve_request(&BudgetRequest::new(phase, projected))
     }
 
     /// [`reserve`](Self::reserve) for a [`BudgetRequest`].
     ///
     /// # Errors
     /// As [`reserve`](Self::reserve).
-    pub fn reserve_request(
-        &self,
-        request: &BudgetRequest,
-    ) -> Result<SharedReservation, CupelError> {
+    fn reserve_request(&self, request: &BudgetRequest) -> Result<SharedReservation, CupelError> {
         let (checkpoint, id) = self.checkpoint(request, AdmitMode::Reserve)?;
         Ok(SharedReservation {
             tracker: self.clone(),
@@ -420,7 +424,7 @@ impl SharedTracker {
     ///
     /// # Errors
     /// As [`preflight`](Self::preflight).
-    pub fn finalize(&self) -> Result<Checkpoint, CupelError> {
+    fn finalize(&self) -> Result<Checkpoint, CupelError> {
         let phase = BudgetPhase::Response;
         match self.store.finalize(&self.run, &self.ids, self.label()) {
             Ok(Admission::Passed { state, .. }) => {
@@ -443,7 +447,7 @@ impl SharedTracker {
     /// # Errors
     /// [`CupelError::BudgetStoreFailed`] whatever the policy: the usage was
     /// not recorded, so retry or log it.
-    pub fn record(&self, usage: TokenUsage) -> Result<(), CupelError> {
+    fn record(&self, usage: TokenUsage) -> Result<(), CupelError> {
         self.store
             .record(&self.run, &self.ids, usage)
             .map_err(failed(BudgetPhase::Budget))
@@ -453,7 +457,7 @@ impl SharedTracker {
     ///
     /// # Errors
     /// [`CupelError::BudgetStoreFailed`].
-    pub fn snapshot(&self) -> Result<BudgetSnapshot, CupelError> {
+    fn snapshot(&self) -> Result<BudgetSnapshot, CupelError> {
         let state = self
             .store
             .read(&self.run, &self.ids)
@@ -461,19 +465,11 @@ impl SharedTracker {
         Ok(self.snapshot_of(&state))
     }
 
-    fn own_books(&self) -> Result<super::ScopeBooks, CupelError> {
-        let state = self
-            .store
-            .read(&self.run, &self.ids)
-            .map_err(failed(BudgetPhase::Budget))?;
-        Ok(state.scopes.last().copied().unwrap_or_default())
-    }
-
     /// Settled usage of this scope (and its children).
     ///
     /// # Errors
     /// [`CupelError::BudgetStoreFailed`].
-    pub fn usage(&self) -> Result<TokenUsage, CupelError> {
+    fn usage(&self) -> Result<TokenUsage, CupelError> {
         let b = self.own_books()?;
         Ok(TokenUsage::saturating_from_i128(b.used[0], b.used[1]))
     }
@@ -482,7 +478,7 @@ impl SharedTracker {
     ///
     /// # Errors
     /// [`CupelError::BudgetStoreFailed`].
-    pub fn refused(&self) -> Result<TokenUsage, CupelError> {
+    fn refused(&self) -> Result<TokenUsage, CupelError> {
         let b = self.own_books()?;
         Ok(TokenUsage::saturating_from_i128(b.refused[0], b.refused[1]))
     }
@@ -492,29 +488,12 @@ impl SharedTracker {
     ///
     /// # Errors
     /// [`CupelError::BudgetStoreFailed`].
-    pub fn demand(&self) -> Result<TokenUsage, CupelError> {
+    fn demand(&self) -> Result<TokenUsage, CupelError> {
         let b = self.own_books()?;
         Ok(TokenUsage::saturating_from_i128(
             b.used[0] + b.refused[0],
             b.used[1] + b.refused[1],
         ))
-    }
-
-    /// Records one cycle of per-agent usage into the adaptive-budget history
-    /// `key` kept in the same store, so a fleet of workers suggests one
-    /// budget from everyone's usage; returns the history after the cycle.
-    ///
-    /// # Errors
-    /// [`CupelError::BudgetStoreFailed`] when the store fails; the
-    /// recorder's own errors ([`UsageError`](crate::UsageError) converted)
-    /// when the cycle is invalid, and then nothing is stored.
-    pub fn record_history_cycle(
-        &self,
-        key: &str,
-        usage: &[(&str, i64)],
-    ) -> Result<crate::UsageRecorder, CupelError> {
-        let mut apply = |r: &mut crate::UsageRecorder| r.record_cycle(usage.iter().copied());
-        Ok(self.store.update_history(key, &mut apply)?)
     }
 }
 
