@@ -8,9 +8,9 @@ use cupel_core::{
 };
 use cupel_placers::{ChronologicalPlacer, UShapedPlacer};
 use cupel_scorers::{
-    CompositeScorer, DecayCurve, DecayScorer, FrequencyScorer, KindScorer, MetadataKeyScorer,
-    MetadataTrustScorer, PositionScorer, PriorityScorer, RecencyScorer, ReflexiveScorer,
-    ScaledScorer, TagMatch, TagScorer,
+    Bm25Scorer, CompositeScorer, DecayCurve, DecayScorer, FrequencyScorer, KindScorer,
+    MetadataKeyScorer, MetadataTrustScorer, PositionScorer, PriorityScorer, RecencyScorer,
+    ReflexiveScorer, ScaledScorer, TagMatch, TagScorer,
 };
 use cupel_slicers::{
     ContiguousSlice, CountConstrainedKnapsackSlice, CountQuotaEntry, CountQuotaSlice, GreedySlice,
@@ -156,6 +156,28 @@ pub(crate) fn scorer(
                 MetadataKeyScorer::new(key.clone(), value.clone(), boost)
                     .map_err(|e| at(e, path))?,
             )
+        }
+        ScorerType::Bm25 => {
+            let mut b = Bm25Scorer::builder();
+            if let Some(k1) = cfg.k1 {
+                b = b.k1(k1);
+            }
+            if let Some(v) = cfg.b {
+                b = b.b(v);
+            }
+            if let Some(on) = cfg.stemming {
+                b = b.stemming(on);
+            }
+            if let Some(share) = cfg.neighbours {
+                b = b.neighbours(share);
+            }
+            if let Some(key) = &cfg.group_key {
+                b = b.group_key(key.clone());
+            }
+            if let Some(q) = &cfg.query {
+                b = b.query(q.clone());
+            }
+            Arc::new(b.build().map_err(|e| at(e, path))?)
         }
     };
     Ok(built)

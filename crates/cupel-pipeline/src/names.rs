@@ -217,6 +217,8 @@ component_names! {
         MetadataKey = "metadata_key",
         /// `PositionScorer`.
         Position = "position",
+        /// `Bm25Scorer`: lexical relevance to the run's query.
+        Bm25 = "bm25",
     ]
 }
 

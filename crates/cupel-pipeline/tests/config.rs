@@ -247,7 +247,7 @@ fn preset_lookup_is_case_insensitive_and_lists_names_on_error() {
     let e = preset("speedy").unwrap_err();
     assert_eq!(
         e.to_string(),
-        "pipeline configuration: unknown preset `speedy` (expected one of: newest-turns, chat, recent-dense, code-review, rag, document-qa, tool-use, long-running, debugging)"
+        "pipeline configuration: unknown preset `speedy` (expected one of: newest-turns, chat, recent-dense, code-review, rag, document-qa, tool-use, long-running, debugging, recall)"
     );
 }
 
