@@ -94,8 +94,15 @@ fn load(path: &Path, captions: bool) -> Result<Conversation, String> {
     Ok(Conversation { turns, questions })
 }
 
-/// The best-scoring turns that fit (ties to the newer turn), as ids.
-fn best_that_fit(turns: &[ContextItem], scores: &[f64], budget: i64) -> BTreeSet<usize> {
+/// The best-scoring turns that fit (ties to the newer turn), as ids;
+/// `stop`: stop at the first turn that does not fit (the newest-turns
+/// window, which has no holes).
+fn best_that_fit(
+    turns: &[ContextItem],
+    scores: &[f64],
+    budget: i64,
+    stop: bool,
+) -> BTreeSet<usize> {
     let mut order: Vec<usize> = (0..turns.len()).collect();
     order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(b.cmp(&a)));
     let mut left = budget;
@@ -104,6 +111,8 @@ fn best_that_fit(turns: &[ContextItem], scores: &[f64], budget: i64) -> BTreeSet
         if turns[i].tokens() <= left {
             left -= turns[i].tokens();
             out.insert(i);
+        } else if stop {
+            break;
         }
     }
     out
@@ -162,12 +171,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for (b, &budget) in BUDGETS.iter().enumerate() {
                 rows[0].1[b] += recall(
                     &bare.turns,
-                    &best_that_fit(&bare.turns, &newest, budget),
+                    &best_that_fit(&bare.turns, &newest, budget, true),
                     evidence,
                 );
                 rows[1].1[b] += recall(
                     &bare.turns,
-                    &best_that_fit(&bare.turns, &bm25, budget),
+                    &best_that_fit(&bare.turns, &bm25, budget, false),
                     evidence,
                 );
                 let pipeline = Pipeline::builder()

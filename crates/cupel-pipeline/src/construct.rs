@@ -14,7 +14,7 @@ use cupel_scorers::{
 };
 use cupel_slicers::{
     ContiguousSlice, CountConstrainedKnapsackSlice, CountQuotaEntry, CountQuotaSlice, GreedySlice,
-    KnapsackSlice, QuotaSet, QuotaSlice, ScarcityBehavior,
+    KnapsackSlice, QuotaSet, QuotaSlice, ScarcityBehavior, ScoreOrderSlice,
 };
 
 use crate::config::{CurveConfig, InnerScorer, ScorerConfig, SlicerConfig, kind_weights};
@@ -281,6 +281,7 @@ pub(crate) fn slicer(
     };
     Ok(match slicer_type {
         SlicerType::Greedy => Arc::new(GreedySlice::new()),
+        SlicerType::ScoreOrder => Arc::new(ScoreOrderSlice::new()),
         SlicerType::Contiguous => Arc::new(ContiguousSlice::new()),
         SlicerType::Knapsack => Arc::new(knapsack(cfg)?),
         SlicerType::Quota => {

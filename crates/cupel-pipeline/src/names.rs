@@ -238,6 +238,8 @@ component_names! {
         CountConstrainedKnapsack = "count_constrained_knapsack",
         /// `ContiguousSlice`.
         Contiguous = "contiguous",
+        /// `ScoreOrderSlice`: the best-scoring items that fit.
+        ScoreOrder = "score_order",
     ]
 }
 
