@@ -64,8 +64,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use cupel_core::{SelectionReport, TokenCounter};
-use cupel_pipeline::Pipeline;
+use cupel_core::{Query, SelectionReport, TokenCounter};
+use cupel_pipeline::{Pipeline, RunOptions};
 
 use crate::error::CliError;
 use crate::input::{Format, Prepared, RunSettings, Source};
@@ -190,7 +190,57 @@ struct RunArgs {
     input: InputArgs,
 
     #[command(flatten)]
+    query: QueryArgs,
+
+    #[command(flatten)]
     output: OutputArgs,
+}
+
+/// The run's query, for query-aware scorers (`bm25`, the `recall` preset).
+#[derive(Debug, Args)]
+struct QueryArgs {
+    /// What the request is about (for the `recall` preset, `bm25`)
+    ///
+    /// The run carries TEXT as its query; scorers that read a query
+    /// (type `bm25`) rank by relevance to it, others ignore it.
+    /// Without --query or --query-file the run has no query.
+    #[arg(
+        long,
+        value_name = "TEXT",
+        conflicts_with = "query_file",
+        verbatim_doc_comment
+    )]
+    query: Option<String>,
+
+    /// Read the query from FILE (UTF-8; `-` is stdin)
+    #[arg(long, value_name = "FILE")]
+    query_file: Option<String>,
+}
+
+impl QueryArgs {
+    /// The query, read from the flag or the file.
+    fn load(&self) -> Result<Option<Query>, CliError> {
+        let text = match (&self.query, &self.query_file) {
+            (Some(q), _) => q.clone(),
+            (None, Some(path)) => {
+                let read = if path == "-" {
+                    std::io::read_to_string(std::io::stdin().lock())
+                } else {
+                    std::fs::read_to_string(path)
+                };
+                read.map_err(|e| CliError::input(format!("cannot read query file `{path}`: {e}")))?
+            }
+            (None, None) => return Ok(None),
+        };
+        if text.len() > cupel_scorers::MAX_QUERY_BYTES {
+            return Err(CliError::input(format!(
+                "the query is {} bytes, over the {}-byte limit",
+                text.len(),
+                cupel_scorers::MAX_QUERY_BYTES
+            )));
+        }
+        Ok(Some(Query::new(text.trim())))
+    }
 }
 
 /// INPUT and everything that shapes how it is read: shared by `select`,
@@ -576,7 +626,18 @@ enum Mode {
 
 fn run_input(a: &RunArgs, mode: Mode) -> Result<String, CliError> {
     let prepared = a.input.load()?;
-    let report = dry_run(&prepared)?;
+    let query = a.query.load()?;
+    let report = match &query {
+        None => dry_run(&prepared)?,
+        Some(q) => Pipeline::new(prepared.policy.clone(), prepared.budget.clone())
+            .run_with(
+                &prepared.items,
+                RunOptions::new().dry(true).report(true).query(q),
+            )
+            .map_err(|e| CliError::from_run(&e))?
+            .report
+            .unwrap_or_default(),
+    };
     if let Some(durations) = a.output.json() {
         return json(report, durations);
     }

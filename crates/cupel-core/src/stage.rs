@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use crate::diagnostics::{CapExclusion, CountRequirementShortfall};
-use crate::{ContextItem, CupelError, SliceBudget, VariantOutcome};
+use crate::{ContextItem, CupelError, ScoreContext, SliceBudget, VariantOutcome};
 
 /// An item paired with the relevance score the Score stage gave it.
 ///
@@ -189,6 +189,20 @@ pub trait Scorer: Send + Sync {
         (0..items.len()).map(|i| self.score(i, items)).collect()
     }
 
+    /// Scores every item of a run that carries a [`ScoreContext`] (the
+    /// run's [`Query`](crate::Query), when it has one).
+    ///
+    /// The default ignores the context and calls
+    /// [`score_all`](Scorer::score_all), so a scorer that does not read the
+    /// query changes nothing. Query-aware scorers override it; scorers that
+    /// hold other scorers (a composite, a scaler) override it to pass the
+    /// context on. The pipeline calls it only for runs given a query
+    /// (`RunOptions::query` in cupel-pipeline); other runs call `score_all`.
+    fn score_all_in(&self, items: &[&ContextItem], cx: &ScoreContext<'_>) -> Vec<f64> {
+        let _ = cx;
+        self.score_all(items)
+    }
+
     /// A short name for messages (the default: the implementing type's
     /// name without its module path, e.g. `ScaledScorer`).
     ///
@@ -259,6 +273,9 @@ macro_rules! forward_scorer {
             }
             fn score_all(&self, items: &[&ContextItem]) -> Vec<f64> {
                 (**self).score_all(items)
+            }
+            fn score_all_in(&self, items: &[&ContextItem], cx: &ScoreContext<'_>) -> Vec<f64> {
+                (**self).score_all_in(items, cx)
             }
             fn name(&self) -> &'static str {
                 (**self).name()

@@ -476,6 +476,26 @@ pub struct ScorerConfig {
     /// `metadata_key`: the multiplier for matching items.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boost: Option<f64>,
+    /// `bm25`: term-frequency saturation (default 1.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k1: Option<f64>,
+    /// `bm25`: length normalisation (default 0.75).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub b: Option<f64>,
+    /// `bm25`: English Snowball stemming (default `true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stemming: Option<bool>,
+    /// `bm25`: the share of a hit's score its previous and next item take
+    /// at least (default 0: no neighbour lift).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub neighbours: Option<f64>,
+    /// `bm25`: the metadata key grouping items for the neighbour lift (a
+    /// session); absent: all items are one group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_key: Option<String>,
+    /// `bm25`: a query of the policy's own, used by runs that carry none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
     /// A custom scorer's own table (`params`), handed to its constructor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<serde_json::Value>,
@@ -500,6 +520,12 @@ impl ScorerConfig {
             key: None,
             value: None,
             boost: None,
+            k1: None,
+            b: None,
+            stemming: None,
+            neighbours: None,
+            group_key: None,
+            query: None,
             params: None,
         }
     }
@@ -1063,7 +1089,7 @@ impl ScorerConfig {
 
     fn check_keys(&self, at: &str) -> Result<(), CupelError> {
         use ScorerType as T;
-        let present: [(&str, bool, &[ScorerType]); 14] = [
+        let present: [(&str, bool, &[ScorerType]); 20] = [
             // Every built-in type rejects `params`: only a custom scorer has its own table.
             ("params", self.params.is_some(), &[]),
             (
@@ -1095,6 +1121,12 @@ impl ScorerConfig {
             ("key", self.key.is_some(), &[T::MetadataKey]),
             ("value", self.value.is_some(), &[T::MetadataKey]),
             ("boost", self.boost.is_some(), &[T::MetadataKey]),
+            ("k1", self.k1.is_some(), &[T::Bm25]),
+            ("b", self.b.is_some(), &[T::Bm25]),
+            ("stemming", self.stemming.is_some(), &[T::Bm25]),
+            ("neighbours", self.neighbours.is_some(), &[T::Bm25]),
+            ("group_key", self.group_key.is_some(), &[T::Bm25]),
+            ("query", self.query.is_some(), &[T::Bm25]),
         ];
         for (key, is_set, types) in present {
             let applies = match self.scorer_type.builtin() {

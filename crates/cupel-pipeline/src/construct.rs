@@ -8,13 +8,13 @@ use cupel_core::{
 };
 use cupel_placers::{ChronologicalPlacer, UShapedPlacer};
 use cupel_scorers::{
-    CompositeScorer, DecayCurve, DecayScorer, FrequencyScorer, KindScorer, MetadataKeyScorer,
-    MetadataTrustScorer, PositionScorer, PriorityScorer, RecencyScorer, ReflexiveScorer,
-    ScaledScorer, TagMatch, TagScorer,
+    Bm25Scorer, CompositeScorer, DecayCurve, DecayScorer, FrequencyScorer, KindScorer,
+    MetadataKeyScorer, MetadataTrustScorer, PositionScorer, PriorityScorer, RecencyScorer,
+    ReflexiveScorer, ScaledScorer, TagMatch, TagScorer,
 };
 use cupel_slicers::{
     ContiguousSlice, CountConstrainedKnapsackSlice, CountQuotaEntry, CountQuotaSlice, GreedySlice,
-    KnapsackSlice, QuotaSet, QuotaSlice, ScarcityBehavior,
+    KnapsackSlice, QuotaSet, QuotaSlice, ScarcityBehavior, ScoreOrderSlice,
 };
 
 use crate::config::{CurveConfig, InnerScorer, ScorerConfig, SlicerConfig, kind_weights};
@@ -157,6 +157,28 @@ pub(crate) fn scorer(
                     .map_err(|e| at(e, path))?,
             )
         }
+        ScorerType::Bm25 => {
+            let mut b = Bm25Scorer::builder();
+            if let Some(k1) = cfg.k1 {
+                b = b.k1(k1);
+            }
+            if let Some(v) = cfg.b {
+                b = b.b(v);
+            }
+            if let Some(on) = cfg.stemming {
+                b = b.stemming(on);
+            }
+            if let Some(share) = cfg.neighbours {
+                b = b.neighbours(share);
+            }
+            if let Some(key) = &cfg.group_key {
+                b = b.group_key(key.clone());
+            }
+            if let Some(q) = &cfg.query {
+                b = b.query(q.clone());
+            }
+            Arc::new(b.build().map_err(|e| at(e, path))?)
+        }
     };
     Ok(built)
 }
@@ -259,6 +281,7 @@ pub(crate) fn slicer(
     };
     Ok(match slicer_type {
         SlicerType::Greedy => Arc::new(GreedySlice::new()),
+        SlicerType::ScoreOrder => Arc::new(ScoreOrderSlice::new()),
         SlicerType::Contiguous => Arc::new(ContiguousSlice::new()),
         SlicerType::Knapsack => Arc::new(knapsack(cfg)?),
         SlicerType::Quota => {

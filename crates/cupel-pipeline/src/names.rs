@@ -217,6 +217,8 @@ component_names! {
         MetadataKey = "metadata_key",
         /// `PositionScorer`.
         Position = "position",
+        /// `Bm25Scorer`: lexical relevance to the run's query.
+        Bm25 = "bm25",
     ]
 }
 
@@ -236,6 +238,8 @@ component_names! {
         CountConstrainedKnapsack = "count_constrained_knapsack",
         /// `ContiguousSlice`.
         Contiguous = "contiguous",
+        /// `ScoreOrderSlice`: the best-scoring items that fit.
+        ScoreOrder = "score_order",
     ]
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use cupel_core::{
     ContextBudget, ContextItem, CupelError, DiagnosticTraceCollector, FanOut, NullTraceCollector,
-    OverflowEvent, SelectionReport, TraceCollector, TraceDetailLevel,
+    OverflowEvent, Query, SelectionReport, TraceCollector, TraceDetailLevel,
 };
 use cupel_run::store::SharedReservation;
 use cupel_run::{Reservation, RunTracker};
@@ -242,8 +242,19 @@ impl Pipeline {
             dry,
             run_budget,
             run_budgets,
+            query,
         } = options;
         let policy = policy.unwrap_or(&self.policy);
+        // A query binds the scorer to it for this run only (one `Arc` and a
+        // policy clone per run with a query; none without).
+        let bound;
+        let policy = match query {
+            None => policy,
+            Some(query) => {
+                bound = policy.with_query(query);
+                &bound
+            }
+        };
         let budget = budget.unwrap_or(&self.budget);
         let observer = if dry {
             None
@@ -445,6 +456,7 @@ pub struct RunOptions<'a, C: TraceCollector + ?Sized = NullTraceCollector, R = R
     run_budget: Option<&'a dyn RunTracker<Reservation = R>>,
     /// How many run budgets were given (more than one is an error).
     run_budgets: u8,
+    query: Option<&'a Query>,
 }
 
 impl RunOptions<'_> {
@@ -459,6 +471,7 @@ impl RunOptions<'_> {
             dry: false,
             run_budget: None,
             run_budgets: 0,
+            query: None,
         }
     }
 }
@@ -478,6 +491,7 @@ impl<C: TraceCollector + ?Sized, R> fmt::Debug for RunOptions<'_, C, R> {
             .field("report", &self.report)
             .field("dry", &self.dry)
             .field("run_budget", &self.run_budget.is_some())
+            .field("query", &self.query)
             .finish()
     }
 }
@@ -512,7 +526,23 @@ impl<'a, C: TraceCollector + ?Sized, R> RunOptions<'a, C, R> {
             dry: self.dry,
             run_budget: self.run_budget,
             run_budgets: self.run_budgets,
+            query: self.query,
         }
+    }
+
+    /// Runs with `query`: what the request is about, for query-aware
+    /// scorers (such as `cupel_scorers::Bm25Scorer`), which read it through
+    /// [`Scorer::score_all_in`](cupel_core::Scorer::score_all_in).
+    ///
+    /// Without a query (the default) the run is exactly a plain run: the
+    /// scorer's `score_all` is called, nothing is wrapped or allocated. With
+    /// one, the policy's scorer is called through `score_all_in` with a
+    /// [`ScoreContext`](cupel_core::ScoreContext) holding the query; scorers
+    /// that do not read the query score as before.
+    #[must_use]
+    pub fn query(mut self, query: &'a Query) -> Self {
+        self.query = Some(query);
+        self
     }
 
     /// Builds the run's [`SelectionReport`] ([`RunOutput::report`]), at
@@ -647,6 +677,7 @@ impl<'a, C: TraceCollector + ?Sized, R> RunOptions<'a, C, R> {
             dry: self.dry,
             run_budget: Some(tracker),
             run_budgets: self.run_budgets.saturating_add(1),
+            query: self.query,
         }
     }
 

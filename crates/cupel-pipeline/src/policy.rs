@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use cupel_core::{CupelError, OverflowStrategy, Placer, Scorer, Slicer};
+use cupel_core::{CupelError, OverflowStrategy, Placer, Query, ScoreContext, Scorer, Slicer};
 
 /// Everything about *how* to select, but not *how much*: a scorer, a slicer, a
 /// placer, an [`OverflowStrategy`] and whether to deduplicate.
@@ -56,7 +56,44 @@ impl fmt::Debug for Policy {
     }
 }
 
+/// A scorer bound to one run's query: its `score_all` is the inner
+/// scorer's `score_all_in` with that query.
+struct QueryBound {
+    inner: Arc<dyn Scorer>,
+    query: Query,
+}
+
+impl Scorer for QueryBound {
+    fn score(&self, index: usize, items: &[&cupel_core::ContextItem]) -> f64 {
+        self.score_all(items)
+            .get(index)
+            .copied()
+            .unwrap_or(f64::NAN)
+    }
+    fn score_all(&self, items: &[&cupel_core::ContextItem]) -> Vec<f64> {
+        let cx = ScoreContext::new().query(Some(&self.query));
+        self.inner.score_all_in(items, &cx)
+    }
+    fn score_all_in(&self, items: &[&cupel_core::ContextItem], _: &ScoreContext<'_>) -> Vec<f64> {
+        self.score_all(items)
+    }
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+}
+
 impl Policy {
+    /// This policy with its scorer bound to `query` (the per-run query of
+    /// `RunOptions::query`).
+    pub(crate) fn with_query(&self, query: &Query) -> Policy {
+        let mut p = self.clone();
+        p.scorer = Arc::new(QueryBound {
+            inner: Arc::clone(&self.scorer),
+            query: query.clone(),
+        });
+        p
+    }
+
     /// Starts a [`PolicyBuilder`].
     pub fn builder() -> PolicyBuilder {
         PolicyBuilder::new()

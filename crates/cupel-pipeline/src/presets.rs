@@ -10,7 +10,9 @@
 //!   window is the conversation's most recent stretch with no holes;
 //! * **greedy**: by score per token, skipping what does not fit and going on
 //!   with smaller items (dense, may leave holes);
-//! * **knapsack**: the best total score that fits (optimal packing).
+//! * **knapsack**: the best total score that fits (optimal packing);
+//! * **score order** (`recall`): highest score first, skipping what does not
+//!   fit (the best-scoring items, whatever their size).
 //!
 //! | name | scorers (weight) | slicer | placer | for |
 //! | --- | --- | --- | --- | --- |
@@ -23,6 +25,7 @@
 //! | `tool-use` | kind 2, recency 2, priority 1 | greedy | chronological | agent tool loops: fresh tool outputs and instructions |
 //! | `long-running` | recency 3, frequency 1, kind 1 | greedy | chronological | long sessions: recency plus items that share topics with many others |
 //! | `debugging` | priority 3, kind 2, recency 1 | greedy | chronological | incident work: caller-flagged priority first |
+//! | `recall` | bm25 1 (neighbours 0.5 in a `session`), recency 0.05 | score order | chronological | question answering over long histories: the turns most relevant to the run's query |
 
 use cupel_core::CupelError;
 
@@ -63,6 +66,22 @@ fn config(scorers: &[(ScorerType, f64)], slicer: SlicerConfig, placer: PlacerTyp
         overflow_strategy: Default::default(),
         variants: None,
     }
+}
+
+/// The `recall` preset: BM25 (k1 1.2, b 0.75, stemming, neighbours 0.5
+/// within the `session` metadata group) weight 1, recency weight 0.05.
+fn recall() -> PolicyConfig {
+    let mut bm25 = ScorerConfig::new(ScorerType::Bm25).weight(1.0);
+    bm25.neighbours = Some(0.5);
+    bm25.group_key = Some("session".to_owned());
+    let mut c = config(
+        &[],
+        SlicerConfig::new(SlicerType::ScoreOrder),
+        PlacerType::Chronological,
+    );
+    c.scorers = vec![bm25, ScorerConfig::new(ScorerType::Recency).weight(0.05)];
+    c.deduplication = false;
+    c
 }
 
 /// All presets, in documentation order.
@@ -137,6 +156,11 @@ pub fn presets() -> Vec<Preset> {
                 greedy(),
                 Chronological,
             ),
+        },
+        Preset {
+            name: "recall",
+            description: "Query-aware recall: BM25 relevance to the run's query (stemmed, a hit lifting its previous and next turn of the same `session` to half its score), a small recency tie-break; the best-scoring turns that fit (score order, skipping what does not fit); reading order.",
+            config: recall(),
         },
     ]
 }

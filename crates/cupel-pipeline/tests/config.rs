@@ -113,7 +113,7 @@ fn bad_values_say_what_to_fix() {
         .unwrap_err();
     assert_eq!(
         e.to_string(),
-        "pipeline configuration: slicer: unknown slicer `fancy` (built-in: greedy, knapsack, quota, count_quota, count_constrained_knapsack, contiguous; registered: none)"
+        "pipeline configuration: slicer: unknown slicer `fancy` (built-in: greedy, knapsack, quota, count_quota, count_constrained_knapsack, contiguous, score_order; registered: none)"
     );
     let e = PolicyConfig::from_toml_str("slicer = \"greedy\"\n").unwrap_err();
     assert!(e.to_string().contains("missing field `scorers`"), "{e}");
@@ -247,7 +247,7 @@ fn preset_lookup_is_case_insensitive_and_lists_names_on_error() {
     let e = preset("speedy").unwrap_err();
     assert_eq!(
         e.to_string(),
-        "pipeline configuration: unknown preset `speedy` (expected one of: newest-turns, chat, recent-dense, code-review, rag, document-qa, tool-use, long-running, debugging)"
+        "pipeline configuration: unknown preset `speedy` (expected one of: newest-turns, chat, recent-dense, code-review, rag, document-qa, tool-use, long-running, debugging, recall)"
     );
 }
 

@@ -3,10 +3,10 @@
 use std::fmt;
 use std::sync::Arc;
 
-use cupel_core::{ContextItem, CupelError, Scorer};
+use cupel_core::{ContextItem, CupelError, ScoreContext, Scorer};
 
 use crate::gather::TagScope;
-use crate::scaled::checked_score_all;
+use crate::scaled::checked_score_all_in;
 
 /// Combines child scorers into one score: the weighted average of their scores.
 ///
@@ -150,12 +150,27 @@ impl Scorer for CompositeScorer {
     /// A (user-written) child whose `score_all` returns the wrong number of
     /// scores is asked item by item with [`score`](Scorer::score) instead.
     fn score_all(&self, items: &[&ContextItem]) -> Vec<f64> {
+        self.combine(items, None)
+    }
+
+    /// As [`score_all`](Scorer::score_all), passing the run's context to
+    /// every child.
+    fn score_all_in(&self, items: &[&ContextItem], cx: &ScoreContext<'_>) -> Vec<f64> {
+        self.combine(items, Some(cx))
+    }
+}
+
+impl CompositeScorer {
+    fn combine(&self, items: &[&ContextItem], cx: Option<&ScoreContext<'_>>) -> Vec<f64> {
         // Tag-reading children (tag, frequency) gather the items' tags once
         // between them, for this pass only.
         let _tags = TagScope::open(items);
         let mut out = vec![0.0; items.len()];
         for (child, weight) in &self.children {
-            for (acc, s) in out.iter_mut().zip(checked_score_all(&**child, items)) {
+            for (acc, s) in out
+                .iter_mut()
+                .zip(checked_score_all_in(&**child, items, cx))
+            {
                 *acc += s * weight;
             }
         }

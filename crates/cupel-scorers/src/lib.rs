@@ -20,6 +20,7 @@
 //! | [`MetadataTrustScorer`] | `cupel:trust` metadata | absolute: the trust value, clamped |
 //! | [`MetadataKeyScorer`] | one metadata key | absolute: a boost multiplier |
 //! | [`DecayScorer`] | timestamp + a clock | absolute: a [`DecayCurve`] of the age |
+//! | [`Bm25Scorer`] | content + the run's query | relative: BM25, the best item 1.0 |
 //! | [`CompositeScorer`] | its children | weighted average |
 //! | [`ScaledScorer`] | its inner scorer | min-max normalisation |
 //!
@@ -45,7 +46,8 @@
 //! Items are identified by their index in the slice (an identical copy at
 //! another index is a different item).
 //!
-//! This crate depends only on `cupel-core` (and `chrono` for timestamps).
+//! This crate depends only on `cupel-core` (and `chrono` for timestamps,
+//! `unicode-segmentation` and `rust-stemmers` for [`Bm25Scorer`]).
 //!
 //! ```
 //! use cupel_core::{ContextItem, ContextKind, Scorer};
@@ -76,6 +78,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
+mod bm25;
 mod composite;
 mod decay;
 mod frequency;
@@ -91,6 +94,7 @@ mod scaled;
 mod tag;
 mod trust;
 
+pub use bm25::{Bm25Scorer, Bm25ScorerBuilder, MAX_QUERY_BYTES, bm25_terms};
 pub use composite::{CompositeScorer, CompositeScorerBuilder};
 pub use decay::{DecayCurve, DecayScorer, StepWindow};
 pub use frequency::FrequencyScorer;
@@ -125,5 +129,6 @@ mod tests {
         send_sync::<DecayScorer>();
         send_sync::<DecayCurve>();
         send_sync::<MetadataKeyScorer>();
+        send_sync::<Bm25Scorer>();
     }
 }

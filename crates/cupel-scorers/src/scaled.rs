@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use cupel_core::{ContextItem, Scorer};
+use cupel_core::{ContextItem, ScoreContext, Scorer};
 
 /// Rescales an inner scorer's scores to span `[0, 1]`:
 /// `(raw - min) / (max - min)`, with `min` and `max` the inner scorer's lowest
@@ -94,7 +94,20 @@ fn min_max(scores: impl IntoIterator<Item = f64>) -> (f64, f64) {
 /// [`score_all`](Scorer::score_all) returns the wrong number of scores — its
 /// one-item scores.
 pub(crate) fn checked_score_all(scorer: &dyn Scorer, items: &[&ContextItem]) -> Vec<f64> {
-    let scores = scorer.score_all(items);
+    checked_score_all_in(scorer, items, None)
+}
+
+/// [`checked_score_all`] in a run's context (`None`: no context, the plain
+/// [`score_all`](Scorer::score_all)).
+pub(crate) fn checked_score_all_in(
+    scorer: &dyn Scorer,
+    items: &[&ContextItem],
+    cx: Option<&ScoreContext<'_>>,
+) -> Vec<f64> {
+    let scores = match cx {
+        None => scorer.score_all(items),
+        Some(cx) => scorer.score_all_in(items, cx),
+    };
     if scores.len() == items.len() {
         scores
     } else {
@@ -131,7 +144,17 @@ impl Scorer for ScaledScorer {
     }
 
     fn score_all(&self, items: &[&ContextItem]) -> Vec<f64> {
-        let raw = checked_score_all(&*self.inner, items);
+        Self::scale(checked_score_all(&*self.inner, items))
+    }
+
+    /// The inner scorer's pass in the run's context, scaled.
+    fn score_all_in(&self, items: &[&ContextItem], cx: &ScoreContext<'_>) -> Vec<f64> {
+        Self::scale(checked_score_all_in(&*self.inner, items, Some(cx)))
+    }
+}
+
+impl ScaledScorer {
+    fn scale(raw: Vec<f64>) -> Vec<f64> {
         let (min, max) = min_max(raw.iter().copied());
         let range = max - min;
         raw.into_iter()

@@ -71,6 +71,7 @@ mod inner;
 mod kinds;
 mod knapsack;
 mod quota;
+mod score_order;
 mod stream;
 #[cfg(test)]
 mod test_util;
@@ -85,6 +86,7 @@ pub use knapsack::{
     KnapsackTableSize, SCORE_SCALE,
 };
 pub use quota::{QuotaEntry, QuotaSet, QuotaSetBuilder, QuotaSlice};
+pub use score_order::ScoreOrderSlice;
 pub use stream::{StreamSelection, StreamSlice};
 
 #[cfg(test)]
