@@ -477,12 +477,7 @@ impl AnthropicEstimate {
         self.content(&m.content, keep_thinking, &mut t);
         // OpenAI-shaped fields, should a caller build such a message.
         for c in m.tool_calls.iter().flatten() {
-            t.text = t
-                .text
-                .saturating_add(self.cl100k(&c.id))
-                .saturating_add(self.cl100k(&c.name))
-                .saturating_add(self.cl100k(&c.arguments_text()));
-            t.fixed = t.fixed.saturating_add(PER_TOOL_BLOCK);
+            self.tool_call(c, &mut t);
         }
         if let Some(id) = &m.tool_call_id {
             t.text = t.text.saturating_add(self.cl100k(id));
@@ -491,6 +486,16 @@ impl AnthropicEstimate {
         PER_MESSAGE
             .saturating_add(self.text_tokens(t.text))
             .saturating_add(t.fixed)
+    }
+
+    /// A tool call: its id, name and arguments as text, and a block's framing.
+    fn tool_call(&self, c: &crate::message::ToolCall, t: &mut Tally) {
+        t.text = t
+            .text
+            .saturating_add(self.cl100k(&c.id))
+            .saturating_add(self.cl100k(&c.name))
+            .saturating_add(self.cl100k(&c.arguments_text()));
+        t.fixed = t.fixed.saturating_add(PER_TOOL_BLOCK);
     }
 
     fn content(&self, c: &Content, keep_thinking: bool, t: &mut Tally) {
@@ -509,14 +514,7 @@ impl AnthropicEstimate {
         match p {
             Part::Text { text, .. } => t.text = t.text.saturating_add(self.cl100k(text)),
             Part::Image(img) => t.fixed = t.fixed.saturating_add(self.image(img)),
-            Part::ToolCall(c) => {
-                t.text = t
-                    .text
-                    .saturating_add(self.cl100k(&c.id))
-                    .saturating_add(self.cl100k(&c.name))
-                    .saturating_add(self.cl100k(&c.arguments_text()));
-                t.fixed = t.fixed.saturating_add(PER_TOOL_BLOCK);
-            }
+            Part::ToolCall(c) => self.tool_call(c, t),
             Part::ToolResult(r) => {
                 t.text = t.text.saturating_add(self.cl100k(&r.call_id));
                 t.fixed = t.fixed.saturating_add(PER_TOOL_BLOCK);

@@ -790,18 +790,20 @@ impl<'a, 'o> Run<'a, 'o> {
     /// One row per message.
     fn rows(&self) -> Vec<MessageRow<'a>> {
         (0..self.messages.len())
-            .map(|i| {
-                let (decision, _) = self.message_decision(i);
-                MessageRow {
-                    position: i,
-                    message: &self.messages[i],
-                    tokens: self.tokens[i],
-                    unit: self.unit_of[self.first_piece[i]],
-                    decision,
-                    granularity: self.opts.granularity,
-                }
-            })
+            .map(|i| self.row(i, self.message_decision(i).0))
             .collect()
+    }
+
+    /// Message `i`'s row with `decision`.
+    fn row(&self, i: usize, decision: Decision) -> MessageRow<'a> {
+        MessageRow {
+            position: i,
+            message: &self.messages[i],
+            tokens: self.tokens[i],
+            unit: self.unit_of[self.first_piece[i]],
+            decision,
+            granularity: self.opts.granularity,
+        }
     }
 
     /// Phase `finish`: rows, kept messages, forms, totals and the report.
@@ -829,14 +831,7 @@ impl<'a, 'o> Run<'a, 'o> {
             } else {
                 dropped_tokens = dropped_tokens.saturating_add(self.tokens[i]);
             }
-            rows.push(MessageRow {
-                position: i,
-                message: &self.messages[i],
-                tokens: self.tokens[i],
-                unit: self.unit_of[self.first_piece[i]],
-                decision,
-                granularity: self.opts.granularity,
-            });
+            rows.push(self.row(i, decision));
         }
         // A window without conversation is refused by providers: say why
         // every conversation message went (see `ChatError::NoConversation`).
