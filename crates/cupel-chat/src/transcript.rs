@@ -1,6 +1,7 @@
 //! [`Transcript`]: a whole document (a bare `messages` array or a request
 //! body) in one of the two wire formats, read and written back.
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -296,8 +297,7 @@ impl Transcript {
             ),
             _ => return Format::OpenAi,
         };
-        let found: Result<Format, ChatError> =
-            detect_parts(body, messages.iter().map(|m| Ok(m.clone())));
+        let found: Result<Format, ChatError> = detect_parts(body, messages.iter().map(Ok));
         found.unwrap_or(Format::OpenAi)
     }
 
@@ -710,9 +710,9 @@ fn shape(path: &str, message: &str) -> ChatError {
 
 /// The format of a document from its body's fields and its messages
 /// (decoded one at a time, until one decides).
-fn detect_parts(
+fn detect_parts<V: Borrow<Value>>(
     body: Option<&Map<String, Value>>,
-    messages: impl Iterator<Item = Result<Value, ChatError>>,
+    messages: impl Iterator<Item = Result<V, ChatError>>,
 ) -> Result<Format, ChatError> {
     if let Some(b) = body {
         if b.contains_key("system") {
@@ -725,6 +725,7 @@ fn detect_parts(
     }
     for m in messages {
         let m = m?;
+        let m: &Value = m.borrow();
         let role = m.get("role").and_then(Value::as_str);
         if matches!(role, Some("system" | "developer" | "tool" | "function"))
             || m.get("tool_calls").is_some()
