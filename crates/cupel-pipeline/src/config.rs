@@ -496,6 +496,21 @@ pub struct ScorerConfig {
     /// `bm25`: a query of the policy's own, used by runs that carry none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub query: Option<String>,
+    /// `bm25`: the weight of pseudo-relevance feedback terms, in `[0, 1]`
+    /// (default 0: off; 0.3 when only `feedback_docs` or `feedback_terms`
+    /// is given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<f64>,
+    /// `bm25`: how many first-pass items vote for feedback terms
+    /// (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback_docs: Option<usize>,
+    /// `bm25`: how many feedback terms join the query (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback_terms: Option<usize>,
+    /// `bm25`: the group prior's weight, in `[0, 1]` (default 0: off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_weight: Option<f64>,
     /// A custom scorer's own table (`params`), handed to its constructor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<serde_json::Value>,
@@ -526,6 +541,10 @@ impl ScorerConfig {
             neighbours: None,
             group_key: None,
             query: None,
+            feedback: None,
+            feedback_docs: None,
+            feedback_terms: None,
+            group_weight: None,
             params: None,
         }
     }
@@ -1089,7 +1108,7 @@ impl ScorerConfig {
 
     fn check_keys(&self, at: &str) -> Result<(), CupelError> {
         use ScorerType as T;
-        let present: [(&str, bool, &[ScorerType]); 20] = [
+        let present: [(&str, bool, &[ScorerType]); 24] = [
             // Every built-in type rejects `params`: only a custom scorer has its own table.
             ("params", self.params.is_some(), &[]),
             (
@@ -1127,6 +1146,10 @@ impl ScorerConfig {
             ("neighbours", self.neighbours.is_some(), &[T::Bm25]),
             ("group_key", self.group_key.is_some(), &[T::Bm25]),
             ("query", self.query.is_some(), &[T::Bm25]),
+            ("feedback", self.feedback.is_some(), &[T::Bm25]),
+            ("feedback_docs", self.feedback_docs.is_some(), &[T::Bm25]),
+            ("feedback_terms", self.feedback_terms.is_some(), &[T::Bm25]),
+            ("group_weight", self.group_weight.is_some(), &[T::Bm25]),
         ];
         for (key, is_set, types) in present {
             let applies = match self.scorer_type.builtin() {

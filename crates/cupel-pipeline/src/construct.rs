@@ -177,6 +177,18 @@ pub(crate) fn scorer(
             if let Some(q) = &cfg.query {
                 b = b.query(q.clone());
             }
+            if cfg.feedback.is_some() || cfg.feedback_docs.is_some() || cfg.feedback_terms.is_some()
+            {
+                let std = cupel_scorers::Bm25Feedback::STANDARD;
+                b = b.feedback(cupel_scorers::Bm25Feedback {
+                    weight: cfg.feedback.unwrap_or(std.weight),
+                    docs: cfg.feedback_docs.unwrap_or(std.docs),
+                    terms: cfg.feedback_terms.unwrap_or(std.terms),
+                });
+            }
+            if let Some(w) = cfg.group_weight {
+                b = b.group_weight(w);
+            }
             Arc::new(b.build().map_err(|e| at(e, path))?)
         }
     };

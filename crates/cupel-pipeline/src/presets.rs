@@ -25,7 +25,7 @@
 //! | `tool-use` | kind 2, recency 2, priority 1 | greedy | chronological | agent tool loops: fresh tool outputs and instructions |
 //! | `long-running` | recency 3, frequency 1, kind 1 | greedy | chronological | long sessions: recency plus items that share topics with many others |
 //! | `debugging` | priority 3, kind 2, recency 1 | greedy | chronological | incident work: caller-flagged priority first |
-//! | `recall` | bm25 1 (neighbours 0.5 in a `session`), recency 0.05 | score order | chronological | question answering over long histories: the turns most relevant to the run's query |
+//! | `recall` | bm25 1 (feedback 0.3, neighbours 0.5 and group weight 0.2 in a `session`), recency 0.05 | score order | chronological | question answering over long histories: the turns most relevant to the run's query |
 
 use cupel_core::CupelError;
 
@@ -68,12 +68,16 @@ fn config(scorers: &[(ScorerType, f64)], slicer: SlicerConfig, placer: PlacerTyp
     }
 }
 
-/// The `recall` preset: BM25 (k1 1.2, b 0.75, stemming, neighbours 0.5
-/// within the `session` metadata group) weight 1, recency weight 0.05.
+/// The `recall` preset: BM25 (k1 1.2, b 0.75, stemming, feedback
+/// [`Bm25Feedback::STANDARD`](cupel_scorers::Bm25Feedback::STANDARD),
+/// neighbours 0.5 and group weight 0.2 within the `session` metadata
+/// group) weight 1, recency weight 0.05.
 fn recall() -> PolicyConfig {
     let mut bm25 = ScorerConfig::new(ScorerType::Bm25).weight(1.0);
     bm25.neighbours = Some(0.5);
     bm25.group_key = Some("session".to_owned());
+    bm25.feedback = Some(cupel_scorers::Bm25Feedback::STANDARD.weight);
+    bm25.group_weight = Some(0.2);
     let mut c = config(
         &[],
         SlicerConfig::new(SlicerType::ScoreOrder),
@@ -159,7 +163,7 @@ pub fn presets() -> Vec<Preset> {
         },
         Preset {
             name: "recall",
-            description: "Query-aware recall: BM25 relevance to the run's query (stemmed, a hit lifting its previous and next turn of the same `session` to half its score), a small recency tie-break; the best-scoring turns that fit (score order, skipping what does not fit); reading order.",
+            description: "Query-aware recall: BM25 relevance to the run's query (stemmed, expanded by pseudo-relevance feedback, a hit lifting its previous and next turn of the same `session` to half its score, a turn of a session about the query lifted by a group prior of 0.2), a small recency tie-break; the best-scoring turns that fit (score order, skipping what does not fit); reading order.",
             config: recall(),
         },
     ]

@@ -177,6 +177,39 @@ pub struct Bm25Scorer {
     query: Option<String>,
     neighbours: f64,
     group_key: Option<String>,
+    feedback: Bm25Feedback,
+    group_weight: f64,
+}
+
+/// Pseudo-relevance feedback (query expansion) for [`Bm25Scorer`]: after a
+/// first pass, the `docs` best-scoring items vote for their terms and the
+/// `terms` best terms that are not in the query join it with at most
+/// `weight` (in `[0, 1]`; 0 is off) — the classic remedy for a question
+/// that names a thing by other words than the turn that holds it
+/// (Lavrenko and Croft's relevance model, "RM3").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bm25Feedback {
+    /// The weight of the best feedback term (the query's own terms weigh 1).
+    pub weight: f64,
+    /// How many first-pass documents vote (the best-scoring ones).
+    pub docs: usize,
+    /// How many terms join the query.
+    pub terms: usize,
+}
+
+impl Bm25Feedback {
+    /// No feedback.
+    pub const OFF: Bm25Feedback = Bm25Feedback {
+        weight: 0.0,
+        docs: 0,
+        terms: 0,
+    };
+    /// The `recall` preset's feedback: weight 0.3, 10 documents, 10 terms.
+    pub const STANDARD: Bm25Feedback = Bm25Feedback {
+        weight: 0.3,
+        docs: 10,
+        terms: 10,
+    };
 }
 
 impl fmt::Debug for Bm25Scorer {
@@ -188,6 +221,8 @@ impl fmt::Debug for Bm25Scorer {
             .field("query", &self.query)
             .field("neighbours", &self.neighbours)
             .field("group_key", &self.group_key)
+            .field("feedback", &self.feedback)
+            .field("group_weight", &self.group_weight)
             .finish()
     }
 }
@@ -213,6 +248,8 @@ impl Bm25Scorer {
             query: None,
             neighbours: 0.0,
             group_key: None,
+            feedback: Bm25Feedback::OFF,
+            group_weight: 0.0,
         }
     }
 
@@ -242,48 +279,68 @@ impl Bm25Scorer {
     }
 
     /// Raw BM25 of every item for `query` (before the neighbour lift and
-    /// normalisation).
+    /// normalisation), without feedback.
+    #[cfg(test)]
     fn raw(&self, items: &[&ContextItem], query: &str) -> Vec<f64> {
-        let q: BTreeSet<String> = self.analyzer.terms(cut(query)).into_iter().collect();
-        if q.is_empty() || items.is_empty() {
-            return vec![0.0; items.len()];
+        let docs = self.analyse(items);
+        let q = self.query_weights(query);
+        self.weighted(&docs, &q)
+    }
+
+    /// The index terms of every item, in order.
+    fn analyse(&self, items: &[&ContextItem]) -> Vec<Vec<String>> {
+        items
+            .iter()
+            .map(|item| self.analyzer.terms(item.content()))
+            .collect()
+    }
+
+    /// The query's distinct terms, each of weight 1.
+    fn query_weights(&self, query: &str) -> BTreeMap<String, f64> {
+        self.analyzer
+            .terms(cut(query))
+            .into_iter()
+            .map(|t| (t, 1.0))
+            .collect()
+    }
+
+    /// BM25 of every document for the weighted query: each term's
+    /// contribution is multiplied by its weight (1 for the query's own
+    /// terms, less for feedback terms).
+    fn weighted(&self, docs: &[Vec<String>], q: &BTreeMap<String, f64>) -> Vec<f64> {
+        if q.is_empty() || docs.is_empty() {
+            return vec![0.0; docs.len()];
         }
         let slot: BTreeMap<&str, usize> =
-            q.iter().enumerate().map(|(i, t)| (t.as_str(), i)).collect();
-        // Per item: its length in terms and its query-term frequencies.
-        let mut lens = Vec::with_capacity(items.len());
-        let mut tfs: Vec<Vec<(usize, u32)>> = Vec::with_capacity(items.len());
+            q.keys().enumerate().map(|(i, t)| (t.as_str(), i)).collect();
+        let weight: Vec<f64> = q.values().copied().collect();
+        // Per document: its query-term frequencies.
         let mut df = vec![0u32; q.len()];
-        for item in items {
-            let mut len = 0u32;
-            let mut tf: Vec<(usize, u32)> = Vec::new();
-            self.analyzer.each(item.content(), |_, t| {
-                len += 1;
-                if let Some(&s) = slot.get(t.as_str()) {
-                    match tf.iter_mut().find(|(k, _)| *k == s) {
-                        Some((_, c)) => *c += 1,
-                        None => tf.push((s, 1)),
+        let tfs: Vec<Vec<(usize, u32)>> = docs
+            .iter()
+            .map(|doc| {
+                let mut tf: Vec<(usize, u32)> = Vec::new();
+                for t in doc {
+                    if let Some(&s) = slot.get(t.as_str()) {
+                        match tf.iter_mut().find(|(k, _)| *k == s) {
+                            Some((_, c)) => *c = c.saturating_add(1),
+                            None => tf.push((s, 1)),
+                        }
                     }
                 }
-            });
-            for &(s, _) in &tf {
-                df[s] += 1;
-            }
-            lens.push(f64::from(len));
-            tfs.push(tf);
-        }
-        let n = items.len() as f64;
-        let avgdl = lens.iter().sum::<f64>() / n;
-        let idf: Vec<f64> = df
-            .iter()
-            .map(|&d| {
-                let d = f64::from(d);
-                ((n - d + 0.5) / (d + 0.5) + 1.0).ln()
+                for &(s, _) in &tf {
+                    df[s] += 1;
+                }
+                tf
             })
             .collect();
+        let n = docs.len() as f64;
+        let avgdl = docs.iter().map(|d| d.len() as f64).sum::<f64>() / n;
+        let idf: Vec<f64> = df.iter().map(|&d| idf(n, f64::from(d))).collect();
         tfs.iter()
-            .zip(&lens)
-            .map(|(tf, &dl)| {
+            .zip(docs)
+            .map(|(tf, doc)| {
+                let dl = doc.len() as f64;
                 let norm = if avgdl > 0.0 {
                     self.k1 * (1.0 - self.b + self.b * dl / avgdl)
                 } else {
@@ -292,10 +349,106 @@ impl Bm25Scorer {
                 tf.iter()
                     .map(|&(s, c)| {
                         let c = f64::from(c);
-                        idf[s] * c * (self.k1 + 1.0) / (c + norm)
+                        weight[s] * idf[s] * c * (self.k1 + 1.0) / (c + norm)
                     })
                     .fold(0.0, |a, x| a + x)
             })
+            .collect()
+    }
+
+    /// Pseudo-relevance feedback (RM3-style query expansion): the
+    /// `feedback.docs` best documents of the first pass vote for their
+    /// terms (`Σ raw(d)/max · tf(t,d)/|d| · IDF(t)`), and the
+    /// `feedback.terms` best terms not in the query join it with weight
+    /// `feedback.weight · vote / best vote`. Ties: the smaller term.
+    fn expand(
+        &self,
+        docs: &[Vec<String>],
+        raw: &[f64],
+        q: &BTreeMap<String, f64>,
+    ) -> BTreeMap<String, f64> {
+        let fb = self.feedback;
+        let mut order: Vec<usize> = (0..raw.len()).filter(|&i| raw[i] > 0.0).collect();
+        order.sort_by(|&a, &b| raw[b].total_cmp(&raw[a]).then(a.cmp(&b)));
+        order.truncate(fb.docs);
+        let Some(&best) = order.first() else {
+            return q.clone();
+        };
+        let top = raw[best];
+        // Each candidate term's share of the feedback documents.
+        let mut share: BTreeMap<&str, f64> = BTreeMap::new();
+        for &d in &order {
+            let len = docs[d].len().max(1) as f64;
+            for t in &docs[d] {
+                if !q.contains_key(t) {
+                    *share.entry(t.as_str()).or_default() += raw[d] / top / len;
+                }
+            }
+        }
+        // Document frequencies of the candidates, over every document.
+        let mut df: BTreeMap<&str, u32> = share.keys().map(|&t| (t, 0)).collect();
+        for doc in docs {
+            let seen: BTreeSet<&str> = doc
+                .iter()
+                .map(String::as_str)
+                .filter(|t| df.contains_key(t))
+                .collect();
+            for t in seen {
+                if let Some(c) = df.get_mut(t) {
+                    *c += 1;
+                }
+            }
+        }
+        let n = docs.len() as f64;
+        let mut votes: Vec<(&str, f64)> = share
+            .into_iter()
+            .map(|(t, s)| (t, s * idf(n, f64::from(df.get(t).copied().unwrap_or(0)))))
+            .collect();
+        votes.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+        votes.truncate(fb.terms);
+        let mut out = q.clone();
+        if let Some(&(_, lead)) = votes.first()
+            && lead > 0.0
+        {
+            for (t, v) in votes {
+                out.insert(t.to_owned(), fb.weight * v / lead);
+            }
+        }
+        out
+    }
+
+    /// The group of item `i` (its `group_key` value; `None` without a key
+    /// or without the value).
+    fn group<'a>(&self, items: &[&'a ContextItem], i: usize) -> Option<&'a str> {
+        self.group_key
+            .as_ref()
+            .and_then(|k| items[i].metadata().get(k).map(String::as_str))
+    }
+
+    /// The group prior: BM25 of each group's concatenated terms (the
+    /// groups as documents), divided by the best group's, per item.
+    fn group_prior(
+        &self,
+        items: &[&ContextItem],
+        docs: &[Vec<String>],
+        q: &BTreeMap<String, f64>,
+    ) -> Vec<f64> {
+        let mut index: BTreeMap<Option<&str>, usize> = BTreeMap::new();
+        let mut groups: Vec<Vec<String>> = Vec::new();
+        let of: Vec<usize> = (0..items.len())
+            .map(|i| {
+                let g = *index.entry(self.group(items, i)).or_insert_with(|| {
+                    groups.push(Vec::new());
+                    groups.len() - 1
+                });
+                groups[g].extend(docs[i].iter().cloned());
+                g
+            })
+            .collect();
+        let raw = self.weighted(&groups, q);
+        let best = raw.iter().copied().fold(0.0_f64, f64::max);
+        of.iter()
+            .map(|&g| if best > 0.0 { raw[g] / best } else { 0.0 })
             .collect()
     }
 
@@ -327,8 +480,21 @@ impl Bm25Scorer {
         let Some(query) = query.or(self.query.as_deref()) else {
             return vec![0.0; items.len()];
         };
-        let raw = self.raw(items, query);
-        let lifted = self.lift(items, &raw);
+        let docs = self.analyse(items);
+        let mut q = self.query_weights(query);
+        let mut raw = self.weighted(&docs, &q);
+        if self.feedback.weight > 0.0 {
+            q = self.expand(&docs, &raw, &q);
+            raw = self.weighted(&docs, &q);
+        }
+        let mut lifted = self.lift(items, &raw);
+        if self.group_weight > 0.0 {
+            let top = lifted.iter().copied().fold(0.0_f64, f64::max);
+            let prior = self.group_prior(items, &docs, &q);
+            for (s, p) in lifted.iter_mut().zip(prior) {
+                *s += self.group_weight * top * p;
+            }
+        }
         let max = lifted.iter().copied().fold(0.0_f64, f64::max);
         if max > 0.0 && max.is_finite() {
             lifted.into_iter().map(|s| s / max).collect()
@@ -336,6 +502,11 @@ impl Bm25Scorer {
             vec![0.0; items.len()]
         }
     }
+}
+
+/// BM25's IDF of a term held by `d` of `n` documents.
+fn idf(n: f64, d: f64) -> f64 {
+    ((n - d + 0.5) / (d + 0.5) + 1.0).ln()
 }
 
 /// `query` cut to at most [`MAX_QUERY_BYTES`], on a character boundary.
@@ -380,6 +551,8 @@ pub struct Bm25ScorerBuilder {
     query: Option<String>,
     neighbours: f64,
     group_key: Option<String>,
+    feedback: Bm25Feedback,
+    group_weight: f64,
 }
 
 impl Default for Bm25ScorerBuilder {
@@ -398,6 +571,8 @@ impl Bm25ScorerBuilder {
             query: None,
             neighbours: 0.0,
             group_key: None,
+            feedback: Bm25Feedback::OFF,
+            group_weight: 0.0,
         }
     }
 
@@ -445,11 +620,32 @@ impl Bm25ScorerBuilder {
         self
     }
 
+    /// Pseudo-relevance feedback (default [`Bm25Feedback::OFF`]).
+    #[must_use]
+    pub fn feedback(mut self, feedback: Bm25Feedback) -> Self {
+        self.feedback = feedback;
+        self
+    }
+
+    /// The group prior (in `[0, 1]`, default 0: off): every item gains
+    /// `weight` times the best item's score times its group's relevance,
+    /// where a group (the items sharing the
+    /// [`group_key`](Self::group_key) value) is scored as one document by
+    /// BM25 and divided by the best group's. A turn of the conversation
+    /// that is about the question rises above an equally matching turn of
+    /// one that is not.
+    #[must_use]
+    pub fn group_weight(mut self, weight: f64) -> Self {
+        self.group_weight = weight;
+        self
+    }
+
     /// The scorer.
     ///
     /// # Errors
-    /// [`CupelError::ScorerConfig`] for `k1` negative or not finite, `b` or
-    /// `neighbours` outside `[0, 1]`, or a query over [`MAX_QUERY_BYTES`].
+    /// [`CupelError::ScorerConfig`] for `k1` negative or not finite, `b`,
+    /// `neighbours`, `group_weight` or the feedback weight outside `[0, 1]`
+    /// (or not a number), or a query over [`MAX_QUERY_BYTES`].
     pub fn build(self) -> Result<Bm25Scorer, CupelError> {
         if !(self.k1.is_finite() && self.k1 >= 0.0) {
             return Err(CupelError::ScorerConfig(format!(
@@ -469,6 +665,16 @@ impl Bm25ScorerBuilder {
                 self.neighbours
             )));
         }
+        for (name, v) in [
+            ("group_weight", self.group_weight),
+            ("feedback weight", self.feedback.weight),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(CupelError::ScorerConfig(format!(
+                    "bm25 {name} must be in [0, 1], got {v}"
+                )));
+            }
+        }
         if let Some(q) = &self.query
             && q.len() > MAX_QUERY_BYTES
         {
@@ -484,6 +690,8 @@ impl Bm25ScorerBuilder {
             query: self.query,
             neighbours: self.neighbours,
             group_key: self.group_key,
+            feedback: self.feedback,
+            group_weight: self.group_weight,
         })
     }
 }
@@ -703,6 +911,101 @@ mod tests {
         assert!(close(got[2], raw[2] / raw[0]), "{got:?}");
         assert!(close(got[3], 0.5 * raw[2] / raw[0]), "{got:?}");
         assert_eq!(got[4], 0.0);
+    }
+
+    /// Feedback by hand. Items "tokyo trip sushi", "sushi dinner",
+    /// "paris museum" (terms unchanged by stemming); query "tokyo";
+    /// feedback weight 0.5, 1 document, 2 terms. N = 3, avgdl = 7/3.
+    ///
+    /// First pass: only item 0 holds "tokyo", so it alone votes; its other
+    /// terms have share raw/top/len = 1/3 each. IDF(df 1) = ln(2.5/1.5 + 1)
+    /// = 0.980829, IDF(df 2) = ln(1.5/2.5 + 1) = 0.470004.
+    /// votes: trip = 0.326943, sushi = 0.156668 → weights trip 0.5,
+    /// sushi 0.5 · 0.156668 / 0.326943 = 0.239592.
+    ///
+    /// Second pass (k1 1.2, b 0.75): item 0 (len 3): norm = 1.2 · (0.25 +
+    /// 0.75 · 3 / (7/3)) = 1.457143, tf part 2.2 / 2.457143 = 0.895349;
+    /// raw = (0.980829 + 0.5 · 0.980829 + 0.239592 · 0.470004) · 0.895349
+    /// = 1.418102. Item 1 (len 2): norm = 1.071429, tf part 2.2 / 2.071429
+    /// = 1.062069; raw = 0.239592 · 0.470004 · 1.062069 = 0.119598.
+    /// Normalised: 1, 0.084335, 0 — "sushi dinner" now scores, a little.
+    #[test]
+    fn feedback_by_hand() {
+        let s = Bm25Scorer::builder()
+            .feedback(Bm25Feedback {
+                weight: 0.5,
+                docs: 1,
+                terms: 2,
+            })
+            .build()
+            .expect("valid");
+        let got = run(
+            &s,
+            &["tokyo trip sushi", "sushi dinner", "paris museum"],
+            "tokyo",
+        );
+        assert_eq!(got[0], 1.0);
+        assert!((got[1] - 0.084335).abs() < 1e-5, "{got:?}");
+        assert_eq!(got[2], 0.0);
+        let off = run(
+            &Bm25Scorer::new(),
+            &["tokyo trip sushi", "sushi dinner", "paris museum"],
+            "tokyo",
+        );
+        assert_eq!(off, vec![1.0, 0.0, 0.0]);
+    }
+
+    /// The group prior by hand: a "tokyo" (session 1), b "flight" (1),
+    /// c "tokyo" (2), d "tokyo" (2); query "tokyo flight"; group weight
+    /// 0.5. Items: N 4, all of length 1 = avgdl, so the tf part is 1;
+    /// IDF(tokyo, df 3) = ln(1.5/3.5 + 1) = 0.356675, IDF(flight, df 1) =
+    /// ln(3.5/1.5 + 1) = 1.203973. Groups as documents (N 2, both of
+    /// length 2 = avgdl, norm 1.2): IDF(tokyo, df 2) = ln(1.2) = 0.182322,
+    /// IDF(flight, df 1) = ln 2 = 0.693147; session 1 = 0.182322 +
+    /// 0.693147 = 0.875469; session 2 (tokyo twice) = 0.182322 · 2 · 2.2 /
+    /// 3.2 = 0.250693; priors 1 and 0.286356. With the best item 1.203973:
+    /// a = 0.356675 + 0.5 · 1.203973 = 0.958662, b = 1.805960, c = d =
+    /// 0.356675 + 0.601987 · 0.286356 = 0.529058; normalised 0.530832, 1,
+    /// 0.292951, 0.292951: the "tokyo" of the flight's session wins.
+    #[test]
+    fn group_prior_by_hand() {
+        let s = Bm25Scorer::builder()
+            .group_key("session")
+            .group_weight(0.5)
+            .build()
+            .expect("valid");
+        let mk = |t: &str, sess: &str| {
+            ContextItem::builder(t, 1)
+                .metadata("session", sess)
+                .build()
+                .expect("valid")
+        };
+        let owned = [
+            mk("tokyo", "1"),
+            mk("flight", "1"),
+            mk("tokyo", "2"),
+            mk("tokyo", "2"),
+        ];
+        let refs: Vec<&ContextItem> = owned.iter().collect();
+        let q = Query::new("tokyo flight");
+        let got = s.score_all_in(&refs, &ScoreContext::new().query(Some(&q)));
+        let want = [0.530832, 1.0, 0.292951, 0.292951];
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() < 1e-5, "{got:?}");
+        }
+    }
+
+    #[test]
+    fn feedback_and_group_weight_out_of_range_are_typed_errors() {
+        let bad = Bm25Scorer::builder().group_weight(1.5).build();
+        assert!(matches!(bad, Err(CupelError::ScorerConfig(m)) if m.contains("group_weight")));
+        let bad = Bm25Scorer::builder()
+            .feedback(Bm25Feedback {
+                weight: f64::NAN,
+                ..Bm25Feedback::STANDARD
+            })
+            .build();
+        assert!(matches!(bad, Err(CupelError::ScorerConfig(m)) if m.contains("feedback")));
     }
 
     #[test]

@@ -94,7 +94,7 @@ mod scaled;
 mod tag;
 mod trust;
 
-pub use bm25::{Bm25Scorer, Bm25ScorerBuilder, MAX_QUERY_BYTES, bm25_terms};
+pub use bm25::{Bm25Feedback, Bm25Scorer, Bm25ScorerBuilder, MAX_QUERY_BYTES, bm25_terms};
 pub use composite::{CompositeScorer, CompositeScorerBuilder};
 pub use decay::{DecayCurve, DecayScorer, StepWindow};
 pub use frequency::FrequencyScorer;
