@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use clap::Args;
 use cupel_chat::{
-    CacheError, CacheProfile, CacheSession, ChatError, Format, Granularity, LowWater, SimStrategy,
+    CacheError, CacheProfile, CacheSession, ChatError, Granularity, LowWater, SimStrategy,
     Simulation, Transcript, Trim, apply_breakpoints, request_ends, simulate_with,
 };
 
@@ -387,10 +387,7 @@ pub(crate) fn run_with_state(
     explain: bool,
     name: &str,
 ) -> Result<String, CliError> {
-    let profile = match doc.format() {
-        Format::Anthropic => CacheProfile::anthropic(),
-        _ => CacheProfile::openai(),
-    };
+    let profile = CacheProfile::for_request(doc.format(), &doc.body_value());
     let opts = match doc.tools() {
         Some(t) => opts.tools(t.clone()),
         None => opts,

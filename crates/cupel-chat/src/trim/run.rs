@@ -344,7 +344,8 @@ impl<'a, 'o> Run<'a, 'o> {
         let mut barriers = Vec::with_capacity(self.messages.len() + 1);
         barriers.push(0usize);
         for m in self.messages {
-            let barrier = self.opts.format == Format::Anthropic || !m.is_tool_result();
+            let barrier =
+                crate::formats::results_follow_their_turn(self.opts.format) || !m.is_tool_result();
             barriers.push(barriers.last().copied().unwrap_or(0) + usize::from(barrier));
         }
         let mut reused: BTreeSet<CallKey<'a>> = BTreeSet::new();
@@ -395,6 +396,7 @@ impl<'a, 'o> Run<'a, 'o> {
                 owner.insert(key, p);
             }
         }
+        self.bind_followers();
         for p in 0..n {
             if self.orphan[p].is_none()
                 && self.pin[self.pieces[p].msg].is_none()
@@ -429,6 +431,28 @@ impl<'a, 'o> Run<'a, 'o> {
                     Some(d) => d.clone(),
                     None => Decision::WithOrphan { position: o },
                 });
+            }
+        }
+    }
+
+    /// Part of `pair`: an item that must be sent with the next one (a
+    /// Responses `reasoning` item) joins its piece; with nothing after it
+    /// to join, it is an orphan.
+    fn bind_followers(&mut self) {
+        for i in 0..self.messages.len() {
+            if self.pin[i].is_some()
+                || !crate::formats::binds_to_next(self.opts.format, &self.messages[i])
+            {
+                continue;
+            }
+            let p = self.first_piece[i];
+            match self.first_piece.get(i + 1) {
+                Some(&q) if self.pin[i + 1].is_none() => self.dsu.union(p, q),
+                _ => {
+                    self.orphan[p] = Some(Decision::WithoutFollower {
+                        kind: self.messages[i].role.to_string(),
+                    });
+                }
             }
         }
     }
@@ -669,8 +693,8 @@ impl<'a, 'o> Run<'a, 'o> {
             .position(|p| matches!(p, Some(Decision::PinnedTask { .. })));
         let required = match (self.opts.format, &self.opts.start_on) {
             (_, Some(r)) => Some(r.clone()),
-            (Format::Anthropic, None) => Some(Role::User),
-            (Format::OpenAi, None) => None,
+            (Format::Anthropic | Format::Gemini, None) => Some(Role::User),
+            (Format::OpenAi | Format::Responses, None) => None,
         };
         if let Some(required) = required {
             let starts_ok = |u: usize| {
@@ -679,7 +703,10 @@ impl<'a, 'o> Run<'a, 'o> {
                 match piece.half {
                     Half::Text => required == Role::User,
                     Half::Results => false,
-                    Half::Whole => m.role == required && !m.is_tool_result(),
+                    Half::Whole => {
+                        (m.role == required && !m.is_tool_result())
+                            || crate::formats::starts_window(self.opts.format, m)
+                    }
                 }
             };
             let before_task =
@@ -844,6 +871,7 @@ impl<'a, 'o> Run<'a, 'o> {
                     Decision::OrphanResult { .. }
                     | Decision::UnansweredCall { .. }
                     | Decision::MalformedResult { .. }
+                    | Decision::WithoutFollower { .. }
                     | Decision::WithOrphan { .. } => orphans += 1,
                     Decision::StartRule { .. } | Decision::EndRule => provider_rules += 1,
                     Decision::DoesNotFit { .. } | Decision::OlderThanCut { .. } => budget += 1,

@@ -1,0 +1,109 @@
+//! The formats beyond Chat Completions and Anthropic Messages: OpenAI
+//! Responses input items ([`responses`]) and Gemini contents
+//! ([`gemini`]), and what the rest of the crate asks of a format: where a
+//! request body keeps its conversation and its system prompt, and the
+//! provider rules that are not about tool calls and results.
+
+pub(crate) mod gemini;
+pub(crate) mod responses;
+
+use serde_json::Value;
+
+use crate::error::ChatError;
+use crate::message::Message;
+use crate::wire::{self, Format};
+
+/// The request-body member that holds the conversation.
+pub(crate) fn conversation_key(format: Format) -> &'static str {
+    match format {
+        Format::OpenAi | Format::Anthropic => "messages",
+        Format::Responses => "input",
+        Format::Gemini => "contents",
+    }
+}
+
+/// The request-body member read as a leading system message (pinned by
+/// default, written back to the same member): Anthropic `system`,
+/// Responses `instructions`, Gemini `systemInstruction`.
+pub(crate) fn system_key(format: Format) -> Option<&'static str> {
+    match format {
+        Format::OpenAi => None,
+        Format::Anthropic => Some("system"),
+        Format::Responses => Some("instructions"),
+        Format::Gemini => Some("systemInstruction"),
+    }
+}
+
+/// Reads the system member of a body in `format`.
+pub(crate) fn system_from(format: Format, v: Value) -> Result<Message, ChatError> {
+    match format {
+        Format::Responses => match v {
+            Value::String(s) => Ok(Message::system(s)),
+            other => Err(ChatError::Shape {
+                path: "instructions".into(),
+                message: format!(
+                    "`instructions` must be a string, not {} (read as an OpenAI Responses request)",
+                    wire::kind_of(&other)
+                ),
+            }),
+        },
+        Format::Gemini => gemini::system_from(v),
+        _ => wire::anthropic_system_from(v),
+    }
+}
+
+/// Writes system messages to the system member of a body in `format`.
+pub(crate) fn system_to(format: Format, system: &[&Message]) -> Option<Value> {
+    match format {
+        Format::Responses => match system {
+            [] => None,
+            many => Some(Value::String(
+                many.iter().map(|m| m.text()).collect::<Vec<_>>().join("\n\n"),
+            )),
+        },
+        Format::Gemini => gemini::system_to(system),
+        _ => wire::anthropic_system_to(system),
+    }
+}
+
+/// Whether results may only answer calls of the message right before
+/// them (Anthropic, Gemini), rather than of any earlier message with only
+/// results between (Chat Completions, Responses).
+pub(crate) fn results_follow_their_turn(format: Format) -> bool {
+    matches!(format, Format::Anthropic | Format::Gemini)
+}
+
+/// Whether a window may start with `m` although it is not a user message:
+/// a Responses `compaction` item, the opaque summary of all before it.
+pub(crate) fn starts_window(format: Format, m: &Message) -> bool {
+    format == Format::Responses && responses::is_compaction(m)
+}
+
+/// Whether `m` must be sent with the message right after it: a Responses
+/// `reasoning` item and the item it reasoned towards.
+pub(crate) fn binds_to_next(format: Format, m: &Message) -> bool {
+    format == Format::Responses && responses::is_reasoning(m)
+}
+
+/// The format of a bare array from its first elements that decide it:
+/// Gemini contents, Responses items, or `None` (a Chat Completions or
+/// Anthropic messages array).
+pub(crate) fn detect_array<'v>(items: impl Iterator<Item = &'v Value>) -> Option<Format> {
+    for v in items {
+        if gemini::looks_like_content(v) {
+            return Some(Format::Gemini);
+        }
+        if responses::looks_like_item(v) {
+            return Some(Format::Responses);
+        }
+    }
+    None
+}
+
+/// Fixes up messages read in `format` once all are read (Gemini calls
+/// and responses without ids are paired).
+pub(crate) fn link(format: Format, messages: &mut [Message]) {
+    if format == Format::Gemini {
+        gemini::link_calls(messages);
+    }
+}
