@@ -66,11 +66,16 @@ pub(crate) fn system_to(format: Format, system: &[&Message]) -> Option<Value> {
     }
 }
 
-/// Whether results may only answer calls of the message right before
-/// them (Anthropic, Gemini), rather than of any earlier message with only
-/// results between (Chat Completions, Responses).
-pub(crate) fn results_follow_their_turn(format: Format) -> bool {
-    matches!(format, Format::Anthropic | Format::Gemini)
+/// Whether `m`, between a call and a result answering it, separates them
+/// (for the note on distant results): anything at all in Anthropic and
+/// Gemini, anything but results in Chat Completions, anything but results
+/// and other call items (parallel calls) in Responses.
+pub(crate) fn separates_call_and_result(format: Format, m: &Message) -> bool {
+    match format {
+        Format::Anthropic | Format::Gemini => true,
+        Format::Responses => !m.is_tool_result() && m.tool_calls.is_none(),
+        Format::OpenAi => !m.is_tool_result(),
+    }
 }
 
 /// Whether a window may start with `m` although it is not a user message:
@@ -79,10 +84,20 @@ pub(crate) fn starts_window(format: Format, m: &Message) -> bool {
     format == Format::Responses && responses::is_compaction(m)
 }
 
-/// Whether `m` must be sent with the message right after it: a Responses
-/// `reasoning` item and the item it reasoned towards.
-pub(crate) fn binds_to_next(format: Format, m: &Message) -> bool {
+/// Whether `m` is not valid without a message right after it: a Responses
+/// `reasoning` item needs the item it reasoned towards.
+pub(crate) fn needs_next(format: Format, m: &Message) -> bool {
     format == Format::Responses && responses::is_reasoning(m)
+}
+
+/// Whether `m` moves with `next`, the message right after it: a Responses
+/// `reasoning` item with its item, and a call item with the call item
+/// after it (parallel calls of one response, which OpenAI writes as
+/// consecutive items).
+pub(crate) fn binds_to_next(format: Format, m: &Message, next: &Message) -> bool {
+    format == Format::Responses
+        && (responses::is_reasoning(m)
+            || (m.tool_calls.is_some() && next.tool_calls.is_some()))
 }
 
 /// The format of a bare array from its first elements that decide it:

@@ -344,8 +344,7 @@ impl<'a, 'o> Run<'a, 'o> {
         let mut barriers = Vec::with_capacity(self.messages.len() + 1);
         barriers.push(0usize);
         for m in self.messages {
-            let barrier =
-                crate::formats::results_follow_their_turn(self.opts.format) || !m.is_tool_result();
+            let barrier = crate::formats::separates_call_and_result(self.opts.format, m);
             barriers.push(barriers.last().copied().unwrap_or(0) + usize::from(barrier));
         }
         let mut reused: BTreeSet<CallKey<'a>> = BTreeSet::new();
@@ -435,24 +434,28 @@ impl<'a, 'o> Run<'a, 'o> {
         }
     }
 
-    /// Part of `pair`: an item that must be sent with the next one (a
-    /// Responses `reasoning` item) joins its piece; with nothing after it
-    /// to join, it is an orphan.
+    /// Part of `pair`: an item that moves with the next one (a Responses
+    /// `reasoning` item, parallel call items) joins its piece; one that
+    /// needs a next item and has none is an orphan.
     fn bind_followers(&mut self) {
+        use crate::formats::{binds_to_next, needs_next};
+        let format = self.opts.format;
         for i in 0..self.messages.len() {
-            if self.pin[i].is_some()
-                || !crate::formats::binds_to_next(self.opts.format, &self.messages[i])
-            {
+            let m = &self.messages[i];
+            if self.pin[i].is_some() {
                 continue;
             }
-            let p = self.first_piece[i];
-            match self.first_piece.get(i + 1) {
-                Some(&q) if self.pin[i + 1].is_none() => self.dsu.union(p, q),
-                _ => {
-                    self.orphan[p] = Some(Decision::WithoutFollower {
-                        kind: self.messages[i].role.to_string(),
+            let next = self.messages.get(i + 1).filter(|_| self.pin[i + 1].is_none());
+            match next {
+                Some(n) if binds_to_next(format, m, n) => {
+                    self.dsu.union(self.first_piece[i], self.first_piece[i + 1]);
+                }
+                None if needs_next(format, m) => {
+                    self.orphan[self.first_piece[i]] = Some(Decision::WithoutFollower {
+                        kind: m.role.to_string(),
                     });
                 }
+                _ => {}
             }
         }
     }
