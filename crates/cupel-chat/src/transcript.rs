@@ -185,7 +185,7 @@ impl Transcript {
                 // Of repeated keys, the last counts (as when decoding a `Value`).
                 source.messages_member = keys.iter().rposition(|k| k.as_deref() == Some(key));
                 let Some(at) = source.messages_member else {
-                    return Err(missing_conversation(format, key));
+                    return Err(missing_conversation(known, format.is_some(), key));
                 };
                 let span = members[at].value.clone();
                 let array = match (s.get(span.start), known) {
@@ -194,7 +194,7 @@ impl Transcript {
                         source.input_text = true;
                         span
                     }
-                    _ => return Err(missing_conversation(format, key)),
+                    _ => return Err(missing_conversation(known, format.is_some(), key)),
                 };
                 source.members = members;
                 source.members_tail = tail;
@@ -309,7 +309,7 @@ impl Transcript {
                     input_text = true;
                     (vec![Value::String(t)], Some(obj))
                 }
-                _ => return Err(missing_conversation(Some(format), key)),
+                _ => return Err(missing_conversation(Some(format), true, key)),
             },
             _ => {
                 return Err(ChatError::Shape {
@@ -838,16 +838,20 @@ fn body_format(messages: bool, input: bool, contents: bool) -> Option<Format> {
     }
 }
 
-/// A body without the conversation member its format needs.
-fn missing_conversation(format: Option<Format>, key: &str) -> ChatError {
+/// A body without the conversation member its format needs (`asked`:
+/// the format was given, not detected).
+fn missing_conversation(format: Option<Format>, asked: bool, key: &str) -> ChatError {
+    let how = if asked { ", as asked" } else { ", from its keys" };
     let message = match format {
-        Some(Format::Responses) => "an OpenAI Responses request body needs `input`, a string or an array of items (read as OpenAI Responses, as asked)".to_owned(),
-        Some(f) => format!(
-            "a {} request body needs a `{key}` array (read as {}, as asked)",
+        Some(Format::Responses) => format!(
+            "an OpenAI Responses request body needs `input`, a string or an array of items (read as OpenAI Responses{how})"
+        ),
+        Some(f) if asked || f == Format::Gemini => format!(
+            "a {} request body needs a `{key}` array (read as {}{how})",
             f.title(),
             f.title()
         ),
-        None => "a request body needs a `messages` array (Chat Completions, Anthropic), `input` (OpenAI Responses) or `contents` (Gemini)".to_owned(),
+        _ => "a request body needs a `messages` array (Chat Completions, Anthropic), `input` (OpenAI Responses) or `contents` (Gemini)".to_owned(),
     };
     ChatError::Shape {
         path: key.into(),
