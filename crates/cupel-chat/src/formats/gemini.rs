@@ -12,9 +12,9 @@
 //!
 //! Gemini calls need not carry an `id`; a response then answers the
 //! earliest unanswered call of the same name in the turn before it.
-//! Cupel names such calls itself (`~c3.0`: content 3, part 0) and never
-//! writes that name out; a real id that starts with `~` is read with one
-//! more `~` in front and written without it.
+//! Cupel names such calls itself (`~c{hash of the turn}.{part}`) and never
+//! writes that name out; a real id that is empty or starts with `~` is
+//! read with one more `~` in front and written without it.
 
 use serde_json::{Map, Value};
 
@@ -41,20 +41,22 @@ fn take_str(obj: &mut Extra, key: &str) -> Option<String> {
     }
 }
 
-/// A real id as held in the model (a leading `~` doubled).
+/// A real id as held in the model: one that starts with `~`, or is empty,
+/// gets one more `~` in front (an empty model id means "none").
 fn id_in(id: String) -> String {
-    if id.starts_with('~') {
+    if id.is_empty() || id.starts_with('~') {
         format!("~{id}")
     } else {
         id
     }
 }
 
-/// A model id as written: `None` for one Cupel made up.
+/// A model id as written: `None` for one Cupel made up (`~c…`, `~r…`) or
+/// none at all.
 fn id_out(id: &str) -> Option<&str> {
     match id.strip_prefix('~') {
-        Some(rest) if rest.starts_with('~') => Some(rest),
-        Some(_) => None,
+        Some(rest) if rest.starts_with('c') || rest.starts_with('r') => None,
+        Some(rest) => Some(rest),
         None if id.is_empty() => None,
         None => Some(id),
     }
@@ -192,14 +194,31 @@ fn response_name(r: &ToolResult) -> &str {
         .unwrap_or("")
 }
 
+/// FNV-1a (64 bits) of `text`, folded to 32: a short, stable tag.
+fn tag(text: &str) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    (h ^ (h >> 32)) as u32
+}
+
+/// Whether `id` is one [`link_calls`] made up.
+pub(crate) fn is_made_up(id: &str) -> bool {
+    id_out(id).is_none()
+}
+
 /// Gives calls and responses without an `id` the names Cupel pairs them
-/// by: a call `~c{i}.{k}` (message `i`, part `k`); a response the name of
-/// the earliest call of its function in the turn before it not answered
-/// yet, or `~r{i}.{k}` (an orphan) when there is none.
+/// by: a call `~c{tag}.{k}`, with `tag` a hash of its turn's parts and
+/// `k` the part's index (the same wherever the turn sits, so a window
+/// read back names its calls as the whole transcript did); a response the
+/// name of the earliest call of its function in the turn before it not
+/// answered yet, or `~r{tag}.{k}` (an orphan) when there is none.
 pub(crate) fn link_calls(messages: &mut [Message]) {
     // The calls of the latest model turn not answered yet: (name, id).
     let mut open: Vec<(String, String)> = Vec::new();
-    for (i, m) in messages.iter_mut().enumerate() {
+    for m in messages.iter_mut() {
         let Content::Parts(parts) = &mut m.content else {
             continue;
         };
@@ -207,11 +226,12 @@ pub(crate) fn link_calls(messages: &mut [Message]) {
         if has_calls {
             open.clear();
         }
+        let t = tag(&Value::Array(parts.iter().map(part_to).collect()).to_string());
         for (k, p) in parts.iter_mut().enumerate() {
             match p {
                 Part::ToolCall(c) => {
                     if c.id.is_empty() {
-                        c.id = format!("~c{i}.{k}");
+                        c.id = format!("~c{t:08x}.{k}");
                     }
                     open.push((c.name.clone(), c.id.clone()));
                 }
@@ -219,7 +239,7 @@ pub(crate) fn link_calls(messages: &mut [Message]) {
                     let name = response_name(r);
                     r.call_id = match open.iter().position(|(n, _)| n == name) {
                         Some(at) => open.remove(at).1,
-                        None => format!("~r{i}.{k}"),
+                        None => format!("~r{t:08x}.{k}"),
                     };
                 }
                 Part::ToolResult(r) => {

@@ -115,6 +115,12 @@ pub(crate) fn detect_array<'v>(items: impl Iterator<Item = &'v Value>) -> Option
     None
 }
 
+/// Whether a call id is one Cupel made up (an id-less Gemini call), which
+/// repeats when a turn does and is never written.
+pub(crate) fn made_up_id(format: Format, id: &str) -> bool {
+    format == Format::Gemini && gemini::is_made_up(id)
+}
+
 /// Fixes up messages read in `format` once all are read (Gemini calls
 /// and responses without ids are paired).
 pub(crate) fn link(format: Format, messages: &mut [Message]) {

@@ -383,7 +383,7 @@ impl<'a, 'o> Run<'a, 'o> {
             }
             for key in self.calls_of(p) {
                 if let Some(&earlier) = owner.get(&key)
-                    && matches!(key, CallKey::Id(_))
+                    && matches!(key, CallKey::Id(id) if !crate::formats::made_up_id(self.opts.format, id))
                     && reused.insert(key)
                 {
                     self.notes.push(InputNote::ReusedCallId {
