@@ -81,10 +81,10 @@ pub use cache::{
 pub use compat::{from_async_openai, to_async_openai};
 pub use count::{
     ANTHROPIC_IMAGE_MAX_TOKENS, ANTHROPIC_PDF_PAGE_TOKENS, AnthropicEstimate, Calibration,
-    GEMINI_CHARS_PER_TOKEN, GEMINI_IMAGE_TOKENS, GeminiEstimate, ResponsesCounter,
-    MessageCounter, OPENAI_IMAGE_MAX_TOKENS, OPENAI_REPLY_PRIMING, OPENAI_TOKENS_PER_MESSAGE,
-    OPENAI_TOKENS_PER_NAME, Observation, OpenAiCounter, PreviousThinking, TextCounter,
-    anthropic_image_tokens, openai_image_tokens,
+    GEMINI_CHARS_PER_TOKEN, GEMINI_IMAGE_TOKENS, GeminiEstimate, MessageCounter,
+    OPENAI_IMAGE_MAX_TOKENS, OPENAI_REPLY_PRIMING, OPENAI_TOKENS_PER_MESSAGE,
+    OPENAI_TOKENS_PER_NAME, Observation, OpenAiCounter, PreviousThinking, ResponsesCounter,
+    TextCounter, anthropic_image_tokens, openai_image_tokens,
 };
 pub use error::ChatError;
 pub use message::{Content, Extra, Image, ImageSource, Message, Part, Role, ToolCall, ToolResult};

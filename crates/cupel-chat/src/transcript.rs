@@ -693,7 +693,10 @@ impl Transcript {
                 .last()
                 .map_or(("", ":"), |m| (&t[m.lead.clone()], &t[m.sep.clone()]));
             out.push_str(lead);
-            raw::write_value(&mut out, &Value::String(system_key.unwrap_or("system").into()));
+            raw::write_value(
+                &mut out,
+                &Value::String(system_key.unwrap_or("system").into()),
+            );
             out.push_str(sep);
             write_system(&mut out, src, &system, None, self.format);
             out.push_str(&t[src.members_tail.clone()]);
@@ -755,9 +758,7 @@ fn write_system(
 /// user message of plain text and nothing else.
 fn input_string(m: &Message) -> Option<&str> {
     match (&m.role, &m.content) {
-        (Role::User, Content::Text(t)) if m.extra.is_empty() && m.tool_calls.is_none() => {
-            Some(t)
-        }
+        (Role::User, Content::Text(t)) if m.extra.is_empty() && m.tool_calls.is_none() => Some(t),
         _ => None,
     }
 }
@@ -841,7 +842,11 @@ fn body_format(messages: bool, input: bool, contents: bool) -> Option<Format> {
 /// A body without the conversation member its format needs (`asked`:
 /// the format was given, not detected).
 fn missing_conversation(format: Option<Format>, asked: bool, key: &str) -> ChatError {
-    let how = if asked { ", as asked" } else { ", from its keys" };
+    let how = if asked {
+        ", as asked"
+    } else {
+        ", from its keys"
+    };
     let message = match format {
         Some(Format::Responses) => format!(
             "an OpenAI Responses request body needs `input`, a string or an array of items (read as OpenAI Responses{how})"

@@ -306,7 +306,9 @@ fn responses_doc(exchanges: &[Exchange], reasoning_at_end: bool) -> String {
         items.push(json!({"role": "user", "content": "q", "t": user}));
         for ((call, results, _), reasoning) in steps {
             if *reasoning {
-                items.push(json!({"type": "reasoning", "summary": [], "encrypted_content": "x", "t": 2}));
+                items.push(
+                    json!({"type": "reasoning", "summary": [], "encrypted_content": "x", "t": 2}),
+                );
             }
             let ids: Vec<String> = results
                 .iter()
@@ -319,7 +321,9 @@ fn responses_doc(exchanges: &[Exchange], reasoning_at_end: bool) -> String {
                 items.push(json!({"type": "function_call", "call_id": i, "name": "sh", "arguments": "{}", "t": call}));
             }
             for (i, r) in ids.iter().zip(results) {
-                items.push(json!({"type": "function_call_output", "call_id": i, "output": "ok", "t": r}));
+                items.push(
+                    json!({"type": "function_call_output", "call_id": i, "output": "ok", "t": r}),
+                );
             }
         }
         items.push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "a"}], "t": answer}));

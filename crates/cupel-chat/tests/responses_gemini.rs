@@ -170,10 +170,7 @@ fn an_input_string_is_one_user_message_written_back_as_read() {
     assert_eq!(t.to_json(), text);
     let (window, _) = trim_transcript(&t, &opts(Format::Responses, 100)).unwrap();
     assert_eq!(window.to_json(), text);
-    assert_eq!(
-        t.to_value(),
-        serde_json::from_str::<Value>(text).unwrap()
-    );
+    assert_eq!(t.to_value(), serde_json::from_str::<Value>(text).unwrap());
 }
 
 #[test]
@@ -184,8 +181,14 @@ fn gemini_units_pair_calls_and_responses_without_ids() {
     // Id-less calls get Cupel's names `~c{tag}.{part}`, the responses the
     // names of the calls they answer, in order.
     let ids: Vec<&str> = m[8].calls().map(|c| c.id.as_str()).collect();
-    assert!(ids[0].starts_with("~c") && ids[0].ends_with(".0"), "{ids:?}");
-    assert!(ids[1].starts_with("~c") && ids[1].ends_with(".1"), "{ids:?}");
+    assert!(
+        ids[0].starts_with("~c") && ids[0].ends_with(".0"),
+        "{ids:?}"
+    );
+    assert!(
+        ids[1].starts_with("~c") && ids[1].ends_with(".1"),
+        "{ids:?}"
+    );
     assert_eq!(m[9].answered_ids().collect::<Vec<_>>(), ids);
     let first: Vec<&str> = m[2].calls().map(|c| c.id.as_str()).collect();
     assert_eq!(m[3].answered_ids().collect::<Vec<_>>(), first);
@@ -271,7 +274,10 @@ fn detection_and_errors_name_the_format_and_the_path() {
     let responses = json!([{"type": "function_call_output", "call_id": "c", "output": "x"}]);
     assert_eq!(Transcript::detect(&responses), Format::Responses);
     assert_eq!(Transcript::detect(&json!({"contents": []})), Format::Gemini);
-    assert_eq!(Transcript::detect(&json!({"input": "hi"})), Format::Responses);
+    assert_eq!(
+        Transcript::detect(&json!({"input": "hi"})),
+        Format::Responses
+    );
     assert_eq!(
         Transcript::detect(&json!([{"role": "user", "content": "hi"}])),
         Format::OpenAi
@@ -298,7 +304,10 @@ fn detection_and_errors_name_the_format_and_the_path() {
         "contents[0].parts: `parts` must be an array, not an object (read as Gemini content)"
     );
     let err = Transcript::parse(r#"{"input": 42}"#).unwrap_err();
-    assert!(err.to_string().starts_with("input: an OpenAI Responses request body needs `input`"));
+    assert!(
+        err.to_string()
+            .starts_with("input: an OpenAI Responses request body needs `input`")
+    );
 }
 
 #[test]
@@ -323,7 +332,11 @@ fn counting_by_hand() {
             {"type":"function_call_output","call_id":"c","output":"hello world"}]"#,
     )
     .unwrap();
-    let counts: Vec<i64> = items.messages().iter().map(|m| r.count_message(m)).collect();
+    let counts: Vec<i64> = items
+        .messages()
+        .iter()
+        .map(|m| r.count_message(m))
+        .collect();
     assert_eq!(counts[0], 5);
     assert_eq!(counts[1], 3);
     assert_eq!(counts[3], 5);
@@ -347,7 +360,8 @@ fn counting_by_hand() {
     }])
     .unwrap();
     assert_eq!(
-        g.calibrated(&fit).count_message(&Message::user("hello world")),
+        g.calibrated(&fit)
+            .count_message(&Message::user("hello world")),
         4
     );
 }

@@ -478,52 +478,54 @@ fn counter(
 ) -> Result<Option<Counted>, CliError> {
     let encoding = encoding.unwrap_or("o200k_base");
     // Each counter, and its uncalibrated count of the whole document.
-    let (raw, make): (i64, Box<dyn Fn(Option<&Calibration>) -> Arc<dyn MessageCounter>>) =
-        match doc.format() {
-            Format::Anthropic => {
-                // The body's fields (model, tool_choice, thinking), not the messages.
-                let e = AnthropicEstimate::for_request(&doc.body_value());
-                let raw = e.raw_request(doc.messages(), doc.tools());
-                (
-                    raw,
-                    Box::new(move |c| match c {
-                        Some(c) => Arc::new(e.clone().calibrated(c)),
-                        None => Arc::new(e.clone()),
-                    }),
-                )
-            }
-            Format::Responses => {
-                let e = ResponsesCounter::new(encoding)
-                    .map_err(|e| CliError::input(format!("--encoding: {e}")))?;
-                let raw = e.raw_request(doc.messages(), doc.tools());
-                (
-                    raw,
-                    Box::new(move |c| match c {
-                        Some(c) => Arc::new(e.clone().calibrated(c)),
-                        None => Arc::new(e.clone()),
-                    }),
-                )
-            }
-            Format::Gemini => {
-                let e = GeminiEstimate::new();
-                let raw = e.raw_request(doc.messages(), doc.tools());
-                (
-                    raw,
-                    Box::new(move |c| match c {
-                        Some(c) => Arc::new(e.clone().calibrated(c)),
-                        None => Arc::new(e.clone()),
-                    }),
-                )
-            }
-            _ => {
-                return match input_tokens {
-                    None => Ok(None),
-                    Some(_) => Err(CliError::input(
-                        "--input-tokens calibrates an estimate (Anthropic, OpenAI Responses, Gemini); a Chat Completions document is counted with its tokenizer",
-                    )),
-                };
-            }
-        };
+    let (raw, make): (
+        i64,
+        Box<dyn Fn(Option<&Calibration>) -> Arc<dyn MessageCounter>>,
+    ) = match doc.format() {
+        Format::Anthropic => {
+            // The body's fields (model, tool_choice, thinking), not the messages.
+            let e = AnthropicEstimate::for_request(&doc.body_value());
+            let raw = e.raw_request(doc.messages(), doc.tools());
+            (
+                raw,
+                Box::new(move |c| match c {
+                    Some(c) => Arc::new(e.clone().calibrated(c)),
+                    None => Arc::new(e.clone()),
+                }),
+            )
+        }
+        Format::Responses => {
+            let e = ResponsesCounter::new(encoding)
+                .map_err(|e| CliError::input(format!("--encoding: {e}")))?;
+            let raw = e.raw_request(doc.messages(), doc.tools());
+            (
+                raw,
+                Box::new(move |c| match c {
+                    Some(c) => Arc::new(e.clone().calibrated(c)),
+                    None => Arc::new(e.clone()),
+                }),
+            )
+        }
+        Format::Gemini => {
+            let e = GeminiEstimate::new();
+            let raw = e.raw_request(doc.messages(), doc.tools());
+            (
+                raw,
+                Box::new(move |c| match c {
+                    Some(c) => Arc::new(e.clone().calibrated(c)),
+                    None => Arc::new(e.clone()),
+                }),
+            )
+        }
+        _ => {
+            return match input_tokens {
+                None => Ok(None),
+                Some(_) => Err(CliError::input(
+                    "--input-tokens calibrates an estimate (Anthropic, OpenAI Responses, Gemini); a Chat Completions document is counted with its tokenizer",
+                )),
+            };
+        }
+    };
     let Some(billed) = input_tokens else {
         return Ok(Some(Counted {
             estimate: make(None),

@@ -176,7 +176,10 @@ impl CacheProfile {
     /// assert_eq!(CacheProfile::gemini_for_model("gemini-3.1-pro-preview").min_prefix_tokens, 4_096);
     /// ```
     pub fn gemini_for_model(model: &str) -> Self {
-        let m = model.trim().trim_start_matches("models/").to_ascii_lowercase();
+        let m = model
+            .trim()
+            .trim_start_matches("models/")
+            .to_ascii_lowercase();
         let min = if m.starts_with("gemini-2.5") || m.starts_with("gemini-2.0") {
             2_048
         } else {

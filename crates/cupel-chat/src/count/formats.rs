@@ -39,7 +39,9 @@ fn scaled(raw: i64, scale: f64) -> i64 {
 /// * a `function_call`: its name and its arguments text;
 /// * a `function_call_output`: its output text;
 /// * a `reasoning` item: its summary texts (the `encrypted_content` is
-///   not counted: its size in tokens is not knowable from outside);
+///   not counted: its size in tokens is not knowable from outside); one
+///   before the last user message nothing at all (see
+///   [`count_messages`](MessageCounter::count_messages));
 /// * a `compaction` item: nothing more (opaque);
 /// * any other item: the JSON text of its fields but `type`, `id`,
 ///   `status` and `encrypted_content`.
@@ -90,13 +92,12 @@ impl ResponsesCounter {
         self.scale
     }
 
-    /// The uncalibrated count of a whole request: its items, the reply
-    /// priming and its tools (what a calibration fits against
-    /// `usage.input_tokens`).
+    /// The uncalibrated count of a whole request: its items (the reasoning
+    /// of earlier turns free), the reply priming and its tools (what a
+    /// calibration fits against `usage.input_tokens`).
     pub fn raw_request(&self, messages: &[Message], tools: Option<&Value>) -> i64 {
-        messages
-            .iter()
-            .map(|m| self.raw_message(m))
+        raw_counts(self, messages)
+            .into_iter()
             .fold(self.inner.count_request(tools), i64::saturating_add)
     }
 
@@ -172,6 +173,16 @@ impl MessageCounter for ResponsesCounter {
         scaled(self.raw_message(m), self.scale)
     }
 
+    /// As [`count_message`](Self::count_message), except that a
+    /// `reasoning` item before the last user message costs nothing: OpenAI
+    /// drops the reasoning of earlier turns from the context.
+    fn count_messages(&self, messages: &[Message]) -> Vec<i64> {
+        raw_counts(self, messages)
+            .into_iter()
+            .map(|raw| scaled(raw, self.scale))
+            .collect()
+    }
+
     fn count_request(&self, tools: Option<&Value>) -> i64 {
         scaled(self.inner.count_request(tools), self.scale)
     }
@@ -187,6 +198,27 @@ impl MessageCounter for ResponsesCounter {
             )
         }
     }
+}
+
+/// Each item's uncalibrated count in its place: a `reasoning` item before
+/// the last user message counts 0 (OpenAI keeps only the reasoning since
+/// the last user message in context: platform.openai.com/docs/guides/reasoning,
+/// "Keeping reasoning items in context", read 2026-11-27).
+fn raw_counts(c: &ResponsesCounter, messages: &[Message]) -> Vec<i64> {
+    let last_user = messages
+        .iter()
+        .rposition(|m| m.role == crate::message::Role::User && responses::kind(m) == "message");
+    messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            if responses::is_reasoning(m) && last_user.is_some_and(|u| i < u) {
+                0
+            } else {
+                c.raw_message(m)
+            }
+        })
+        .collect()
 }
 
 /// Characters per token in Google's rule of thumb for Gemini ("a token is
@@ -325,7 +357,10 @@ impl MessageCounter for GeminiEstimate {
         if self.scale == 1.0 {
             "gemini estimate (4 chars/token)".into()
         } else {
-            format!("gemini estimate (4 chars/token), calibrated x{:.3}", self.scale)
+            format!(
+                "gemini estimate (4 chars/token), calibrated x{:.3}",
+                self.scale
+            )
         }
     }
 }

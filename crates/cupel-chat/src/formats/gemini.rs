@@ -80,7 +80,10 @@ pub(crate) fn content_from_value(v: Value, path: &str) -> Result<Message, ChatEr
         Some(other) => {
             return Err(shape(
                 &format!("{path}.role"),
-                format!("`role` must be \"user\" or \"model\", not {}", kind_of(other)),
+                format!(
+                    "`role` must be \"user\" or \"model\", not {}",
+                    kind_of(other)
+                ),
             ));
         }
     };
@@ -131,7 +134,10 @@ fn part_from(v: Value, path: &str) -> Result<Part, ChatError> {
         let Value::Object(resp) = resp.clone() else {
             return Err(shape(
                 &format!("{path}.functionResponse"),
-                format!("`functionResponse` must be an object, not {}", kind_of(resp)),
+                format!(
+                    "`functionResponse` must be an object, not {}",
+                    kind_of(resp)
+                ),
             ));
         };
         obj.remove("functionResponse");

@@ -58,7 +58,10 @@ pub(crate) fn system_to(format: Format, system: &[&Message]) -> Option<Value> {
         Format::Responses => match system {
             [] => None,
             many => Some(Value::String(
-                many.iter().map(|m| m.text()).collect::<Vec<_>>().join("\n\n"),
+                many.iter()
+                    .map(|m| m.text())
+                    .collect::<Vec<_>>()
+                    .join("\n\n"),
             )),
         },
         Format::Gemini => gemini::system_to(system),
@@ -96,8 +99,7 @@ pub(crate) fn needs_next(format: Format, m: &Message) -> bool {
 /// consecutive items).
 pub(crate) fn binds_to_next(format: Format, m: &Message, next: &Message) -> bool {
     format == Format::Responses
-        && (responses::is_reasoning(m)
-            || (m.tool_calls.is_some() && next.tool_calls.is_some()))
+        && (responses::is_reasoning(m) || (m.tool_calls.is_some() && next.tool_calls.is_some()))
 }
 
 /// The format of a bare array from its first elements that decide it:

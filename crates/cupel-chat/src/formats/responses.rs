@@ -136,8 +136,7 @@ fn message_item(mut obj: Extra, path: &str) -> Result<Message, ChatError> {
 }
 
 fn function_call(mut obj: Extra, path: &str) -> Result<Message, ChatError> {
-    let (Some(id), Some(name)) = (take_str(&mut obj, "call_id"), take_str(&mut obj, "name"))
-    else {
+    let (Some(id), Some(name)) = (take_str(&mut obj, "call_id"), take_str(&mut obj, "name")) else {
         return Err(shape(
             path,
             "a function_call needs a string `call_id` and `name`",
@@ -221,9 +220,7 @@ fn call_output(mut obj: Extra, path: &str, function: bool) -> Result<Message, Ch
         match obj.remove("output") {
             None => Content::Absent,
             Some(Value::String(s)) => Content::Text(s),
-            Some(Value::Array(parts)) => {
-                Content::Parts(parts.into_iter().map(part_from).collect())
-            }
+            Some(Value::Array(parts)) => Content::Parts(parts.into_iter().map(part_from).collect()),
             Some(other) => {
                 obj.insert("output".into(), other);
                 Content::Absent

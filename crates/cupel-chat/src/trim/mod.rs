@@ -13,7 +13,9 @@ use cupel_core::SelectionReport;
 use serde_json::Value;
 
 use crate::aging::AgeToolResults;
-use crate::count::{AnthropicEstimate, GeminiEstimate, MessageCounter, OpenAiCounter, ResponsesCounter};
+use crate::count::{
+    AnthropicEstimate, GeminiEstimate, MessageCounter, OpenAiCounter, ResponsesCounter,
+};
 use crate::error::ChatError;
 use crate::message::{Message, Role};
 use crate::transcript::Transcript;

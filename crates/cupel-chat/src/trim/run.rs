@@ -445,7 +445,10 @@ impl<'a, 'o> Run<'a, 'o> {
             if self.pin[i].is_some() {
                 continue;
             }
-            let next = self.messages.get(i + 1).filter(|_| self.pin[i + 1].is_none());
+            let next = self
+                .messages
+                .get(i + 1)
+                .filter(|_| self.pin[i + 1].is_none());
             match next {
                 Some(n) if binds_to_next(format, m, n) => {
                     self.dsu.union(self.first_piece[i], self.first_piece[i + 1]);
