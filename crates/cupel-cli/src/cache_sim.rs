@@ -53,7 +53,7 @@ pub(crate) struct CacheSimArgs {
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     max_tokens: i64,
 
-    /// Cache profile: openai, anthropic, anthropic-1h or gemini
+    /// Cache profile: openai, openai-24h, anthropic, anthropic-1h or gemini
     #[arg(long, value_name = "PROVIDER", default_value = "anthropic")]
     provider: String,
 
@@ -88,7 +88,7 @@ pub(crate) struct CacheSimArgs {
 fn profile(name: &str) -> Result<CacheProfile, CliError> {
     CacheProfile::from_name(name).ok_or_else(|| {
         CliError::input(format!("unknown cache profile `{name}`"))
-            .hint("use openai, anthropic, anthropic-1h or gemini")
+            .hint("use openai, openai-24h, anthropic, anthropic-1h or gemini")
     })
 }
 

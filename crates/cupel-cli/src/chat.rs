@@ -459,6 +459,37 @@ fn table(s: &mut String, rows: &[MessageRow<'_>]) {
     }
 }
 
+/// A document's estimate, by format.
+enum Estimate {
+    Anthropic(AnthropicEstimate),
+    Responses(ResponsesCounter),
+    Gemini(GeminiEstimate),
+}
+
+impl Estimate {
+    /// The uncalibrated count of the whole document.
+    fn raw(&self, doc: &Transcript) -> i64 {
+        let (m, t) = (doc.messages(), doc.tools());
+        match self {
+            Estimate::Anthropic(e) => e.raw_request(m, t),
+            Estimate::Responses(e) => e.raw_request(m, t),
+            Estimate::Gemini(e) => e.raw_request(m, t),
+        }
+    }
+
+    /// The counter, calibrated by `fit` when given.
+    fn counter(&self, fit: Option<&Calibration>) -> Arc<dyn MessageCounter> {
+        match (self, fit) {
+            (Estimate::Anthropic(e), Some(f)) => Arc::new(e.clone().calibrated(f)),
+            (Estimate::Anthropic(e), None) => Arc::new(e.clone()),
+            (Estimate::Responses(e), Some(f)) => Arc::new(e.clone().calibrated(f)),
+            (Estimate::Responses(e), None) => Arc::new(e.clone()),
+            (Estimate::Gemini(e), Some(f)) => Arc::new(e.clone().calibrated(f)),
+            (Estimate::Gemini(e), None) => Arc::new(e.clone()),
+        }
+    }
+}
+
 /// The counter of a document with an estimate or a calibration, and the
 /// reported and the counted input tokens it was calibrated from
 /// (`--input-tokens`).
@@ -477,46 +508,14 @@ fn counter(
     input_tokens: Option<i64>,
 ) -> Result<Option<Counted>, CliError> {
     let encoding = encoding.unwrap_or("o200k_base");
-    // Each counter, and its uncalibrated count of the whole document.
-    let (raw, make): (
-        i64,
-        Box<dyn Fn(Option<&Calibration>) -> Arc<dyn MessageCounter>>,
-    ) = match doc.format() {
-        Format::Anthropic => {
-            // The body's fields (model, tool_choice, thinking), not the messages.
-            let e = AnthropicEstimate::for_request(&doc.body_value());
-            let raw = e.raw_request(doc.messages(), doc.tools());
-            (
-                raw,
-                Box::new(move |c| match c {
-                    Some(c) => Arc::new(e.clone().calibrated(c)),
-                    None => Arc::new(e.clone()),
-                }),
-            )
-        }
-        Format::Responses => {
-            let e = ResponsesCounter::new(encoding)
-                .map_err(|e| CliError::input(format!("--encoding: {e}")))?;
-            let raw = e.raw_request(doc.messages(), doc.tools());
-            (
-                raw,
-                Box::new(move |c| match c {
-                    Some(c) => Arc::new(e.clone().calibrated(c)),
-                    None => Arc::new(e.clone()),
-                }),
-            )
-        }
-        Format::Gemini => {
-            let e = GeminiEstimate::new();
-            let raw = e.raw_request(doc.messages(), doc.tools());
-            (
-                raw,
-                Box::new(move |c| match c {
-                    Some(c) => Arc::new(e.clone().calibrated(c)),
-                    None => Arc::new(e.clone()),
-                }),
-            )
-        }
+    let estimate = match doc.format() {
+        // The body's fields (model, tool_choice, thinking), not the messages.
+        Format::Anthropic => Estimate::Anthropic(AnthropicEstimate::for_request(&doc.body_value())),
+        Format::Responses => Estimate::Responses(
+            ResponsesCounter::new(encoding)
+                .map_err(|e| CliError::input(format!("--encoding: {e}")))?,
+        ),
+        Format::Gemini => Estimate::Gemini(GeminiEstimate::new()),
         _ => {
             return match input_tokens {
                 None => Ok(None),
@@ -526,6 +525,8 @@ fn counter(
             };
         }
     };
+    let raw = estimate.raw(doc);
+    let make = |fit: Option<&Calibration>| estimate.counter(fit);
     let Some(billed) = input_tokens else {
         return Ok(Some(Counted {
             estimate: make(None),
