@@ -852,7 +852,12 @@ fn missing_conversation(format: Option<Format>, asked: bool, key: &str) -> ChatE
             "an OpenAI Responses request body needs `input`, a string or an array of items (read as OpenAI Responses{how})"
         ),
         Some(f) if asked || f == Format::Gemini => format!(
-            "a {} request body needs a `{key}` array (read as {}{how})",
+            "{} {} request body needs a `{key}` array (read as {}{how})",
+            if f.title().starts_with(['A', 'O']) {
+                "an"
+            } else {
+                "a"
+            },
             f.title(),
             f.title()
         ),
