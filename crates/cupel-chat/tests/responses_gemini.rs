@@ -386,3 +386,52 @@ fn cache_profiles_follow_the_request() {
     );
     assert!(CacheProfile::from_name("openai-24h").is_some());
 }
+
+#[test]
+fn old_results_are_shortened_in_both_formats_and_written_validly() {
+    use cupel_chat::AgeToolResults;
+    let log = "line of build output\n".repeat(400);
+    // Responses: the old output is a string; its shortened form stays one.
+    let responses = json!({"input": [
+        {"role": "user", "content": "build it"},
+        {"type": "function_call", "call_id": "c1", "name": "sh", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": log},
+        {"type": "message", "role": "assistant", "content": "failed"},
+        {"role": "user", "content": "why?"}
+    ]});
+    // Gemini: the old response is an object; shortened, it is {"output": text}.
+    let gemini = json!({"contents": [
+        {"role": "user", "parts": [{"text": "build it"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "sh", "args": {}}, "thoughtSignature": "c2ln"}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "sh", "response": {"log": log}}}]},
+        {"role": "model", "parts": [{"text": "failed"}]},
+        {"role": "user", "parts": [{"text": "why?"}]}
+    ]});
+    for (doc, format) in [(responses, Format::Responses), (gemini, Format::Gemini)] {
+        let t = Transcript::parse(&doc.to_string()).unwrap();
+        assert_eq!(t.format(), format);
+        let aging = AgeToolResults::new(1).truncate_to(60).unwrap();
+        // The log is about 2,000 tokens either way; 400 holds the whole
+        // conversation only with it shortened.
+        let opts = Trim::new(format, 400).age_tool_results(aging);
+        let (window, out) = trim_transcript(&t, &opts).unwrap();
+        assert_eq!(out.positions, vec![0, 1, 2, 3, 4], "{format}");
+        assert!(matches!(out.rows[2].decision, Decision::Shortened { .. }));
+        let v: Value = serde_json::from_str(&window.to_json()).unwrap();
+        match format {
+            Format::Responses => {
+                let output = v["input"][2]["output"].as_str().unwrap();
+                assert!(output.contains("tokens omitted"), "{output}");
+                assert_eq!(v["input"][1], doc["input"][1]);
+            }
+            _ => {
+                let response = &v["contents"][2]["parts"][0]["functionResponse"];
+                assert_eq!(response["name"], "sh");
+                let output = response["response"]["output"].as_str().unwrap();
+                assert!(output.contains("tokens omitted"), "{output}");
+                // The call and its signature are untouched.
+                assert_eq!(v["contents"][1], doc["contents"][1]);
+            }
+        }
+    }
+}
