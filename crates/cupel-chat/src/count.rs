@@ -10,6 +10,7 @@
 //!   earlier requests.
 
 mod anthropic;
+mod formats;
 mod media;
 
 use std::sync::Arc;
@@ -25,6 +26,7 @@ pub use anthropic::{
     ANTHROPIC_IMAGE_MAX_TOKENS, ANTHROPIC_PDF_PAGE_TOKENS, AnthropicEstimate, PreviousThinking,
     anthropic_image_tokens,
 };
+pub use formats::{GEMINI_CHARS_PER_TOKEN, GEMINI_IMAGE_TOKENS, GeminiEstimate, ResponsesCounter};
 pub(crate) use media::{base64_prefix, image_header_dimensions};
 
 /// Counts the tokens a message costs in a request.

@@ -3,9 +3,9 @@
 //! are counted as the provider counts them, and every message's fate is
 //! explained.
 //!
-//! * [`Transcript`] reads and writes both wire formats ([`Format`]): OpenAI
-//!   Chat Completions and Anthropic Messages, a bare `messages` array or a
-//!   whole request body. Every field it does not model is kept, so a
+//! * [`Transcript`] reads and writes four wire formats ([`Format`]): OpenAI
+//!   Chat Completions, Anthropic Messages, OpenAI Responses (`input`
+//!   items) and Gemini (`contents`), a bare array or a whole request body. Every field it does not model is kept, so a
 //!   document trimmed of nothing is written back as the same JSON value.
 //! * [`Message`] (with [`Role`], [`Content`], [`Part`], [`ToolCall`],
 //!   [`ToolResult`], [`Image`]) is the model both formats map to.
@@ -19,7 +19,8 @@
 //!   OpenAI's documented message overhead, tool definitions and image tiles),
 //!   [`AnthropicEstimate`] (Anthropic's documented image, PDF and thinking
 //!   rules, measured framing) with a [`Calibration`] fitted to reported
-//!   `usage.input_tokens`; or any [`MessageCounter`].
+//!   `usage.input_tokens`; [`ResponsesCounter`] and [`GeminiEstimate`]
+//!   for the other two formats; or any [`MessageCounter`].
 //! * Prompt caching: a [`CacheSession`] keeps the previous turn's window
 //!   byte-identical and appends to it, cutting once and deep to a
 //!   [`LowWater`] mark when the budget is reached; [`CacheProfile`] holds a
@@ -61,6 +62,7 @@ mod cache;
 mod compat;
 mod count;
 mod error;
+mod formats;
 mod message;
 mod raw;
 mod transcript;
@@ -80,9 +82,10 @@ pub use cache::{
 pub use compat::{from_async_openai, to_async_openai};
 pub use count::{
     ANTHROPIC_IMAGE_MAX_TOKENS, ANTHROPIC_PDF_PAGE_TOKENS, AnthropicEstimate, Calibration,
-    MessageCounter, OPENAI_IMAGE_MAX_TOKENS, OPENAI_REPLY_PRIMING, OPENAI_TOKENS_PER_MESSAGE,
-    OPENAI_TOKENS_PER_NAME, Observation, OpenAiCounter, PreviousThinking, TextCounter,
-    anthropic_image_tokens, openai_image_tokens,
+    GEMINI_CHARS_PER_TOKEN, GEMINI_IMAGE_TOKENS, GeminiEstimate, MessageCounter,
+    OPENAI_IMAGE_MAX_TOKENS, OPENAI_REPLY_PRIMING, OPENAI_TOKENS_PER_MESSAGE,
+    OPENAI_TOKENS_PER_NAME, Observation, OpenAiCounter, PreviousThinking, ResponsesCounter,
+    TextCounter, anthropic_image_tokens, openai_image_tokens,
 };
 pub use error::ChatError;
 pub use message::{Content, Extra, Image, ImageSource, Message, Part, Role, ToolCall, ToolResult};

@@ -1,5 +1,6 @@
-//! [`Transcript`]: a whole document (a bare `messages` array or a request
-//! body) in one of the two wire formats, read and written back.
+//! [`Transcript`]: a whole document (a bare array of messages, items or
+//! contents, or a request body) in one of the wire formats, read and
+//! written back.
 
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
@@ -8,7 +9,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::error::ChatError;
-use crate::message::{Message, Role};
+use crate::formats;
+use crate::message::{Content, Message, Role};
 use crate::raw::{self, Elem, Member, Span};
 use crate::wire::{self, Format};
 
@@ -47,6 +49,8 @@ pub struct Transcript {
     body: Option<Map<String, Value>>,
     /// The text it was read from, when it was read from text.
     source: Option<Arc<Source>>,
+    /// A Responses body whose `input` is a string (one user message).
+    input_text: bool,
     /// Where each message came from in `source` (empty without a source).
     origins: Vec<Origin>,
 }
@@ -67,12 +71,24 @@ struct Source {
     members: Vec<Member>,
     /// The whitespace before a body's closing `}`.
     members_tail: Span,
-    /// Which member is `messages`, and which (Anthropic) `system`.
+    /// Which member is the conversation (`messages`, `input`,
+    /// `contents`), and which the system prompt (`system`,
+    /// `instructions`, `systemInstruction`).
     messages_member: Option<usize>,
     system_member: Option<usize>,
     /// The messages array's elements and the whitespace before its `]`.
     elems: Vec<Elem>,
     elems_tail: Span,
+    /// The conversation is a Responses `input` string (`elems` is its one
+    /// element, the string).
+    input_text: bool,
+}
+
+impl Source {
+    /// The span of a Responses `input` string.
+    fn span_of_input(&self) -> Span {
+        self.elems.first().map_or(0..0, |e| e.value.clone())
+    }
 }
 
 /// Where a message of a transcript read from text came from.
@@ -95,6 +111,7 @@ impl Transcript {
             messages,
             body: None,
             source: None,
+            input_text: false,
             origins: Vec::new(),
         }
     }
@@ -148,39 +165,58 @@ impl Transcript {
             system_member: None,
             elems: Vec::new(),
             elems_tail: 0..0,
+            input_text: false,
             text: String::new(),
         };
+        // The format as far as the body's keys tell it (`None`: `messages`,
+        // Chat Completions or Anthropic, decided from the messages below).
+        let mut known = format;
         let array = match s.get(start) {
             Some(b'[') => start..end,
             Some(b'{') => {
                 let (members, tail) = raw::members(&text, start..end).ok_or_else(unreadable)?;
-                // Of repeated keys, the last counts (as when decoding a `Value`).
-                for (i, m) in members.iter().enumerate() {
-                    match raw::key(&text, m).as_deref() {
-                        Some("messages") => source.messages_member = Some(i),
-                        Some("system") => source.system_member = Some(i),
-                        _ => {}
-                    }
+                let keys: Vec<Option<String>> =
+                    members.iter().map(|m| raw::key(&text, m)).collect();
+                let has = |k: &str| keys.iter().any(|x| x.as_deref() == Some(k));
+                if known.is_none() {
+                    known = body_format(has("messages"), has("input"), has("contents"));
                 }
+                let key = formats::conversation_key(known.unwrap_or(Format::OpenAi));
+                // Of repeated keys, the last counts (as when decoding a `Value`).
+                source.messages_member = keys.iter().rposition(|k| k.as_deref() == Some(key));
                 let Some(at) = source.messages_member else {
-                    return Err(shape("messages", "a request body needs a `messages` array"));
+                    return Err(missing_conversation(known, format.is_some(), key));
                 };
                 let span = members[at].value.clone();
-                if s.get(span.start) != Some(&b'[') {
-                    return Err(shape("messages", "a request body needs a `messages` array"));
-                }
+                let array = match (s.get(span.start), known) {
+                    (Some(b'['), _) => span,
+                    (Some(b'"'), Some(Format::Responses)) => {
+                        source.input_text = true;
+                        span
+                    }
+                    _ => return Err(missing_conversation(known, format.is_some(), key)),
+                };
                 source.members = members;
                 source.members_tail = tail;
-                span
+                array
             }
             _ => {
                 return Err(shape(
                     "",
-                    "a chat document is an array of messages or an object with `messages`",
+                    "a chat document is an array of messages or an object with `messages` (Chat Completions, Anthropic), `input` (OpenAI Responses) or `contents` (Gemini)",
                 ));
             }
         };
-        let (elems, elems_tail) = raw::elements(&text, array).ok_or_else(unreadable)?;
+        let (elems, elems_tail) = if source.input_text {
+            let e = Elem {
+                lead: array.start..array.start,
+                value: array.clone(),
+                trail: array.end..array.end,
+            };
+            (vec![e], array.end..array.end)
+        } else {
+            raw::elements(&text, array).ok_or_else(unreadable)?
+        };
         let value = |span: &Span| -> Result<Value, ChatError> {
             serde_json::from_str(&text[span.clone()]).map_err(|_| unreadable())
         };
@@ -197,30 +233,52 @@ impl Transcript {
             }
             body = Some(b);
         }
-        let format = match format {
+        let format = match known {
             Some(f) => f,
+            None if body.is_none() => {
+                let mut decoded = Vec::new();
+                let mut found = None;
+                for e in &elems {
+                    let v = value(&e.value)?;
+                    found = formats::detect_array(std::iter::once(&v));
+                    decoded.push(v);
+                    if found.is_some() {
+                        break;
+                    }
+                }
+                match found {
+                    Some(f) => f,
+                    None => detect_parts(None, decoded.into_iter().map(Ok))?,
+                }
+            }
             None => detect_parts(body.as_ref(), elems.iter().map(|e| value(&e.value)))?,
         };
+        source.system_member = formats::system_key(format).and_then(|k| {
+            source
+                .members
+                .iter()
+                .rposition(|m| raw::key(&text, m).as_deref() == Some(k))
+        });
         let mut messages = Vec::with_capacity(elems.len() + 1);
         let mut origins = Vec::with_capacity(elems.len() + 1);
-        if format == Format::Anthropic
+        if let Some(key) = formats::system_key(format)
             && let Some(b) = body.as_mut()
-            && let Some(system) = b.remove("system")
+            && let Some(system) = b.remove(key)
         {
-            messages.push(wire::anthropic_system_from(system)?);
+            messages.push(formats::system_from(format, system)?);
             origins.push(Origin::Read(None));
         }
-        if format != Format::Anthropic {
-            source.system_member = None;
-        }
+        let at = formats::conversation_key(format);
         for (i, e) in elems.iter().enumerate() {
-            messages.push(wire::message_from_value(
-                value(&e.value)?,
-                format,
-                &format!("messages[{i}]"),
-            )?);
+            let v = value(&e.value)?;
+            let m = match v {
+                Value::String(t) if source.input_text => Message::user(t),
+                v => wire::message_from_value(v, format, &format!("{at}[{i}]"))?,
+            };
+            messages.push(m);
             origins.push(Origin::Read(Some(i)));
         }
+        formats::link(format, &mut messages);
         source.elems = elems;
         source.elems_tail = elems_tail;
         source.text = text;
@@ -228,6 +286,7 @@ impl Transcript {
             format,
             messages,
             body,
+            input_text: source.input_text,
             source: Some(Arc::new(source)),
             origins,
         })
@@ -240,61 +299,82 @@ impl Transcript {
     /// [`ChatError::Shape`] when the value is neither, or a message is malformed.
     pub fn from_value(v: Value, format: Option<Format>) -> Result<Self, ChatError> {
         let format = format.unwrap_or_else(|| Self::detect(&v));
+        let key = formats::conversation_key(format);
+        let mut input_text = false;
         let (items, mut body) = match v {
             Value::Array(items) => (items, None),
-            Value::Object(mut obj) => match obj.remove("messages") {
+            Value::Object(mut obj) => match obj.remove(key) {
                 Some(Value::Array(items)) => (items, Some(obj)),
-                _ => {
-                    return Err(ChatError::Shape {
-                        path: "messages".into(),
-                        message: "a request body needs a `messages` array".into(),
-                    });
+                Some(Value::String(t)) if format == Format::Responses => {
+                    input_text = true;
+                    (vec![Value::String(t)], Some(obj))
                 }
+                _ => return Err(missing_conversation(Some(format), true, key)),
             },
             _ => {
                 return Err(ChatError::Shape {
                     path: String::new(),
-                    message: "a chat document is an array of messages or an object with `messages`"
+                    message: "a chat document is an array of messages or an object with `messages` (Chat Completions, Anthropic), `input` (OpenAI Responses) or `contents` (Gemini)"
                         .into(),
                 });
             }
         };
         let mut messages = Vec::with_capacity(items.len() + 1);
-        if format == Format::Anthropic
+        if let Some(k) = formats::system_key(format)
             && let Some(b) = body.as_mut()
-            && let Some(system) = b.remove("system")
+            && let Some(system) = b.remove(k)
         {
-            messages.push(wire::anthropic_system_from(system)?);
+            messages.push(formats::system_from(format, system)?);
         }
         for (i, v) in items.into_iter().enumerate() {
-            messages.push(wire::message_from_value(
-                v,
-                format,
-                &format!("messages[{i}]"),
-            )?);
+            messages.push(match v {
+                Value::String(t) if input_text => Message::user(t),
+                v => wire::message_from_value(v, format, &format!("{key}[{i}]"))?,
+            });
         }
+        formats::link(format, &mut messages);
         Ok(Transcript {
             format,
             messages,
             body,
             source: None,
+            input_text,
             origins: Vec::new(),
         })
     }
 
-    /// Guesses the format of a document: Anthropic when it has a top-level
+    /// Guesses the format of a document: Gemini when a body has
+    /// `contents` or an array holds contents (`parts`, role `model`);
+    /// OpenAI Responses when a body has `input` (and no `messages`) or an
+    /// array holds Responses items (`function_call`, `reasoning`,
+    /// `input_text` parts, ...); Anthropic when it has a top-level
     /// `system`, tools with an `input_schema`, or content blocks only
     /// Anthropic uses (`tool_use`, `tool_result`, `thinking`,
-    /// `redacted_thinking`, `image` with a `source`); OpenAI otherwise.
+    /// `redacted_thinking`, `image` with a `source`); OpenAI Chat
+    /// Completions otherwise.
     pub fn detect(v: &Value) -> Format {
         let (messages, body) = match v {
-            Value::Array(m) => (m.as_slice(), None),
-            Value::Object(o) => (
-                o.get("messages")
-                    .and_then(Value::as_array)
-                    .map_or(&[][..], Vec::as_slice),
-                Some(o),
-            ),
+            Value::Array(m) => {
+                if let Some(f) = formats::detect_array(m.iter()) {
+                    return f;
+                }
+                (m.as_slice(), None)
+            }
+            Value::Object(o) => {
+                if let Some(f) = body_format(
+                    o.contains_key("messages"),
+                    o.contains_key("input"),
+                    o.contains_key("contents"),
+                ) {
+                    return f;
+                }
+                (
+                    o.get("messages")
+                        .and_then(Value::as_array)
+                        .map_or(&[][..], Vec::as_slice),
+                    Some(o),
+                )
+            }
             _ => return Format::OpenAi,
         };
         let found: Result<Format, ChatError> = detect_parts(body, messages.iter().map(Ok));
@@ -359,6 +439,7 @@ impl Transcript {
             messages,
             body: self.body.clone(),
             source: self.source.clone(),
+            input_text: self.input_text,
         }
     }
 
@@ -398,6 +479,7 @@ impl Transcript {
             messages,
             body: self.body.clone(),
             source: self.source.clone(),
+            input_text: self.input_text,
             origins,
         }
     }
@@ -413,8 +495,9 @@ impl Transcript {
         // Anthropic's system prompt goes back to the top-level `system` of a
         // body; a bare array (which has no such field) keeps every message.
         // A system message read from inside `messages` stays there.
-        let (system, rest): (Vec<&Message>, Vec<&Message>) = match (self.format, &self.body) {
-            (Format::Anthropic, Some(_)) => {
+        let system_field = formats::system_key(self.format).filter(|_| self.body.is_some());
+        let (system, rest): (Vec<&Message>, Vec<&Message>) = match system_field {
+            Some(_) => {
                 let (system, rest): (Vec<_>, Vec<_>) =
                     self.messages.iter().enumerate().partition(|(i, m)| {
                         m.role == Role::System
@@ -430,19 +513,26 @@ impl Transcript {
             }
             _ => (Vec::new(), self.messages.iter().collect()),
         };
-        let array = Value::Array(
-            rest.iter()
-                .map(|m| wire::message_to_value(m, self.format))
-                .collect(),
-        );
+        let array = match (self.input_text, rest.as_slice()) {
+            (true, [one]) if input_string(one).is_some() => {
+                Value::String(input_string(one).unwrap_or_default().to_owned())
+            }
+            _ => Value::Array(
+                rest.iter()
+                    .map(|m| wire::message_to_value(m, self.format))
+                    .collect(),
+            ),
+        };
         match &self.body {
             None => array,
             Some(body) => {
                 let mut obj = body.clone();
-                if let Some(s) = wire::anthropic_system_to(&system) {
-                    obj.insert("system".into(), s);
+                if let (Some(key), Some(s)) =
+                    (system_field, formats::system_to(self.format, &system))
+                {
+                    obj.insert(key.into(), s);
                 }
-                obj.insert("messages".into(), array);
+                obj.insert(formats::conversation_key(self.format).into(), array);
                 Value::Object(obj)
             }
         }
@@ -560,8 +650,10 @@ impl Transcript {
         // Room for a newline a caller may add (no doubling for one byte).
         let mut out = String::with_capacity(t.len() + 1);
         out.push_str(&t[..src.span.start]);
-        // A body writes Anthropic system prompts to `system`.
-        let system_field = self.format == Format::Anthropic && self.body.is_some();
+        // A body writes system prompts to its system member (Anthropic
+        // `system`, Responses `instructions`, Gemini `systemInstruction`).
+        let system_key = formats::system_key(self.format).filter(|_| self.body.is_some());
+        let system_field = system_key.is_some();
         let (system, rest): (Vec<&Entry<'_>>, Vec<&Entry<'_>>) = entries.iter().partition(|e| {
             // A system message read from inside `messages` stays there.
             system_field
@@ -588,7 +680,7 @@ impl Transcript {
             if Some(i) == src.messages_member {
                 write_messages(&mut out, src, &rest, self.format);
             } else if Some(i) == src.system_member {
-                write_system(&mut out, src, &system, Some(m));
+                write_system(&mut out, src, &system, Some(m), self.format);
             } else {
                 out.push_str(&t[m.value.clone()]);
             }
@@ -601,9 +693,12 @@ impl Transcript {
                 .last()
                 .map_or(("", ":"), |m| (&t[m.lead.clone()], &t[m.sep.clone()]));
             out.push_str(lead);
-            out.push_str("\"system\"");
+            raw::write_value(
+                &mut out,
+                &Value::String(system_key.unwrap_or("system").into()),
+            );
             out.push_str(sep);
-            write_system(&mut out, src, &system, None);
+            write_system(&mut out, src, &system, None, self.format);
             out.push_str(&t[src.members_tail.clone()]);
         }
         if keep.is_empty() && !add_system {
@@ -633,14 +728,20 @@ impl Entry<'_> {
 }
 
 /// Writes a body's `system` value: as read, patched, or new.
-fn write_system(out: &mut String, src: &Source, system: &[&Entry<'_>], read: Option<&Member>) {
+fn write_system(
+    out: &mut String,
+    src: &Source,
+    system: &[&Entry<'_>],
+    read: Option<&Member>,
+    format: Format,
+) {
     let t = src.text.as_str();
     if let ([one], Some(m)) = (system, read) {
         match one {
             Entry::Read(None, _) => return out.push_str(&t[m.value.clone()]),
             Entry::Changed(None, was, now) => {
-                let old = wire::anthropic_system_to(&[was]).unwrap_or(Value::Null);
-                let new = wire::anthropic_system_to(&[now]).unwrap_or(Value::Null);
+                let old = formats::system_to(format, &[was]).unwrap_or(Value::Null);
+                let new = formats::system_to(format, &[now]).unwrap_or(Value::Null);
                 return raw::patch(out, t, m.value.clone(), &old, &new);
             }
             _ => {}
@@ -649,14 +750,39 @@ fn write_system(out: &mut String, src: &Source, system: &[&Entry<'_>], read: Opt
     let msgs: Vec<&Message> = system.iter().map(|e| e.message()).collect();
     raw::write_value(
         out,
-        &wire::anthropic_system_to(&msgs).unwrap_or(Value::Null),
+        &formats::system_to(format, &msgs).unwrap_or(Value::Null),
     );
+}
+
+/// The text of a message a Responses `input` string can stand for: a
+/// user message of plain text and nothing else.
+fn input_string(m: &Message) -> Option<&str> {
+    match (&m.role, &m.content) {
+        (Role::User, Content::Text(t)) if m.extra.is_empty() && m.tool_calls.is_none() => Some(t),
+        _ => None,
+    }
 }
 
 /// Writes the messages array: elements read copied with the whitespace
 /// before them, changed ones patched, new ones written compact.
 fn write_messages(out: &mut String, src: &Source, entries: &[&Entry<'_>], format: Format) {
     let t = src.text.as_str();
+    if src.input_text {
+        // A Responses `input` string: as read while it is the one message.
+        if let [Entry::Read(Some(0), _)] = entries {
+            return out.push_str(&t[src.span_of_input()]);
+        }
+        if let [one] = entries
+            && let Some(text) = input_string(one.message())
+        {
+            return raw::write_value(out, &Value::String(text.to_owned()));
+        }
+        let items: Vec<Value> = entries
+            .iter()
+            .map(|e| wire::message_to_value(e.message(), format))
+            .collect();
+        return raw::write_value(out, &Value::Array(items));
+    }
     let default_lead = src.elems.first().map_or("", |e| &t[e.lead.clone()]);
     out.push('[');
     let last = entries.len().saturating_sub(1);
@@ -699,6 +825,48 @@ fn write_messages(out: &mut String, src: &Source, entries: &[&Entry<'_>], format
 /// ```
 pub fn compact_json(text: &str) -> String {
     raw::compact(text)
+}
+
+/// The format a body's keys decide: Gemini for `contents`, Responses for
+/// `input` without `messages`; `None` to read `messages`.
+fn body_format(messages: bool, input: bool, contents: bool) -> Option<Format> {
+    if contents && !messages {
+        Some(Format::Gemini)
+    } else if input && !messages {
+        Some(Format::Responses)
+    } else {
+        None
+    }
+}
+
+/// A body without the conversation member its format needs (`asked`:
+/// the format was given, not detected).
+fn missing_conversation(format: Option<Format>, asked: bool, key: &str) -> ChatError {
+    let how = if asked {
+        ", as asked"
+    } else {
+        ", from its keys"
+    };
+    let message = match format {
+        Some(Format::Responses) => format!(
+            "an OpenAI Responses request body needs `input`, a string or an array of items (read as OpenAI Responses{how})"
+        ),
+        Some(f) if asked || f == Format::Gemini => format!(
+            "{} {} request body needs a `{key}` array (read as {}{how})",
+            if f.title().starts_with(['A', 'O']) {
+                "an"
+            } else {
+                "a"
+            },
+            f.title(),
+            f.title()
+        ),
+        _ => "a request body needs a `messages` array (Chat Completions, Anthropic), `input` (OpenAI Responses) or `contents` (Gemini)".to_owned(),
+    };
+    ChatError::Shape {
+        path: key.into(),
+        message,
+    }
 }
 
 fn shape(path: &str, message: &str) -> ChatError {

@@ -1,5 +1,5 @@
-//! The two wire formats, both directions: OpenAI Chat Completions and
-//! Anthropic Messages.
+//! The wire formats, both directions: OpenAI Chat Completions and
+//! Anthropic Messages here, OpenAI Responses and Gemini in `formats`.
 //!
 //! Parsing takes the fields the model names out of each JSON object and keeps
 //! the rest in `extra`; writing puts them back. A field is only taken when it
@@ -23,23 +23,46 @@ pub enum Format {
     /// Anthropic Messages (top-level `system`; content blocks `text`,
     /// `image`, `tool_use`, `tool_result`, `thinking`, `redacted_thinking`).
     Anthropic,
+    /// OpenAI Responses (`input`: a string or items `message`,
+    /// `function_call`, `function_call_output`, `reasoning`, `compaction`,
+    /// ...; top-level `instructions`).
+    Responses,
+    /// Google Gemini `generateContent` (`contents` of `user` / `model`
+    /// turns with `text`, `functionCall`, `functionResponse`, ... parts;
+    /// top-level `systemInstruction`).
+    Gemini,
 }
 
 impl Format {
-    /// `openai` or `anthropic`.
+    /// `openai`, `anthropic`, `responses` or `gemini`.
     pub fn as_str(self) -> &'static str {
         match self {
             Format::OpenAi => "openai",
             Format::Anthropic => "anthropic",
+            Format::Responses => "responses",
+            Format::Gemini => "gemini",
         }
     }
 
-    /// Reads `openai` / `anthropic` (ASCII case ignored).
+    /// Reads `openai` / `anthropic` / `responses` (also `openai-responses`)
+    /// / `gemini` (ASCII case ignored).
     pub fn from_name(name: &str) -> Option<Self> {
         match name.trim().to_ascii_lowercase().as_str() {
             "openai" => Some(Format::OpenAi),
             "anthropic" => Some(Format::Anthropic),
+            "responses" | "openai-responses" => Some(Format::Responses),
+            "gemini" => Some(Format::Gemini),
             _ => None,
+        }
+    }
+
+    /// The name errors and reports use: `OpenAI Chat Completions`, ...
+    pub fn title(self) -> &'static str {
+        match self {
+            Format::OpenAi => "OpenAI Chat Completions",
+            Format::Anthropic => "Anthropic Messages",
+            Format::Responses => "OpenAI Responses",
+            Format::Gemini => "Gemini",
         }
     }
 }
@@ -280,6 +303,11 @@ fn tool_result_part(mut obj: Extra, format: Format, path: &str) -> Result<Part, 
     }))
 }
 
+/// One part as `format` writes it (for a part another format made).
+pub(crate) fn part_value(p: &Part, format: Format) -> Value {
+    part_to(p, format)
+}
+
 fn part_to(p: &Part, format: Format) -> Value {
     match p {
         Part::Text { text, extra } => {
@@ -288,7 +316,7 @@ fn part_to(p: &Part, format: Format) -> Value {
         Part::Image(img) => {
             let mut inner = Map::new();
             match (format, &img.source) {
-                (Format::OpenAi, source) => {
+                (Format::OpenAi | Format::Responses | Format::Gemini, source) => {
                     let url = match source {
                         ImageSource::Url(u) => u.clone(),
                         ImageSource::Base64 { media_type, data } => {
@@ -423,6 +451,11 @@ fn openai_call_to(c: &ToolCall) -> Value {
 /// [`ChatError::Shape`] when the value is not a message (no string `role`,
 /// content of the wrong type, a tool call without an id, ...).
 pub fn message_from_value(v: Value, format: Format, path: &str) -> Result<Message, ChatError> {
+    match format {
+        Format::Responses => return crate::formats::responses::item_from_value(v, path),
+        Format::Gemini => return crate::formats::gemini::content_from_value(v, path),
+        Format::OpenAi | Format::Anthropic => {}
+    }
     let Value::Object(mut obj) = v else {
         return Err(shape(
             path,
@@ -463,6 +496,11 @@ pub fn message_from_value(v: Value, format: Format, path: &str) -> Result<Messag
 
 /// Writes one message in `format` (the inverse of [`message_from_value`]).
 pub fn message_to_value(m: &Message, format: Format) -> Value {
+    match format {
+        Format::Responses => return crate::formats::responses::item_to_value(m),
+        Format::Gemini => return crate::formats::gemini::content_to_value(m),
+        Format::OpenAi | Format::Anthropic => {}
+    }
     let mut obj = Map::new();
     obj.insert("role".into(), Value::String(m.role.as_str().to_string()));
     if let Some(c) = content_to(&m.content, format) {

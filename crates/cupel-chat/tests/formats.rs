@@ -125,7 +125,7 @@ fn malformed_documents_are_typed_errors_with_a_path() {
     let e = Transcript::parse("{\"messages\": 3}").unwrap_err();
     assert_eq!(
         e.to_string(),
-        "messages: a request body needs a `messages` array"
+        "messages: a request body needs a `messages` array (Chat Completions, Anthropic), `input` (OpenAI Responses) or `contents` (Gemini)"
     );
     let e = Transcript::parse("[1,").unwrap_err();
     assert!(

@@ -283,3 +283,165 @@ proptest! {
         }
     }
 }
+
+// OpenAI Responses and Gemini (issue 53): generated conversations of
+// exchanges with tool steps; every window is valid for its provider.
+
+/// One exchange: the user's tokens, its tool steps (with whether a
+/// reasoning item comes first), and the answer's tokens.
+type Exchange = (i64, Vec<(Step, bool)>, i64);
+
+fn exchange() -> impl Strategy<Value = Exchange> {
+    (
+        1i64..30,
+        prop::collection::vec((step(), any::<bool>()), 0..4),
+        1i64..30,
+    )
+}
+
+fn responses_doc(exchanges: &[Exchange], reasoning_at_end: bool) -> String {
+    let mut items = vec![];
+    let mut id = 0;
+    for (user, steps, answer) in exchanges {
+        items.push(json!({"role": "user", "content": "q", "t": user}));
+        for ((call, results, _), reasoning) in steps {
+            if *reasoning {
+                items.push(
+                    json!({"type": "reasoning", "summary": [], "encrypted_content": "x", "t": 2}),
+                );
+            }
+            let ids: Vec<String> = results
+                .iter()
+                .map(|_| {
+                    id += 1;
+                    format!("call_{id}")
+                })
+                .collect();
+            for i in &ids {
+                items.push(json!({"type": "function_call", "call_id": i, "name": "sh", "arguments": "{}", "t": call}));
+            }
+            for (i, r) in ids.iter().zip(results) {
+                items.push(
+                    json!({"type": "function_call_output", "call_id": i, "output": "ok", "t": r}),
+                );
+            }
+        }
+        items.push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "a"}], "t": answer}));
+    }
+    if reasoning_at_end {
+        items.push(json!({"type": "reasoning", "summary": [], "t": 1}));
+    }
+    serde_json::to_string_pretty(&json!({"instructions": "Be brief.", "input": items})).unwrap()
+}
+
+fn gemini_doc(exchanges: &[Exchange], broken: bool) -> String {
+    let mut contents = vec![];
+    for (k, (user, steps, answer)) in exchanges.iter().enumerate() {
+        contents.push(json!({"role": "user", "parts": [{"text": "q", "t": user}]}));
+        for (s, ((call, results, _), _)) in steps.iter().enumerate() {
+            let calls: Vec<Value> = results
+                .iter()
+                .enumerate()
+                .map(|(i, _)| json!({"functionCall": {"name": format!("f{i}"), "args": {}}, "thoughtSignature": "c2ln", "t": call}))
+                .collect();
+            // A broken step (the first of the first exchange): one response too few.
+            let skip = usize::from(broken && k == 0 && s == 0 && results.len() > 1);
+            let responses: Vec<Value> = results
+                .iter()
+                .enumerate()
+                .skip(skip)
+                .map(|(i, r)| json!({"functionResponse": {"name": format!("f{i}"), "response": {"ok": true}}, "t": r}))
+                .collect();
+            contents.push(json!({"role": "model", "parts": calls}));
+            contents.push(json!({"role": "user", "parts": responses}));
+        }
+        contents.push(json!({"role": "model", "parts": [{"text": "a", "t": answer}]}));
+    }
+    serde_json::to_string_pretty(&json!({
+        "systemInstruction": {"parts": [{"text": "Be brief."}]},
+        "contents": contents,
+        "generationConfig": {"temperature": 0.5}
+    }))
+    .unwrap()
+}
+
+/// What every trim of a generated document must give: within the budget,
+/// no orphan, a valid start, each kept message written byte for byte.
+fn check_window(
+    doc: &Transcript,
+    out: &cupel_chat::Trimmed<'_>,
+    max: i64,
+    strict: bool,
+) -> Result<(), TestCaseError> {
+    prop_assert!(out.tokens.window <= max);
+    assert_valid(&out.messages, strict)?;
+    if let Some(first) = out.messages.iter().find(|m| m.role != Role::System) {
+        prop_assert_eq!(&first.role, &Role::User);
+        prop_assert!(!first.is_tool_result());
+    }
+    prop_assert!(out.shortened.is_empty());
+    let text = doc.window_json(out);
+    let back = Transcript::parse(&text).unwrap();
+    prop_assert_eq!(back.format(), doc.format());
+    for (k, &p) in out.positions.iter().enumerate() {
+        prop_assert_eq!(back.message_json(k), doc.message_json(p));
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn responses_windows_keep_units_whole(
+        exchanges in prop::collection::vec(exchange(), 1..6),
+        reasoning_at_end in any::<bool>(),
+        max in 1i64..1_500,
+        g in granularity(),
+    ) {
+        let text = responses_doc(&exchanges, reasoning_at_end);
+        let doc = Transcript::parse(&text).unwrap();
+        prop_assert_eq!(doc.to_json(), text.clone());
+        let opts = Trim::new(cupel_chat::Format::Responses, max).counter(Marked).granularity(g);
+        let out = match trim(doc.messages(), &opts) {
+            Ok(out) => out,
+            Err(ChatError::PinnedOverBudget { .. } | ChatError::NothingFits { .. } | ChatError::NoConversation { .. }) => return Ok(()),
+            Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
+        };
+        check_window(&doc, &out, max, false)?;
+        // A kept reasoning item is followed by the item that followed it.
+        let m = doc.messages();
+        for &p in &out.positions {
+            if m[p].role == Role::Other("reasoning".into()) {
+                prop_assert!(out.positions.contains(&(p + 1)), "reasoning #{} kept without #{}", p, p + 1);
+            }
+        }
+        if reasoning_at_end {
+            prop_assert!(!out.positions.contains(&(m.len() - 1)));
+        }
+    }
+
+    #[test]
+    fn gemini_windows_keep_call_turns_with_their_responses(
+        exchanges in prop::collection::vec(exchange(), 1..6),
+        broken in any::<bool>(),
+        max in 1i64..1_500,
+        g in granularity(),
+    ) {
+        let text = gemini_doc(&exchanges, broken);
+        let doc = Transcript::parse(&text).unwrap();
+        prop_assert_eq!(doc.to_json(), text.clone());
+        let opts = Trim::new(cupel_chat::Format::Gemini, max).counter(Marked).granularity(g);
+        let out = match trim(doc.messages(), &opts) {
+            Ok(out) => out,
+            Err(ChatError::PinnedOverBudget { .. } | ChatError::NothingFits { .. } | ChatError::NoConversation { .. }) => return Ok(()),
+            Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
+        };
+        check_window(&doc, &out, max, true)?;
+        // Turns alternate after the system instruction, and Cupel's call
+        // names are never written.
+        let roles: Vec<&Role> = out.messages.iter().map(|m| &m.role).filter(|r| **r != Role::System).collect();
+        prop_assert!(roles.windows(2).all(|w| w[0] != w[1]), "{:?}", roles);
+        prop_assert!(!doc.window_json(&out).contains('~'));
+    }
+}

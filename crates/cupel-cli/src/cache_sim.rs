@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use clap::Args;
 use cupel_chat::{
-    CacheError, CacheProfile, CacheSession, ChatError, Format, Granularity, LowWater, SimStrategy,
+    CacheError, CacheProfile, CacheSession, ChatError, Granularity, LowWater, SimStrategy,
     Simulation, Transcript, Trim, apply_breakpoints, request_ends, simulate_with,
 };
 
@@ -53,7 +53,7 @@ pub(crate) struct CacheSimArgs {
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     max_tokens: i64,
 
-    /// Cache profile: openai, anthropic, anthropic-1h or gemini
+    /// Cache profile: openai, openai-24h, anthropic, anthropic-1h or gemini
     #[arg(long, value_name = "PROVIDER", default_value = "anthropic")]
     provider: String,
 
@@ -88,7 +88,7 @@ pub(crate) struct CacheSimArgs {
 fn profile(name: &str) -> Result<CacheProfile, CliError> {
     CacheProfile::from_name(name).ok_or_else(|| {
         CliError::input(format!("unknown cache profile `{name}`"))
-            .hint("use openai, anthropic, anthropic-1h or gemini")
+            .hint("use openai, openai-24h, anthropic, anthropic-1h or gemini")
     })
 }
 
@@ -387,10 +387,7 @@ pub(crate) fn run_with_state(
     explain: bool,
     name: &str,
 ) -> Result<String, CliError> {
-    let profile = match doc.format() {
-        Format::Anthropic => CacheProfile::anthropic(),
-        _ => CacheProfile::openai(),
-    };
+    let profile = CacheProfile::for_request(doc.format(), &doc.body_value());
     let opts = match doc.tools() {
         Some(t) => opts.tools(t.clone()),
         None => opts,

@@ -1,18 +1,23 @@
-//! `cupel chat FILE`: trim an OpenAI or Anthropic transcript to a token
-//! budget and write it back in its own format (or explain every message).
+//! `cupel chat FILE`: trim an OpenAI (Chat Completions or Responses),
+//! Anthropic or Gemini transcript to a token budget and write it back in
+//! its own format (or explain every message).
+
+use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 use cupel_chat::{
-    AgeToolResults, AnthropicEstimate, Calibration, ChatError, Decision, Format, Granularity,
-    MessageRow, Observation, Transcript, Trim, trim_or_rows,
+    AgeToolResults, AnthropicEstimate, Calibration, ChatError, Decision, Format, GeminiEstimate,
+    Granularity, MessageCounter, MessageRow, Observation, ResponsesCounter, Transcript, Trim,
+    trim_or_rows,
 };
 
 use crate::error::CliError;
 
 pub(crate) const CHAT_AFTER_HELP: &str = "\
-FILE is an OpenAI Chat Completions or Anthropic Messages document: a bare
-`messages` array or a whole request body (its other fields, such as `model`
-and `tools`, are written back unchanged). The newest messages that fit are
+FILE is an OpenAI Chat Completions, Anthropic Messages, OpenAI Responses
+or Gemini document: a bare array (messages, input items or contents) or a
+whole request body (its other fields, such as `model` and `tools`, are
+written back unchanged). The newest messages that fit are
 kept, without holes; a tool call and its results move together; the system
 prompt is pinned; the conversation starts with a user message. A one-task
 agent loop (one user message, then tool calls and results) keeps its task
@@ -42,6 +47,10 @@ pub(crate) enum Provider {
     Openai,
     /// Anthropic Messages.
     Anthropic,
+    /// OpenAI Responses (`input` items).
+    Responses,
+    /// Gemini generateContent (`contents`).
+    Gemini,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -64,7 +73,7 @@ pub(crate) struct ChatArgs {
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     max_tokens: i64,
 
-    /// openai or anthropic (default: detected from the document)
+    /// openai, anthropic, responses or gemini (default: detected from the document)
     #[arg(long, value_enum, value_name = "PROVIDER", hide_possible_values = true)]
     provider: Option<Provider>,
 
@@ -136,12 +145,14 @@ pub(crate) struct ChatArgs {
     #[arg(long, value_name = "FILE")]
     state: Option<String>,
 
-    /// The usage.input_tokens Anthropic reported for this same document
+    /// The input tokens the provider reported for this same document
     ///
-    /// With prompt caching, add cache_creation_input_tokens and
-    /// cache_read_input_tokens. The estimate of the whole document is
-    /// scaled to match it (a calibration from this one observation)
-    /// before the trim. Anthropic documents only.
+    /// Anthropic and OpenAI Responses: usage.input_tokens (with
+    /// Anthropic prompt caching, add cache_creation_input_tokens and
+    /// cache_read_input_tokens); Gemini: usageMetadata.promptTokenCount.
+    /// The count of the whole document is scaled to match it (a
+    /// calibration from this one observation) before the trim. Not for
+    /// Chat Completions, counted with its tokenizer.
     #[arg(
         long,
         value_name = "N",
@@ -220,6 +231,8 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
     let format = a.provider.map(|p| match p {
         Provider::Openai => Format::OpenAi,
         Provider::Anthropic => Format::Anthropic,
+        Provider::Responses => Format::Responses,
+        Provider::Gemini => Format::Gemini,
     });
     let detected = format.is_none();
     // The transcript keeps the text (kept messages are written from it).
@@ -246,7 +259,7 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
     if let Some(e) = &a.encoding {
         opts = opts.encoding(e.clone());
     }
-    let counted = anthropic_counter(&doc, a.input_tokens)?;
+    let counted = counter(&doc, a.encoding.as_deref(), a.input_tokens)?;
     let calibrated = counted.as_ref().and_then(|c| c.calibrated);
     if let Some(c) = counted {
         opts = opts.counter(c.estimate);
@@ -371,8 +384,13 @@ fn header(
             "counted  ",
             match calibrated {
                 Some((billed, raw)) => format!(
-                    "{} from usage.input_tokens {} (estimated {})",
+                    "{} from {} {} (estimated {})",
                     out.counter,
+                    if doc.format() == Format::Gemini {
+                        "usageMetadata.promptTokenCount"
+                    } else {
+                        "usage.input_tokens"
+                    },
                     cupel_chat::group_digits(billed),
                     cupel_chat::group_digits(raw)
                 ),
@@ -441,33 +459,77 @@ fn table(s: &mut String, rows: &[MessageRow<'_>]) {
     }
 }
 
-/// The counter of an Anthropic document, and the reported and the
-/// estimated input tokens it was calibrated from (`--input-tokens`).
+/// A document's estimate, by format.
+enum Estimate {
+    Anthropic(AnthropicEstimate),
+    Responses(ResponsesCounter),
+    Gemini(GeminiEstimate),
+}
+
+impl Estimate {
+    /// The uncalibrated count of the whole document.
+    fn raw(&self, doc: &Transcript) -> i64 {
+        let (m, t) = (doc.messages(), doc.tools());
+        match self {
+            Estimate::Anthropic(e) => e.raw_request(m, t),
+            Estimate::Responses(e) => e.raw_request(m, t),
+            Estimate::Gemini(e) => e.raw_request(m, t),
+        }
+    }
+
+    /// The counter, calibrated by `fit` when given.
+    fn counter(&self, fit: Option<&Calibration>) -> Arc<dyn MessageCounter> {
+        match (self, fit) {
+            (Estimate::Anthropic(e), Some(f)) => Arc::new(e.clone().calibrated(f)),
+            (Estimate::Anthropic(e), None) => Arc::new(e.clone()),
+            (Estimate::Responses(e), Some(f)) => Arc::new(e.clone().calibrated(f)),
+            (Estimate::Responses(e), None) => Arc::new(e.clone()),
+            (Estimate::Gemini(e), Some(f)) => Arc::new(e.clone().calibrated(f)),
+            (Estimate::Gemini(e), None) => Arc::new(e.clone()),
+        }
+    }
+}
+
+/// The counter of a document with an estimate or a calibration, and the
+/// reported and the counted input tokens it was calibrated from
+/// (`--input-tokens`).
 struct Counted {
-    estimate: AnthropicEstimate,
+    estimate: Arc<dyn MessageCounter>,
     calibrated: Option<(i64, i64)>,
 }
 
-/// The counter of an Anthropic document: the estimate for its request body
-/// (model, `tool_choice`, `thinking`), scaled to `--input-tokens` when given.
-/// `None` for an OpenAI document, counted with its tokenizer.
-fn anthropic_counter(
+/// The counter of a document: Anthropic's estimate for its request body
+/// (model, `tool_choice`, `thinking`), the Responses tokenizer count or
+/// the Gemini estimate, each scaled to `--input-tokens` when given.
+/// `None` for a Chat Completions document, counted with its tokenizer.
+fn counter(
     doc: &Transcript,
+    encoding: Option<&str>,
     input_tokens: Option<i64>,
 ) -> Result<Option<Counted>, CliError> {
-    if doc.format() != Format::Anthropic {
-        return match input_tokens {
-            None => Ok(None),
-            Some(_) => Err(CliError::input(
-                "--input-tokens calibrates the Anthropic estimate; an OpenAI document is counted with its tokenizer",
-            )),
-        };
-    }
-    // The body's fields (model, tool_choice, thinking), not the messages.
-    let estimate = AnthropicEstimate::for_request(&doc.body_value());
+    let encoding = encoding.unwrap_or("o200k_base");
+    let estimate = match doc.format() {
+        // The body's fields (model, tool_choice, thinking), not the messages.
+        Format::Anthropic => Estimate::Anthropic(AnthropicEstimate::for_request(&doc.body_value())),
+        Format::Responses => Estimate::Responses(
+            ResponsesCounter::new(encoding)
+                .map_err(|e| CliError::input(format!("--encoding: {e}")))?,
+        ),
+        Format::Gemini => Estimate::Gemini(GeminiEstimate::new()),
+        _ => {
+            return match input_tokens {
+                None => Ok(None),
+                Some(_) => Err(CliError::input(
+                    "--input-tokens calibrates an estimate (Anthropic, OpenAI Responses, Gemini); a Chat Completions document is counted with its tokenizer",
+                )),
+            };
+        }
+    };
+    let raw = estimate.raw(doc);
+    let make = |fit: Option<&Calibration>| estimate.counter(fit);
     let Some(billed) = input_tokens else {
         return Ok(Some(Counted {
-            estimate,
+            estimate: make(None),
             calibrated: None,
         }));
     };
@@ -476,7 +538,6 @@ fn anthropic_counter(
             "--input-tokens must be positive, got {billed}"
         )));
     }
-    let raw = estimate.raw_request(doc.messages(), doc.tools());
     let fit = Calibration::fit(&[Observation {
         estimate: raw,
         actual: billed,
@@ -487,7 +548,7 @@ fn anthropic_counter(
         ))
     })?;
     Ok(Some(Counted {
-        estimate: estimate.calibrated(&fit),
+        estimate: make(Some(&fit)),
         calibrated: Some((billed, raw)),
     }))
 }

@@ -14,6 +14,11 @@ const ANTHROPIC: &str = "tests/fixtures/chat/anthropic-parallel.json";
 const LOOP: &str = "tests/fixtures/chat/openai-one-task-loop.json";
 /// An Anthropic conversation whose user turns carry tool results, then text.
 const MIXED: &str = "tests/fixtures/chat/anthropic-mixed-turns.json";
+/// An OpenAI Responses request: reasoning items, a call and parallel calls.
+const RESPONSES: &str = "tests/fixtures/chat/responses-agent.json";
+/// A Gemini request: sequential and parallel function calls with thought
+/// signatures (the shapes of Google's thought-signature guide).
+const GEMINI: &str = "tests/fixtures/chat/gemini-agent.json";
 
 fn json_of(path: &str) -> Value {
     let text = std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
@@ -177,7 +182,7 @@ fn errors() {
     );
     assert_eq!(
         e,
-        "error: --input-tokens calibrates the Anthropic estimate; an OpenAI document is counted with its tokenizer\n"
+        "error: --input-tokens calibrates an estimate (Anthropic, OpenAI Responses, Gemini); a Chat Completions document is counted with its tokenizer\n"
     );
     let e = fails(
         &[
@@ -374,4 +379,115 @@ fn output_is_the_input_text_byte_for_byte_and_compact_on_request() {
         serde_json::from_str::<Value>(&compact).unwrap(),
         serde_json::from_str::<Value>(&input).unwrap()
     );
+}
+
+fn text_of(path: &str) -> String {
+    std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+#[test]
+fn responses_and_gemini_with_nothing_to_drop_come_back_byte_for_byte() {
+    for doc in [RESPONSES, GEMINI] {
+        assert_eq!(ok(&["chat", doc, "--max-tokens", "100000"]), text_of(doc));
+    }
+}
+
+#[test]
+fn explain_responses_keeps_reasoning_with_its_calls() {
+    // Counted with o200k_base: overhead 41, #0 instructions 15, so 94 of 150
+    // are left; the newest unit #6..#11 (user 10, then reasoning 10 with the
+    // parallel calls 10 + 10 and outputs 16 + 16) needs 72 -> 22 left; #5
+    // (15) -> 7 left; the group #2..#4 (0 + 10 + 17 = 27, an earlier turn's
+    // reasoning being free) does not fit; #5 is then dropped only for the
+    // start rule.
+    let out = ok(&["chat", RESPONSES, "--max-tokens", "150", "--explain"]);
+    insta::assert_snapshot!(out);
+    let window: Value =
+        serde_json::from_str(&ok(&["chat", RESPONSES, "--max-tokens", "150"])).unwrap();
+    let original = json_of(RESPONSES);
+    let input = window["input"].as_array().unwrap();
+    assert_eq!(input.len(), 6);
+    assert_eq!(input[0], original["input"][5]);
+    assert_eq!(input[1]["type"], "reasoning");
+    assert_eq!(input[5], original["input"][10]);
+    assert_eq!(window["instructions"], original["instructions"]);
+    assert_eq!(window["include"], original["include"]);
+}
+
+#[test]
+fn explain_gemini_keeps_call_turns_with_their_responses() {
+    let out = ok(&["chat", GEMINI, "--max-tokens", "200", "--explain"]);
+    insta::assert_snapshot!(out);
+    let text = ok(&["chat", GEMINI, "--max-tokens", "200"]);
+    // The kept parallel-call turn is the input's own text, signature included.
+    assert!(text.contains(r#"{"functionCall": {"name": "get_current_temperature", "args": {"location": "Paris"}}, "thoughtSignature": "U2lnX0MtcGFyYWxsZWw="}"#));
+    let window: Value = serde_json::from_str(&text).unwrap();
+    let original = json_of(GEMINI);
+    assert_eq!(window["contents"].as_array().unwrap().len(), 3);
+    assert_eq!(window["contents"][0], original["contents"][6]);
+    assert_eq!(window["systemInstruction"], original["systemInstruction"]);
+    assert_eq!(window["generationConfig"], original["generationConfig"]);
+}
+
+#[test]
+fn a_forced_format_that_does_not_fit_says_what_was_tried_and_where() {
+    let e = fails(
+        &[
+            "chat",
+            AGENT,
+            "--max-tokens",
+            "1000",
+            "--provider",
+            "gemini",
+        ],
+        None,
+        2,
+    );
+    insta::assert_snapshot!("chat_error_forced_gemini", e);
+    let e = fails(
+        &["chat", "-", "--max-tokens", "100"],
+        Some(
+            r#"{"input": [{"type": "function_call", "call_id": "c1", "name": "f", "arguments": {}}]}"#,
+        ),
+        2,
+    );
+    insta::assert_snapshot!("chat_error_responses_arguments", e);
+}
+
+#[test]
+fn input_tokens_calibrate_responses_and_gemini() {
+    // The Gemini fixture estimates to 270 tokens (127 of tools, 143 of
+    // contents: see the explain snapshot); 540 reported doubles every count.
+    let flat = |s: String| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let out = flat(ok(&[
+        "chat",
+        GEMINI,
+        "--max-tokens",
+        "100000",
+        "--input-tokens",
+        "540",
+        "--explain",
+    ]));
+    assert!(out.contains("calibrated x2.000"), "{out}");
+    assert!(
+        out.contains("from usageMetadata.promptTokenCount 540 (estimated 270)"),
+        "{out}"
+    );
+    // The Responses fixture counts 182 with o200k_base (the 185 of the table
+    // at full budget less #2's 3: an earlier turn's reasoning is free); 364
+    // doubles it.
+    let out = flat(ok(&[
+        "chat",
+        RESPONSES,
+        "--max-tokens",
+        "100000",
+        "--input-tokens",
+        "364",
+        "--explain",
+    ]));
+    assert!(
+        out.contains("from usage.input_tokens 364 (estimated 182)"),
+        "{out}"
+    );
+    assert!(out.contains("calibrated x2.000"), "{out}");
 }

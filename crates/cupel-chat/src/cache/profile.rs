@@ -149,10 +149,70 @@ impl CacheProfile {
         }
     }
 
-    /// `openai`, `anthropic`, `anthropic-1h` or `gemini` (ASCII case ignored).
+    /// [`openai`](Self::openai) with extended retention
+    /// (`"prompt_cache_retention": "24h"` on a Chat Completions or
+    /// Responses request): cached prefixes are kept up to 24 hours instead
+    /// of the in-memory default (cleared after 5 to 10 minutes idle, always
+    /// within an hour), at the same prices
+    /// (platform.openai.com/docs/guides/prompt-caching#prompt-cache-retention,
+    /// read 2026-11-27).
+    pub fn openai_24h() -> Self {
+        CacheProfile {
+            name: "openai-24h".into(),
+            lifetime: Some(Duration::from_secs(24 * 3_600)),
+            ..Self::openai()
+        }
+    }
+
+    /// [`gemini`](Self::gemini) for a model: implicit caching's minimum
+    /// prefix is 2,048 tokens for the Gemini 2.5 models and 4,096 for the
+    /// 3.x models and newer (the table of ai.google.dev/gemini-api/docs/caching,
+    /// last updated 2026-10-13, read 2026-11-27). A name this does not know
+    /// (`models/` prefix ignored) gets the newer models' 4,096.
+    ///
+    /// ```
+    /// use cupel_chat::CacheProfile;
+    /// assert_eq!(CacheProfile::gemini_for_model("models/gemini-2.5-flash").min_prefix_tokens, 2_048);
+    /// assert_eq!(CacheProfile::gemini_for_model("gemini-3.1-pro-preview").min_prefix_tokens, 4_096);
+    /// ```
+    pub fn gemini_for_model(model: &str) -> Self {
+        let m = model
+            .trim()
+            .trim_start_matches("models/")
+            .to_ascii_lowercase();
+        let min = if m.starts_with("gemini-2.5") || m.starts_with("gemini-2.0") {
+            2_048
+        } else {
+            4_096
+        };
+        Self::gemini().min_prefix_tokens(min)
+    }
+
+    /// The profile of a request in `format` with body fields `body` (as
+    /// [`Transcript::body_value`](crate::Transcript::body_value) gives
+    /// them): [`anthropic`](Self::anthropic) for Anthropic;
+    /// [`openai_24h`](Self::openai_24h) for an OpenAI request asking
+    /// `"prompt_cache_retention": "24h"`, else [`openai`](Self::openai);
+    /// [`gemini_for_model`](Self::gemini_for_model) of a Gemini body's
+    /// `model` (the model is usually in the URL: [`gemini`](Self::gemini)
+    /// without one).
+    pub fn for_request(format: crate::Format, body: &serde_json::Value) -> Self {
+        use crate::Format;
+        let field = |k: &str| body.get(k).and_then(serde_json::Value::as_str);
+        match format {
+            Format::Anthropic => Self::anthropic(),
+            Format::Gemini => field("model").map_or_else(Self::gemini, Self::gemini_for_model),
+            _ if field("prompt_cache_retention") == Some("24h") => Self::openai_24h(),
+            _ => Self::openai(),
+        }
+    }
+
+    /// `openai`, `openai-24h`, `anthropic`, `anthropic-1h` or `gemini`
+    /// (ASCII case ignored).
     pub fn from_name(name: &str) -> Option<Self> {
         match name.trim().to_ascii_lowercase().as_str() {
             "openai" => Some(Self::openai()),
+            "openai-24h" => Some(Self::openai_24h()),
             "anthropic" => Some(Self::anthropic()),
             "anthropic-1h" => Some(Self::anthropic_1h()),
             "gemini" => Some(Self::gemini()),

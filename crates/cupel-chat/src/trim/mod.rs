@@ -13,7 +13,9 @@ use cupel_core::SelectionReport;
 use serde_json::Value;
 
 use crate::aging::AgeToolResults;
-use crate::count::{AnthropicEstimate, MessageCounter, OpenAiCounter};
+use crate::count::{
+    AnthropicEstimate, GeminiEstimate, MessageCounter, OpenAiCounter, ResponsesCounter,
+};
 use crate::error::ChatError;
 use crate::message::{Message, Role};
 use crate::transcript::Transcript;
@@ -318,6 +320,8 @@ impl Trim {
         Ok(match self.format {
             Format::OpenAi => Arc::new(OpenAiCounter::new(&self.encoding)?),
             Format::Anthropic => Arc::new(AnthropicEstimate::new()),
+            Format::Responses => Arc::new(ResponsesCounter::new(&self.encoding)?),
+            Format::Gemini => Arc::new(GeminiEstimate::new()),
         })
     }
 }
@@ -386,6 +390,13 @@ pub enum Decision {
     UnansweredCall {
         /// The unanswered call id.
         call_id: String,
+    },
+    /// Dropped: an item the provider accepts only followed by the item it
+    /// belongs to (an OpenAI Responses `reasoning` item), with nothing
+    /// after it.
+    WithoutFollower {
+        /// The item's kind (`reasoning`).
+        kind: String,
     },
     /// Dropped with the orphan at `position`, whose tool traffic is incomplete.
     WithOrphan {
@@ -670,6 +681,10 @@ impl Reason<'_, '_> {
             Decision::UnansweredCall { call_id } => {
                 write!(f, "dropped: call {call_id} is never answered (orphan call)")
             }
+            Decision::WithoutFollower { kind } => write!(
+                f,
+                "dropped: a {kind} item must be sent with the item after it, and none follows (orphan)"
+            ),
             Decision::WithOrphan { position } => write!(
                 f,
                 "dropped with #{position}, whose tool traffic is incomplete"

@@ -190,6 +190,7 @@ fn filter_name(d: &Decision) -> &'static str {
         Decision::UnansweredCall { .. } => "chat:unanswered-tool-call",
         Decision::MalformedResult { .. } => "chat:malformed-tool-result",
         Decision::WithOrphan { .. } => "chat:with-orphan",
+        Decision::WithoutFollower { .. } => "chat:without-follower",
         Decision::StartRule { .. } => "chat:start-on",
         Decision::EndRule => "chat:end-on",
         _ => "chat",

@@ -344,7 +344,7 @@ impl<'a, 'o> Run<'a, 'o> {
         let mut barriers = Vec::with_capacity(self.messages.len() + 1);
         barriers.push(0usize);
         for m in self.messages {
-            let barrier = self.opts.format == Format::Anthropic || !m.is_tool_result();
+            let barrier = crate::formats::separates_call_and_result(self.opts.format, m);
             barriers.push(barriers.last().copied().unwrap_or(0) + usize::from(barrier));
         }
         let mut reused: BTreeSet<CallKey<'a>> = BTreeSet::new();
@@ -383,7 +383,7 @@ impl<'a, 'o> Run<'a, 'o> {
             }
             for key in self.calls_of(p) {
                 if let Some(&earlier) = owner.get(&key)
-                    && matches!(key, CallKey::Id(_))
+                    && matches!(key, CallKey::Id(id) if !crate::formats::made_up_id(self.opts.format, id))
                     && reused.insert(key)
                 {
                     self.notes.push(InputNote::ReusedCallId {
@@ -395,6 +395,7 @@ impl<'a, 'o> Run<'a, 'o> {
                 owner.insert(key, p);
             }
         }
+        self.bind_followers();
         for p in 0..n {
             if self.orphan[p].is_none()
                 && self.pin[self.pieces[p].msg].is_none()
@@ -429,6 +430,35 @@ impl<'a, 'o> Run<'a, 'o> {
                     Some(d) => d.clone(),
                     None => Decision::WithOrphan { position: o },
                 });
+            }
+        }
+    }
+
+    /// Part of `pair`: an item that moves with the next one (a Responses
+    /// `reasoning` item, parallel call items) joins its piece; one that
+    /// needs a next item and has none is an orphan.
+    fn bind_followers(&mut self) {
+        use crate::formats::{binds_to_next, needs_next};
+        let format = self.opts.format;
+        for i in 0..self.messages.len() {
+            let m = &self.messages[i];
+            if self.pin[i].is_some() {
+                continue;
+            }
+            let next = self
+                .messages
+                .get(i + 1)
+                .filter(|_| self.pin[i + 1].is_none());
+            match next {
+                Some(n) if binds_to_next(format, m, n) => {
+                    self.dsu.union(self.first_piece[i], self.first_piece[i + 1]);
+                }
+                None if needs_next(format, m) => {
+                    self.orphan[self.first_piece[i]] = Some(Decision::WithoutFollower {
+                        kind: m.role.to_string(),
+                    });
+                }
+                _ => {}
             }
         }
     }
@@ -669,8 +699,8 @@ impl<'a, 'o> Run<'a, 'o> {
             .position(|p| matches!(p, Some(Decision::PinnedTask { .. })));
         let required = match (self.opts.format, &self.opts.start_on) {
             (_, Some(r)) => Some(r.clone()),
-            (Format::Anthropic, None) => Some(Role::User),
-            (Format::OpenAi, None) => None,
+            (Format::Anthropic | Format::Gemini, None) => Some(Role::User),
+            (Format::OpenAi | Format::Responses, None) => None,
         };
         if let Some(required) = required {
             let starts_ok = |u: usize| {
@@ -679,7 +709,10 @@ impl<'a, 'o> Run<'a, 'o> {
                 match piece.half {
                     Half::Text => required == Role::User,
                     Half::Results => false,
-                    Half::Whole => m.role == required && !m.is_tool_result(),
+                    Half::Whole => {
+                        (m.role == required && !m.is_tool_result())
+                            || crate::formats::starts_window(self.opts.format, m)
+                    }
                 }
             };
             let before_task =
@@ -844,6 +877,7 @@ impl<'a, 'o> Run<'a, 'o> {
                     Decision::OrphanResult { .. }
                     | Decision::UnansweredCall { .. }
                     | Decision::MalformedResult { .. }
+                    | Decision::WithoutFollower { .. }
                     | Decision::WithOrphan { .. } => orphans += 1,
                     Decision::StartRule { .. } | Decision::EndRule => provider_rules += 1,
                     Decision::DoesNotFit { .. } | Decision::OlderThanCut { .. } => budget += 1,
