@@ -353,7 +353,11 @@ fn gemini_doc(exchanges: &[Exchange], broken: bool) -> String {
                 .map(|(i, r)| json!({"functionResponse": {"name": format!("f{i}"), "response": {"ok": true}}, "t": r}))
                 .collect();
             contents.push(json!({"role": "model", "parts": calls}));
-            contents.push(json!({"role": "user", "parts": responses}));
+            // A broken step of the second exchange: no response turn at all,
+            // which leaves two user turns together once the call is dropped.
+            if !(broken && k == 1 && s == 0) {
+                contents.push(json!({"role": "user", "parts": responses}));
+            }
         }
         contents.push(json!({"role": "model", "parts": [{"text": "a", "t": answer}]}));
     }

@@ -255,7 +255,57 @@ fn gemini_unequal_call_and_response_counts_drop_the_group() {
         &out.rows[2].decision,
         Decision::OrphanResult { call_id } if call_id.starts_with("~r") && call_id.ends_with(".1")
     ));
-    assert_eq!(out.positions, vec![0, 3]);
+    // With #1 and #2 gone, user #0 and user #3 would follow each other,
+    // which Gemini refuses: the older one goes (spec 24, G3).
+    assert_eq!(
+        out.rows[0].decision,
+        Decision::Alternation { role: Role::User }
+    );
+    assert_eq!(out.positions, vec![3]);
+}
+
+/// Gemini's alternation after drops and pins, by hand (every message 10
+/// tokens). #0 user "q1", #1 model call `f` never answered, #2 user "q2",
+/// #3 model "a2", #4 user "q3", #5 model "a3".
+/// * Budget 1,000: #1 is an unanswered call (dropped); #0 and #2 would be
+///   two user turns in a row, so #0 goes: window #2..#5 (40 tokens).
+/// * `pin_first_user` and budget 30: #0 pinned (10), the newest units that
+///   fit in 20 are #4 and #5; user #0 then user #4 would follow each
+///   other and #0 is pinned, so #4 goes: window #0, #5 — user, model.
+#[test]
+fn gemini_turns_alternate_after_drops_and_pins() {
+    let doc = json!({"contents": [
+        {"role": "user", "parts": [{"text": "q1"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {}}}]},
+        {"role": "user", "parts": [{"text": "q2"}]},
+        {"role": "model", "parts": [{"text": "a2"}]},
+        {"role": "user", "parts": [{"text": "q3"}]},
+        {"role": "model", "parts": [{"text": "a3"}]}
+    ]});
+    let t = Transcript::parse(&doc.to_string()).unwrap();
+    let out = trim(t.messages(), &opts(Format::Gemini, 1_000)).unwrap();
+    assert!(matches!(
+        out.rows[1].decision,
+        Decision::UnansweredCall { .. }
+    ));
+    assert_eq!(
+        out.rows[0].decision,
+        Decision::Alternation { role: Role::User }
+    );
+    assert!(out.rows[0].decision.is_provider_rule());
+    assert_eq!(out.positions, vec![2, 3, 4, 5]);
+    assert_eq!(out.tokens.window, 40);
+
+    let pinned = opts(Format::Gemini, 30).pin_first_user(true);
+    let out = trim(t.messages(), &pinned).unwrap();
+    assert!(out.rows[0].decision.is_pinned());
+    assert_eq!(
+        out.rows[4].decision,
+        Decision::Alternation { role: Role::User }
+    );
+    assert_eq!(out.positions, vec![0, 5]);
+    let roles: Vec<&Role> = out.messages.iter().map(|m| &m.role).collect();
+    assert!(roles.windows(2).all(|w| w[0] != w[1]), "{roles:?}");
 }
 
 #[test]

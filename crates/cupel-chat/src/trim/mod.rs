@@ -410,6 +410,13 @@ pub enum Decision {
     },
     /// Dropped only so the window ends with one of the `end_on` roles.
     EndRule,
+    /// Dropped only so turns alternate (Gemini refuses two turns of one role
+    /// in a row): a dropped orphan or a pinned task left this message's
+    /// turn next to a newer one of the same `role`.
+    Alternation {
+        /// The role that would have been sent twice in a row.
+        role: Role,
+    },
     /// Kept in a shorter form: an aged tool result (see
     /// [`Trim::age_tool_results`]) whose unit only fit shortened.
     Shortened {
@@ -438,7 +445,10 @@ impl Decision {
 
     /// Whether the message was dropped only to satisfy a provider rule.
     pub fn is_provider_rule(&self) -> bool {
-        matches!(self, Decision::StartRule { .. } | Decision::EndRule)
+        matches!(
+            self,
+            Decision::StartRule { .. } | Decision::EndRule | Decision::Alternation { .. }
+        )
     }
 
     /// Whether the message is pinned (a prompt, or the task).
@@ -694,6 +704,10 @@ impl Reason<'_, '_> {
                 "dropped only so the conversation starts with a {required} message (provider rule)"
             ),
             Decision::EndRule => write!(f, "dropped only so the window ends on an `end_on` role"),
+            Decision::Alternation { role } => write!(
+                f,
+                "dropped only so turns alternate: two {role} turns would follow each other (provider rule)"
+            ),
             _ => write!(f, "kept"),
         }
     }

@@ -193,6 +193,7 @@ fn filter_name(d: &Decision) -> &'static str {
         Decision::WithoutFollower { .. } => "chat:without-follower",
         Decision::StartRule { .. } => "chat:start-on",
         Decision::EndRule => "chat:end-on",
+        Decision::Alternation { .. } => "chat:alternation",
         _ => "chat",
     }
 }

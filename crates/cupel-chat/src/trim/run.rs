@@ -728,6 +728,9 @@ impl<'a, 'o> Run<'a, 'o> {
             }
             kept.drain(..drop_n);
         }
+        if self.opts.format == Format::Gemini {
+            kept = self.alternate(&kept);
+        }
         if let Some(end_on) = &self.opts.end_on {
             while let Some(&u) = kept.last() {
                 let last = self.pieces[self.units[u].last].msg;
@@ -739,6 +742,63 @@ impl<'a, 'o> Run<'a, 'o> {
             }
         }
         self.kept_units = kept;
+    }
+
+    /// Gemini's alternation (spec 24, G3): user and model turns take turns.
+    /// A window of whole units alternates where the input does, but a
+    /// dropped orphan or a pinned task can bring two turns of one role
+    /// together. Walking the sent turns in order, the older of two such
+    /// neighbours is dropped (its unit, explained as
+    /// [`Decision::Alternation`]), or the newer one when the older is
+    /// pinned; two pinned turns are left as the caller pinned them.
+    fn alternate(&mut self, kept: &[usize]) -> Vec<usize> {
+        let mut turns: Vec<(usize, Option<usize>)> = kept
+            .iter()
+            .map(|&u| (self.pieces[self.units[u].first].msg, Some(u)))
+            .collect();
+        turns.extend(
+            (0..self.messages.len())
+                .filter(|&i| self.pin[i].is_some() && self.messages[i].role != Role::System)
+                .map(|i| (i, None)),
+        );
+        turns.sort_by_key(|t| t.0);
+        let role = |(msg, unit): (usize, Option<usize>), end: bool| {
+            let m = match unit {
+                Some(u) if end => self.pieces[self.units[u].last].msg,
+                _ => msg,
+            };
+            self.messages[m].role.clone()
+        };
+        let mut sent: Vec<(usize, Option<usize>)> = Vec::with_capacity(turns.len());
+        let mut dropped: Vec<(usize, Role)> = Vec::new();
+        for turn in turns {
+            let first = role(turn, false);
+            let mut push = true;
+            while let Some(&top) = sent.last() {
+                if role(top, true) != first {
+                    break;
+                }
+                match (top.1, turn.1) {
+                    (Some(older), _) => {
+                        dropped.push((older, first.clone()));
+                        sent.pop();
+                    }
+                    (None, Some(newer)) => {
+                        dropped.push((newer, first.clone()));
+                        push = false;
+                        break;
+                    }
+                    (None, None) => break,
+                }
+            }
+            if push {
+                sent.push(turn);
+            }
+        }
+        for (u, role) in dropped {
+            self.unit_decision[u] = Some(Decision::Alternation { role });
+        }
+        sent.into_iter().filter_map(|t| t.1).collect()
     }
 
     /// A piece's decision: made early (pins, orphans), or its unit's.
@@ -879,7 +939,9 @@ impl<'a, 'o> Run<'a, 'o> {
                     | Decision::MalformedResult { .. }
                     | Decision::WithoutFollower { .. }
                     | Decision::WithOrphan { .. } => orphans += 1,
-                    Decision::StartRule { .. } | Decision::EndRule => provider_rules += 1,
+                    Decision::StartRule { .. }
+                    | Decision::EndRule
+                    | Decision::Alternation { .. } => provider_rules += 1,
                     Decision::DoesNotFit { .. } | Decision::OlderThanCut { .. } => budget += 1,
                     _ => {}
                 }
