@@ -97,7 +97,7 @@ impl fmt::Display for Relevance {
         write!(f, "relevance {:.2}", self.score)?;
         if self.terms.is_empty() {
             if self.score > 0.0 {
-                write!(f, " (through a neighbour)")?;
+                write!(f, ", through a neighbour")?;
             }
             Ok(())
         } else {

@@ -16,10 +16,15 @@
 //! * **fill**: the newest units that fit, contiguous (old tool results
 //!   shortened first when ageing is on).
 //! * **repair**: the provider's start rule and the caller's end rule.
+//! * **recall** (a recall window only, `recall`): the fill again with the
+//!   newest share as its cap, then the older units ranked by BM25 and the
+//!   best written into one context message.
 //! * **finish**: one row per message, the kept messages and their forms.
 //!
 //! A new provider rule is a change to `repair`; a new kind of unit a
 //! change to `group`; nothing else needs to know.
+
+mod recall;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -130,6 +135,10 @@ struct Run<'a, 'o> {
     overhead: i64,
     tools_tokens: i64,
     available: i64,
+    /// The newest units' cap (a recall window's newest share), if any.
+    cap: Option<i64>,
+    /// What a recall window recalled.
+    recalled: Option<super::Recall>,
 }
 
 /// Trims `messages` (see [`trim`](super::trim)), keeping the rows made
@@ -142,6 +151,9 @@ pub(crate) fn run<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a
         .into());
     }
     check_tools(opts.tools.as_ref())?;
+    if let Some(r) = &opts.recall {
+        recall::check(r)?;
+    }
     let counter = opts.make_counter()?;
     let mut run = Run::count(messages, opts, counter);
     run.pin()?;
@@ -150,6 +162,9 @@ pub(crate) fn run<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a
     run.budget()?;
     run.fill()?;
     run.repair();
+    if let Some(r) = &opts.recall {
+        run.recall(r)?;
+    }
     run.finish()
 }
 
@@ -226,6 +241,8 @@ impl<'a, 'o> Run<'a, 'o> {
             overhead,
             tools_tokens,
             available: 0,
+            cap: None,
+            recalled: None,
         }
     }
 
@@ -583,9 +600,17 @@ impl<'a, 'o> Run<'a, 'o> {
         };
         let mut order: Vec<usize> = (0..self.units.len()).collect();
         order.sort_by_key(|&u| std::cmp::Reverse(self.units[u].last));
+        // The newest unit may take the whole budget; the rest, the cap.
+        let cap = self.cap.unwrap_or(self.available).min(self.available);
         let mut remaining = self.available;
         let mut cut: Option<usize> = None;
+        let mut capped = false;
         for &u in &order {
+            if !capped && !self.kept_units.is_empty() {
+                capped = true;
+                let spent = self.available - remaining;
+                remaining = remaining.min(cap.saturating_sub(spent).max(0));
+            }
             let unit = &self.units[u];
             let d = if let Some(c) = cut {
                 Decision::OlderThanCut { cut_position: c }
@@ -870,6 +895,15 @@ impl<'a, 'o> Run<'a, 'o> {
             })
             .collect();
         let pinned = self.pinned_tokens();
+        let recall = self.recalled.map(|mut r| {
+            // After the leading pinned messages of the window.
+            r.at = positions
+                .iter()
+                .take_while(|&&i| self.pin[i].is_some())
+                .count();
+            r
+        });
+        let recalled = recall.as_ref().map_or(0, |r| r.tokens);
         let report = if self.opts.report {
             build_report(self.messages, &rows, &self.units, &self.notes)
         } else {
@@ -885,13 +919,18 @@ impl<'a, 'o> Run<'a, 'o> {
                 pinned,
                 kept: kept_tokens,
                 dropped: dropped_tokens,
-                window: self.overhead.saturating_add(kept_tokens),
+                recalled,
+                window: self
+                    .overhead
+                    .saturating_add(kept_tokens)
+                    .saturating_add(recalled),
             },
             counter: self.counter.describe(),
             rows,
             report,
             shortened,
             notes: self.notes,
+            recall,
             pieces,
         })
     }
