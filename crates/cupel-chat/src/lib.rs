@@ -66,6 +66,7 @@ mod cache;
 mod compat;
 mod count;
 mod error;
+pub mod inject;
 mod message;
 mod raw;
 mod transcript;
