@@ -120,6 +120,9 @@ pub enum RecallSkip {
     NothingRelevant,
     /// Relevant older units exist, but none fits the room left.
     NoRoom,
+    /// The window's conversation starts with tool results (a kept
+    /// orphan), before which no message may go.
+    NoPlace,
 }
 
 impl fmt::Display for RecallSkip {
@@ -129,6 +132,9 @@ impl fmt::Display for RecallSkip {
             RecallSkip::NoQueryTerms => "the query has no words to match",
             RecallSkip::NothingRelevant => "no older message holds a word of the query",
             RecallSkip::NoRoom => "no relevant older unit fits the room left",
+            RecallSkip::NoPlace => {
+                "the conversation starts with tool results, before which no message may go"
+            }
         })
     }
 }

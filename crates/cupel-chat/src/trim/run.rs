@@ -139,6 +139,9 @@ struct Run<'a, 'o> {
     cap: Option<i64>,
     /// What a recall window recalled.
     recalled: Option<super::Recall>,
+    /// The pinned messages' roles (empty texts), which decide the form of
+    /// a recall window's context message.
+    pinned_roles: Vec<Message>,
 }
 
 /// Trims `messages` (see [`trim`](super::trim)), keeping the rows made
@@ -243,6 +246,7 @@ impl<'a, 'o> Run<'a, 'o> {
             available: 0,
             cap: None,
             recalled: None,
+            pinned_roles: Vec::new(),
         }
     }
 

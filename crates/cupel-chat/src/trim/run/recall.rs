@@ -7,6 +7,7 @@ use cupel_scorers::{Bm25Scorer, MAX_QUERY_BYTES, bm25_terms};
 
 use super::{Half, Run};
 use crate::error::ChatError;
+use crate::inject;
 use crate::message::{Message, Role};
 use crate::trim::recall::{RECALL_HEADER, date_of, line_of};
 use crate::trim::{Decision, Recall, RecallOptions, RecallSkip, Relevance};
@@ -50,12 +51,6 @@ fn cut(text: &str) -> &str {
     &text[..end]
 }
 
-/// The message a recall window's text goes into: a user message (both
-/// providers accept it first in the conversation and next to another
-/// user message, which Anthropic merges into one turn).
-fn context_message(text: String) -> Message {
-    Message::user(text)
-}
 
 /// One older unit: its text, date, estimated tokens and relevance.
 struct Candidate {
@@ -66,6 +61,28 @@ struct Candidate {
 }
 
 impl<'a> Run<'a, '_> {
+    /// The context message holding `text`, as [`inject::synthesize`]
+    /// builds it for the format after the pinned prompts (OpenAI: a
+    /// `system` or `developer` message; Anthropic: a `user` text block).
+    fn context_message(&self, text: &str) -> Message {
+        inject::synthesize(self.opts.format, &self.pinned_roles, text)
+    }
+
+    /// Whether the context message may go before the window's first
+    /// conversation message (never before tool results: a kept orphan).
+    fn placeable(&self) -> bool {
+        let Some(&u) = self.kept_units.first() else {
+            return true;
+        };
+        let piece = self.pieces[self.units[u].first];
+        let first = match (piece.half, self.halves.get(&piece.msg)) {
+            (Half::Text, Some(h)) => &h[1].0,
+            _ => &self.messages[piece.msg],
+        };
+        let probe = self.context_message("");
+        inject::check_placement(std::slice::from_ref(first), 0, &probe, self.opts.format).is_ok()
+    }
+
     /// The query: the caller's, or the newest user message's text.
     fn recall_query(&self, r: &RecallOptions) -> String {
         if let Some(q) = &r.query {
@@ -94,6 +111,11 @@ impl<'a> Run<'a, '_> {
     /// out, or the query matches nothing, it stands.
     pub(super) fn recall(&mut self, r: &RecallOptions) -> Result<(), super::Failed<'a>> {
         let query = self.recall_query(r);
+        // Only the pinned roles matter to the form: no copy of their text.
+        self.pinned_roles = (0..self.messages.len())
+            .filter(|&i| self.pin[i].is_some())
+            .map(|i| Message::new(self.messages[i].role.clone(), ""))
+            .collect();
         let cap = (self.available as f64 * r.newest_share).floor() as i64;
         let mut recall = Recall {
             query: query.clone(),
@@ -143,6 +165,13 @@ impl<'a> Run<'a, '_> {
         self.cap = Some(cap);
         self.fill()?;
         self.repair();
+        if !self.placeable() {
+            (self.unit_decision, self.kept_units, self.unit_step) = plain;
+            self.cap = None;
+            recall.skipped = Some(RecallSkip::NoPlace);
+            self.recalled = Some(recall);
+            return Ok(());
+        }
         let mut candidates = self.candidates();
         recall.candidates = candidates.len();
         self.score(&mut candidates, &scorer, &query);
@@ -163,7 +192,7 @@ impl<'a> Run<'a, '_> {
     /// The older units as text, in input order.
     fn candidates(&self) -> Vec<Candidate> {
         let members = self.members();
-        let base = self.counter.count_message(&context_message(String::new()));
+        let base = self.counter.count_message(&self.context_message(""));
         (0..self.units.len())
             .filter(|&u| self.is_older(u))
             .map(|u| {
@@ -186,7 +215,7 @@ impl<'a> Run<'a, '_> {
                 text.push('\n');
                 let tokens = self
                     .counter
-                    .count_message(&context_message(text.clone()))
+                    .count_message(&self.context_message(&text))
                     .saturating_sub(base)
                     .max(1);
                 text.pop();
@@ -252,7 +281,7 @@ impl<'a> Run<'a, '_> {
         let room = self.available.saturating_sub(kept);
         let header = self
             .counter
-            .count_message(&context_message(RECALL_HEADER.to_string()));
+            .count_message(&self.context_message(RECALL_HEADER));
         let mut order: Vec<usize> = (0..candidates.len()).collect();
         order.sort_by(|&a, &b| {
             candidates[b]
@@ -335,7 +364,7 @@ impl<'a> Run<'a, '_> {
             text.push('\n');
             text.push_str(&candidates[k].text);
         }
-        context_message(text)
+        self.context_message(&text)
     }
 }
 
