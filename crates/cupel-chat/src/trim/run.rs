@@ -604,27 +604,33 @@ impl<'a, 'o> Run<'a, 'o> {
         };
         let mut order: Vec<usize> = (0..self.units.len()).collect();
         order.sort_by_key(|&u| std::cmp::Reverse(self.units[u].last));
-        // The newest unit may take the whole budget; the rest, the cap.
+        // A recall window's cap holds once the kept units start where the
+        // provider accepts a window: the newest unit, and the units back to
+        // such a start, may take the whole budget.
         let cap = self.cap.unwrap_or(self.available).min(self.available);
-        let mut remaining = self.available;
+        let mut spent = 0i64;
         let mut cut: Option<usize> = None;
-        let mut capped = false;
+        let required = self.required_start();
+        let task = self
+            .pin
+            .iter()
+            .position(|p| matches!(p, Some(Decision::PinnedTask { .. })));
         for &u in &order {
-            if !capped && !self.kept_units.is_empty() {
-                capped = true;
-                let spent = self.available - remaining;
-                remaining = remaining.min(cap.saturating_sub(spent).max(0));
-            }
+            let limit = match self.kept_units.last() {
+                Some(&oldest) if self.valid_start(oldest, required.as_ref(), task) => cap,
+                _ => self.available,
+            };
+            let remaining = limit.saturating_sub(spent).max(0);
             let unit = &self.units[u];
             let d = if let Some(c) = cut {
                 Decision::OlderThanCut { cut_position: c }
             } else if unit.tokens <= remaining {
-                remaining -= unit.tokens;
+                spent += unit.tokens;
                 self.kept_units.push(u);
                 Decision::Kept
             } else if let Some((step, t)) = members.get(u).and_then(|m| self.shortest(m, remaining))
             {
-                remaining -= t;
+                spent += t;
                 self.kept_units.push(u);
                 self.unit_step[u] = step;
                 Decision::Kept
@@ -681,6 +687,35 @@ impl<'a, 'o> Run<'a, 'o> {
             });
             (t <= remaining).then_some((step, t))
         })
+    }
+
+    /// The role the conversation must start with after the pinned prompts.
+    fn required_start(&self) -> Option<Role> {
+        match (self.opts.format, &self.opts.start_on) {
+            (_, Some(r)) => Some(r.clone()),
+            (Format::Anthropic, None) => Some(Role::User),
+            (Format::OpenAi, None) => None,
+        }
+    }
+
+    /// Whether a window may start its conversation with unit `u`: it
+    /// starts with the required role, or comes after a pinned task (any
+    /// unit may follow it), or no role is required.
+    /// (`required`: [`required_start`](Self::required_start); `task`: the
+    /// pinned task's position.)
+    fn valid_start(&self, u: usize, required: Option<&Role>, task: Option<usize>) -> bool {
+        let Some(required) = required else {
+            return true;
+        };
+        let piece = self.pieces[self.units[u].first];
+        let after_task = task.is_some_and(|t| piece.msg >= t);
+        let m = &self.messages[piece.msg];
+        after_task
+            || match piece.half {
+                Half::Text => *required == Role::User,
+                Half::Results => false,
+                Half::Whole => m.role == *required && !m.is_tool_result(),
+            }
     }
 
     /// Phase `repair`: the window starts where the provider accepts it and
