@@ -90,7 +90,11 @@ fn load(path: &Path, captions: bool) -> Result<Conversation, String> {
             }
             let speaker = field("speaker").to_string();
             let first = first_speaker.get_or_insert_with(|| speaker.clone());
-            let role = if *first == speaker { "user" } else { "assistant" };
+            let role = if *first == speaker {
+                "user"
+            } else {
+                "assistant"
+            };
             chat.push(
                 cupel_chat::message_from_value(
                     serde_json::json!({"role": role, "name": speaker, "content": text, "timestamp": date}),

@@ -135,7 +135,10 @@ fn which_turns_are_recalled_by_hand() {
                 ..
             } => {
                 assert!(close(relevance.score, score), "#{i} {relevance}");
-                assert!(relevance.terms.is_empty(), "#{i} lifted by a neighbour only");
+                assert!(
+                    relevance.terms.is_empty(),
+                    "#{i} lifted by a neighbour only"
+                );
                 assert_eq!(available_tokens, 0, "#{i}");
             }
             other => panic!("#{i} {other:?}"),
@@ -245,15 +248,24 @@ fn anthropic_tool_group_recalled_whole_after_the_system_prompt() {
     // tu_1] seat 32A on NH 204" is 3 + 9 = 12 words: over 7, skipped;
     // #1 "user: find the tokyo booking" (5) fits (the group and #1 both
     // hold tokyo; the group also holds "seat", so it ranks first).
-    let opts = Trim::anthropic(30).counter(Words).recall(RecallOptions::new());
+    let opts = Trim::anthropic(30)
+        .counter(Words)
+        .recall(RecallOptions::new());
     let (window, out) = trim_transcript(&doc, &opts).unwrap();
     let recall = out.recall.as_ref().unwrap();
     assert_eq!(recall.positions, vec![1]);
     assert!(matches!(
         out.rows[2].decision,
-        Decision::NotRecalled { unit_tokens: 12, available_tokens: 7, .. }
+        Decision::NotRecalled {
+            unit_tokens: 12,
+            available_tokens: 7,
+            ..
+        }
     ));
-    assert_eq!(out.rows[2].decision, out.rows[3].decision, "the group moves whole");
+    assert_eq!(
+        out.rows[2].decision, out.rows[3].decision,
+        "the group moves whole"
+    );
     let v = window.to_value();
     assert_eq!(v["system"], "Be brief.");
     assert_eq!(v["messages"][0]["role"], "user");
@@ -275,8 +287,14 @@ fn anthropic_tool_group_recalled_whole_after_the_system_prompt() {
     let out = trim(doc.messages(), &opts).unwrap();
     assert_eq!(out.recall.as_ref().unwrap().positions, vec![2, 3, 4]);
     let text = out.recall_message().unwrap().1.text();
-    assert!(text.contains("[called search({\"q\":\"tokyo\"})]"), "{text}");
-    assert!(text.contains("[result of tu_1] seat 32A on NH 204"), "{text}");
+    assert!(
+        text.contains("[called search({\"q\":\"tokyo\"})]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[result of tu_1] seat 32A on NH 204"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -289,7 +307,13 @@ fn bad_recall_options_are_typed_errors() {
         )
         .unwrap_err();
         assert!(
-            matches!(e, ChatError::InvalidRecall { option: "newest_share", .. }),
+            matches!(
+                e,
+                ChatError::InvalidRecall {
+                    option: "newest_share",
+                    ..
+                }
+            ),
             "{e}"
         );
     }
@@ -300,7 +324,11 @@ fn bad_recall_options_are_typed_errors() {
     .unwrap_err();
     assert_eq!(e.to_string(), "recall neighbours must be in [0, 1], got 2");
     let big = "tokyo ".repeat(200_000); // 1.2 MB
-    let e = trim(&m, &Trim::openai(32).recall(RecallOptions::new().query(big))).unwrap_err();
+    let e = trim(
+        &m,
+        &Trim::openai(32).recall(RecallOptions::new().query(big)),
+    )
+    .unwrap_err();
     assert_eq!(
         e,
         ChatError::QueryTooLong {
@@ -314,7 +342,9 @@ fn bad_recall_options_are_typed_errors() {
     long.push(Message::user("tokyo ".repeat(200_000)));
     let out = trim(
         &long,
-        &Trim::openai(2_000_000).counter(Words).recall(RecallOptions::new()),
+        &Trim::openai(2_000_000)
+            .counter(Words)
+            .recall(RecallOptions::new()),
     )
     .unwrap();
     assert!(out.recall.as_ref().unwrap().query.len() <= 1 << 20);
@@ -344,8 +374,16 @@ fn op() -> impl Strategy<Value = Op> {
 
 /// Text of up to three vocabulary words chosen by the bits of `w`.
 fn text(w: usize) -> String {
-    let words: Vec<&str> = (0..6).filter(|b| w & (1 << b) != 0).map(|b| WORDS[b]).take(3).collect();
-    if words.is_empty() { "ok".into() } else { words.join(" ") }
+    let words: Vec<&str> = (0..6)
+        .filter(|b| w & (1 << b) != 0)
+        .map(|b| WORDS[b])
+        .take(3)
+        .collect();
+    if words.is_empty() {
+        "ok".into()
+    } else {
+        words.join(" ")
+    }
 }
 
 fn build(ops: &[Op]) -> Vec<Message> {
@@ -356,16 +394,33 @@ fn build(ops: &[Op]) -> Vec<Message> {
         match o {
             Op::User(t, w) => v.push(parse(json!({"role": "user", "content": text(*w), "t": t}))),
             Op::Assistant(t, w) => {
-                v.push(parse(json!({"role": "assistant", "content": text(*w), "t": t})));
+                v.push(parse(
+                    json!({"role": "assistant", "content": text(*w), "t": t}),
+                ));
             }
             Op::System(t) => v.push(parse(json!({"role": "system", "content": "s", "t": t}))),
             Op::Tools(c, results, w) => {
-                let ids: Vec<String> = results.iter().map(|_| { id += 1; format!("call_{id}") }).collect();
-                let calls: Vec<Value> = ids.iter().map(|i| json!({"id": i, "type": "function",
-                    "function": {"name": "f", "arguments": "{}"}})).collect();
-                v.push(parse(json!({"role": "assistant", "content": null, "tool_calls": calls, "t": c})));
+                let ids: Vec<String> = results
+                    .iter()
+                    .map(|_| {
+                        id += 1;
+                        format!("call_{id}")
+                    })
+                    .collect();
+                let calls: Vec<Value> = ids
+                    .iter()
+                    .map(|i| {
+                        json!({"id": i, "type": "function",
+                    "function": {"name": "f", "arguments": "{}"}})
+                    })
+                    .collect();
+                v.push(parse(
+                    json!({"role": "assistant", "content": null, "tool_calls": calls, "t": c}),
+                ));
                 for (i, t) in ids.iter().zip(results) {
-                    v.push(parse(json!({"role": "tool", "tool_call_id": i, "content": text(*w), "t": t})));
+                    v.push(parse(
+                        json!({"role": "tool", "tool_call_id": i, "content": text(*w), "t": t}),
+                    ));
                 }
             }
         }
@@ -375,7 +430,13 @@ fn build(ops: &[Op]) -> Vec<Message> {
 
 /// Which side of the window a row is on: 0 kept, 1 recalled, 2 out.
 fn side(d: &Decision) -> u8 {
-    if d.is_kept() { 0 } else if d.is_recalled() { 1 } else { 2 }
+    if d.is_kept() {
+        0
+    } else if d.is_recalled() {
+        1
+    } else {
+        2
+    }
 }
 
 proptest! {

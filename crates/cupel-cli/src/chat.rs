@@ -501,7 +501,11 @@ fn recall_line(a: &ChatArgs, r: &cupel_chat::Recall) -> String {
             format!(
                 "{head}; of {} older units ranked, recalled {} ({}) as one context message of {} tokens, window message {} (after the pinned prompts)",
                 r.candidates,
-                if r.positions.len() == 1 { "1 message".to_string() } else { format!("{} messages", r.positions.len()) },
+                if r.positions.len() == 1 {
+                    "1 message".to_string()
+                } else {
+                    format!("{} messages", r.positions.len())
+                },
                 at.join(", "),
                 cupel_chat::group_digits(r.tokens),
                 r.at

@@ -404,9 +404,38 @@ fn recall_writes_one_context_message_after_the_system_prompt() {
     // The newest turns follow as read, ending with the question.
     assert_eq!(msgs.last(), original["messages"].as_array().unwrap().last());
     // An explicit query and share; a bad share is an input error.
-    let out = ok(&["chat", LONG, "--max-tokens", "300", "--recall", "--recall-query", "lentil soup", "--recall-share", "0.6", "--explain"]);
-    assert!(out.contains("query \"lentil soup\" (--recall-query)"), "{out}");
+    let out = ok(&[
+        "chat",
+        LONG,
+        "--max-tokens",
+        "300",
+        "--recall",
+        "--recall-query",
+        "lentil soup",
+        "--recall-share",
+        "0.6",
+        "--explain",
+    ]);
+    assert!(
+        out.contains("query \"lentil soup\" (--recall-query)"),
+        "{out}"
+    );
     assert!(out.contains("matched lentil, soup"), "{out}");
-    let err = fails(&["chat", LONG, "--max-tokens", "300", "--recall", "--recall-share", "1.5"], None, 2);
-    assert!(err.contains("recall newest_share must be in (0, 1], got 1.5"), "{err}");
+    let err = fails(
+        &[
+            "chat",
+            LONG,
+            "--max-tokens",
+            "300",
+            "--recall",
+            "--recall-share",
+            "1.5",
+        ],
+        None,
+        2,
+    );
+    assert!(
+        err.contains("recall newest_share must be in (0, 1], got 1.5"),
+        "{err}"
+    );
 }

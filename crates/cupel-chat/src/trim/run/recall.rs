@@ -51,7 +51,6 @@ fn cut(text: &str) -> &str {
     &text[..end]
 }
 
-
 /// One older unit: its text, date, estimated tokens and relevance.
 struct Candidate {
     unit: usize,
@@ -88,10 +87,14 @@ impl<'a> Run<'a, '_> {
         if let Some(q) = &r.query {
             return q.clone();
         }
-        let newest = self.messages.iter().rev().find(|m| {
-            m.role == Role::User && (!m.is_tool_result() || m.is_mixed_turn())
-        });
-        newest.map_or_else(String::new, |m| cut(&m.content.texts().join("\n")).to_string())
+        let newest = self
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User && (!m.is_tool_result() || m.is_mixed_turn()));
+        newest.map_or_else(String::new, |m| {
+            cut(&m.content.texts().join("\n")).to_string()
+        })
     }
 
     /// Whether a unit was left out for the budget (not for an orphan, nor
