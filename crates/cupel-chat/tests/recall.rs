@@ -514,11 +514,54 @@ proptest! {
             }
         }
         if let Some(recall) = out.recall.as_ref().filter(|r| r.message.is_some()) {
-            let newest: i64 = out.rows.iter().filter(|r| r.decision == Decision::Kept).map(|r| r.tokens).sum();
-            let units: std::collections::BTreeSet<_> = out.rows.iter()
-                .filter(|r| r.decision == Decision::Kept).map(|r| r.unit).collect();
-            prop_assert!(newest <= recall.newest_budget || units.len() == 1,
-                "newest {newest} over its share {}", recall.newest_budget);
+            // Over the share only by reaching back to a valid start: without
+            // its oldest unit, the newest part would be empty or start where
+            // no window may (not a user message).
+            let kept: Vec<&cupel_chat::MessageRow<'_>> =
+                out.rows.iter().filter(|r| r.decision == Decision::Kept).collect();
+            let newest: i64 = kept.iter().map(|r| r.tokens).sum();
+            if newest > recall.newest_budget {
+                let oldest_unit = kept[0].unit;
+                let rest = kept.iter().find(|r| r.unit != oldest_unit);
+                let rest_starts = rest.is_some_and(|r| r.message.role == Role::User && !r.message.is_tool_result());
+                prop_assert!(!rest_starts,
+                    "newest {newest} over its share {} though #{} could start it",
+                    recall.newest_budget, rest.map_or(0, |r| r.position));
+            }
         }
     }
+}
+
+/// `simulate` replays the recall window fourth when the options carry
+/// recall (the other three without it), and bills its context message:
+/// on the travel transcript at 32 words, the last request (the whole
+/// transcript but its final answer) is the hand-derived window above:
+/// 2 + 15 + 15 = 32 tokens, 4 + 1 messages.
+#[test]
+fn cache_sim_replays_the_recall_window() {
+    let mut t = travel();
+    t.push(Message::assistant("NH 204"));
+    let opts = Trim::openai(32).counter(Words).recall(RecallOptions::new());
+    let sim = cupel_chat::simulate(&t, &opts, &cupel_chat::CacheProfile::anthropic()).unwrap();
+    let names: Vec<&str> = sim.runs.iter().map(|r| r.strategy.as_str()).collect();
+    assert_eq!(
+        names,
+        ["newest-messages", "chat-trim", "cache-aware", "chat-recall"]
+    );
+    let recall = sim.run(cupel_chat::SimStrategy::ChatRecall).unwrap();
+    let last = recall.turns.last().unwrap();
+    assert_eq!(last.end, 10);
+    assert_eq!((last.window_tokens, last.window_messages), (32, 5));
+    // Without recall: three strategies, as before.
+    let plain = cupel_chat::simulate(
+        &t,
+        &Trim::openai(32).counter(Words),
+        &cupel_chat::CacheProfile::anthropic(),
+    )
+    .unwrap();
+    assert_eq!(plain.runs.len(), 3);
+    assert_eq!(
+        plain.run(cupel_chat::SimStrategy::ChatTrim),
+        sim.run(cupel_chat::SimStrategy::ChatTrim)
+    );
 }

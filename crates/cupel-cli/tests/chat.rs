@@ -411,16 +411,16 @@ fn recall_writes_one_context_message_after_the_system_prompt() {
         "300",
         "--recall",
         "--recall-query",
-        "lentil soup",
+        "library card",
         "--recall-share",
         "0.6",
         "--explain",
     ]);
     assert!(
-        out.contains("query \"lentil soup\" (--recall-query)"),
+        out.contains("query \"library card\" (--recall-query)"),
         "{out}"
     );
-    assert!(out.contains("matched lentil, soup"), "{out}");
+    assert!(out.contains("matched library, card"), "{out}");
     let err = fails(
         &[
             "chat",
