@@ -123,6 +123,9 @@ pub enum RecallSkip {
     /// The window's conversation starts with tool results (a kept
     /// orphan), before which no message may go.
     NoPlace,
+    /// Not even the newest-turns window of the whole budget holds a
+    /// conversation message (the trim then fails as without recall).
+    NoNewestTurns,
 }
 
 impl fmt::Display for RecallSkip {
@@ -132,6 +135,7 @@ impl fmt::Display for RecallSkip {
             RecallSkip::NoQueryTerms => "the query has no words to match",
             RecallSkip::NothingRelevant => "no older message holds a word of the query",
             RecallSkip::NoRoom => "no relevant older unit fits the room left",
+            RecallSkip::NoNewestTurns => "no newest turn can be sent",
             RecallSkip::NoPlace => {
                 "the conversation starts with tool results, before which no message may go"
             }

@@ -146,7 +146,9 @@ impl<'a> Run<'a, '_> {
                 expected: "in [0, 1]",
             })?;
         let words = scorer.query_words(&query);
-        recall.skipped = if !dropped_for_budget {
+        recall.skipped = if self.kept_units.is_empty() {
+            Some(RecallSkip::NoNewestTurns)
+        } else if !dropped_for_budget {
             Some(RecallSkip::NothingOlder)
         } else if words.is_empty() {
             Some(RecallSkip::NoQueryTerms)
@@ -168,10 +170,14 @@ impl<'a> Run<'a, '_> {
         self.cap = Some(cap);
         self.fill()?;
         self.repair();
-        if !self.placeable() {
+        if self.kept_units.is_empty() || !self.placeable() {
+            recall.skipped = Some(if self.kept_units.is_empty() {
+                RecallSkip::NoNewestTurns
+            } else {
+                RecallSkip::NoPlace
+            });
             (self.unit_decision, self.kept_units, self.unit_step) = plain;
             self.cap = None;
-            recall.skipped = Some(RecallSkip::NoPlace);
             self.recalled = Some(recall);
             return Ok(());
         }
