@@ -183,17 +183,23 @@ fn recall(turns: &[ContextItem], window: &BTreeSet<usize>, evidence: &[String]) 
     hits as f64 / evidence.len() as f64
 }
 
-/// The chat recall window's evidence recall for one question at `budget`.
+/// The chat recall window's evidence recall for one question at `budget`
+/// with the newest turns' `share`.
 fn chat_recall(
     c: &Conversation,
     question: &str,
     budget: i64,
+    share: f64,
     evidence: &[String],
 ) -> Result<f64, Box<dyn std::error::Error>> {
     let opts = cupel_chat::Trim::openai(budget)
         .counter(CharsOver4)
         .report(false)
-        .recall(cupel_chat::RecallOptions::new().query(question));
+        .recall(
+            cupel_chat::RecallOptions::new()
+                .query(question)
+                .newest_share(share),
+        );
     let out = cupel_chat::trim(&c.chat, &opts)?;
     let mut window: BTreeSet<usize> = out.positions.iter().copied().collect();
     if let Some(r) = out.recall.as_ref().filter(|r| r.message.is_some()) {
@@ -223,6 +229,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("plain BM25 (no stemming, no neighbours)", [0.0; 4]),
         ("Cupel `recall` preset", [0.0; 4]),
         ("Cupel chat recall window (newest share 0.5)", [0.0; 4]),
+        ("Cupel chat recall window (newest share 0.2)", [0.0; 4]),
     ];
     // The `recall` preset, or (for experiments) the policy file named by
     // `CUPEL_RECALL_POLICY`.
@@ -265,7 +272,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let ev = &full.questions[qi].1;
                 let hits = ev.iter().filter(|e| ids.contains(e.as_str())).count();
                 rows[2].1[b] += hits as f64 / ev.len() as f64;
-                rows[3].1[b] += chat_recall(&full, question, budget, ev)?;
+                rows[3].1[b] += chat_recall(&full, question, budget, 0.5, ev)?;
+                rows[4].1[b] += chat_recall(&full, question, budget, 0.2, ev)?;
             }
         }
     }
