@@ -13,6 +13,14 @@
 //! `max(1, chars / 4)`, timestamp the session date, `dia_id` and `session`
 //! in metadata. Questions of categories 1-4; the recall of a question is the
 //! share of its evidence turns inside the window, averaged over questions.
+//!
+//! The chat recall row (`cupel_chat::Trim::recall`) reads the same turns as
+//! a chat transcript: one message per turn, `user` for the conversation's
+//! first speaker and `assistant` for the other, the speaker as `name`, the
+//! session date as `timestamp`, the text (and caption) as content, each
+//! counted as `max(1, chars / 4)` of `[date] speaker: text` (its item's
+//! tokens), the recall query the question; a turn is in the window when it
+//! is among the newest turns kept or recalled into the context message.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -27,6 +35,26 @@ const BUDGETS: [i64; 4] = [500, 1_000, 2_000, 4_000];
 struct Conversation {
     turns: Vec<ContextItem>,
     questions: Vec<(String, Vec<String>)>,
+    /// The turns as a chat (see the module docs).
+    chat: Vec<cupel_chat::Message>,
+}
+
+/// Counts a chat message as its LoCoMo item: `max(1, chars / 4)` of
+/// `[date] speaker: text` (the recall's context message: of its text).
+struct CharsOver4;
+
+impl cupel_chat::MessageCounter for CharsOver4 {
+    fn count_message(&self, m: &cupel_chat::Message) -> i64 {
+        let text = m.text();
+        let chars = match (m.extra.get("timestamp").and_then(Value::as_str), &m.name) {
+            (Some(date), Some(name)) => format!("[{date}] {name}: {text}").chars().count(),
+            _ => text.chars().count(),
+        };
+        (chars as i64 / 4).max(1)
+    }
+    fn describe(&self) -> String {
+        "chars / 4".into()
+    }
 }
 
 fn parse_date(s: &str) -> Option<chrono::DateTime<Utc>> {
@@ -40,6 +68,8 @@ fn load(path: &Path, captions: bool) -> Result<Conversation, String> {
     let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let obj = v.as_object().ok_or("not an object")?;
     let mut turns = Vec::new();
+    let mut chat = Vec::new();
+    let mut first_speaker: Option<String> = None;
     for n in 1.. {
         let Some(session) = obj.get(&format!("session_{n}")).and_then(Value::as_array) else {
             break;
@@ -54,6 +84,25 @@ fn load(path: &Path, captions: bool) -> Result<Conversation, String> {
             if captions && !field("blip_caption").is_empty() {
                 content.push_str(&format!(" [photo: {}]", field("blip_caption")));
             }
+            let mut text = field("text").to_string();
+            if captions && !field("blip_caption").is_empty() {
+                text.push_str(&format!(" [photo: {}]", field("blip_caption")));
+            }
+            let speaker = field("speaker").to_string();
+            let first = first_speaker.get_or_insert_with(|| speaker.clone());
+            let role = if *first == speaker {
+                "user"
+            } else {
+                "assistant"
+            };
+            chat.push(
+                cupel_chat::message_from_value(
+                    serde_json::json!({"role": role, "name": speaker, "content": text, "timestamp": date}),
+                    cupel_chat::Format::OpenAi,
+                    "turn",
+                )
+                .map_err(|e| e.to_string())?,
+            );
             let tokens = (content.chars().count() as i64 / 4).max(1);
             let item = ContextItem::builder(content, tokens)
                 .timestamp_opt(parse_date(date))
@@ -91,7 +140,11 @@ fn load(path: &Path, captions: bool) -> Result<Conversation, String> {
         let question = q.get("question").and_then(Value::as_str).unwrap_or("");
         questions.push((question.to_string(), evidence));
     }
-    Ok(Conversation { turns, questions })
+    Ok(Conversation {
+        turns,
+        questions,
+        chat,
+    })
 }
 
 /// The best-scoring turns that fit (ties to the newer turn), as ids;
@@ -130,6 +183,31 @@ fn recall(turns: &[ContextItem], window: &BTreeSet<usize>, evidence: &[String]) 
     hits as f64 / evidence.len() as f64
 }
 
+/// The chat recall window's evidence recall for one question at `budget`
+/// with the newest turns' `share`.
+fn chat_recall(
+    c: &Conversation,
+    question: &str,
+    budget: i64,
+    share: f64,
+    evidence: &[String],
+) -> Result<f64, Box<dyn std::error::Error>> {
+    let opts = cupel_chat::Trim::openai(budget)
+        .counter(CharsOver4)
+        .report(false)
+        .recall(
+            cupel_chat::RecallOptions::new()
+                .query(question)
+                .newest_share(share),
+        );
+    let out = cupel_chat::trim(&c.chat, &opts)?;
+    let mut window: BTreeSet<usize> = out.positions.iter().copied().collect();
+    if let Some(r) = out.recall.as_ref().filter(|r| r.message.is_some()) {
+        window.extend(r.positions.iter().copied());
+    }
+    Ok(recall(&c.turns, &window, evidence))
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::args()
         .nth(1)
@@ -150,6 +228,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("newest turns that fit", [0.0; 4]),
         ("plain BM25 (no stemming, no neighbours)", [0.0; 4]),
         ("Cupel `recall` preset", [0.0; 4]),
+        ("Cupel chat recall window (newest share 0.5)", [0.0; 4]),
+        ("Cupel chat recall window (newest share 0.2)", [0.0; 4]),
     ];
     // The `recall` preset, or (for experiments) the policy file named by
     // `CUPEL_RECALL_POLICY`.
@@ -192,6 +272,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let ev = &full.questions[qi].1;
                 let hits = ev.iter().filter(|e| ids.contains(e.as_str())).count();
                 rows[2].1[b] += hits as f64 / ev.len() as f64;
+                rows[3].1[b] += chat_recall(&full, question, budget, 0.5, ev)?;
+                rows[4].1[b] += chat_recall(&full, question, budget, 0.2, ev)?;
             }
         }
     }

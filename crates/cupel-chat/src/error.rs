@@ -111,6 +111,25 @@ pub enum ChatError {
         /// What was left for the conversation.
         available_tokens: i64,
     },
+    /// A recall option ([`RecallOptions`](crate::RecallOptions)) is out
+    /// of range.
+    #[error("recall {option} must be {expected}, got {value}")]
+    InvalidRecall {
+        /// The option (`newest_share`, `neighbours`).
+        option: &'static str,
+        /// The value given, as written by `{}`.
+        value: String,
+        /// The range it must be in.
+        expected: &'static str,
+    },
+    /// The recall query given is longer than the scorer reads.
+    #[error("the recall query is {bytes} bytes, over the {max}-byte limit")]
+    QueryTooLong {
+        /// Its length in bytes.
+        bytes: usize,
+        /// The limit ([`cupel_scorers::MAX_QUERY_BYTES`]).
+        max: usize,
+    },
     /// A calibration needs at least one observation with a positive estimate.
     #[error(
         "a calibration needs at least one observation with a positive estimate (got {observations})"

@@ -15,6 +15,10 @@
 //!   return a [`Trimmed`]: the kept messages, their input positions, token
 //!   totals, one [`MessageRow`] per input message and a
 //!   [`SelectionReport`](cupel_core::SelectionReport).
+//! * Recall: [`Trim::recall`] with [`RecallOptions`] keeps the newest turns
+//!   up to a share of the budget and brings back the older turns most
+//!   relevant to the query (BM25) as one context message after the pinned
+//!   prompts ([`Recall`]; each message's [`Relevance`] in its row).
 //! * Counting: [`OpenAiCounter`] (tiktoken `o200k_base` / `cl100k_base` with
 //!   OpenAI's documented message overhead, tool definitions and image tiles),
 //!   [`AnthropicEstimate`] (Anthropic's documented image, PDF and thinking
@@ -53,7 +57,8 @@
 //! # Ok::<(), cupel_chat::ChatError>(())
 //! ```
 //!
-//! Depends on `cupel-core` and `cupel-tokens` (for its tiktoken counter).
+//! Depends on `cupel-core`, `cupel-tokens` (for its tiktoken counter) and
+//! `cupel-scorers` (BM25, for recall).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod aging;
@@ -63,6 +68,7 @@ mod compat;
 mod count;
 mod error;
 mod formats;
+pub mod inject;
 mod message;
 mod raw;
 mod transcript;
@@ -94,4 +100,5 @@ pub use trim::{
     Decision, Granularity, InputNote, MessageRow, Strategy, TokenTotals, Trim, Trimmed, TurnHalf,
     document_options, group_digits, trim, trim_or_rows, trim_transcript,
 };
+pub use trim::{Recall, RecallOptions, RecallSkip, Relevance};
 pub use wire::{Format, message_from_value, message_to_value};

@@ -584,7 +584,15 @@ impl Transcript {
     /// of its messages, or [`trim_transcript`](crate::trim_transcript)),
     /// as a transcript: the kept messages in the forms sent.
     pub fn window_of(&self, out: &crate::Trimmed<'_>) -> Transcript {
-        self.window(&out.positions, &out.shortened)
+        let mut w = self.window(&out.positions, &out.shortened);
+        if let Some((at, m)) = out.recall_message() {
+            let at = at.min(w.messages.len());
+            w.messages.insert(at, m.clone());
+            if w.source.is_some() {
+                w.origins.insert(at.min(w.origins.len()), Origin::New);
+            }
+        }
+        w
     }
 
     /// The window `out` made of this document as JSON text, as
@@ -606,7 +614,7 @@ impl Transcript {
         if self.source.is_none() {
             return self.window_of(out).to_json();
         }
-        let entries: Vec<Entry<'_>> = out
+        let mut entries: Vec<Entry<'_>> = out
             .positions
             .iter()
             .filter_map(|&p| {
@@ -621,6 +629,9 @@ impl Transcript {
                 })
             })
             .collect();
+        if let Some((at, m)) = out.recall_message() {
+            entries.insert(at.min(entries.len()), Entry::New(m));
+        }
         self.render(&entries)
     }
 

@@ -26,6 +26,11 @@ one model request: the messages before it. Each request is trimmed to
   cache-aware      `cupel chat --state`: keeps the previous window and
                    appends; cuts once and deep when it no longer fits
 
+--recall adds a fourth strategy, chat-recall: `cupel chat --recall`
+recomputed every request (the newest turns up to --recall-share of the
+budget, then the older messages most relevant to the request's newest user
+message in one context message after the system prompt).
+
 --age-tool-results K shortens tool results older than K exchanges in the two
 Cupel strategies (chat-trim: in the unit at the cut; cache-aware: only when
 it cuts, where the prefix is rewritten anyway); newest-messages never does.
@@ -83,6 +88,15 @@ pub(crate) struct CacheSimArgs {
         allow_negative_numbers = true
     )]
     truncate_results_to: Option<i64>,
+
+    /// Replay the recall window too (strategy chat-recall; see below)
+    #[arg(long)]
+    recall: bool,
+
+    /// The recall window's share of the conversation budget for the
+    /// newest turns, in (0, 1] (default 0.5)
+    #[arg(long, value_name = "SHARE", requires = "recall")]
+    recall_share: Option<f64>,
 }
 
 fn profile(name: &str) -> Result<CacheProfile, CliError> {
@@ -316,6 +330,13 @@ pub(crate) fn run(a: &CacheSimArgs) -> Result<String, CliError> {
     };
     if let Some(aging) = crate::chat::aging(a.age_tool_results, a.truncate_results_to)? {
         opts = opts.age_tool_results(aging);
+    }
+    if a.recall {
+        let mut r = cupel_chat::RecallOptions::new();
+        if let Some(share) = a.recall_share {
+            r = r.newest_share(share);
+        }
+        opts = opts.recall(r);
     }
     let mut session = CacheSession::new(opts.clone(), profile.clone());
     if let Some(l) = a.low_water {

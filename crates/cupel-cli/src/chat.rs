@@ -7,8 +7,8 @@ use std::sync::Arc;
 use clap::{Args, ValueEnum};
 use cupel_chat::{
     AgeToolResults, AnthropicEstimate, Calibration, ChatError, Decision, Format, GeminiEstimate,
-    Granularity, MessageCounter, MessageRow, Observation, ResponsesCounter, Transcript, Trim,
-    trim_or_rows,
+    Granularity, MessageCounter, MessageRow, Observation, RecallOptions, ResponsesCounter,
+    Transcript, Trim, trim_or_rows,
 };
 
 use crate::error::CliError;
@@ -39,7 +39,19 @@ FILE, if it exists) is kept byte for byte and new messages are appended;
 when the budget is reached, whole exchanges are cut from the front down to
 a low-water mark, once. The new window is written back to FILE; an Anthropic
 request gets cache_control markers (see `cupel cache-sim`), which replace the
-input's own: at most 4, as Anthropic requires.";
+input's own: at most 4, as Anthropic requires.
+
+With --recall the window keeps the newest turns up to --recall-share of the
+conversation budget (after the pinned prompts) and fills the rest with the
+older messages most relevant to the query (BM25; default query: the newest
+user message's text), written as text into one context message placed
+right after the pinned prompts (OpenAI: a system message; Anthropic: a user
+message), each line `[date] speaker: text` (the date from a message's
+`timestamp`, `created_at` or `date` field, the speaker its `name` or role).
+Tool calls move with their results. --explain gives each older message's
+relevance and the query words it matched.
+  cupel chat long.json --max-tokens 4000 --recall --explain
+  cupel chat long.json --max-tokens 4000 --recall --recall-query 'Tokyo flight'";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Provider {
@@ -173,6 +185,21 @@ pub(crate) struct ChatArgs {
     /// and are written unchanged.
     #[arg(long, verbatim_doc_comment)]
     cache_breakpoints: bool,
+
+    /// Recall window: newest turns up to --recall-share of the budget,
+    /// then the older messages most relevant to the query (see below)
+    #[arg(long, conflicts_with = "state")]
+    recall: bool,
+
+    /// The query older messages are ranked by (default: the newest user
+    /// message's text)
+    #[arg(long, value_name = "TEXT", requires = "recall")]
+    recall_query: Option<String>,
+
+    /// Share of the conversation budget the newest turns may fill, in
+    /// (0, 1] (default 0.5)
+    #[arg(long, value_name = "SHARE", requires = "recall")]
+    recall_share: Option<f64>,
 }
 
 /// The error `cupel chat` reports for `e` (with its exit code); `cupel
@@ -200,6 +227,9 @@ pub(crate) fn map_err(e: ChatError, input: &str) -> CliError {
         ),
         ChatError::NothingFits { .. } => {
             CliError::selection(e.to_string()).hint("raise --max-tokens")
+        }
+        ChatError::InvalidRecall { .. } => {
+            CliError::input(e.to_string()).hint("--recall-share takes a number above 0 and at most 1, e.g. 0.5")
         }
         other => CliError::input(other.to_string()),
     }
@@ -266,6 +296,16 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
     }
     if let Some(aging) = aging(a.age_tool_results, a.truncate_results_to)? {
         opts = opts.age_tool_results(aging);
+    }
+    if a.recall {
+        let mut r = RecallOptions::new();
+        if let Some(q) = &a.recall_query {
+            r = r.query(q.clone());
+        }
+        if let Some(share) = a.recall_share {
+            r = r.newest_share(share);
+        }
+        opts = opts.recall(r);
     }
     if let Some(state) = &a.state {
         let g = a.granularity.map(|u| match u {
@@ -351,8 +391,16 @@ fn summary(out: &cupel_chat::Trimmed<'_>, total: usize) -> String {
         0 => String::new(),
         n => format!("; {n} kept without the tool results whose calls are out (rewritten)"),
     };
+    let recalled = match out.recall.as_ref().filter(|r| r.message.is_some()) {
+        Some(r) => format!(
+            "; {} of the dropped recalled into one context message ({} tokens)",
+            r.positions.len(),
+            cupel_chat::group_digits(r.tokens)
+        ),
+        None => String::new(),
+    };
     format!(
-        "kept {kept} {} ({} tokens), dropped {dropped} ({} tokens{rules}){rewritten}",
+        "kept {kept} {} ({} tokens), dropped {dropped} ({} tokens{rules}){rewritten}{recalled}",
         plural(kept),
         cupel_chat::group_digits(out.tokens.kept),
         cupel_chat::group_digits(out.tokens.dropped),
@@ -422,6 +470,9 @@ fn header(
                 format!("#{} pinned after the system prompt, {why}", task.position),
             ));
         }
+        if let Some(r) = &out.recall {
+            head.push(("recall   ", recall_line(a, r)));
+        }
         head.push((
             "window   ",
             format!(
@@ -439,6 +490,45 @@ fn header(
     }
     for (label, text) in head {
         crate::render::labelled(s, label, 9, &text);
+    }
+}
+
+/// The `--explain` header's recall line: the query, the newest share, and
+/// what was recalled where (or why nothing was).
+fn recall_line(a: &ChatArgs, r: &cupel_chat::Recall) -> String {
+    let source = if a.recall_query.is_some() {
+        "--recall-query"
+    } else {
+        "the newest user message"
+    };
+    let mut query: String = r.query.chars().take(80).collect();
+    if query.len() < r.query.len() {
+        query.push('…');
+    }
+    let head = format!(
+        "query {query:?} ({source}); newest turns up to {} tokens ({}% of the conversation budget)",
+        cupel_chat::group_digits(r.newest_budget),
+        (a.recall_share.unwrap_or(0.5) * 100.0).round()
+    );
+    match &r.skipped {
+        Some(why) => format!(
+            "{head}; nothing recalled: {why}, so the window is the newest turns of the whole budget"
+        ),
+        None => {
+            let at: Vec<String> = r.positions.iter().map(|p| format!("#{p}")).collect();
+            format!(
+                "{head}; of {} older units ranked, recalled {} ({}) as one context message of {} tokens, window message {} (after the pinned prompts)",
+                r.candidates,
+                if r.positions.len() == 1 {
+                    "1 message".to_string()
+                } else {
+                    format!("{} messages", r.positions.len())
+                },
+                at.join(", "),
+                cupel_chat::group_digits(r.tokens),
+                r.at
+            )
+        }
     }
 }
 

@@ -491,3 +491,67 @@ fn input_tokens_calibrate_responses_and_gemini() {
     );
     assert!(out.contains("calibrated x2.000"), "{out}");
 }
+
+/// A long chat whose newest question is about an early exchange.
+const LONG: &str = "tests/fixtures/chat/openai-long-chat.json";
+
+#[test]
+fn explain_recall_brings_back_the_tokyo_booking() {
+    // 300 tokens: the newest turns take at most half of the conversation
+    // budget; the booking exchange (the user's request, the book_flight
+    // call with its result, the confirmation) holds "tokyo", "flight" and
+    // "seat" of the question and is recalled whole into one context
+    // message after the system prompt; the unrelated suggestions are not.
+    let out = ok(&["chat", LONG, "--max-tokens", "300", "--recall", "--explain"]);
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn recall_writes_one_context_message_after_the_system_prompt() {
+    let out = ok(&["chat", LONG, "--max-tokens", "300", "--recall"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let original = json_of(LONG);
+    let msgs = v["messages"].as_array().unwrap();
+    assert_eq!(msgs[0], original["messages"][0]);
+    assert_eq!(msgs[1]["role"], "system");
+    let text = msgs[1]["content"].as_str().unwrap();
+    assert!(text.starts_with("Earlier in this conversation (recalled for relevance):\n[2026-03-02] user: Please book me a flight to Tokyo"), "{text}");
+    assert!(text.contains("[result of call_1] Booked NH 204"), "{text}");
+    // The newest turns follow as read, ending with the question.
+    assert_eq!(msgs.last(), original["messages"].as_array().unwrap().last());
+    // An explicit query and share; a bad share is an input error.
+    let out = ok(&[
+        "chat",
+        LONG,
+        "--max-tokens",
+        "300",
+        "--recall",
+        "--recall-query",
+        "library card",
+        "--recall-share",
+        "0.6",
+        "--explain",
+    ]);
+    assert!(
+        out.contains("query \"library card\" (--recall-query)"),
+        "{out}"
+    );
+    assert!(out.contains("matched library, card"), "{out}");
+    let err = fails(
+        &[
+            "chat",
+            LONG,
+            "--max-tokens",
+            "300",
+            "--recall",
+            "--recall-share",
+            "1.5",
+        ],
+        None,
+        2,
+    );
+    assert!(
+        err.contains("recall newest_share must be in (0, 1], got 1.5"),
+        "{err}"
+    );
+}

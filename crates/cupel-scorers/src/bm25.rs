@@ -278,6 +278,21 @@ impl Bm25Scorer {
         out
     }
 
+    /// The query's words and their index terms, `(word, term)`, each term
+    /// once, in query order: analyse a query once, then test many items'
+    /// terms ([`bm25_terms`]) against it (what
+    /// [`matched_terms`](Self::matched_terms) does for one item).
+    pub fn query_words(&self, query: &str) -> Vec<(String, String)> {
+        let mut seen = BTreeSet::new();
+        let mut out = Vec::new();
+        self.analyzer.each(cut(query), |surface, term| {
+            if seen.insert(term.clone()) {
+                out.push((surface.to_string(), term));
+            }
+        });
+        out
+    }
+
     /// Raw BM25 of every item for `query` (before the neighbour lift and
     /// normalisation), without feedback.
     #[cfg(test)]

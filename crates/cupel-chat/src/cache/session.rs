@@ -728,6 +728,7 @@ impl CacheSession {
         Ok(self
             .opts
             .clone()
+            .without_recall()
             .granularity(self.granularity)
             .report(false))
     }

@@ -25,6 +25,11 @@ pub enum SimStrategy {
     ChatTrim,
     /// A [`CacheSession`] carried across the turns.
     CacheAware,
+    /// The recall window ([`Trim::recall`]) recomputed every turn: the
+    /// newest turns and a context message of recalled older turns right
+    /// after the pinned prompts. Replayed only when the options carry
+    /// recall (not in [`ALL`](Self::ALL)).
+    ChatRecall,
 }
 
 impl SimStrategy {
@@ -35,12 +40,13 @@ impl SimStrategy {
         SimStrategy::CacheAware,
     ];
 
-    /// `newest-messages`, `chat-trim`, `cache-aware`.
+    /// `newest-messages`, `chat-trim`, `cache-aware`, `chat-recall`.
     pub fn as_str(self) -> &'static str {
         match self {
             SimStrategy::NewestMessages => "newest-messages",
             SimStrategy::ChatTrim => "chat-trim",
             SimStrategy::CacheAware => "cache-aware",
+            SimStrategy::ChatRecall => "chat-recall",
         }
     }
 }
@@ -251,7 +257,9 @@ impl Sender {
 }
 
 /// Replays `messages` request by request (see [`request_ends`]) with the
-/// budget and rules of `opts`, under the three [`SimStrategy`]s, billing
+/// budget and rules of `opts`, under the three [`SimStrategy`]s (and
+/// [`SimStrategy::ChatRecall`] fourth when `opts` carry
+/// [`recall`](Trim::recall); the other three then run without it), billing
 /// every request with a [`PromptCache`] of `profile`; every strategy places
 /// Anthropic markers with the same [`plan_breakpoints`](crate::plan_breakpoints).
 ///
@@ -345,7 +353,11 @@ pub fn simulate_with(
     if max <= 0 {
         return Err(ChatError::InvalidBudget { max_tokens: max }.into());
     }
-    let unlimited = opts.clone().with_max_tokens(i64::MAX / 4).report(false);
+    let unlimited = opts
+        .clone()
+        .without_recall()
+        .with_max_tokens(i64::MAX / 4)
+        .report(false);
     let full = trim(messages, &unlimited)?;
     let tokens: Vec<i64> = full.rows.iter().map(|r| r.tokens).collect();
     let pinned_at: Vec<bool> = full
@@ -366,12 +378,14 @@ pub fn simulate_with(
         blocks: &blocks,
         overhead: full.tokens.overhead,
         frame: Frame::new(opts.tools.as_ref(), &full.tokens),
-        per_turn: opts.clone().report(false),
+        per_turn: opts.clone().without_recall().report(false),
+        recall_turn: opts.clone().report(false),
         profile: &profile,
         max,
     };
     let mut runs = Vec::new();
-    for strategy in SimStrategy::ALL {
+    let recall = opts.recall_options().map(|_| SimStrategy::ChatRecall);
+    for strategy in SimStrategy::ALL.into_iter().chain(recall) {
         runs.push(replay.run(strategy, &mut session)?);
     }
     Ok(Simulation {
@@ -391,12 +405,16 @@ struct Replay<'a> {
     overhead: i64,
     frame: Frame,
     per_turn: Trim,
+    /// The recall window's options (`per_turn` with recall).
+    recall_turn: Trim,
     profile: &'a CacheProfile,
     max: i64,
 }
 
-/// A request's window: its positions, usage, note and low-water mark.
-type Windowed = (Vec<usize>, CacheUsage, Option<String>, i64);
+/// A request's window: its positions, usage, note, low-water mark, and
+/// the tokens and messages it sends besides those positions (a recall
+/// window's context message).
+type Windowed = (Vec<usize>, CacheUsage, Option<String>, i64, (i64, usize));
 
 impl Replay<'_> {
     /// Every request under `strategy`; a request that cannot be windowed is
@@ -419,13 +437,20 @@ impl Replay<'_> {
         for (k, &end) in self.ends.iter().enumerate() {
             let windowed = match strategy {
                 SimStrategy::NewestMessages => self.newest(end, &mut sender),
-                SimStrategy::ChatTrim => self.chat_trim(k, end, &mut sender)?,
+                SimStrategy::ChatTrim => self.chat_trim(k, end, &mut sender, false)?,
+                SimStrategy::ChatRecall => self.chat_trim(k, end, &mut sender, true)?,
                 SimStrategy::CacheAware => {
                     let request = &self.messages[..end];
                     match session.next(request) {
                         Ok(t) => {
                             last_turn = Some((k, t.turn));
-                            Ok((t.positions.clone(), t.usage, Some(t.explain()), t.low_water))
+                            Ok((
+                                t.positions.clone(),
+                                t.usage,
+                                Some(t.explain()),
+                                t.low_water,
+                                (0, 0),
+                            ))
                         }
                         Err(CacheError::Chat(e)) if is_window_failure(&e) => {
                             // This request takes a number; the next one the one after.
@@ -472,25 +497,38 @@ impl Replay<'_> {
             let win: Vec<Block> = positions.iter().map(|&p| self.blocks[p]).collect();
             let pinned = positions.iter().filter(|&&p| self.pinned_at[p]).count();
             let u = sender.send(&win, pinned);
-            (positions, u, None, 0)
+            (positions, u, None, 0, (0, 0))
         })
     }
 
-    /// The chat trim's window for request `k` (ending at `end`); `Err` of
-    /// the outer result ends the replay.
+    /// The chat trim's (or with `recall`, the recall window's) window for
+    /// request `k` (ending at `end`); `Err` of the outer result ends the
+    /// replay.
     fn chat_trim(
         &self,
         k: usize,
         end: usize,
         sender: &mut Sender,
+        recall: bool,
     ) -> Result<Result<Windowed, ChatError>, CacheError> {
-        match trim(&self.messages[..end], &self.per_turn) {
+        let opts = if recall {
+            &self.recall_turn
+        } else {
+            &self.per_turn
+        };
+        match trim(&self.messages[..end], opts) {
             Ok(out) => {
-                let win: Vec<Block> = out.positions.iter().map(|&p| self.blocks[p]).collect();
+                let mut win: Vec<Block> = out.positions.iter().map(|&p| self.blocks[p]).collect();
                 // The pinned prefix: the prompts, and a pinned task.
                 let pinned = out.rows.iter().filter(|r| r.decision.is_pinned()).count();
+                let mut extra = (0, 0);
+                if let Some((at, m)) = out.recall_message() {
+                    let t = out.tokens.recalled;
+                    win.insert(at.min(win.len()), Block::of(m, t, opts.format()));
+                    extra = (t, 1);
+                }
                 let u = sender.send(&win, pinned);
-                Ok(Ok((out.positions, u, None, 0)))
+                Ok(Ok((out.positions, u, None, 0, extra)))
             }
             Err(e) if is_window_failure(&e) => Ok(Err(e)),
             Err(e) => Err(at(k, end, e)),
@@ -503,13 +541,14 @@ impl Replay<'_> {
             .iter()
             .fold(self.overhead, |a, &t| a.saturating_add(t));
         match windowed {
-            Ok((positions, usage, note, low_water)) => SimTurn {
+            Ok((positions, usage, note, low_water, (extra_tokens, extra_messages))) => SimTurn {
                 turn: k + 1,
                 end,
-                window_messages: positions.len(),
+                window_messages: positions.len() + extra_messages,
                 window_tokens: positions
                     .iter()
-                    .fold(self.overhead, |a, &p| a.saturating_add(self.tokens[p])),
+                    .fold(self.overhead, |a, &p| a.saturating_add(self.tokens[p]))
+                    .saturating_add(extra_tokens),
                 history_tokens: history,
                 usage,
                 cost: self.profile.cost(&usage),

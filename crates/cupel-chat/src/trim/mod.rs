@@ -2,8 +2,11 @@
 //! with every message explained. The options, decisions and results live
 //! here; the engine's phases in `run`, the report in `report`.
 
+mod recall;
 mod report;
 mod run;
+
+pub use recall::{Recall, RecallOptions, RecallSkip, Relevance};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -97,6 +100,7 @@ pub struct Trim {
     pub(crate) tools: Option<Value>,
     report: bool,
     pub(crate) aging: Option<AgeToolResults>,
+    pub(crate) recall: Option<RecallOptions>,
 }
 
 impl fmt::Debug for Trim {
@@ -114,6 +118,7 @@ impl fmt::Debug for Trim {
             .field("end_on", &self.end_on)
             .field("keep_orphans", &self.keep_orphans)
             .field("aging", &self.aging)
+            .field("recall", &self.recall)
             .finish_non_exhaustive()
     }
 }
@@ -149,7 +154,61 @@ impl Trim {
             tools: None,
             report: true,
             aging: None,
+            recall: None,
         }
+    }
+
+    /// A recall window (an extension: `spec/23-relevance.md`, "Chat
+    /// recall"): the newest units, contiguous, up to
+    /// [`newest_share`](RecallOptions::newest_share) of the conversation
+    /// budget, and the older units most relevant to the query (BM25 over
+    /// the older units, [`cupel_scorers::Bm25Scorer`]) written as text into
+    /// **one context message** right after the leading pinned messages
+    /// ([`Trimmed::recall`]). Tool groups move whole into it; the pinned
+    /// prefix stays byte-identical, so a provider's cached prefix is kept.
+    /// When the newest turns already fit with nothing older left out, or
+    /// nothing older is relevant, the window is the newest-turns window of
+    /// the whole budget ([`Recall::skipped`] says why).
+    ///
+    /// ```
+    /// use cupel_chat::{Decision, Message, RecallOptions, Trim, trim};
+    /// let mut messages = vec![
+    ///     Message::system("You are a travel assistant."),
+    ///     Message::user("Book me a flight to Tokyo in May."),
+    ///     Message::assistant("Booked: NH 204 to Tokyo on 3 May."),
+    /// ];
+    /// for k in 0..12 {
+    ///     messages.push(Message::user(format!("Question {k} about hotels and weather in general.")));
+    ///     messages.push(Message::assistant(format!("Answer {k} about hotels and weather in general.")));
+    /// }
+    /// messages.push(Message::user("Which flight did you book to Tokyo?"));
+    /// let out = trim(&messages, &Trim::openai(200).recall(RecallOptions::new()))?;
+    /// let recall = out.recall.as_ref().unwrap();
+    /// // The booking exchange (#1, #2: "flight", "book", "tokyo") is
+    /// // recalled into one message after the system prompt, with #3, the
+    /// // turn after the answer, through the neighbour lift.
+    /// assert_eq!(recall.positions, vec![1, 2, 3]);
+    /// assert_eq!(recall.at, 1);
+    /// assert!(matches!(out.rows[2].decision, Decision::Recalled { .. }));
+    /// let sent = out.cloned_messages();
+    /// assert!(sent[1].text().contains("NH 204"));
+    /// # Ok::<(), cupel_chat::ChatError>(())
+    /// ```
+    pub fn recall(mut self, recall: RecallOptions) -> Self {
+        self.recall = Some(recall);
+        self
+    }
+
+    /// The recall options, when this is a recall window.
+    pub fn recall_options(&self) -> Option<&RecallOptions> {
+        self.recall.as_ref()
+    }
+
+    /// The same options without recall (a cache session keeps its own
+    /// append-only window).
+    pub(crate) fn without_recall(mut self) -> Self {
+        self.recall = None;
+        self
     }
 
     /// Shortens old tool results before dropping whole units (an
@@ -417,6 +476,25 @@ pub enum Decision {
         /// The role that would have been sent twice in a row.
         role: Role,
     },
+    /// Recalled: an older unit, relevant to the query, written as text
+    /// into the recall window's context message ([`Trim::recall`]).
+    Recalled {
+        /// Its relevance.
+        relevance: Relevance,
+        /// The unit's tokens as text in the context message (an estimate:
+        /// the message is counted whole).
+        unit_tokens: i64,
+    },
+    /// Dropped: an older unit of a recall window that was not recalled
+    /// (not relevant, or no room left for its text).
+    NotRecalled {
+        /// Its relevance (score 0: no query word).
+        relevance: Relevance,
+        /// The unit's tokens as text.
+        unit_tokens: i64,
+        /// What the recall had left when the unit came up.
+        available_tokens: i64,
+    },
     /// Kept in a shorter form: an aged tool result (see
     /// [`Trim::age_tool_results`]) whose unit only fit shortened.
     Shortened {
@@ -441,6 +519,11 @@ impl Decision {
                 | Decision::KeptOrphan { .. }
                 | Decision::Shortened { .. }
         )
+    }
+
+    /// Whether the message's content is in a recall window's context message.
+    pub fn is_recalled(&self) -> bool {
+        matches!(self, Decision::Recalled { .. })
     }
 
     /// Whether the message was dropped only to satisfy a provider rule.
@@ -708,6 +791,28 @@ impl Reason<'_, '_> {
                 f,
                 "dropped only so turns alternate: two {role} turns would follow each other (provider rule)"
             ),
+            Decision::Recalled {
+                relevance,
+                unit_tokens,
+            } => write!(
+                f,
+                "recalled into the context message ({relevance}; {} tokens as text)",
+                group_digits(*unit_tokens)
+            ),
+            Decision::NotRecalled { relevance, .. } if relevance.score <= 0.0 => write!(
+                f,
+                "dropped: older than the newest turns and not relevant (no query word)"
+            ),
+            Decision::NotRecalled {
+                relevance,
+                unit_tokens,
+                available_tokens,
+            } => write!(
+                f,
+                "dropped: older than the newest turns; {relevance}, but its text needs {} tokens, {} left for recall",
+                group_digits(*unit_tokens),
+                group_digits(*available_tokens)
+            ),
             _ => write!(f, "kept"),
         }
     }
@@ -799,7 +904,10 @@ pub struct TokenTotals {
     pub kept: i64,
     /// The dropped messages.
     pub dropped: i64,
-    /// The request's input tokens: `overhead + kept`, at most `max_tokens`.
+    /// The recall window's context message ([`Trim::recall`]; 0 without one).
+    pub recalled: i64,
+    /// The request's input tokens: `overhead + kept + recalled`, at most
+    /// `max_tokens`.
     pub window: i64,
 }
 
@@ -830,6 +938,11 @@ pub struct Trimmed<'a> {
     pub shortened: BTreeMap<usize, Message>,
     /// What in the input itself breaks a provider rule (passed on as it is).
     pub notes: Vec<InputNote>,
+    /// What a recall window ([`Trim::recall`]) recalled; `None` for other
+    /// windows. Its message is not in [`messages`](Self::messages) (it is
+    /// no input message): [`cloned_messages`](Self::cloned_messages) and
+    /// [`Transcript::window_of`] insert it at [`Recall::at`].
+    pub recall: Option<Recall>,
     /// Every piece (a message, or half a mixed turn) with its unit, for a
     /// cache session that cuts between units.
     pub(crate) pieces: Vec<PieceRow>,
@@ -865,7 +978,18 @@ impl<'a> Trimmed<'a> {
     /// Owned copies of the kept messages, as sent: shortened ones in their
     /// shortened form.
     pub fn cloned_messages(&self) -> Vec<Message> {
-        as_sent(&self.messages, &self.positions, &self.shortened)
+        let mut out = as_sent(&self.messages, &self.positions, &self.shortened);
+        if let Some((at, m)) = self.recall_message() {
+            out.insert(at.min(out.len()), m.clone());
+        }
+        out
+    }
+
+    /// The recall window's context message and its index in the window,
+    /// when something was recalled.
+    pub fn recall_message(&self) -> Option<(usize, &Message)> {
+        let r = self.recall.as_ref()?;
+        r.message.as_ref().map(|m| (r.at, m))
     }
 
     /// Where Anthropic `cache_control` markers go in this window when it is
@@ -897,11 +1021,15 @@ impl<'a> Trimmed<'a> {
     pub fn breakpoints(&self, format: Format, profile: &crate::CacheProfile) -> Vec<usize> {
         let kept: Vec<&MessageRow<'_>> =
             self.rows.iter().filter(|r| r.decision.is_kept()).collect();
-        let blocks: Vec<crate::Block> = kept
+        let mut blocks: Vec<crate::Block> = kept
             .iter()
             .map(|r| crate::Block::of(r.message, r.tokens, format))
             .collect();
         let pinned = kept.iter().take_while(|r| r.decision.is_pinned()).count();
+        if let Some((at, m)) = self.recall_message() {
+            let tokens = self.tokens.recalled;
+            blocks.insert(at.min(blocks.len()), crate::Block::of(m, tokens, format));
+        }
         // The tool definitions count towards each marker's prefix.
         crate::cache::Frame::new(None, &self.tokens).plan(&blocks, pinned, None, profile)
     }
@@ -995,7 +1123,7 @@ pub fn trim_transcript<'a>(
 ) -> Result<(Transcript, Trimmed<'a>), ChatError> {
     let opts = document_options(transcript, opts);
     let out = trim(transcript.messages(), &opts)?;
-    Ok((transcript.window(&out.positions, &out.shortened), out))
+    Ok((transcript.window_of(&out), out))
 }
 
 /// The options [`trim_transcript`] trims `transcript` with: its own tools

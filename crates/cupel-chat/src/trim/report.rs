@@ -86,6 +86,14 @@ pub(super) fn build_report(
         // Newest scores highest: the order the newest-turns policy fills in.
         let score = (r.position as f64 + 1.0) / n;
         match &r.decision {
+            Decision::Recalled { relevance, .. } => included.push(
+                IncludedItem::new(item, relevance.score, InclusionReason::Scored)
+                    .at_position(r.position),
+            ),
+            Decision::NotRecalled { relevance, .. } => excluded.push(
+                ExcludedItem::new(item, relevance.score, exclusion(&r.decision, group))
+                    .at_position(r.position),
+            ),
             d if d.is_pinned() => included.push(
                 IncludedItem::new(item, 1.0, InclusionReason::Pinned).at_position(r.position),
             ),
@@ -145,8 +153,12 @@ fn item_of(
     if let Some(notes) = notes {
         builder = builder.metadata("note", notes.join("; "));
     }
-    if let Decision::Partial { .. } = &r.decision {
-        builder = builder.metadata("rewritten", r.reason());
+    match &r.decision {
+        Decision::Partial { .. } => builder = builder.metadata("rewritten", r.reason()),
+        Decision::Recalled { relevance, .. } | Decision::NotRecalled { relevance, .. } => {
+            builder = builder.metadata("relevance", relevance.to_string());
+        }
+        _ => {}
     }
     builder.build().ok()
 }
@@ -194,6 +206,7 @@ fn filter_name(d: &Decision) -> &'static str {
         Decision::StartRule { .. } => "chat:start-on",
         Decision::EndRule => "chat:end-on",
         Decision::Alternation { .. } => "chat:alternation",
+        Decision::NotRecalled { .. } => "chat:not-recalled",
         _ => "chat",
     }
 }

@@ -16,10 +16,15 @@
 //! * **fill**: the newest units that fit, contiguous (old tool results
 //!   shortened first when ageing is on).
 //! * **repair**: the provider's start rule and the caller's end rule.
+//! * **recall** (a recall window only, `recall`): the fill again with the
+//!   newest share as its cap, then the older units ranked by BM25 and the
+//!   best written into one context message.
 //! * **finish**: one row per message, the kept messages and their forms.
 //!
 //! A new provider rule is a change to `repair`; a new kind of unit a
 //! change to `group`; nothing else needs to know.
+
+mod recall;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -130,6 +135,13 @@ struct Run<'a, 'o> {
     overhead: i64,
     tools_tokens: i64,
     available: i64,
+    /// The newest units' cap (a recall window's newest share), if any.
+    cap: Option<i64>,
+    /// What a recall window recalled.
+    recalled: Option<super::Recall>,
+    /// The pinned messages' roles (empty texts), which decide the form of
+    /// a recall window's context message.
+    pinned_roles: Vec<Message>,
 }
 
 /// Trims `messages` (see [`trim`](super::trim)), keeping the rows made
@@ -142,6 +154,9 @@ pub(crate) fn run<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a
         .into());
     }
     check_tools(opts.tools.as_ref())?;
+    if let Some(r) = &opts.recall {
+        recall::check(r)?;
+    }
     let counter = opts.make_counter()?;
     let mut run = Run::count(messages, opts, counter);
     run.pin()?;
@@ -150,6 +165,9 @@ pub(crate) fn run<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a
     run.budget()?;
     run.fill()?;
     run.repair();
+    if let Some(r) = &opts.recall {
+        run.recall(r)?;
+    }
     run.finish()
 }
 
@@ -226,6 +244,9 @@ impl<'a, 'o> Run<'a, 'o> {
             overhead,
             tools_tokens,
             available: 0,
+            cap: None,
+            recalled: None,
+            pinned_roles: Vec::new(),
         }
     }
 
@@ -613,19 +634,33 @@ impl<'a, 'o> Run<'a, 'o> {
         };
         let mut order: Vec<usize> = (0..self.units.len()).collect();
         order.sort_by_key(|&u| std::cmp::Reverse(self.units[u].last));
-        let mut remaining = self.available;
+        // A recall window's cap holds once the kept units start where the
+        // provider accepts a window: the newest unit, and the units back to
+        // such a start, may take the whole budget.
+        let cap = self.cap.unwrap_or(self.available).min(self.available);
+        let mut spent = 0i64;
         let mut cut: Option<usize> = None;
+        let required = self.required_start();
+        let task = self
+            .pin
+            .iter()
+            .position(|p| matches!(p, Some(Decision::PinnedTask { .. })));
         for &u in &order {
+            let limit = match self.kept_units.last() {
+                Some(&oldest) if self.valid_start(oldest, required.as_ref(), task) => cap,
+                _ => self.available,
+            };
+            let remaining = limit.saturating_sub(spent).max(0);
             let unit = &self.units[u];
             let d = if let Some(c) = cut {
                 Decision::OlderThanCut { cut_position: c }
             } else if unit.tokens <= remaining {
-                remaining -= unit.tokens;
+                spent += unit.tokens;
                 self.kept_units.push(u);
                 Decision::Kept
             } else if let Some((step, t)) = members.get(u).and_then(|m| self.shortest(m, remaining))
             {
-                remaining -= t;
+                spent += t;
                 self.kept_units.push(u);
                 self.unit_step[u] = step;
                 Decision::Kept
@@ -684,6 +719,38 @@ impl<'a, 'o> Run<'a, 'o> {
         })
     }
 
+    /// The role the conversation must start with after the pinned prompts.
+    fn required_start(&self) -> Option<Role> {
+        match (self.opts.format, &self.opts.start_on) {
+            (_, Some(r)) => Some(r.clone()),
+            (Format::Anthropic | Format::Gemini, None) => Some(Role::User),
+            (Format::OpenAi | Format::Responses, None) => None,
+        }
+    }
+
+    /// Whether a window may start its conversation with unit `u`: it
+    /// starts with the required role, or comes after a pinned task (any
+    /// unit may follow it), or no role is required.
+    /// (`required`: [`required_start`](Self::required_start); `task`: the
+    /// pinned task's position.)
+    fn valid_start(&self, u: usize, required: Option<&Role>, task: Option<usize>) -> bool {
+        let Some(required) = required else {
+            return true;
+        };
+        let piece = self.pieces[self.units[u].first];
+        let after_task = task.is_some_and(|t| piece.msg >= t);
+        let m = &self.messages[piece.msg];
+        after_task
+            || match piece.half {
+                Half::Text => *required == Role::User,
+                Half::Results => false,
+                Half::Whole => {
+                    (m.role == *required && !m.is_tool_result())
+                        || crate::formats::starts_window(self.opts.format, m)
+                }
+            }
+    }
+
     /// Phase `repair`: the window starts where the provider accepts it and
     /// ends on an `end_on` role.
     fn repair(&mut self) {
@@ -697,29 +764,10 @@ impl<'a, 'o> Run<'a, 'o> {
             .pin
             .iter()
             .position(|p| matches!(p, Some(Decision::PinnedTask { .. })));
-        let required = match (self.opts.format, &self.opts.start_on) {
-            (_, Some(r)) => Some(r.clone()),
-            (Format::Anthropic | Format::Gemini, None) => Some(Role::User),
-            (Format::OpenAi | Format::Responses, None) => None,
-        };
-        if let Some(required) = required {
-            let starts_ok = |u: usize| {
-                let piece = self.pieces[self.units[u].first];
-                let m = &self.messages[piece.msg];
-                match piece.half {
-                    Half::Text => required == Role::User,
-                    Half::Results => false,
-                    Half::Whole => {
-                        (m.role == required && !m.is_tool_result())
-                            || crate::formats::starts_window(self.opts.format, m)
-                    }
-                }
-            };
-            let before_task =
-                |u: usize| task.is_none_or(|t| self.pieces[self.units[u].first].msg < t);
+        if let Some(required) = self.required_start() {
             let drop_n = kept
                 .iter()
-                .take_while(|&&u| before_task(u) && !starts_ok(u))
+                .take_while(|&&u| !self.valid_start(u, Some(&required), task))
                 .count();
             for &u in &kept[..drop_n] {
                 self.unit_decision[u] = Some(Decision::StartRule {
@@ -966,6 +1014,15 @@ impl<'a, 'o> Run<'a, 'o> {
             })
             .collect();
         let pinned = self.pinned_tokens();
+        let recall = self.recalled.map(|mut r| {
+            // After the leading pinned messages of the window.
+            r.at = positions
+                .iter()
+                .take_while(|&&i| self.pin[i].is_some())
+                .count();
+            r
+        });
+        let recalled = recall.as_ref().map_or(0, |r| r.tokens);
         let report = if self.opts.report {
             build_report(self.messages, &rows, &self.units, &self.notes)
         } else {
@@ -981,13 +1038,18 @@ impl<'a, 'o> Run<'a, 'o> {
                 pinned,
                 kept: kept_tokens,
                 dropped: dropped_tokens,
-                window: self.overhead.saturating_add(kept_tokens),
+                recalled,
+                window: self
+                    .overhead
+                    .saturating_add(kept_tokens)
+                    .saturating_add(recalled),
             },
             counter: self.counter.describe(),
             rows,
             report,
             shortened,
             notes: self.notes,
+            recall,
             pieces,
         })
     }
