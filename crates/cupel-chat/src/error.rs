@@ -37,6 +37,17 @@ pub enum ChatError {
         /// The budget given.
         max_tokens: i64,
     },
+    /// The running summary's bound leaves no budget for the conversation
+    /// (see [`Compaction::max_tokens`](crate::Compaction::max_tokens)).
+    #[error(
+        "the summary's bound of {reserve} tokens leaves nothing of the {max_tokens}-token budget; lower the bound or raise the budget"
+    )]
+    SummaryReserve {
+        /// The summary bound held back.
+        reserve: i64,
+        /// The budget.
+        max_tokens: i64,
+    },
     /// What must always be sent (pinned prompts, tool definitions, reply
     /// priming) is larger than the budget.
     #[error(

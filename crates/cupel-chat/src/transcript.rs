@@ -493,8 +493,24 @@ impl Transcript {
     /// The window `out` made of this document (by [`trim`](crate::trim)
     /// of its messages, or [`trim_transcript`](crate::trim_transcript)),
     /// as a transcript: the kept messages in the forms sent.
+    /// A running summary ([`Trim::summarize`](crate::Trim::summarize)) is
+    /// in it, right after the pinned prefix.
     pub fn window_of(&self, out: &crate::Trimmed<'_>) -> Transcript {
-        self.window(&out.positions, &out.shortened)
+        let mut w = self.window(&out.positions, &out.shortened);
+        if let Some((at, m)) = crate::compact::placed(out) {
+            w.insert_new(at, m.clone());
+        }
+        w
+    }
+
+    /// Inserts a message Cupel made (not read from the text) at `at`.
+    pub(crate) fn insert_new(&mut self, at: usize, message: Message) {
+        let at = at.min(self.messages.len());
+        self.messages.insert(at, message);
+        if self.source.is_some() {
+            let at = at.min(self.origins.len());
+            self.origins.insert(at, Origin::New);
+        }
     }
 
     /// The window `out` made of this document as JSON text, as
@@ -531,6 +547,10 @@ impl Transcript {
                 })
             })
             .collect();
+        let mut entries = entries;
+        if let Some((at, m)) = crate::compact::placed(out) {
+            entries.insert(at.min(entries.len()), Entry::New(m));
+        }
         self.render(&entries)
     }
 

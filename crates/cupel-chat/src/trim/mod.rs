@@ -3,7 +3,9 @@
 //! here; the engine's phases in `run`, the report in `report`.
 
 mod report;
-mod run;
+pub(crate) mod run;
+
+pub(crate) use run::Failed;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -13,6 +15,7 @@ use cupel_core::SelectionReport;
 use serde_json::Value;
 
 use crate::aging::AgeToolResults;
+use crate::compact::{Compaction, SummaryReport};
 use crate::count::{AnthropicEstimate, MessageCounter, OpenAiCounter};
 use crate::error::ChatError;
 use crate::message::{Message, Role};
@@ -95,6 +98,7 @@ pub struct Trim {
     pub(crate) tools: Option<Value>,
     report: bool,
     pub(crate) aging: Option<AgeToolResults>,
+    pub(crate) compaction: Option<Compaction>,
 }
 
 impl fmt::Debug for Trim {
@@ -112,6 +116,7 @@ impl fmt::Debug for Trim {
             .field("end_on", &self.end_on)
             .field("keep_orphans", &self.keep_orphans)
             .field("aging", &self.aging)
+            .field("compaction", &self.compaction)
             .finish_non_exhaustive()
     }
 }
@@ -147,7 +152,24 @@ impl Trim {
             tools: None,
             report: true,
             aging: None,
+            compaction: None,
         }
+    }
+
+    /// Folds what the trim evicts into one running summary
+    /// ([`Compaction`]; `spec/20-prompt-cache.md`, "Compaction"): the
+    /// compaction's bound is held back from the budget, the trim runs at
+    /// the rest, and the units it evicts for lack of room or by a provider
+    /// rule (never orphan tool traffic, never a call without its result),
+    /// those after the previous summary's [`through`](crate::RunningSummary::through),
+    /// are folded with the previous summary by the summariser. The summary
+    /// is one message right after the pinned prefix
+    /// ([`inject`](crate::inject)); [`Trimmed::summary`] says what happened,
+    /// [`Trimmed::cloned_messages`] and [`Transcript::window_of`] include it,
+    /// and [`TokenTotals::window`] counts it.
+    pub fn summarize(mut self, compaction: Compaction) -> Self {
+        self.compaction = Some(compaction);
+        self
     }
 
     /// Shortens old tool results before dropping whole units (an
@@ -770,7 +792,10 @@ pub struct TokenTotals {
     pub kept: i64,
     /// The dropped messages.
     pub dropped: i64,
-    /// The request's input tokens: `overhead + kept`, at most `max_tokens`.
+    /// The running summary's message ([`Trim::summarize`]; 0 without one).
+    pub summary: i64,
+    /// The request's input tokens: `overhead + kept + summary`, at most
+    /// `max_tokens`.
     pub window: i64,
 }
 
@@ -801,6 +826,10 @@ pub struct Trimmed<'a> {
     pub shortened: BTreeMap<usize, Message>,
     /// What in the input itself breaks a provider rule (passed on as it is).
     pub notes: Vec<InputNote>,
+    /// The running summary ([`Trim::summarize`]): what the fold did, the
+    /// summary and its message, which [`cloned_messages`](Self::cloned_messages)
+    /// sends right after the pinned prefix. `None` without compaction.
+    pub summary: Option<SummaryReport>,
     /// Every piece (a message, or half a mixed turn) with its unit, for a
     /// cache session that cuts between units.
     pub(crate) pieces: Vec<PieceRow>,
@@ -835,8 +864,13 @@ impl<'a> Trimmed<'a> {
 
     /// Owned copies of the kept messages, as sent: shortened ones in their
     /// shortened form.
+    /// The running summary, if any, goes right after the pinned prefix.
     pub fn cloned_messages(&self) -> Vec<Message> {
-        as_sent(&self.messages, &self.positions, &self.shortened)
+        let mut out = as_sent(&self.messages, &self.positions, &self.shortened);
+        if let Some((at, m)) = crate::compact::placed(self) {
+            out.insert(at.min(out.len()), m.clone());
+        }
+        out
     }
 
     /// Where Anthropic `cache_control` markers go in this window when it is
@@ -917,7 +951,15 @@ impl<'a> Trimmed<'a> {
 /// [`ChatError::Shape`] when the tool definitions are not an array of
 /// objects.
 pub fn trim<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, ChatError> {
-    run::run(messages, opts).map_err(|f| f.error)
+    run_any(messages, opts).map_err(|f| f.error)
+}
+
+/// The trim, with its compaction when it has one.
+fn run_any<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, Failed<'a>> {
+    match &opts.compaction {
+        Some(c) => crate::compact::trim_compacted(messages, opts, c),
+        None => run::run(messages, opts),
+    }
 }
 
 /// [`trim`], and when it fails, what it knew: one row per message it had
@@ -940,7 +982,7 @@ pub fn trim_or_rows<'a>(
     messages: &'a [Message],
     opts: &Trim,
 ) -> Result<Trimmed<'a>, (ChatError, Vec<MessageRow<'a>>)> {
-    run::run(messages, opts).map_err(|f| (f.error, f.rows))
+    run_any(messages, opts).map_err(|f| (f.error, f.rows))
 }
 
 /// Trims a whole document: its messages with [`trim`], counting its `tools`

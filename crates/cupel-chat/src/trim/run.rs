@@ -885,6 +885,7 @@ impl<'a, 'o> Run<'a, 'o> {
                 pinned,
                 kept: kept_tokens,
                 dropped: dropped_tokens,
+                summary: 0,
                 window: self.overhead.saturating_add(kept_tokens),
             },
             counter: self.counter.describe(),
@@ -892,6 +893,7 @@ impl<'a, 'o> Run<'a, 'o> {
             report,
             shortened,
             notes: self.notes,
+            summary: None,
             pieces,
         })
     }
