@@ -21,13 +21,14 @@ use crate::message::{Message, Role};
 ///     Message::assistant_calls([("c1", "track", "{\"order\":42}")]),
 ///     Message::tool("c1", "In transit."),
 ///     Message::assistant("It is in transit."),
-///     Message::user("Thanks"),
+///     Message::user("word ".repeat(40)),
 /// ];
-/// let opts = Trim::openai(30).summarize(Compaction::new(DigestSummarizer::new()));
+/// let c = Compaction::new(DigestSummarizer::new()).max_tokens(60)?;
+/// let opts = Trim::openai(120).summarize(c);
 /// let out = trim(&msgs, &opts)?;
 /// let text = out.summary.unwrap().summary.unwrap().text().to_string();
 /// assert_eq!(text, "- Asked: Where is order 42? Tools: track. Concluded: It is in transit.");
-/// # Ok::<(), cupel_chat::ChatError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DigestSummarizer {
