@@ -40,7 +40,7 @@ pub enum ChatError {
     /// The running summary's bound leaves no budget for the conversation
     /// (see [`Compaction::max_tokens`](crate::Compaction::max_tokens)).
     #[error(
-        "the summary's bound of {reserve} tokens leaves nothing of the {max_tokens}-token budget; lower the bound or raise the budget"
+        "the summary's bound of {reserve} tokens leaves no room for the pinned messages and the conversation within max_tokens {max_tokens}; lower the bound or raise the budget"
     )]
     SummaryReserve {
         /// The summary bound held back.

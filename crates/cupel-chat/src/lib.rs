@@ -77,6 +77,12 @@ pub use cache::{
     cache_marker_paths, count_cache_markers, plan_breakpoints, request_ends, simulate,
     simulate_with,
 };
+pub use compact::{
+    AsyncSummarizer, CommandSummarizer, Compaction, DEFAULT_COMMAND_TIMEOUT,
+    DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_SUMMARY_TOKENS, DigestSummarizer, Evicted, Oversize,
+    RunningSummary, SUMMARY_HEADER, SummarizeError, Summarizer, SummaryFailure, SummaryFuture,
+    SummaryInput, SummaryReport, SummaryStatus, trim_summarized_async,
+};
 #[cfg(feature = "async-openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
 pub use compat::{from_async_openai, to_async_openai};
@@ -85,12 +91,6 @@ pub use count::{
     MessageCounter, OPENAI_IMAGE_MAX_TOKENS, OPENAI_REPLY_PRIMING, OPENAI_TOKENS_PER_MESSAGE,
     OPENAI_TOKENS_PER_NAME, Observation, OpenAiCounter, PreviousThinking, TextCounter,
     anthropic_image_tokens, openai_image_tokens,
-};
-pub use compact::{
-    AsyncSummarizer, CommandSummarizer, Compaction, DEFAULT_COMMAND_TIMEOUT,
-    DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_SUMMARY_TOKENS, DigestSummarizer, Evicted, Oversize,
-    RunningSummary, SUMMARY_HEADER, SummarizeError, Summarizer, SummaryFailure, SummaryFuture,
-    SummaryInput, SummaryReport, SummaryStatus, trim_summarized_async,
 };
 pub use error::ChatError;
 pub use message::{Content, Extra, Image, ImageSource, Message, Part, Role, ToolCall, ToolResult};

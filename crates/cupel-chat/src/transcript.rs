@@ -503,6 +503,14 @@ impl Transcript {
         w
     }
 
+    /// Inserts `message` at index `at` (clamped to the end): a message not
+    /// read from the text (such as a running summary, placed with
+    /// [`inject`](crate::inject)), written afresh while every message read
+    /// stays byte for byte.
+    pub fn insert_message(&mut self, at: usize, message: Message) {
+        self.insert_new(at, message);
+    }
+
     /// Inserts a message Cupel made (not read from the text) at `at`.
     pub(crate) fn insert_new(&mut self, at: usize, message: Message) {
         let at = at.min(self.messages.len());

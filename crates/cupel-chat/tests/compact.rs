@@ -21,7 +21,10 @@ struct Words;
 
 impl MessageCounter for Words {
     fn count_message(&self, m: &Message) -> i64 {
-        let calls: usize = m.calls().map(|c| 1 + c.arguments_text().split_whitespace().count()).sum();
+        let calls: usize = m
+            .calls()
+            .map(|c| 1 + c.arguments_text().split_whitespace().count())
+            .sum();
         1 + m.text().split_whitespace().count() as i64 + calls as i64
     }
     fn describe(&self) -> String {
@@ -31,7 +34,9 @@ impl MessageCounter for Words {
 
 /// `tag` and then `n - 2` more words: `n` tokens under [`Words`].
 fn said(tag: &str, n: usize) -> String {
-    format!("{tag} {}", "w ".repeat(n - 2)).trim_end().to_string()
+    format!("{tag} {}", "w ".repeat(n - 2))
+        .trim_end()
+        .to_string()
 }
 
 /// What a summariser was given, per call.
@@ -103,7 +108,14 @@ fn chat(n: usize) -> Vec<Message> {
 
 /// The running summary's text of a trim.
 fn text_of(out: &cupel_chat::Trimmed<'_>) -> String {
-    out.summary.as_ref().unwrap().summary.as_ref().unwrap().text().to_string()
+    out.summary
+        .as_ref()
+        .unwrap()
+        .summary
+        .as_ref()
+        .unwrap()
+        .text()
+        .to_string()
 }
 
 fn opts(max: i64, c: Compaction) -> Trim {
@@ -148,7 +160,11 @@ fn trim_folds_what_it_evicts_into_one_summary_after_the_pins() {
 fn the_next_fold_takes_the_previous_summary_alone_and_only_newer_units() {
     let sum = leak(Counting::default());
     let four = chat(4);
-    let first = trim(&four, &opts(100, Compaction::new(sum).max_tokens(30).unwrap())).unwrap();
+    let first = trim(
+        &four,
+        &opts(100, Compaction::new(sum).max_tokens(30).unwrap()),
+    )
+    .unwrap();
     let prev = first.summary.unwrap().summary.unwrap();
     // Two more exchanges: S, U1..U6 (#0..#11). 60 for the conversation:
     // U6 A5 U5 A4 U4 A3 fit (60), U3 (#5) does not; A2 (#4), U2 (#3) are
@@ -176,14 +192,19 @@ fn an_oversized_summary_is_cut_at_its_last_fitting_sentence_or_refused() {
     let text = "One two three. Four five six. Seven eight nine ten.";
     // Whole: 1 + 5 + 10 words = 16 tokens, over a bound of 14.
     // "One two three." = 9; "... Four five six." = 12; the whole 16.
-    let c = Compaction::new(Says(Ok(text.into()))).max_tokens(14).unwrap();
+    let c = Compaction::new(Says(Ok(text.into())))
+        .max_tokens(14)
+        .unwrap();
     // Budget 100 - 14 = 86 for S (10) and 7 messages of 10 (70); U1.. all
     // fit in chat(5)? chat(5) has 9 conversation messages = 90 > 76: evicts.
     let msgs = chat(5);
     let out = trim(&msgs, &opts(100, c)).unwrap();
     let r = out.summary.unwrap();
     assert_eq!(r.status, SummaryStatus::Made { cut_from: Some(16) });
-    assert_eq!(r.summary.as_ref().unwrap().text(), "One two three. Four five six.");
+    assert_eq!(
+        r.summary.as_ref().unwrap().text(),
+        "One two three. Four five six."
+    );
     assert_eq!(r.tokens(), 12);
 
     let reject = Compaction::new(Says(Ok(text.into())))
@@ -200,9 +221,11 @@ fn an_oversized_summary_is_cut_at_its_last_fitting_sentence_or_refused() {
     );
 
     // No sentence end at all: 1 + 5 + 8 = 14 tokens over a bound of 10.
-    let run_on = Compaction::new(Says(Ok("alpha beta gamma delta epsilon zeta eta theta".into())))
-        .max_tokens(10)
-        .unwrap();
+    let run_on = Compaction::new(Says(Ok(
+        "alpha beta gamma delta epsilon zeta eta theta".into()
+    )))
+    .max_tokens(10)
+    .unwrap();
     let out = trim(&msgs, &opts(100, run_on)).unwrap();
     assert_eq!(
         out.summary.unwrap().status,
@@ -215,7 +238,9 @@ fn an_oversized_summary_is_cut_at_its_last_fitting_sentence_or_refused() {
 
 fn previous_summary() -> RunningSummary {
     let four = chat(4);
-    let c = Compaction::new(Says(Ok("Old facts.".into()))).max_tokens(30).unwrap();
+    let c = Compaction::new(Says(Ok("Old facts.".into())))
+        .max_tokens(30)
+        .unwrap();
     let first = trim(&four, &opts(100, c)).unwrap();
     first.summary.unwrap().summary.unwrap()
 }
@@ -268,7 +293,11 @@ fn calls_without_results_are_never_summarised() {
     ];
     msgs.push(Message::assistant_calls([("pending", "search", "{}")]));
     let sum = leak(Counting::default());
-    let out = trim(&msgs, &opts(80, Compaction::new(sum).max_tokens(20).unwrap())).unwrap();
+    let out = trim(
+        &msgs,
+        &opts(80, Compaction::new(sum).max_tokens(20).unwrap()),
+    )
+    .unwrap();
     // 60 for the trim, S 10: 50. U4 A3 U3 A2 U2 = 50; A1 (#3) does not fit.
     assert_eq!(out.positions, vec![0, 4, 5, 6, 7, 8]);
     let seen = &sum.seen()[0];
@@ -283,9 +312,15 @@ fn an_anthropic_summary_is_a_user_turn_and_the_system_prompt_stays_top_level() {
         said("system", 10),
         (1..=4)
             .flat_map(|i| {
-                let mut v = vec![format!(r#"{{"role":"user","content":"{}"}}"#, said(&format!("u{i}"), 10))];
+                let mut v = vec![format!(
+                    r#"{{"role":"user","content":"{}"}}"#,
+                    said(&format!("u{i}"), 10)
+                )];
                 if i < 4 {
-                    v.push(format!(r#"{{"role":"assistant","content":"{}"}}"#, said(&format!("a{i}"), 10)));
+                    v.push(format!(
+                        r#"{{"role":"assistant","content":"{}"}}"#,
+                        said(&format!("a{i}"), 10)
+                    ));
                 }
                 v
             })
@@ -294,9 +329,11 @@ fn an_anthropic_summary_is_a_user_turn_and_the_system_prompt_stays_top_level() {
     );
     let doc = Transcript::parse(&text).unwrap();
     assert_eq!(doc.format(), Format::Anthropic);
-    let o = Trim::anthropic(100)
-        .counter(Words)
-        .summarize(Compaction::new(Says(Ok("Earlier talk.".into()))).max_tokens(30).unwrap());
+    let o = Trim::anthropic(100).counter(Words).summarize(
+        Compaction::new(Says(Ok("Earlier talk.".into())))
+            .max_tokens(30)
+            .unwrap(),
+    );
     let out = trim(doc.messages(), &o).unwrap();
     let v: serde_json::Value = serde_json::from_str(&doc.window_json(&out)).unwrap();
     // The system prompt is the top-level field, untouched.
@@ -351,7 +388,10 @@ fn a_session_changes_its_summary_only_when_it_cuts() {
             5 => {
                 assert!(turn.cut.is_some());
                 assert_eq!(r.evicted, vec![1, 2, 3, 4]);
-                assert_eq!(sent[1].text(), format!("{SUMMARY_HEADER}\nSummary 4 messages."));
+                assert_eq!(
+                    sent[1].text(),
+                    format!("{SUMMARY_HEADER}\nSummary 4 messages.")
+                );
                 assert_eq!(turn.positions, vec![0, 5, 6, 7, 8, 9]);
                 // S 10 + summary 9 + U3 A3 U4 A4 U5 50 = 69.
                 assert_eq!(turn.window_tokens, 69);
@@ -398,7 +438,12 @@ fn a_session_resumed_from_its_state_keeps_the_summary_and_the_prefix() {
     assert_eq!(&back, s.summary().unwrap());
     let mut resumed = CacheSession::new(Trim::openai(100).counter(Words), CacheProfile::openai())
         .low_water(LowWater::Tokens(50))
-        .summarize(Compaction::new(sum).max_tokens(20).unwrap().previous(Some(back)))
+        .summarize(
+            Compaction::new(sum)
+                .max_tokens(20)
+                .unwrap()
+                .previous(Some(back)),
+        )
         .resume(window.clone());
     let turn = resumed.next(&all[..12]).unwrap();
     // Turn 6 appends (see above): the whole previous window, summary
@@ -446,18 +491,19 @@ fn the_async_session_folds_at_the_same_cut() {
 }
 
 fn failing(cmd: &str, timeout_ms: u64) -> SummaryFailure {
-    let c = Compaction::new(
-        CommandSummarizer::new(cmd).timeout(Duration::from_millis(timeout_ms)),
-    )
-    .max_tokens(30)
-    .unwrap()
-    .previous(Some(previous_summary()));
+    let c = Compaction::new(CommandSummarizer::new(cmd).timeout(Duration::from_millis(timeout_ms)))
+        .max_tokens(30)
+        .unwrap()
+        .previous(Some(previous_summary()));
     let msgs = chat(6);
     let out = trim(&msgs, &opts(100, c)).unwrap();
     let r = out.summary.clone().unwrap();
     // Whatever went wrong, the window keeps the previous summary.
     assert_eq!(r.summary.as_ref().unwrap().text(), "Old facts.");
-    assert_eq!(out.cloned_messages()[1].text(), format!("{SUMMARY_HEADER}\nOld facts."));
+    assert_eq!(
+        out.cloned_messages()[1].text(),
+        format!("{SUMMARY_HEADER}\nOld facts.")
+    );
     match r.status {
         SummaryStatus::Failed(f) => f,
         other => panic!("{cmd}: expected a failure, got {other:?}"),
@@ -501,7 +547,13 @@ fn a_command_that_writes_over_ten_megabytes_is_refused() {
     // 11,000,000 bytes > the 10 MiB (10,485,760) default cap.
     let f = failing("head -c 11000000 /dev/zero | tr '\\0' a", 20_000);
     assert!(
-        matches!(f, SummaryFailure::Summarizer(SummarizeError::TooLarge { limit: 10_485_760, .. })),
+        matches!(
+            f,
+            SummaryFailure::Summarizer(SummarizeError::TooLarge {
+                limit: 10_485_760,
+                ..
+            })
+        ),
         "{f:?}"
     );
 }
@@ -511,7 +563,10 @@ fn a_command_that_writes_invalid_utf8_is_refused() {
     // "ok " then the byte 0xFF: invalid at byte 3.
     let f = failing("printf 'ok \\377'", 10_000);
     assert!(
-        matches!(f, SummaryFailure::Summarizer(SummarizeError::InvalidUtf8 { at: 3, .. })),
+        matches!(
+            f,
+            SummaryFailure::Summarizer(SummarizeError::InvalidUtf8 { at: 3, .. })
+        ),
         "{f:?}"
     );
 }
@@ -528,12 +583,25 @@ fn the_digest_is_deterministic_bounded_and_folds() {
         Message::assistant("It is in transit."),
         Message::user(said("next", 30)),
     ];
-    let c = Compaction::new(DigestSummarizer::new()).max_tokens(40).unwrap();
+    let c = Compaction::new(DigestSummarizer::new())
+        .max_tokens(40)
+        .unwrap();
     let o = opts(80, c);
     let a = trim(&msgs, &o).unwrap();
     let b = trim(&msgs, &o).unwrap();
-    let text = a.summary.as_ref().unwrap().summary.as_ref().unwrap().text().to_string();
-    assert_eq!(text, "- Asked: Where is order 42? Tools: track x2. Concluded: It is in transit.");
+    let text = a
+        .summary
+        .as_ref()
+        .unwrap()
+        .summary
+        .as_ref()
+        .unwrap()
+        .text()
+        .to_string();
+    assert_eq!(
+        text,
+        "- Asked: Where is order 42? Tools: track x2. Concluded: It is in transit."
+    );
     assert_eq!(text_of(&b), text);
 }
 

@@ -58,7 +58,13 @@ impl Summarizer for &'static Checking {
                 .push(format!("calls {calls:?} vs results {answered:?}"));
         }
         let text: Vec<String> = (0..self.words)
-            .map(|i| if i % 5 == 4 { "w.".to_string() } else { "w".to_string() })
+            .map(|i| {
+                if i % 5 == 4 {
+                    "w.".to_string()
+                } else {
+                    "w".to_string()
+                }
+            })
             .collect();
         Ok(text.join(" "))
     }

@@ -7,12 +7,12 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::aging::AgeToolResults;
-use crate::compact::{
-    AsyncSummarizer, Compaction, Folding, RunningSummary, SummaryReport, is_summary_message, units,
-};
 use crate::cache::error::CacheError;
 use crate::cache::profile::{CacheProfile, CacheUsage};
 use crate::cache::prompt::{Block, Frame, PromptCache};
+use crate::compact::{
+    AsyncSummarizer, Compaction, Folding, RunningSummary, SummaryReport, is_summary_message, units,
+};
 use crate::count::MessageCounter;
 use crate::error::ChatError;
 use crate::message::Message;
@@ -930,12 +930,7 @@ impl CacheSession {
                 }
             }
         }
-        let unit_of = |p: usize| {
-            plan.eligible
-                .iter()
-                .find(|e| e.pos == p)
-                .map(|e| e.unit)
-        };
+        let unit_of = |p: usize| plan.eligible.iter().find(|e| e.pos == p).map(|e| e.unit);
         let evicted = units(plan.messages, &positions, unit_of);
         let evicted_tokens = evicted
             .iter()
@@ -1488,7 +1483,11 @@ impl<'a> Plan<'a> {
     /// [`age`](Self::age), undone when it frees less than the ageing's
     /// `clear_at_least` and the window fits without it.
     fn age_at_least(&mut self, front: usize, remaining: &mut i64) -> (usize, i64) {
-        let min = self.forms.aging.as_ref().map_or(0, AgeToolResults::min_clear);
+        let min = self
+            .forms
+            .aging
+            .as_ref()
+            .map_or(0, AgeToolResults::min_clear);
         let (before_sent, before) = (self.sent.clone(), *remaining);
         let (n, saved) = self.age(front, remaining);
         if n > 0 && saved < min && before <= self.available {

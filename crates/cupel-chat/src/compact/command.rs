@@ -127,11 +127,7 @@ impl CommandSummarizer {
 
 /// Reads at most `limit` bytes of `r`, then drains it; sets `over` when
 /// there was more.
-fn read_capped(
-    mut r: impl Read,
-    limit: usize,
-    over: &AtomicBool,
-) -> Vec<u8> {
+fn read_capped(mut r: impl Read, limit: usize, over: &AtomicBool) -> Vec<u8> {
     let mut out = Vec::new();
     let mut buf = [0u8; 64 * 1024];
     loop {

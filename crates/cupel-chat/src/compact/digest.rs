@@ -97,7 +97,13 @@ impl DigestSummarizer {
         if !tools.is_empty() {
             let names: Vec<String> = tools
                 .iter()
-                .map(|(n, k)| if *k > 1 { format!("{n} x{k}") } else { n.to_string() })
+                .map(|(n, k)| {
+                    if *k > 1 {
+                        format!("{n} x{k}")
+                    } else {
+                        n.to_string()
+                    }
+                })
                 .collect();
             line.push_str(&format!(" Tools: {}.", names.join(", ")));
         }

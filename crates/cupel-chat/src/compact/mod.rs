@@ -213,7 +213,12 @@ fn line(out: &mut String, p: usize, m: &Message, names: &[(&str, &str)]) {
     };
     if m.is_tool_result() {
         let ids: Vec<String> = m.answered_ids().map(name_of).collect();
-        let _ = writeln!(out, "tool result ({}): {}", ids.join(", "), one_line(&m.text()));
+        let _ = writeln!(
+            out,
+            "tool result ({}): {}",
+            ids.join(", "),
+            one_line(&m.text())
+        );
         return;
     }
     let text = one_line(&m.content.texts().join(" "));
@@ -222,7 +227,12 @@ fn line(out: &mut String, p: usize, m: &Message, names: &[(&str, &str)]) {
         let _ = write!(out, " {text}");
     }
     for c in m.calls() {
-        let _ = write!(out, " [called {}({})]", c.name, one_line(&c.arguments_text()));
+        let _ = write!(
+            out,
+            " [called {}({})]",
+            c.name,
+            one_line(&c.arguments_text())
+        );
     }
     for part in m.content.parts() {
         if let Part::ToolResult(r) = part {
@@ -402,7 +412,10 @@ pub struct Compaction {
 impl fmt::Debug for Compaction {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Compaction")
-            .field("summarizer", &self.summarizer.as_ref().map(|s| s.describe()))
+            .field(
+                "summarizer",
+                &self.summarizer.as_ref().map(|s| s.describe()),
+            )
             .field("max_tokens", &self.max_tokens)
             .field("oversize", &self.oversize)
             .field("previous", &self.previous)
@@ -580,9 +593,17 @@ impl fmt::Display for SummaryReport {
                     crate::trim::group_digits(s.tokens()),
                 )?;
                 if let Some(from) = cut_from {
-                    write!(f, ", cut at a sentence from {}", crate::trim::group_digits(*from))?;
+                    write!(
+                        f,
+                        ", cut at a sentence from {}",
+                        crate::trim::group_digits(*from)
+                    )?;
                 }
-                write!(f, " of {} reserved)", crate::trim::group_digits(self.reserve))
+                write!(
+                    f,
+                    " of {} reserved)",
+                    crate::trim::group_digits(self.reserve)
+                )
             }
             (SummaryStatus::Failed(why), prev) => write!(
                 f,
@@ -593,7 +614,9 @@ impl fmt::Display for SummaryReport {
                     Some(p) => format!(
                         "the previous summary ({} tokens{}) stays",
                         crate::trim::group_digits(p.tokens()),
-                        p.turn.map(|t| format!(", made at turn {t}")).unwrap_or_default()
+                        p.turn
+                            .map(|t| format!(", made at turn {t}"))
+                            .unwrap_or_default()
                     ),
                     None => "the window has no summary".to_string(),
                 }
@@ -604,7 +627,9 @@ impl fmt::Display for SummaryReport {
                 crate::trim::group_digits(s.tokens()),
                 s.covers,
                 s.through.map_or("?".into(), |t| t.to_string()),
-                s.turn.map(|t| format!(", made at turn {t}")).unwrap_or_default()
+                s.turn
+                    .map(|t| format!(", made at turn {t}"))
+                    .unwrap_or_default()
             ),
             (_, None) => write!(f, "summary: none (nothing evicted)"),
         }

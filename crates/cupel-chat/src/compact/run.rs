@@ -131,7 +131,11 @@ impl<'a> Folding<'a> {
             // the fallback keeps the type's rules anyway.
             summary: Summary::new(text, tokens.max(0))
                 .unwrap_or_else(|_| Summary::new("-", 0).expect("non-empty text")),
-            through: evicted.iter().copied().max().or(prev.and_then(|p| p.through)),
+            through: evicted
+                .iter()
+                .copied()
+                .max()
+                .or(prev.and_then(|p| p.through)),
             positions: evicted.to_vec(),
             covers: prev.map_or(0, |p| p.covers).saturating_add(messages),
             original_tokens: prev

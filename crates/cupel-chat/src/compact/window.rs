@@ -103,7 +103,11 @@ fn folding<'a>(
 }
 
 /// The trim without its compaction, at the budget less the reserve.
-fn inner<'a>(messages: &'a [Message], opts: &Trim, c: &Compaction) -> Result<Trimmed<'a>, Failed<'a>> {
+fn inner<'a>(
+    messages: &'a [Message],
+    opts: &Trim,
+    c: &Compaction,
+) -> Result<Trimmed<'a>, Failed<'a>> {
     let max = opts.max_tokens();
     if max > 0 && c.max_tokens >= max {
         return Err(ChatError::SummaryReserve {
@@ -114,7 +118,23 @@ fn inner<'a>(messages: &'a [Message], opts: &Trim, c: &Compaction) -> Result<Tri
     }
     let mut plain = opts.clone().with_max_tokens(max - c.max_tokens);
     plain.compaction = None;
-    let mut out = run::run(messages, &plain)?;
+    let mut out = run::run(messages, &plain).map_err(|mut f| {
+        // Said against the caller's budget: what the reserve took is named.
+        if let ChatError::PinnedOverBudget {
+            total, max_tokens, ..
+        } = &mut f.error
+        {
+            if *total <= max {
+                f.error = ChatError::SummaryReserve {
+                    reserve: c.max_tokens,
+                    max_tokens: max,
+                };
+            } else {
+                *max_tokens = max;
+            }
+        }
+        f
+    })?;
     out.tokens.max_tokens = max;
     Ok(out)
 }
