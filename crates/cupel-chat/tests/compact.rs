@@ -4,7 +4,7 @@
 //! comments. The summary message is `[Summary of the earlier conversation]`
 //! (5 words) on its first line, then the summariser's text: a summary of
 //! `n` words costs `1 + 5 + n` tokens.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::sync::Mutex;
 use std::time::Duration;

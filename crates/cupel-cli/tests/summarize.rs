@@ -1,7 +1,7 @@
 //! `cupel chat --summarize` / `--summarize-with`: the running summary on
 //! the command line, with and without a state file.
 #![cfg(feature = "chat")]
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod common;
 

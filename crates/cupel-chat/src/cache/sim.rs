@@ -7,6 +7,7 @@ use crate::cache::error::CacheError;
 use crate::cache::profile::{CacheProfile, CacheUsage};
 use crate::cache::prompt::{Block, Frame, PromptCache};
 use crate::cache::session::CacheSession;
+use crate::compact::{Compaction, Folding, RunningSummary, SummaryReport, units};
 use crate::error::ChatError;
 use crate::message::{Message, Role};
 use crate::trim::{Decision, Trim, trim};
@@ -25,6 +26,19 @@ pub enum SimStrategy {
     ChatTrim,
     /// A [`CacheSession`] carried across the turns.
     CacheAware,
+    /// The same session with compaction ([`CacheSession::summarize`]):
+    /// what its cuts remove is folded into a running summary after the
+    /// pinned prefix, changed only at a cut. Run when the options carry a
+    /// [`Compaction`](crate::Compaction) ([`Trim::summarize`]).
+    CacheAwareSummary,
+    /// Summarise on every request, in the style of LangChain's
+    /// `SummarizationMiddleware`: once the request is over its trigger (the
+    /// budget, in tokens), everything but the newest 20 messages (its
+    /// documented `keep` default, fewer when they do not fit; never
+    /// splitting a tool call from its results) is folded into the summary
+    /// again, so the summary and the front move with each request. Run
+    /// when the options carry a [`Compaction`](crate::Compaction).
+    SummarizeEvery,
 }
 
 impl SimStrategy {
@@ -35,12 +49,20 @@ impl SimStrategy {
         SimStrategy::CacheAware,
     ];
 
-    /// `newest-messages`, `chat-trim`, `cache-aware`.
+    /// The two compaction strategies, run after [`ALL`](Self::ALL) when
+    /// the options carry a [`Compaction`](crate::Compaction).
+    pub const SUMMARY: [SimStrategy; 2] =
+        [SimStrategy::CacheAwareSummary, SimStrategy::SummarizeEvery];
+
+    /// `newest-messages`, `chat-trim`, `cache-aware`, `aware+summary`,
+    /// `summarize-every`.
     pub fn as_str(self) -> &'static str {
         match self {
             SimStrategy::NewestMessages => "newest-messages",
             SimStrategy::ChatTrim => "chat-trim",
             SimStrategy::CacheAware => "cache-aware",
+            SimStrategy::CacheAwareSummary => "aware+summary",
+            SimStrategy::SummarizeEvery => "summarize-every",
         }
     }
 }
@@ -345,6 +367,13 @@ pub fn simulate_with(
     if max <= 0 {
         return Err(ChatError::InvalidBudget { max_tokens: max }.into());
     }
+    let compaction = opts.compaction.clone();
+    let mut plain = opts.clone();
+    plain.compaction = None;
+    let opts = &plain;
+    // The compacting session: the caller's, before its first turn, with
+    // the compaction.
+    let mut summary_session = compaction.clone().map(|c| session.clone().summarize(c));
     let unlimited = opts.clone().with_max_tokens(i64::MAX / 4).report(false);
     let full = trim(messages, &unlimited)?;
     let tokens: Vec<i64> = full.rows.iter().map(|r| r.tokens).collect();
@@ -369,10 +398,16 @@ pub fn simulate_with(
         per_turn: opts.clone().report(false),
         profile: &profile,
         max,
+        compaction: compaction.as_ref(),
     };
     let mut runs = Vec::new();
     for strategy in SimStrategy::ALL {
         runs.push(replay.run(strategy, &mut session)?);
+    }
+    if let Some(s) = summary_session.as_mut() {
+        for strategy in SimStrategy::SUMMARY {
+            runs.push(replay.run(strategy, s)?);
+        }
     }
     Ok(Simulation {
         profile,
@@ -380,6 +415,11 @@ pub fn simulate_with(
         runs,
     })
 }
+
+/// LangChain `SummarizationMiddleware`'s documented default `keep`: the
+/// last 20 messages (reference.langchain.com, `SummarizationMiddlewareOptions.keep`,
+/// "Defaults to keeping last 20 messages", read 2026-11-27).
+const LANGCHAIN_KEEP_MESSAGES: usize = 20;
 
 /// One replay of a transcript's requests: what every strategy shares.
 struct Replay<'a> {
@@ -393,10 +433,12 @@ struct Replay<'a> {
     per_turn: Trim,
     profile: &'a CacheProfile,
     max: i64,
+    compaction: Option<&'a Compaction>,
 }
 
-/// A request's window: its positions, usage, note and low-water mark.
-type Windowed = (Vec<usize>, CacheUsage, Option<String>, i64);
+/// A request's window: its positions, usage, note, low-water mark and the
+/// tokens of a summary in it (not an input message).
+type Windowed = (Vec<usize>, CacheUsage, Option<String>, i64, i64);
 
 impl Replay<'_> {
     /// Every request under `strategy`; a request that cannot be windowed is
@@ -416,16 +458,27 @@ impl Replay<'_> {
         let (mut total, mut cost, mut failed) = (CacheUsage::default(), 0.0, 0usize);
         // The cache-aware session's last turn: (request index, its number).
         let mut last_turn: Option<(usize, usize)> = None;
+        let mut summary: (Option<RunningSummary>, usize) = (None, 0);
         for (k, &end) in self.ends.iter().enumerate() {
             let windowed = match strategy {
                 SimStrategy::NewestMessages => self.newest(end, &mut sender),
                 SimStrategy::ChatTrim => self.chat_trim(k, end, &mut sender)?,
-                SimStrategy::CacheAware => {
+                SimStrategy::SummarizeEvery => {
+                    self.summarize_every(k, end, &mut sender, &mut summary)?
+                }
+                SimStrategy::CacheAware | SimStrategy::CacheAwareSummary => {
                     let request = &self.messages[..end];
                     match session.next(request) {
                         Ok(t) => {
                             last_turn = Some((k, t.turn));
-                            Ok((t.positions.clone(), t.usage, Some(t.explain()), t.low_water))
+                            let extra = t.summary.as_ref().map_or(0, SummaryReport::tokens);
+                            Ok((
+                                t.positions.clone(),
+                                t.usage,
+                                Some(t.explain()),
+                                t.low_water,
+                                extra,
+                            ))
                         }
                         Err(CacheError::Chat(e)) if is_window_failure(&e) => {
                             // This request takes a number; the next one the one after.
@@ -472,8 +525,122 @@ impl Replay<'_> {
             let win: Vec<Block> = positions.iter().map(|&p| self.blocks[p]).collect();
             let pinned = positions.iter().filter(|&&p| self.pinned_at[p]).count();
             let u = sender.send(&win, pinned);
-            (positions, u, None, 0)
+            (positions, u, None, 0, 0)
         })
+    }
+
+    /// The LangChain-style summarising strategy for request `k` (ending at
+    /// `end`): `state` is the summary and the front the middleware's
+    /// state holds after its last summary.
+    fn summarize_every(
+        &self,
+        k: usize,
+        end: usize,
+        sender: &mut Sender,
+        state: &mut (Option<RunningSummary>, usize),
+    ) -> Result<Result<Windowed, ChatError>, CacheError> {
+        let Some(c) = self.compaction else {
+            return Ok(Err(ChatError::InvalidBudget {
+                max_tokens: self.max,
+            }));
+        };
+        let request = &self.messages[..end];
+        let unlimited = self.per_turn.clone().with_max_tokens(i64::MAX / 4);
+        let full = match trim(request, &unlimited) {
+            Ok(f) => f,
+            Err(e) if is_window_failure(&e) => return Ok(Err(e)),
+            Err(e) => return Err(at(k, end, e)),
+        };
+        let pinned: Vec<usize> = full
+            .positions
+            .iter()
+            .copied()
+            .filter(|&p| self.pinned_at[p])
+            .collect();
+        let conv: Vec<usize> = full
+            .positions
+            .iter()
+            .copied()
+            .filter(|&p| !self.pinned_at[p])
+            .collect();
+        let sum = |ps: &[usize]| {
+            ps.iter()
+                .fold(0i64, |a, &p| a.saturating_add(self.tokens[p]))
+        };
+        let fixed = self.overhead.saturating_add(sum(&pinned));
+        // The middleware's state: the summary, then the messages from the
+        // front on.
+        let mut first = conv.partition_point(|&p| p < state.1);
+        let now = state.0.as_ref().map_or(0, RunningSummary::tokens);
+        let mut report = None;
+        if fixed
+            .saturating_add(now)
+            .saturating_add(sum(&conv[first..]))
+            > self.max
+        {
+            // The trigger: keep the newest 20 messages (fewer when they do
+            // not fit), starting where no tool result loses its call.
+            let starts = |i: usize| {
+                let m = &request[conv[i]];
+                m.answered_ids().next().is_none() && !m.is_tool_result()
+            };
+            let room = self.max - fixed - c.max_tokens;
+            let mut cut = conv
+                .len()
+                .saturating_sub(LANGCHAIN_KEEP_MESSAGES)
+                .max(first);
+            while cut < conv.len() && (!starts(cut) || sum(&conv[cut..]) > room) {
+                cut += 1;
+            }
+            if cut >= conv.len() {
+                let newest = conv.last().copied().unwrap_or(0);
+                return Ok(Err(ChatError::NothingFits {
+                    position: newest,
+                    label: request[newest].label(),
+                    last_position: newest,
+                    unit_messages: 1,
+                    whole_conversation: conv.len() == 1,
+                    unit_tokens: sum(&conv[conv.len().saturating_sub(1)..]),
+                    available_tokens: room,
+                }));
+            }
+            let evicted = units(request, &conv[first..cut], |_| None);
+            let folding = Folding {
+                format: self.per_turn.format(),
+                counter: self.per_turn.make_counter()?,
+                pinned: pinned.iter().map(|&p| request[p].clone()).collect(),
+                compaction: c,
+                previous: state.0.clone(),
+                evicted_tokens: sum(&conv[first..cut]),
+                evicted,
+                turn: Some(k + 1),
+                at: pinned.len(),
+            };
+            let r = folding.run();
+            // A fold that failed leaves the summary; the messages go anyway
+            // (the middleware replaces them).
+            *state = (r.summary.clone(), conv[cut]);
+            first = cut;
+            report = Some(r);
+        }
+        let pins: Vec<Message> = pinned.iter().map(|&p| request[p].clone()).collect();
+        let summary_message = state
+            .0
+            .as_ref()
+            .map(|s| s.message(self.per_turn.format(), &pins));
+        let mut blocks: Vec<Block> = pinned.iter().map(|&p| self.blocks[p]).collect();
+        let extra = state.0.as_ref().map_or(0, RunningSummary::tokens);
+        if let Some(m) = &summary_message {
+            blocks.push(Block::of(m, extra, self.per_turn.format()));
+        }
+        blocks.extend(conv[first..].iter().map(|&p| self.blocks[p]));
+        let u = sender.send(&blocks, pinned.len());
+        let positions: Vec<usize> = pinned
+            .into_iter()
+            .chain(conv[first..].iter().copied())
+            .collect();
+        let note = report.map(|r| r.to_string());
+        Ok(Ok((positions, u, note, 0, extra)))
     }
 
     /// The chat trim's window for request `k` (ending at `end`); `Err` of
@@ -490,7 +657,7 @@ impl Replay<'_> {
                 // The pinned prefix: the prompts, and a pinned task.
                 let pinned = out.rows.iter().filter(|r| r.decision.is_pinned()).count();
                 let u = sender.send(&win, pinned);
-                Ok(Ok((out.positions, u, None, 0)))
+                Ok(Ok((out.positions, u, None, 0, 0)))
             }
             Err(e) if is_window_failure(&e) => Ok(Err(e)),
             Err(e) => Err(at(k, end, e)),
@@ -503,13 +670,15 @@ impl Replay<'_> {
             .iter()
             .fold(self.overhead, |a, &t| a.saturating_add(t));
         match windowed {
-            Ok((positions, usage, note, low_water)) => SimTurn {
+            Ok((positions, usage, note, low_water, extra)) => SimTurn {
                 turn: k + 1,
                 end,
-                window_messages: positions.len(),
+                window_messages: positions.len() + usize::from(extra > 0),
                 window_tokens: positions
                     .iter()
-                    .fold(self.overhead, |a, &p| a.saturating_add(self.tokens[p])),
+                    .fold(self.overhead.saturating_add(extra), |a, &p| {
+                        a.saturating_add(self.tokens[p])
+                    }),
                 history_tokens: history,
                 usage,
                 cost: self.profile.cost(&usage),

@@ -93,13 +93,16 @@ impl<'a> Folding<'a> {
         let (status, summary) = match result {
             None => (SummaryStatus::Unchanged, self.kept_previous()),
             Some(Err(why)) => (SummaryStatus::Failed(why), self.kept_previous()),
-            Some(Ok(text)) => match self.bounded(text.trim()) {
-                Ok((text, tokens, cut_from)) => {
-                    let s = self.made(text, tokens, &evicted);
-                    (SummaryStatus::Made { cut_from }, Some(s))
+            Some(Ok(text)) => {
+                match self
+                    .bounded(text.trim())
+                    .and_then(|(text, tokens, cut_from)| {
+                        Ok((self.made(text, tokens, &evicted)?, cut_from))
+                    }) {
+                    Ok((s, cut_from)) => (SummaryStatus::Made { cut_from }, Some(s)),
+                    Err(why) => (SummaryStatus::Failed(why), self.kept_previous()),
                 }
-                Err(why) => (SummaryStatus::Failed(why), self.kept_previous()),
-            },
+            }
         };
         let message = summary
             .as_ref()
@@ -123,14 +126,17 @@ impl<'a> Folding<'a> {
         Some(p)
     }
 
-    fn made(&self, text: String, tokens: i64, evicted: &[usize]) -> RunningSummary {
+    fn made(
+        &self,
+        text: String,
+        tokens: i64,
+        evicted: &[usize],
+    ) -> Result<RunningSummary, SummaryFailure> {
         let prev = self.previous.as_ref();
         let messages = evicted.len();
-        RunningSummary {
-            // `text` is non-empty and `tokens` a count: this cannot fail;
-            // the fallback keeps the type's rules anyway.
-            summary: Summary::new(text, tokens.max(0))
-                .unwrap_or_else(|_| Summary::new("-", 0).expect("non-empty text")),
+        Ok(RunningSummary {
+            // `text` is non-empty (checked) and `tokens` a count.
+            summary: Summary::new(text, tokens.max(0)).map_err(|_| SummaryFailure::Empty)?,
             through: evicted
                 .iter()
                 .copied()
@@ -143,7 +149,7 @@ impl<'a> Folding<'a> {
                 .saturating_add(self.evicted_tokens),
             folds: prev.map_or(0, |p| p.folds).saturating_add(1),
             turn: self.turn,
-        }
+        })
     }
 
     /// `text` within the bound: as it is, cut at a sentence, or refused.
