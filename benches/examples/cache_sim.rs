@@ -62,9 +62,10 @@ fn compaction(title: &str, doc: &Transcript, max: i64) {
         cost(SimStrategy::SummarizeEvery),
     );
     println!(
-        "aware+summary / cache-aware: {:.3}x (target <= 1.1x); aware+summary / summarize-every: {:.3}x (target <= 0.5x)",
+        "aware+summary / cache-aware: {:.3}x (target <= 1.1x); aware+summary / summarize-every: {:.3}x (target <= 0.5x); aware+summary / langchain-state: {:.3}x",
         with / aware,
-        with / every
+        with / every,
+        with / cost(SimStrategy::SummarizationMiddleware)
     );
     if !doc
         .messages()

@@ -32,13 +32,21 @@ pub enum SimStrategy {
     /// [`Compaction`](crate::Compaction) ([`Trim::summarize`]).
     CacheAwareSummary,
     /// Summarise on every request, in the style of LangChain's
-    /// `SummarizationMiddleware`: once the request is over its trigger (the
-    /// budget, in tokens), everything but the newest 20 messages (its
-    /// documented `keep` default, fewer when they do not fit; never
-    /// splitting a tool call from its results) is folded into the summary
-    /// again, so the summary and the front move with each request. Run
-    /// when the options carry a [`Compaction`](crate::Compaction).
+    /// `SummarizationMiddleware` applied to the whole history each request:
+    /// once the history is over the trigger (the budget, in tokens),
+    /// everything but the newest 20 messages (its documented `keep`
+    /// default, fewer when they do not fit; never starting at a tool
+    /// result) is folded into the summary, so the summary and the front
+    /// move with every request. Run when the options carry a
+    /// [`Compaction`](crate::Compaction).
     SummarizeEvery,
+    /// LangChain's `SummarizationMiddleware` with its state: the same
+    /// trigger and keep, but after a summary the state holds only the
+    /// summary and the kept messages, so the next trigger comes when they
+    /// and the new messages exceed the budget (between triggers the prefix
+    /// is stable). Run when the options carry a
+    /// [`Compaction`](crate::Compaction).
+    SummarizationMiddleware,
 }
 
 impl SimStrategy {
@@ -51,11 +59,14 @@ impl SimStrategy {
 
     /// The two compaction strategies, run after [`ALL`](Self::ALL) when
     /// the options carry a [`Compaction`](crate::Compaction).
-    pub const SUMMARY: [SimStrategy; 2] =
-        [SimStrategy::CacheAwareSummary, SimStrategy::SummarizeEvery];
+    pub const SUMMARY: [SimStrategy; 3] = [
+        SimStrategy::CacheAwareSummary,
+        SimStrategy::SummarizeEvery,
+        SimStrategy::SummarizationMiddleware,
+    ];
 
     /// `newest-messages`, `chat-trim`, `cache-aware`, `aware+summary`,
-    /// `summarize-every`.
+    /// `summarize-every`, `langchain-state`.
     pub fn as_str(self) -> &'static str {
         match self {
             SimStrategy::NewestMessages => "newest-messages",
@@ -63,6 +74,7 @@ impl SimStrategy {
             SimStrategy::CacheAware => "cache-aware",
             SimStrategy::CacheAwareSummary => "aware+summary",
             SimStrategy::SummarizeEvery => "summarize-every",
+            SimStrategy::SummarizationMiddleware => "langchain-state",
         }
     }
 }
@@ -464,7 +476,10 @@ impl Replay<'_> {
                 SimStrategy::NewestMessages => self.newest(end, &mut sender),
                 SimStrategy::ChatTrim => self.chat_trim(k, end, &mut sender)?,
                 SimStrategy::SummarizeEvery => {
-                    self.summarize_every(k, end, &mut sender, &mut summary)?
+                    self.summarize_every(k, end, &mut sender, &mut summary, false)?
+                }
+                SimStrategy::SummarizationMiddleware => {
+                    self.summarize_every(k, end, &mut sender, &mut summary, true)?
                 }
                 SimStrategy::CacheAware | SimStrategy::CacheAwareSummary => {
                     let request = &self.messages[..end];
@@ -538,6 +553,7 @@ impl Replay<'_> {
         end: usize,
         sender: &mut Sender,
         state: &mut (Option<RunningSummary>, usize),
+        stateful: bool,
     ) -> Result<Result<Windowed, ChatError>, CacheError> {
         let Some(c) = self.compaction else {
             return Ok(Err(ChatError::InvalidBudget {
@@ -569,9 +585,14 @@ impl Replay<'_> {
         };
         let fixed = self.overhead.saturating_add(sum(&pinned));
         // The middleware's state: the summary, then the messages from the
-        // front on.
-        let mut first = conv.partition_point(|&p| p < state.1);
-        let now = state.0.as_ref().map_or(0, RunningSummary::tokens);
+        // front on (stateless: the whole history every request).
+        let front = if stateful { state.1 } else { 0 };
+        let mut first = conv.partition_point(|&p| p < front);
+        let now = if stateful {
+            state.0.as_ref().map_or(0, RunningSummary::tokens)
+        } else {
+            0
+        };
         let mut report = None;
         if fixed
             .saturating_add(now)
@@ -604,21 +625,23 @@ impl Replay<'_> {
                     available_tokens: room,
                 }));
             }
-            let evicted = units(request, &conv[first..cut], |_| None);
+            // Folded: the previous summary and what left since it was made.
+            let after = state.0.as_ref().and_then(|s| s.through);
+            let new = conv[..cut].partition_point(|&p| after.is_some_and(|t| p <= t));
+            let evicted = units(request, &conv[new..cut], |_| None);
             let folding = Folding {
                 format: self.per_turn.format(),
                 counter: self.per_turn.make_counter()?,
                 pinned: pinned.iter().map(|&p| request[p].clone()).collect(),
                 compaction: c,
                 previous: state.0.clone(),
-                evicted_tokens: sum(&conv[first..cut]),
+                evicted_tokens: sum(&conv[new..cut]),
                 evicted,
                 turn: Some(k + 1),
                 at: pinned.len(),
             };
             let r = folding.run();
-            // A fold that failed leaves the summary; the messages go anyway
-            // (the middleware replaces them).
+            // A fold that failed leaves the summary (the next takes them again).
             *state = (r.summary.clone(), conv[cut]);
             first = cut;
             report = Some(r);
