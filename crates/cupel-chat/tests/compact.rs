@@ -638,3 +638,56 @@ fn ageing_in_a_session_waits_for_clear_at_least() {
     assert_eq!(run(AgeToolResults::new(1).clear_at_least(1_000)), (0, 0));
     assert_eq!(run(AgeToolResults::new(1).clear_at_least(33)), (1, 33));
 }
+
+#[test]
+fn simulate_with_a_compaction_replays_the_summary_strategies() {
+    use cupel_chat::{SimStrategy, simulate_with};
+    // chat(7) and A7: requests end before A1..A7 (S..Uk, k = 1..7).
+    let mut t = chat(7);
+    t.push(Message::assistant(said("a7", 10)));
+    let sum = leak(Counting::default());
+    let opts = Trim::openai(100)
+        .counter(Words)
+        .summarize(Compaction::new(sum).max_tokens(20).unwrap());
+    let session = CacheSession::new(Trim::openai(100).counter(Words), CacheProfile::openai())
+        .low_water(LowWater::Tokens(50));
+    let sim = simulate_with(&t, &opts, session).unwrap();
+    let names: Vec<&str> = sim.runs.iter().map(|r| r.strategy.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "newest-messages",
+            "chat-trim",
+            "cache-aware",
+            "aware+summary",
+            "summarize-every",
+            "langchain-state"
+        ]
+    );
+    let windows = |s: SimStrategy| -> Vec<i64> {
+        sim.run(s)
+            .unwrap()
+            .turns
+            .iter()
+            .map(|t| t.window_tokens)
+            .collect()
+    };
+    // The session with summaries, as in `a_session_changes_its_summary_only_when_it_cuts`:
+    // request k is S 10 + 20k - 10 = 20k: 20, 40, 60, 80 appended; 69 after
+    // the cut at request 5 (S 10 + summary 9 + 50); 89 appended; 69 after
+    // the cut at request 7.
+    assert_eq!(
+        windows(SimStrategy::CacheAwareSummary),
+        [20, 40, 60, 80, 69, 89, 69]
+    );
+    // Summarise every request: the history is 20k tokens; at request 5 it
+    // is 100, not over the trigger (the budget), so all of it goes. At 6
+    // (120) the newest 20 messages are all 11; the room after S and the
+    // 20 reserved is 70: U3..U6 (7 messages, 70) with "Summary 4
+    // messages." (9): 89. At 7 (140): U4..U7 (70), the summary refolded
+    // with #5 and #6 ("Summary 2 messages.", 9): 89 again, a new summary.
+    assert_eq!(
+        windows(SimStrategy::SummarizeEvery),
+        [20, 40, 60, 80, 100, 89, 89]
+    );
+}
