@@ -83,6 +83,22 @@ pub(crate) struct CacheSimArgs {
         allow_negative_numbers = true
     )]
     truncate_results_to: Option<i64>,
+
+    /// Also replay the compaction strategies with the offline digest
+    /// summariser: the session with summaries (aware+summary),
+    /// summarising on every request (summarize-every) and LangChain's
+    /// middleware with its state (langchain-state)
+    #[arg(long)]
+    summarize: bool,
+
+    /// The summary bound for --summarize, in tokens (default 512)
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "summarize",
+        allow_negative_numbers = true
+    )]
+    summary_max_tokens: Option<i64>,
 }
 
 fn profile(name: &str) -> Result<CacheProfile, CliError> {
@@ -260,7 +276,7 @@ fn per_request(s: &mut String, sim: &Simulation) {
     s.push_str(
         "\n(tokens; cost in base input tokens: uncached + write multiplier x written + read multiplier x read)\n\n",
     );
-    if let Some(aware) = sim.runs.last() {
+    if let Some(aware) = sim.run(SimStrategy::CacheAware) {
         for t in &aware.turns {
             if let Some(n) = t.note.as_deref().filter(|n| n.contains("removed")) {
                 s.push_str(n);
@@ -321,7 +337,17 @@ pub(crate) fn run(a: &CacheSimArgs) -> Result<String, CliError> {
     if let Some(aging) = crate::chat::aging(a.age_tool_results, a.truncate_results_to)? {
         opts = opts.age_tool_results(aging);
     }
-    let mut session = CacheSession::new(opts.clone(), profile.clone());
+    let session_opts = opts.clone();
+    if a.summarize {
+        let mut c = cupel_chat::Compaction::new(cupel_chat::DigestSummarizer::new());
+        if let Some(n) = a.summary_max_tokens {
+            c = c
+                .max_tokens(n)
+                .map_err(|e| CliError::input(format!("--summary-max-tokens: {e}")))?;
+        }
+        opts = opts.summarize(c);
+    }
+    let mut session = CacheSession::new(session_opts, profile.clone());
     if let Some(l) = a.low_water {
         session = session.low_water(LowWater::Tokens(l));
     }
