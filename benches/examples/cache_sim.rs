@@ -9,7 +9,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use cupel_benches::agent::{AGENT_SEED, agent_transcript, chat_transcript};
-use cupel_chat::{AgeToolResults, CacheProfile, SimStrategy, Transcript, Trim, simulate};
+use cupel_chat::{
+    AgeToolResults, CacheProfile, Compaction, DigestSummarizer, SimStrategy, Transcript, Trim,
+    simulate,
+};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -35,6 +38,61 @@ fn main() {
         &chat,
         max,
     );
+    println!();
+    compaction("agent transcript", &agent, max);
+    println!();
+    compaction("chat transcript", &chat, max);
+}
+
+/// Issue 52: the session with summaries against the session without and
+/// against summarising on every request; ageing at cuts against none.
+fn compaction(title: &str, doc: &Transcript, max: i64) {
+    let profile = CacheProfile::anthropic();
+    let bound = max / 40;
+    let c = Compaction::new(DigestSummarizer::new())
+        .max_tokens(bound)
+        .unwrap();
+    let sim = simulate(doc.messages(), &Trim::anthropic(max).summarize(c), &profile).unwrap();
+    println!("## {title}: compaction (digest summariser, bound {bound} tokens)");
+    print!("{}", sim.totals_table());
+    let cost = |s: SimStrategy| sim.run(s).unwrap().cost;
+    let (aware, with, every) = (
+        cost(SimStrategy::CacheAware),
+        cost(SimStrategy::CacheAwareSummary),
+        cost(SimStrategy::SummarizeEvery),
+    );
+    println!(
+        "aware+summary / cache-aware: {:.3}x (target <= 1.1x); aware+summary / summarize-every: {:.3}x (target <= 0.5x); aware+summary / langchain-state: {:.3}x",
+        with / aware,
+        with / every,
+        with / cost(SimStrategy::SummarizationMiddleware)
+    );
+    if !doc
+        .messages()
+        .iter()
+        .any(cupel_chat::Message::is_tool_result)
+    {
+        return;
+    }
+    for (name, aging) in [
+        ("aged after 2 exchanges", AgeToolResults::new(2)),
+        (
+            "aged after 2 exchanges, clear_at_least 5000",
+            AgeToolResults::new(2).clear_at_least(5_000),
+        ),
+    ] {
+        let aged = simulate(
+            doc.messages(),
+            &Trim::anthropic(max).age_tool_results(aging),
+            &profile,
+        )
+        .unwrap();
+        let a = aged.run(SimStrategy::CacheAware).unwrap().cost;
+        println!(
+            "cache-aware {name}: {a:.0} vs {aware:.0} without ageing ({:.3}x; target <= 1x)",
+            a / aware
+        );
+    }
 }
 
 fn report(title: &str, doc: &Transcript, max: i64) {

@@ -26,6 +26,8 @@ pub struct AgeToolResults {
     truncate_to: i64,
     /// `None`: the default template.
     placeholder: Option<Placeholder>,
+    /// A session ages at a cut only when that frees at least this many tokens.
+    clear_at_least: i64,
 }
 
 /// The default placeholder template.
@@ -40,7 +42,25 @@ impl AgeToolResults {
             after_exchanges,
             truncate_to: 200,
             placeholder: None,
+            clear_at_least: 0,
         }
+    }
+
+    /// In a [`CacheSession`](crate::CacheSession): shorten results at a cut
+    /// only when the cut's shortening frees at least `tokens` in all
+    /// (default 0: whenever it frees any), in the spirit of Anthropic's
+    /// context-management `clear_at_least`: a shortening that frees little
+    /// still costs the rewrite of everything after it, so below the
+    /// threshold the results are left whole. Negative values count as 0.
+    /// A stateless [`trim`](crate::trim) ignores it.
+    pub fn clear_at_least(mut self, tokens: i64) -> Self {
+        self.clear_at_least = tokens.max(0);
+        self
+    }
+
+    /// The threshold of [`clear_at_least`](Self::clear_at_least).
+    pub fn min_clear(&self) -> i64 {
+        self.clear_at_least
     }
 
     /// The size of the head+tail form, in message tokens (the message's

@@ -37,6 +37,17 @@ pub enum ChatError {
         /// The budget given.
         max_tokens: i64,
     },
+    /// The running summary's bound leaves no budget for the conversation
+    /// (see [`Compaction::max_tokens`](crate::Compaction::max_tokens)).
+    #[error(
+        "the summary's bound of {reserve} tokens leaves no room for the pinned messages and the conversation within max_tokens {max_tokens}; lower the bound or raise the budget"
+    )]
+    SummaryReserve {
+        /// The summary bound held back.
+        reserve: i64,
+        /// The budget.
+        max_tokens: i64,
+    },
     /// What must always be sent (pinned prompts, tool definitions, reply
     /// priming) is larger than the budget.
     #[error(
@@ -111,6 +122,14 @@ pub enum ChatError {
         /// What was left for the conversation.
         available_tokens: i64,
     },
+    /// A recall window ([`Trim::recall`](crate::Trim::recall)) was asked
+    /// to fold a running summary too ([`Trim::summarize`](crate::Trim::summarize)):
+    /// both place one message after the pinned prefix, and combining them
+    /// is not specified yet.
+    #[error(
+        "a recall window cannot also keep a running summary: use recall or a summary, not both"
+    )]
+    RecallWithSummary,
     /// A recall option ([`RecallOptions`](crate::RecallOptions)) is out
     /// of range.
     #[error("recall {option} must be {expected}, got {value}")]

@@ -16,7 +16,7 @@
 //!   cached system prompt), and its conversation must start with a user
 //!   turn, which the synthesized message now does. Anthropic combines
 //!   consecutive user turns into one turn (Messages API reference,
-//!   <https://docs.anthropic.com/en/api/messages>, read 2026-11-27), so a
+//!   <https://docs.claude.com/en/api/messages>, read 2026-11-27), so a
 //!   user message before it (a pinned task) or after it (the window's first
 //!   user message) is accepted; what Anthropic refuses in a combined turn
 //!   is `tool_result` blocks after other content, so the message is never

@@ -63,6 +63,7 @@
 
 mod aging;
 mod cache;
+mod compact;
 #[cfg(feature = "async-openai")]
 mod compat;
 mod count;
@@ -82,6 +83,12 @@ pub use cache::{
     PrefixBreak, PromptCache, SimStrategy, SimTurn, Simulation, StrategyRun, apply_breakpoints,
     cache_marker_paths, count_cache_markers, plan_breakpoints, request_ends, simulate,
     simulate_with,
+};
+pub use compact::{
+    AsyncSummarizer, CommandSummarizer, Compaction, DEFAULT_COMMAND_TIMEOUT,
+    DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_SUMMARY_TOKENS, DigestSummarizer, Evicted, Oversize,
+    RunningSummary, SUMMARY_HEADER, SummarizeError, Summarizer, SummaryFailure, SummaryFuture,
+    SummaryInput, SummaryReport, SummaryStatus, trim_summarized_async,
 };
 #[cfg(feature = "async-openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]

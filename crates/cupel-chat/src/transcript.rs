@@ -583,16 +583,34 @@ impl Transcript {
     /// The window `out` made of this document (by [`trim`](crate::trim)
     /// of its messages, or [`trim_transcript`](crate::trim_transcript)),
     /// as a transcript: the kept messages in the forms sent.
+    /// A running summary ([`Trim::summarize`](crate::Trim::summarize)) is
+    /// in it, right after the pinned prefix.
     pub fn window_of(&self, out: &crate::Trimmed<'_>) -> Transcript {
         let mut w = self.window(&out.positions, &out.shortened);
-        if let Some((at, m)) = out.recall_message() {
-            let at = at.min(w.messages.len());
-            w.messages.insert(at, m.clone());
-            if w.source.is_some() {
-                w.origins.insert(at.min(w.origins.len()), Origin::New);
-            }
+        // A running summary or a recall window's context message (never
+        // both: `Trim::recall` refuses a compaction).
+        if let Some((at, m)) = crate::compact::placed(out).or_else(|| out.recall_message()) {
+            w.insert_new(at, m.clone());
         }
         w
+    }
+
+    /// Inserts `message` at index `at` (clamped to the end): a message not
+    /// read from the text (such as a running summary, placed with
+    /// [`inject`](crate::inject)), written afresh while every message read
+    /// stays byte for byte.
+    pub fn insert_message(&mut self, at: usize, message: Message) {
+        self.insert_new(at, message);
+    }
+
+    /// Inserts a message Cupel made (not read from the text) at `at`.
+    pub(crate) fn insert_new(&mut self, at: usize, message: Message) {
+        let at = at.min(self.messages.len());
+        self.messages.insert(at, message);
+        if self.source.is_some() {
+            let at = at.min(self.origins.len());
+            self.origins.insert(at, Origin::New);
+        }
     }
 
     /// The window `out` made of this document as JSON text, as
@@ -614,7 +632,7 @@ impl Transcript {
         if self.source.is_none() {
             return self.window_of(out).to_json();
         }
-        let mut entries: Vec<Entry<'_>> = out
+        let entries: Vec<Entry<'_>> = out
             .positions
             .iter()
             .filter_map(|&p| {
@@ -629,7 +647,8 @@ impl Transcript {
                 })
             })
             .collect();
-        if let Some((at, m)) = out.recall_message() {
+        let mut entries = entries;
+        if let Some((at, m)) = crate::compact::placed(out).or_else(|| out.recall_message()) {
             entries.insert(at.min(entries.len()), Entry::New(m));
         }
         self.render(&entries)

@@ -97,6 +97,22 @@ pub(crate) struct CacheSimArgs {
     /// newest turns, in (0, 1] (default 0.5)
     #[arg(long, value_name = "SHARE", requires = "recall")]
     recall_share: Option<f64>,
+
+    /// Also replay the compaction strategies with the offline digest
+    /// summariser: the session with summaries (aware+summary),
+    /// summarising on every request (summarize-every) and LangChain's
+    /// middleware with its state (langchain-state)
+    #[arg(long)]
+    summarize: bool,
+
+    /// The summary bound for --summarize, in tokens (default 512)
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "summarize",
+        allow_negative_numbers = true
+    )]
+    summary_max_tokens: Option<i64>,
 }
 
 fn profile(name: &str) -> Result<CacheProfile, CliError> {
@@ -111,6 +127,10 @@ pub(crate) fn map_cache_err(e: CacheError, input: &str) -> CliError {
         CacheError::Chat(
             c @ (ChatError::PinnedOverBudget { .. } | ChatError::NothingFits { .. }),
         ) => CliError::selection(c.to_string()).hint("raise --max-tokens"),
+        CacheError::Chat(c @ ChatError::SummaryReserve { .. }) => {
+            CliError::selection(c.to_string())
+                .hint("lower --summary-max-tokens, or raise --max-tokens")
+        }
         CacheError::Request { ref source, .. } => request_error(&e, source, input),
         CacheError::Chat(c @ (ChatError::Json { .. } | ChatError::Shape { .. })) => {
             CliError::input(format!("{input}: {c}"))
@@ -270,7 +290,7 @@ fn per_request(s: &mut String, sim: &Simulation) {
     s.push_str(
         "\n(tokens; cost in base input tokens: uncached + write multiplier x written + read multiplier x read)\n\n",
     );
-    if let Some(aware) = sim.runs.last() {
+    if let Some(aware) = sim.run(SimStrategy::CacheAware) {
         for t in &aware.turns {
             if let Some(n) = t.note.as_deref().filter(|n| n.contains("removed")) {
                 s.push_str(n);
@@ -338,7 +358,17 @@ pub(crate) fn run(a: &CacheSimArgs) -> Result<String, CliError> {
         }
         opts = opts.recall(r);
     }
-    let mut session = CacheSession::new(opts.clone(), profile.clone());
+    let session_opts = opts.clone();
+    if a.summarize {
+        let mut c = cupel_chat::Compaction::new(cupel_chat::DigestSummarizer::new());
+        if let Some(n) = a.summary_max_tokens {
+            c = c
+                .max_tokens(n)
+                .map_err(|e| CliError::input(format!("--summary-max-tokens: {e}")))?;
+        }
+        opts = opts.summarize(c);
+    }
+    let mut session = CacheSession::new(session_opts, profile.clone());
     if let Some(l) = a.low_water {
         session = session.low_water(LowWater::Tokens(l));
     }
@@ -407,6 +437,7 @@ pub(crate) fn run_with_state(
     state: &str,
     explain: bool,
     name: &str,
+    compaction: Option<cupel_chat::Compaction>,
 ) -> Result<String, CliError> {
     let profile = CacheProfile::for_request(doc.format(), &doc.body_value());
     let opts = match doc.tools() {
@@ -420,19 +451,10 @@ pub(crate) fn run_with_state(
     if let Some(g) = granularity {
         session = session.granularity(g);
     }
-    let previous = if Path::new(state).exists() {
-        let text = std::fs::read_to_string(state)
-            .map_err(|e| CliError::input(format!("cannot read state `{state}`: {e}")))?;
-        if text.trim().is_empty() {
-            None
-        } else {
-            let prev = Transcript::parse_as(&text, doc.format())
-                .map_err(|e| CliError::input(format!("state `{state}`: {e}")))?;
-            Some(prev.into_messages())
-        }
-    } else {
-        None
-    };
+    let (previous, summary) = read_state(state, doc.format())?;
+    if let Some(c) = compaction.clone() {
+        session = session.summarize(c.previous(summary));
+    }
     if let Some(p) = previous {
         session = session.resume(p);
         // The state file was written when the previous request was made:
@@ -448,14 +470,24 @@ pub(crate) fn run_with_state(
     let turn = session
         .next(doc.messages())
         .map_err(|e| map_cache_err(e, name))?;
-    // The window as sent, every kept message byte for byte as read.
-    let window = doc.window(&turn.positions, &turn.shortened);
+    // The window as sent, every kept message byte for byte as read, the
+    // running summary (if any) after the pinned prefix.
+    let mut window = doc.window(&turn.positions, &turn.shortened);
+    if let Some(r) = &turn.summary
+        && let Some(m) = &r.message
+    {
+        window.insert_message(r.at, m.clone());
+    }
     let mut saved = window.to_json();
+    if compaction.is_some() {
+        saved = state_with_summary(&saved, session.summary());
+    }
     if !saved.ends_with('\n') {
         saved.push('\n');
     }
     std::fs::write(state, saved)
         .map_err(|e| CliError::input(format!("cannot write state `{state}`: {e}")))?;
+    let failure = crate::chat::summary_failure(turn.summary.as_ref());
     if explain {
         let mut s = turn.explain();
         s.push('\n');
@@ -463,22 +495,79 @@ pub(crate) fn run_with_state(
         if turn.breakpoints.is_empty() {
             s.push_str("cache markers: none\n");
         } else {
-            // Markers are prefix lengths of the window: a marker at b goes on
-            // window message b - 1, i.e. input position positions[b - 1].
+            // Markers are prefix lengths of the window as sent: a marker at
+            // b goes on its message b - 1 (an input position, or the summary).
+            let sent = turn.sent_positions();
             let at: Vec<String> = turn
                 .breakpoints
                 .iter()
-                .filter_map(|&b| turn.positions.get(b.wrapping_sub(1)))
-                .map(|p| format!("#{p}"))
+                .filter_map(|&b| sent.get(b.wrapping_sub(1)))
+                .map(|p| p.map_or("the summary".to_string(), |p| format!("#{p}")))
                 .collect();
             s.push_str(&format!("cache markers after {}\n", at.join(", ")));
         }
-        return Ok(s);
+        return match failure {
+            Some(e) => Err(e.with_output(s)),
+            None => Ok(s),
+        };
     }
     let value = apply_breakpoints(&window, &turn.breakpoints, &profile);
     let mut s = window.json_of(&value);
     if !s.ends_with('\n') {
         s.push('\n');
     }
-    Ok(s)
+    match failure {
+        Some(e) => Err(e.with_output(s)),
+        None => Ok(s),
+    }
+}
+
+/// The state file with a running summary: `{"summary": ..., "window": ...}`,
+/// the window's text as written (byte for byte).
+fn state_with_summary(window: &str, summary: Option<&cupel_chat::RunningSummary>) -> String {
+    let summary = serde_json::to_string(&summary).unwrap_or_else(|_| "null".to_string());
+    format!(
+        "{{\"summary\": {summary},\n\"window\": {}}}",
+        window.trim_end()
+    )
+}
+
+/// The previous window and running summary of a state file: absent or
+/// empty (a first turn), a bare window document, or a window with its
+/// summary (`{"summary": ..., "window": ...}`).
+fn read_state(
+    state: &str,
+    format: cupel_chat::Format,
+) -> Result<
+    (
+        Option<Vec<cupel_chat::Message>>,
+        Option<cupel_chat::RunningSummary>,
+    ),
+    CliError,
+> {
+    if !Path::new(state).exists() {
+        return Ok((None, None));
+    }
+    let text = std::fs::read_to_string(state)
+        .map_err(|e| CliError::input(format!("cannot read state `{state}`: {e}")))?;
+    if text.trim().is_empty() {
+        return Ok((None, None));
+    }
+    let bad = |e: String| CliError::input(format!("state `{state}`: {e}"));
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    let envelope = value.get("window").is_some() && value.get("messages").is_none();
+    if !envelope {
+        let prev = Transcript::parse_as(&text, format).map_err(|e| bad(e.to_string()))?;
+        return Ok((Some(prev.into_messages()), None));
+    }
+    let summary = match value.get("summary") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(s) => Some(
+            serde_json::from_value(s.clone())
+                .map_err(|e| bad(format!("its summary is not a running summary: {e}")))?,
+        ),
+    };
+    let window = value.get("window").cloned().unwrap_or_default();
+    let prev = Transcript::from_value(window, Some(format)).map_err(|e| bad(e.to_string()))?;
+    Ok((Some(prev.into_messages()), summary))
 }

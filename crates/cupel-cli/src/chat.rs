@@ -188,7 +188,7 @@ pub(crate) struct ChatArgs {
 
     /// Recall window: newest turns up to --recall-share of the budget,
     /// then the older messages most relevant to the query (see below)
-    #[arg(long, conflicts_with = "state")]
+    #[arg(long, conflicts_with_all = ["state", "summarize", "summarize_with"])]
     recall: bool,
 
     /// The query older messages are ranked by (default: the newest user
@@ -200,6 +200,86 @@ pub(crate) struct ChatArgs {
     /// (0, 1] (default 0.5)
     #[arg(long, value_name = "SHARE", requires = "recall")]
     recall_share: Option<f64>,
+    /// Fold what leaves the window into one running summary
+    ///
+    /// The built-in summariser is an offline, deterministic digest: per
+    /// evicted exchange its date (when known), the user's request, the
+    /// tools called and the assistant's conclusion. The summary is one
+    /// message after the pinned prompts (OpenAI: system; Anthropic:
+    /// user), counted in the budget (--summary-max-tokens are held
+    /// back). With --state it changes only when the session cuts and
+    /// the state file keeps it.
+    #[arg(long, verbatim_doc_comment, conflicts_with = "summarize_with")]
+    summarize: bool,
+
+    /// Summarise with an external command (run by `sh -c`)
+    ///
+    /// It reads a JSON document on stdin (previous_summary, messages in
+    /// the transcript's format, text, max_tokens) and writes the new
+    /// summary on stdout. A non-zero exit, a timeout, more than 10 MB of
+    /// output or invalid UTF-8 is an error (exit 1) after the window is
+    /// written with the previous summary in place.
+    #[arg(long, value_name = "CMD", verbatim_doc_comment)]
+    summarize_with: Option<String>,
+
+    /// Seconds the --summarize-with command has (default 60)
+    #[arg(long, value_name = "SECS", requires = "summarize_with")]
+    summarize_timeout: Option<f64>,
+
+    /// The most tokens the summary message may hold (default 512);
+    /// a longer summary is cut after its last sentence that fits
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    summary_max_tokens: Option<i64>,
+}
+
+/// The compaction the flags ask for, if any.
+fn compaction(a: &ChatArgs) -> Result<Option<cupel_chat::Compaction>, CliError> {
+    use cupel_chat::{CommandSummarizer, Compaction, DigestSummarizer};
+    let c = match (&a.summarize_with, a.summarize) {
+        (Some(cmd), _) => {
+            let mut s = CommandSummarizer::new(cmd.clone());
+            if let Some(secs) = a.summarize_timeout {
+                if !(secs.is_finite() && secs > 0.0) {
+                    return Err(CliError::input(format!(
+                        "--summarize-timeout must be a positive number of seconds, got {secs}"
+                    )));
+                }
+                s = s.timeout(std::time::Duration::from_secs_f64(secs));
+            }
+            Compaction::new(s)
+        }
+        (None, true) => Compaction::new(DigestSummarizer::new()),
+        (None, false) => {
+            if a.summary_max_tokens.is_some() {
+                return Err(CliError::input(
+                    "--summary-max-tokens needs --summarize or --summarize-with",
+                ));
+            }
+            return Ok(None);
+        }
+    };
+    match a.summary_max_tokens {
+        Some(n) => c
+            .max_tokens(n)
+            .map(Some)
+            .map_err(|e| CliError::input(format!("--summary-max-tokens: {e}"))),
+        None => Ok(Some(c)),
+    }
+}
+
+/// The error for a summary that could not be made (the window, with the
+/// previous summary in place, is the output).
+pub(crate) fn summary_failure(report: Option<&cupel_chat::SummaryReport>) -> Option<CliError> {
+    let r = report?;
+    match &r.status {
+        cupel_chat::SummaryStatus::Failed(why) => Some(
+            CliError::selection(format!("no new summary: {why}")).hint(match &r.summary {
+                Some(_) => "the window was written with the previous summary in place; the evicted messages are folded at the next cut",
+                None => "the window was written without a summary; the evicted messages are folded at the next cut",
+            }),
+        ),
+        _ => None,
+    }
 }
 
 /// The error `cupel chat` reports for `e` (with its exit code); `cupel
@@ -214,6 +294,8 @@ pub(crate) fn map_err(e: ChatError, input: &str) -> CliError {
         }
         ChatError::PinnedOverBudget { .. } => CliError::selection(e.to_string())
             .hint("raise --max-tokens, or unpin the system prompt with --no-pin-system"),
+        ChatError::SummaryReserve { .. } => CliError::selection(e.to_string())
+            .hint("lower --summary-max-tokens, or raise --max-tokens"),
         ChatError::PinnedToolTraffic { .. } => CliError::input(format!("{input}: {e}"))
             .hint("remove the message's tool fields, or pass --no-pin-system to trim it with its tool group"),
         ChatError::NoConversation { .. } => CliError::selection(format!("{input}: {e}")).hint(
@@ -307,13 +389,17 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
         }
         opts = opts.recall(r);
     }
+    let compaction = compaction(a)?;
     if let Some(state) = &a.state {
         let g = a.granularity.map(|u| match u {
             Unit::Message => Granularity::Message,
             Unit::Exchange => Granularity::Exchange,
             Unit::Turn => Granularity::Turn,
         });
-        return crate::cache_sim::run_with_state(&doc, opts, g, state, a.explain, name);
+        return crate::cache_sim::run_with_state(&doc, opts, g, state, a.explain, name, compaction);
+    }
+    if let Some(c) = compaction {
+        opts = opts.summarize(c);
     }
     let opts = cupel_chat::document_options(&doc, &opts);
     let out = match trim_or_rows(doc.messages(), &opts) {
@@ -331,7 +417,11 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
         Err((e, _)) => return Err(map_err(e, name)),
     };
     if !a.explain {
-        return Ok(window_text(a, &doc, &out));
+        let text = window_text(a, &doc, &out);
+        return match summary_failure(out.summary.as_ref()) {
+            Some(e) => Err(e.with_output(text)),
+            None => Ok(text),
+        };
     }
     let mut s = String::new();
     header(&mut s, a, &doc, name, detected, Some(&out), calibrated);
@@ -344,6 +434,9 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
     }
     s.push('\n');
     crate::render::labelled(&mut s, "", 0, &summary(&out, doc.messages().len()));
+    if let Some(r) = &out.summary {
+        crate::render::labelled(&mut s, "", 0, &r.to_string());
+    }
     Ok(s)
 }
 

@@ -67,6 +67,7 @@ mod stage;
 #[cfg(feature = "strict")]
 #[cfg_attr(docsrs, doc(cfg(feature = "strict")))]
 pub mod strict;
+mod summary;
 mod tag;
 mod time;
 mod timestamp;
@@ -94,6 +95,7 @@ pub use stage::{
     SlicerKind, check_counted, check_finite, check_finite_scores, score_cmp_desc, score_sort_key,
     sort_by_key_stable,
 };
+pub use summary::Summary;
 pub use tag::Tag;
 pub use time::{FixedTimeProvider, ManualTimeProvider, SystemTimeProvider, TimeProvider};
 pub use timestamp::parse_timestamp;

@@ -36,32 +36,10 @@ pub struct EvictedUnit {
     pub reason: ExclusionReason,
 }
 
-/// The text a caller's summariser produced, with its token count.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Summary {
-    text: String,
-    tokens: i64,
-}
-
-impl Summary {
-    /// A summary text and its caller-counted tokens.
-    ///
-    /// # Errors
-    /// [`CupelError::EmptyContent`] for empty text;
-    /// [`CupelError::InvalidArgument`] for negative tokens.
-    pub fn new(text: impl Into<String>, tokens: i64) -> Result<Self, CupelError> {
-        let text = text.into();
-        if text.is_empty() {
-            return Err(CupelError::EmptyContent);
-        }
-        if tokens < 0 {
-            return Err(CupelError::InvalidArgument(format!(
-                "a summary cannot hold {tokens} tokens"
-            )));
-        }
-        Ok(Self { text, tokens })
-    }
-}
+/// The text a caller's summariser produced, with its token count: the
+/// one summary type of the workspace, defined in `cupel-core` (the chat
+/// path's running summary holds the same type).
+pub use cupel_core::Summary;
 
 /// What [`Pipeline::plan_summary`] found: the window without the
 /// summary, the units it evicts and the previous summary to fold.
@@ -359,10 +337,10 @@ fn summary_item(
     previous: Option<&(usize, ContextItem)>,
     evicted: &[EvictedUnit],
 ) -> Result<ContextItem, CupelError> {
-    if s.tokens > reserve {
+    if s.tokens() > reserve {
         return Err(CupelError::InvalidArgument(format!(
             "the summary holds {} tokens, more than the {reserve} reserved",
-            s.tokens
+            s.tokens()
         )));
     }
     let (mut count, mut original) = match previous {
@@ -379,7 +357,8 @@ fn summary_item(
         count += 1;
         original = original.saturating_add(item.tokens().max(0));
     }
-    ContextItem::builder(s.text, s.tokens)
+    let tokens = s.tokens();
+    ContextItem::builder(s.into_text(), tokens)
         .kind(ContextKind::MEMORY)
         .pinned(true)
         .original_tokens(original)

@@ -10,6 +10,9 @@ use crate::aging::AgeToolResults;
 use crate::cache::error::CacheError;
 use crate::cache::profile::{CacheProfile, CacheUsage};
 use crate::cache::prompt::{Block, Frame, PromptCache};
+use crate::compact::{
+    AsyncSummarizer, Compaction, Folding, RunningSummary, SummaryReport, is_summary_message, units,
+};
 use crate::count::MessageCounter;
 use crate::error::ChatError;
 use crate::message::Message;
@@ -236,8 +239,11 @@ pub struct CacheTurn<'a> {
     pub cut: Option<Cut>,
     /// The input positions the cut removed (empty without a cut), in order.
     pub removed: Vec<usize>,
-    /// Anthropic `cache_control` markers, as prefix lengths of
-    /// [`messages`](Self::messages) (see [`plan_breakpoints`](crate::plan_breakpoints)).
+    /// Anthropic `cache_control` markers, as prefix lengths of the window
+    /// as sent ([`cloned_messages`](Self::cloned_messages): the same as
+    /// [`messages`](Self::messages) unless a running summary is in it; see
+    /// [`sent_positions`](Self::sent_positions) and
+    /// [`plan_breakpoints`](crate::plan_breakpoints)).
     pub breakpoints: Vec<usize>,
     /// Expected billing of this request, if every turn of the session was sent.
     pub usage: CacheUsage,
@@ -253,6 +259,12 @@ pub struct CacheTurn<'a> {
     /// Set when the caller said ([`CacheSession::idle`]) that this request
     /// comes after the cache's lifetime: nothing is expected from the cache.
     pub expired: Option<Expiry>,
+    /// The running summary ([`CacheSession::summarize`]): what this turn
+    /// did with it and the message sent right after the pinned prefix
+    /// (not in [`messages`](Self::messages), which are input messages;
+    /// [`cloned_messages`](Self::cloned_messages) includes it). `None`
+    /// without compaction.
+    pub summary: Option<SummaryReport>,
     granularity: Granularity,
 }
 
@@ -296,8 +308,28 @@ impl CacheTurn<'_> {
     /// Owned copies of the window's messages as sent: shortened ones in
     /// their shortened form. This is what the next turn must find as the
     /// previous window (what `cupel chat --state` writes).
+    /// The running summary, if any, is in it right after the pinned prefix.
     pub fn cloned_messages(&self) -> Vec<Message> {
-        crate::trim::as_sent(&self.messages, &self.positions, &self.shortened)
+        let mut out = crate::trim::as_sent(&self.messages, &self.positions, &self.shortened);
+        if let Some(r) = &self.summary
+            && let Some(m) = &r.message
+        {
+            out.insert(r.at.min(out.len()), m.clone());
+        }
+        out
+    }
+
+    /// The input position of each message of the window as sent
+    /// ([`cloned_messages`](Self::cloned_messages)); `None` for the
+    /// running summary's message, which is in no input.
+    pub fn sent_positions(&self) -> Vec<Option<usize>> {
+        let mut out: Vec<Option<usize>> = self.positions.iter().copied().map(Some).collect();
+        if let Some(r) = &self.summary
+            && r.message.is_some()
+        {
+            out.insert(r.at.min(out.len()), None);
+        }
+        out
     }
 
     /// One line: what was kept, appended or removed and why, and the
@@ -323,6 +355,10 @@ impl CacheTurn<'_> {
     /// ```
     pub fn rows_text(&self) -> String {
         let mut out = String::new();
+        if let Some(r) = &self.summary {
+            out.push_str(&r.to_string());
+            out.push('\n');
+        }
         let mut i = 0;
         while i < self.rows.len() {
             if self.rows[i].status == CacheStatus::EarlierCut {
@@ -558,6 +594,8 @@ pub struct CacheSession {
     expired: Option<Expiry>,
     cache: PromptCache,
     memo: Memo,
+    compaction: Option<Compaction>,
+    summary: Option<RunningSummary>,
 }
 
 impl CacheSession {
@@ -578,7 +616,51 @@ impl CacheSession {
             next_turn: None,
             expired: None,
             memo: Memo::new(),
+            compaction: None,
+            summary: None,
         }
+    }
+
+    /// Folds what the session's cuts remove into one running summary
+    /// (`spec/20-prompt-cache.md`, "Compaction"). The summary changes
+    /// **only when the session cuts**: between cuts the pinned prefix, the
+    /// summary message and the kept turns stay byte-identical, so the
+    /// cached prefix holds. At a cut, the summariser folds the previous
+    /// summary and the units removed since it was made (raw units only,
+    /// each tool group whole); the compaction's bound is held back from the
+    /// budget on every turn, so the window with its summary stays within
+    /// the budget. A summariser that fails keeps the previous summary
+    /// (the turn's [`summary`](CacheTurn::summary) says so) and the units
+    /// it did not take are folded at the next cut. The compaction's
+    /// [`previous`](Compaction::previous) summary is the session's starting
+    /// point (a resumed session's, from its state).
+    ///
+    /// ```
+    /// use cupel_chat::{CacheProfile, CacheSession, Compaction, DigestSummarizer, Message, Trim};
+    /// let c = Compaction::new(DigestSummarizer::new()).max_tokens(80)?;
+    /// let mut s = CacheSession::new(Trim::openai(400), CacheProfile::openai()).summarize(c);
+    /// let mut t = vec![Message::system("Be brief.")];
+    /// let mut made = 0;
+    /// for k in 0..12 {
+    ///     t.push(Message::user(format!("Question {k}: {}", "why ".repeat(20))));
+    ///     let turn = s.next(&t)?;
+    ///     assert!(turn.window_tokens <= 400);
+    ///     made += turn.summary.as_ref().is_some_and(|r| r.is_made()) as usize;
+    ///     t.push(Message::assistant(format!("Answer {k}.")));
+    /// }
+    /// assert!(made >= 1);
+    /// assert!(s.summary().is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn summarize(mut self, compaction: Compaction) -> Self {
+        self.summary = compaction.previous.clone();
+        self.compaction = Some(compaction);
+        self
+    }
+
+    /// The running summary the last window carried (or the one resumed from).
+    pub fn summary(&self) -> Option<&RunningSummary> {
+        self.summary.as_ref()
     }
 
     /// Sets the low-water mark (default [`LowWater::Auto`]).
@@ -747,6 +829,43 @@ impl CacheSession {
     /// A turn that fails sends nothing: the session keeps its previous
     /// window and turn number for the next call.
     pub fn next<'a>(&mut self, messages: &'a [Message]) -> Result<CacheTurn<'a>, CacheError> {
+        let (plan, previous, opts) = self.prepare(messages)?;
+        let compaction = self.compaction.clone();
+        let report = match &compaction {
+            Some(c) => Some(self.folding(&plan, c, &opts)?.run()),
+            None => None,
+        };
+        self.complete(plan, previous, &opts, report)
+    }
+
+    /// [`next`](Self::next) with an async summariser: the same window,
+    /// the fold made by `summarizer` (the bound and the starting summary
+    /// from [`summarize`](Self::summarize)'s [`Compaction`], e.g.
+    /// [`Compaction::for_async`]). Without compaction it is `next`.
+    ///
+    /// # Errors
+    /// As [`next`](Self::next).
+    pub async fn next_async<'a>(
+        &mut self,
+        messages: &'a [Message],
+        summarizer: &dyn AsyncSummarizer,
+    ) -> Result<CacheTurn<'a>, CacheError> {
+        let (plan, previous, opts) = self.prepare(messages)?;
+        let compaction = self.compaction.clone();
+        let report = match &compaction {
+            Some(c) => Some(self.folding(&plan, c, &opts)?.run_async(summarizer).await),
+            None => None,
+        };
+        self.complete(plan, previous, &opts, report)
+    }
+
+    /// Phases `plan`, `locate` and `cut`; the previous window is taken for
+    /// the turn and put back if the turn fails.
+    #[allow(clippy::type_complexity)]
+    fn prepare<'a>(
+        &mut self,
+        messages: &'a [Message],
+    ) -> Result<(Plan<'a>, Option<Vec<Message>>, Trim), CacheError> {
         let opts = self.turn_options()?;
         if self.seed_pending {
             self.seed(&opts)?;
@@ -756,25 +875,100 @@ impl CacheSession {
             self.cache = PromptCache::new(self.profile.clone());
         }
         let memo = std::mem::take(&mut self.memo);
-        // The previous window is taken for the turn and put back if the
-        // turn fails, so that a retry continues from it.
         let previous = self.previous.take();
+        // The previous window without its summary message: the transcript
+        // does not hold it.
+        let conversation = previous.as_ref().map(|p| {
+            let mut p = p.clone();
+            if let Some(s) = &self.summary
+                && let Some(i) = p
+                    .iter()
+                    .position(|m| is_summary_message(m, opts.format(), s))
+            {
+                p.remove(i);
+            }
+            p
+        });
         let planned = Plan::new(self, messages, &opts, memo).and_then(|mut plan| {
-            plan.locate(previous.as_deref());
+            plan.locate(conversation.as_deref());
             if plan.conversation_tokens() > plan.available {
                 plan.cut(&opts)?;
             }
             Ok(plan)
         });
-        let mut plan = match planned {
-            Ok(plan) => plan,
+        match planned {
+            Ok(plan) => Ok((plan, previous, opts)),
             Err(e) => {
                 self.previous = previous;
-                return Err(e);
+                Err(e)
             }
-        };
-        let w = plan.window();
-        self.send(plan, w, previous, &opts)
+        }
+    }
+
+    /// The fold of this turn: the units removed since the running summary
+    /// was made, when the turn cut (none otherwise: the summary stays).
+    fn folding<'c>(
+        &self,
+        plan: &Plan<'c>,
+        c: &'c Compaction,
+        opts: &Trim,
+    ) -> Result<Folding<'c>, CacheError> {
+        let pinned: Vec<Message> = plan
+            .pinned
+            .iter()
+            .map(|&p| plan.messages[p].clone())
+            .collect();
+        let after = self.summary.as_ref().and_then(|s| s.through);
+        let mut positions: Vec<usize> = Vec::new();
+        if plan.cut.is_some() {
+            let front_pos = plan.eligible.get(plan.front).map(|e| e.pos);
+            for e in &plan.eligible[..plan.front] {
+                if Some(e.pos) != front_pos
+                    && after.is_none_or(|t| e.pos > t)
+                    && positions.last() != Some(&e.pos)
+                {
+                    positions.push(e.pos);
+                }
+            }
+        }
+        let unit_of = |p: usize| plan.eligible.iter().find(|e| e.pos == p).map(|e| e.unit);
+        let evicted = units(plan.messages, &positions, unit_of);
+        let evicted_tokens = evicted
+            .iter()
+            .flat_map(|e| e.positions.iter())
+            .map(|&p| plan.full.rows[p].tokens)
+            .fold(0i64, i64::saturating_add);
+        Ok(Folding {
+            format: opts.format(),
+            counter: opts.make_counter()?,
+            at: pinned.len(),
+            pinned,
+            compaction: c,
+            previous: self.summary.clone(),
+            evicted,
+            evicted_tokens,
+            turn: Some(self.next_turn.unwrap_or(self.turn + 1)),
+        })
+    }
+
+    /// Phase `window` with the summary in place, then [`send`](Self::send).
+    fn complete<'a>(
+        &mut self,
+        mut plan: Plan<'a>,
+        previous: Option<Vec<Message>>,
+        opts: &Trim,
+        report: Option<SummaryReport>,
+    ) -> Result<CacheTurn<'a>, CacheError> {
+        let mut w = plan.window();
+        if let Some(r) = &report {
+            if let Some(m) = &r.message {
+                let at = r.at.min(w.as_sent.len());
+                w.as_sent.insert(at, m.clone());
+                w.tokens.insert(at, r.tokens());
+            }
+            self.summary = r.summary.clone();
+        }
+        self.send(plan, w, previous, opts, report)
     }
 
     /// Bills the window, remembers it, and makes the turn.
@@ -784,6 +978,7 @@ impl CacheSession {
         w: Window<'a>,
         previous: Option<Vec<Message>>,
         opts: &Trim,
+        summary: Option<SummaryReport>,
     ) -> Result<CacheTurn<'a>, CacheError> {
         let kept_prefix = match &previous {
             Some(prev) => prev
@@ -846,6 +1041,7 @@ impl CacheSession {
             rows,
             shortened: sent.into_iter().map(|(p, f)| (p, f.0)).collect(),
             expired,
+            summary,
             granularity: self.granularity,
         })
     }
@@ -942,7 +1138,16 @@ impl<'a> Plan<'a> {
             }
             .into());
         }
-        let available = max - fixed;
+        // A session with compaction holds the summary's bound back.
+        let reserve = session.compaction.as_ref().map_or(0, |c| c.max_tokens);
+        if reserve > 0 && fixed.saturating_add(reserve) >= max {
+            return Err(ChatError::SummaryReserve {
+                reserve,
+                max_tokens: max,
+            }
+            .into());
+        }
+        let available = max - fixed - reserve;
         let low_conv = match session.low_water {
             LowWater::Auto => session.profile.default_low_water(available),
             LowWater::Tokens(t) => {
@@ -1166,7 +1371,7 @@ impl<'a> Plan<'a> {
                 .insert(pos, (form, self.eligible[new_front].tokens));
         }
         let mut remaining = self.tokens_of(new_front..n);
-        let (shortened, shortened_saved) = self.age(new_front, &mut remaining);
+        let (shortened, shortened_saved) = self.age_at_least(new_front, &mut remaining);
         if remaining > available {
             return Err(self.nothing_fits(new_front, remaining));
         }
@@ -1276,6 +1481,24 @@ impl<'a> Plan<'a> {
     /// afresh anyway, so old tool results shrink here at no cache cost,
     /// oldest first, each to the shortest form that keeps the window at or
     /// above the mark (any form while over the budget).
+    /// [`age`](Self::age), undone when it frees less than the ageing's
+    /// `clear_at_least` and the window fits without it.
+    fn age_at_least(&mut self, front: usize, remaining: &mut i64) -> (usize, i64) {
+        let min = self
+            .forms
+            .aging
+            .as_ref()
+            .map_or(0, AgeToolResults::min_clear);
+        let (before_sent, before) = (self.sent.clone(), *remaining);
+        let (n, saved) = self.age(front, remaining);
+        if n > 0 && saved < min && before <= self.available {
+            self.sent = before_sent;
+            *remaining = before;
+            return (0, 0);
+        }
+        (n, saved)
+    }
+
     fn age(&mut self, front: usize, remaining: &mut i64) -> (usize, i64) {
         let (mut shortened, mut saved) = (0usize, 0i64);
         let Some(aged) = self.forms.aged() else {

@@ -7,6 +7,7 @@ use crate::cache::error::CacheError;
 use crate::cache::profile::{CacheProfile, CacheUsage};
 use crate::cache::prompt::{Block, Frame, PromptCache};
 use crate::cache::session::CacheSession;
+use crate::compact::{Compaction, Folding, RunningSummary, SummaryReport, units};
 use crate::error::ChatError;
 use crate::message::{Message, Role};
 use crate::trim::{Decision, Trim, trim};
@@ -30,6 +31,27 @@ pub enum SimStrategy {
     /// after the pinned prompts. Replayed only when the options carry
     /// recall (not in [`ALL`](Self::ALL)).
     ChatRecall,
+    /// The same session with compaction ([`CacheSession::summarize`]):
+    /// what its cuts remove is folded into a running summary after the
+    /// pinned prefix, changed only at a cut. Run when the options carry a
+    /// [`Compaction`](crate::Compaction) ([`Trim::summarize`]).
+    CacheAwareSummary,
+    /// Summarise on every request, in the style of LangChain's
+    /// `SummarizationMiddleware` applied to the whole history each request:
+    /// once the history is over the trigger (the budget, in tokens),
+    /// everything but the newest 20 messages (its documented `keep`
+    /// default, fewer when they do not fit; never starting at a tool
+    /// result) is folded into the summary, so the summary and the front
+    /// move with every request. Run when the options carry a
+    /// [`Compaction`](crate::Compaction).
+    SummarizeEvery,
+    /// LangChain's `SummarizationMiddleware` with its state: the same
+    /// trigger and keep, but after a summary the state holds only the
+    /// summary and the kept messages, so the next trigger comes when they
+    /// and the new messages exceed the budget (between triggers the prefix
+    /// is stable). Run when the options carry a
+    /// [`Compaction`](crate::Compaction).
+    SummarizationMiddleware,
 }
 
 impl SimStrategy {
@@ -40,13 +62,25 @@ impl SimStrategy {
         SimStrategy::CacheAware,
     ];
 
-    /// `newest-messages`, `chat-trim`, `cache-aware`, `chat-recall`.
+    /// The two compaction strategies, run after [`ALL`](Self::ALL) when
+    /// the options carry a [`Compaction`](crate::Compaction).
+    pub const SUMMARY: [SimStrategy; 3] = [
+        SimStrategy::CacheAwareSummary,
+        SimStrategy::SummarizeEvery,
+        SimStrategy::SummarizationMiddleware,
+    ];
+
+    /// `newest-messages`, `chat-trim`, `cache-aware`, `chat-recall`,
+    /// `aware+summary`, `summarize-every`, `langchain-state`.
     pub fn as_str(self) -> &'static str {
         match self {
             SimStrategy::NewestMessages => "newest-messages",
             SimStrategy::ChatTrim => "chat-trim",
             SimStrategy::CacheAware => "cache-aware",
             SimStrategy::ChatRecall => "chat-recall",
+            SimStrategy::CacheAwareSummary => "aware+summary",
+            SimStrategy::SummarizeEvery => "summarize-every",
+            SimStrategy::SummarizationMiddleware => "langchain-state",
         }
     }
 }
@@ -353,6 +387,13 @@ pub fn simulate_with(
     if max <= 0 {
         return Err(ChatError::InvalidBudget { max_tokens: max }.into());
     }
+    let compaction = opts.compaction.clone();
+    let mut plain = opts.clone();
+    plain.compaction = None;
+    let opts = &plain;
+    // The compacting session: the caller's, before its first turn, with
+    // the compaction.
+    let mut summary_session = compaction.clone().map(|c| session.clone().summarize(c));
     let unlimited = opts
         .clone()
         .without_recall()
@@ -382,11 +423,17 @@ pub fn simulate_with(
         recall_turn: opts.clone().report(false),
         profile: &profile,
         max,
+        compaction: compaction.as_ref(),
     };
     let mut runs = Vec::new();
     let recall = opts.recall_options().map(|_| SimStrategy::ChatRecall);
     for strategy in SimStrategy::ALL.into_iter().chain(recall) {
         runs.push(replay.run(strategy, &mut session)?);
+    }
+    if let Some(s) = summary_session.as_mut() {
+        for strategy in SimStrategy::SUMMARY {
+            runs.push(replay.run(strategy, s)?);
+        }
     }
     Ok(Simulation {
         profile,
@@ -394,6 +441,11 @@ pub fn simulate_with(
         runs,
     })
 }
+
+/// LangChain `SummarizationMiddleware`'s documented default `keep`: the
+/// last 20 messages (reference.langchain.com, `SummarizationMiddlewareOptions.keep`,
+/// "Defaults to keeping last 20 messages", read 2026-11-27).
+const LANGCHAIN_KEEP_MESSAGES: usize = 20;
 
 /// One replay of a transcript's requests: what every strategy shares.
 struct Replay<'a> {
@@ -409,6 +461,7 @@ struct Replay<'a> {
     recall_turn: Trim,
     profile: &'a CacheProfile,
     max: i64,
+    compaction: Option<&'a Compaction>,
 }
 
 /// A request's window: its positions, usage, note, low-water mark, and
@@ -434,22 +487,30 @@ impl Replay<'_> {
         let (mut total, mut cost, mut failed) = (CacheUsage::default(), 0.0, 0usize);
         // The cache-aware session's last turn: (request index, its number).
         let mut last_turn: Option<(usize, usize)> = None;
+        let mut summary: (Option<RunningSummary>, usize) = (None, 0);
         for (k, &end) in self.ends.iter().enumerate() {
             let windowed = match strategy {
                 SimStrategy::NewestMessages => self.newest(end, &mut sender),
                 SimStrategy::ChatTrim => self.chat_trim(k, end, &mut sender, false)?,
                 SimStrategy::ChatRecall => self.chat_trim(k, end, &mut sender, true)?,
-                SimStrategy::CacheAware => {
+                SimStrategy::SummarizeEvery => {
+                    self.summarize_every(k, end, &mut sender, &mut summary, false)?
+                }
+                SimStrategy::SummarizationMiddleware => {
+                    self.summarize_every(k, end, &mut sender, &mut summary, true)?
+                }
+                SimStrategy::CacheAware | SimStrategy::CacheAwareSummary => {
                     let request = &self.messages[..end];
                     match session.next(request) {
                         Ok(t) => {
                             last_turn = Some((k, t.turn));
+                            let extra = t.summary.as_ref().map_or(0, SummaryReport::tokens);
                             Ok((
                                 t.positions.clone(),
                                 t.usage,
                                 Some(t.explain()),
                                 t.low_water,
-                                (0, 0),
+                                (extra, usize::from(extra > 0)),
                             ))
                         }
                         Err(CacheError::Chat(e)) if is_window_failure(&e) => {
@@ -499,6 +560,128 @@ impl Replay<'_> {
             let u = sender.send(&win, pinned);
             (positions, u, None, 0, (0, 0))
         })
+    }
+
+    /// The LangChain-style summarising strategy for request `k` (ending at
+    /// `end`): `state` is the summary and the front the middleware's
+    /// state holds after its last summary.
+    fn summarize_every(
+        &self,
+        k: usize,
+        end: usize,
+        sender: &mut Sender,
+        state: &mut (Option<RunningSummary>, usize),
+        stateful: bool,
+    ) -> Result<Result<Windowed, ChatError>, CacheError> {
+        let Some(c) = self.compaction else {
+            return Ok(Err(ChatError::InvalidBudget {
+                max_tokens: self.max,
+            }));
+        };
+        let request = &self.messages[..end];
+        let unlimited = self.per_turn.clone().with_max_tokens(i64::MAX / 4);
+        let full = match trim(request, &unlimited) {
+            Ok(f) => f,
+            Err(e) if is_window_failure(&e) => return Ok(Err(e)),
+            Err(e) => return Err(at(k, end, e)),
+        };
+        let pinned: Vec<usize> = full
+            .positions
+            .iter()
+            .copied()
+            .filter(|&p| self.pinned_at[p])
+            .collect();
+        let conv: Vec<usize> = full
+            .positions
+            .iter()
+            .copied()
+            .filter(|&p| !self.pinned_at[p])
+            .collect();
+        let sum = |ps: &[usize]| {
+            ps.iter()
+                .fold(0i64, |a, &p| a.saturating_add(self.tokens[p]))
+        };
+        let fixed = self.overhead.saturating_add(sum(&pinned));
+        // The middleware's state: the summary, then the messages from the
+        // front on (stateless: the whole history every request).
+        let front = if stateful { state.1 } else { 0 };
+        let mut first = conv.partition_point(|&p| p < front);
+        let now = if stateful {
+            state.0.as_ref().map_or(0, RunningSummary::tokens)
+        } else {
+            0
+        };
+        let mut report = None;
+        if fixed
+            .saturating_add(now)
+            .saturating_add(sum(&conv[first..]))
+            > self.max
+        {
+            // The trigger: keep the newest 20 messages (fewer when they do
+            // not fit), starting where no tool result loses its call.
+            let starts = |i: usize| {
+                let m = &request[conv[i]];
+                m.answered_ids().next().is_none() && !m.is_tool_result()
+            };
+            let room = self.max - fixed - c.max_tokens;
+            let mut cut = conv
+                .len()
+                .saturating_sub(LANGCHAIN_KEEP_MESSAGES)
+                .max(first);
+            while cut < conv.len() && (!starts(cut) || sum(&conv[cut..]) > room) {
+                cut += 1;
+            }
+            if cut >= conv.len() {
+                let newest = conv.last().copied().unwrap_or(0);
+                return Ok(Err(ChatError::NothingFits {
+                    position: newest,
+                    label: request[newest].label(),
+                    last_position: newest,
+                    unit_messages: 1,
+                    whole_conversation: conv.len() == 1,
+                    unit_tokens: sum(&conv[conv.len().saturating_sub(1)..]),
+                    available_tokens: room,
+                }));
+            }
+            // Folded: the previous summary and what left since it was made.
+            let after = state.0.as_ref().and_then(|s| s.through);
+            let new = conv[..cut].partition_point(|&p| after.is_some_and(|t| p <= t));
+            let evicted = units(request, &conv[new..cut], |_| None);
+            let folding = Folding {
+                format: self.per_turn.format(),
+                counter: self.per_turn.make_counter()?,
+                pinned: pinned.iter().map(|&p| request[p].clone()).collect(),
+                compaction: c,
+                previous: state.0.clone(),
+                evicted_tokens: sum(&conv[new..cut]),
+                evicted,
+                turn: Some(k + 1),
+                at: pinned.len(),
+            };
+            let r = folding.run();
+            // A fold that failed leaves the summary (the next takes them again).
+            *state = (r.summary.clone(), conv[cut]);
+            first = cut;
+            report = Some(r);
+        }
+        let pins: Vec<Message> = pinned.iter().map(|&p| request[p].clone()).collect();
+        let summary_message = state
+            .0
+            .as_ref()
+            .map(|s| s.message(self.per_turn.format(), &pins));
+        let mut blocks: Vec<Block> = pinned.iter().map(|&p| self.blocks[p]).collect();
+        let extra = state.0.as_ref().map_or(0, RunningSummary::tokens);
+        if let Some(m) = &summary_message {
+            blocks.push(Block::of(m, extra, self.per_turn.format()));
+        }
+        blocks.extend(conv[first..].iter().map(|&p| self.blocks[p]));
+        let u = sender.send(&blocks, pinned.len());
+        let positions: Vec<usize> = pinned
+            .into_iter()
+            .chain(conv[first..].iter().copied())
+            .collect();
+        let note = report.map(|r| r.to_string());
+        Ok(Ok((positions, u, note, 0, (extra, usize::from(extra > 0)))))
     }
 
     /// The chat trim's (or with `recall`, the recall window's) window for

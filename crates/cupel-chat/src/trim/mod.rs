@@ -4,7 +4,9 @@
 
 mod recall;
 mod report;
-mod run;
+pub(crate) mod run;
+
+pub(crate) use run::Failed;
 
 pub use recall::{Recall, RecallOptions, RecallSkip, Relevance};
 
@@ -16,6 +18,7 @@ use cupel_core::SelectionReport;
 use serde_json::Value;
 
 use crate::aging::AgeToolResults;
+use crate::compact::{Compaction, SummaryReport};
 use crate::count::{
     AnthropicEstimate, GeminiEstimate, MessageCounter, OpenAiCounter, ResponsesCounter,
 };
@@ -101,6 +104,7 @@ pub struct Trim {
     report: bool,
     pub(crate) aging: Option<AgeToolResults>,
     pub(crate) recall: Option<RecallOptions>,
+    pub(crate) compaction: Option<Compaction>,
 }
 
 impl fmt::Debug for Trim {
@@ -119,6 +123,7 @@ impl fmt::Debug for Trim {
             .field("keep_orphans", &self.keep_orphans)
             .field("aging", &self.aging)
             .field("recall", &self.recall)
+            .field("compaction", &self.compaction)
             .finish_non_exhaustive()
     }
 }
@@ -155,6 +160,7 @@ impl Trim {
             report: true,
             aging: None,
             recall: None,
+            compaction: None,
         }
     }
 
@@ -208,6 +214,22 @@ impl Trim {
     /// append-only window).
     pub(crate) fn without_recall(mut self) -> Self {
         self.recall = None;
+        self
+    }
+
+    /// Folds what the trim evicts into one running summary
+    /// ([`Compaction`]; `spec/20-prompt-cache.md`, "Compaction"): the
+    /// compaction's bound is held back from the budget, the trim runs at
+    /// the rest, and the units it evicts for lack of room or by a provider
+    /// rule (never orphan tool traffic, never a call without its result),
+    /// those after the previous summary's [`through`](crate::RunningSummary::through),
+    /// are folded with the previous summary by the summariser. The summary
+    /// is one message right after the pinned prefix
+    /// ([`inject`](crate::inject)); [`Trimmed::summary`] says what happened,
+    /// [`Trimmed::cloned_messages`] and [`Transcript::window_of`] include it,
+    /// and [`TokenTotals::window`] counts it.
+    pub fn summarize(mut self, compaction: Compaction) -> Self {
+        self.compaction = Some(compaction);
         self
     }
 
@@ -906,7 +928,9 @@ pub struct TokenTotals {
     pub dropped: i64,
     /// The recall window's context message ([`Trim::recall`]; 0 without one).
     pub recalled: i64,
-    /// The request's input tokens: `overhead + kept + recalled`, at most
+    /// The running summary's message ([`Trim::summarize`]; 0 without one).
+    pub summary: i64,
+    /// The request's input tokens: `overhead + kept + recalled + summary`, at most
     /// `max_tokens`.
     pub window: i64,
 }
@@ -943,6 +967,10 @@ pub struct Trimmed<'a> {
     /// no input message): [`cloned_messages`](Self::cloned_messages) and
     /// [`Transcript::window_of`] insert it at [`Recall::at`].
     pub recall: Option<Recall>,
+    /// The running summary ([`Trim::summarize`]): what the fold did, the
+    /// summary and its message, which [`cloned_messages`](Self::cloned_messages)
+    /// sends right after the pinned prefix. `None` without compaction.
+    pub summary: Option<SummaryReport>,
     /// Every piece (a message, or half a mixed turn) with its unit, for a
     /// cache session that cuts between units.
     pub(crate) pieces: Vec<PieceRow>,
@@ -977,9 +1005,10 @@ impl<'a> Trimmed<'a> {
 
     /// Owned copies of the kept messages, as sent: shortened ones in their
     /// shortened form.
+    /// The running summary, if any, goes right after the pinned prefix.
     pub fn cloned_messages(&self) -> Vec<Message> {
         let mut out = as_sent(&self.messages, &self.positions, &self.shortened);
-        if let Some((at, m)) = self.recall_message() {
+        if let Some((at, m)) = crate::compact::placed(self).or_else(|| self.recall_message()) {
             out.insert(at.min(out.len()), m.clone());
         }
         out
@@ -1074,7 +1103,15 @@ impl<'a> Trimmed<'a> {
 /// [`ChatError::Shape`] when the tool definitions are not an array of
 /// objects.
 pub fn trim<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, ChatError> {
-    run::run(messages, opts).map_err(|f| f.error)
+    run_any(messages, opts).map_err(|f| f.error)
+}
+
+/// The trim, with its compaction when it has one.
+fn run_any<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a>, Failed<'a>> {
+    match &opts.compaction {
+        Some(c) => crate::compact::trim_compacted(messages, opts, c),
+        None => run::run(messages, opts),
+    }
 }
 
 /// [`trim`], and when it fails, what it knew: one row per message it had
@@ -1097,7 +1134,7 @@ pub fn trim_or_rows<'a>(
     messages: &'a [Message],
     opts: &Trim,
 ) -> Result<Trimmed<'a>, (ChatError, Vec<MessageRow<'a>>)> {
-    run::run(messages, opts).map_err(|f| (f.error, f.rows))
+    run_any(messages, opts).map_err(|f| (f.error, f.rows))
 }
 
 /// Trims a whole document: its messages with [`trim`], counting its `tools`

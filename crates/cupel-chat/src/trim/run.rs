@@ -156,6 +156,9 @@ pub(crate) fn run<'a>(messages: &'a [Message], opts: &Trim) -> Result<Trimmed<'a
     check_tools(opts.tools.as_ref())?;
     if let Some(r) = &opts.recall {
         recall::check(r)?;
+        if opts.compaction.is_some() {
+            return Err(ChatError::RecallWithSummary.into());
+        }
     }
     let counter = opts.make_counter()?;
     let mut run = Run::count(messages, opts, counter);
@@ -1038,6 +1041,7 @@ impl<'a, 'o> Run<'a, 'o> {
                 pinned,
                 kept: kept_tokens,
                 dropped: dropped_tokens,
+                summary: 0,
                 recalled,
                 window: self
                     .overhead
@@ -1050,6 +1054,7 @@ impl<'a, 'o> Run<'a, 'o> {
             shortened,
             notes: self.notes,
             recall,
+            summary: None,
             pieces,
         })
     }
