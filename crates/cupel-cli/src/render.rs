@@ -576,6 +576,7 @@ pub(crate) fn explain_table(p: &Prepared, report: &SelectionReport) -> String {
         cells: [String; 5],
         reason: String,
         item: &'r ContextItem,
+        notes: &'r [cupel_core::ScoreNote],
     }
     let mut rows: Vec<Row<'_>> = Vec::new();
     for inc in &report.included {
@@ -597,6 +598,7 @@ pub(crate) fn explain_table(p: &Prepared, report: &SelectionReport) -> String {
                 None => inc.reason.to_string(),
             },
             item: &inc.item,
+            notes: &inc.notes,
         });
     }
     for exc in &report.excluded {
@@ -619,6 +621,7 @@ pub(crate) fn explain_table(p: &Prepared, report: &SelectionReport) -> String {
                 |c| pinned_by_content.get(c).copied(),
             ),
             item: &exc.item,
+            notes: &exc.notes,
         });
     }
     let w = widths(
@@ -666,6 +669,15 @@ pub(crate) fn explain_table(p: &Prepared, report: &SelectionReport) -> String {
             "",
             clip(&content_text(r.item), WIDTH.saturating_sub(indent))
         );
+        // What the scorers noted (e.g. "relevance 0.82: matched tokyo, travel").
+        for n in r.notes {
+            let _ = writeln!(
+                out,
+                "{:indent$}{}",
+                "",
+                clip(&n.to_string(), WIDTH.saturating_sub(indent))
+            );
+        }
     }
     if rows.is_empty() {
         let _ = writeln!(out, "  (no items)");

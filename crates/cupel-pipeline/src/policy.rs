@@ -77,6 +77,28 @@ impl Scorer for QueryBound {
     fn score_all_in(&self, items: &[&cupel_core::ContextItem], _: &ScoreContext<'_>) -> Vec<f64> {
         self.score_all(items)
     }
+    fn try_score_all(
+        &self,
+        items: &[&cupel_core::ContextItem],
+    ) -> Result<Vec<f64>, cupel_core::CupelError> {
+        let cx = ScoreContext::new().query(Some(&self.query));
+        self.inner.try_score_all_in(items, &cx)
+    }
+    fn try_score_all_in(
+        &self,
+        items: &[&cupel_core::ContextItem],
+        _: &ScoreContext<'_>,
+    ) -> Result<Vec<f64>, cupel_core::CupelError> {
+        self.try_score_all(items)
+    }
+    fn notes_in(
+        &self,
+        items: &[&cupel_core::ContextItem],
+        _: &ScoreContext<'_>,
+    ) -> Vec<(usize, cupel_core::ScoreNote)> {
+        let cx = ScoreContext::new().query(Some(&self.query));
+        self.inner.notes_in(items, &cx)
+    }
     fn name(&self) -> &'static str {
         self.inner.name()
     }
