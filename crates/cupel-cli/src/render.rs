@@ -187,6 +187,13 @@ fn scorer_parts(s: &ScorerConfig) -> (&str, Option<String>) {
             InnerScorer::Config(c) => scorer_label(c),
         }),
         Some(ScorerType::Composite) => s.children.as_ref().map(|c| scorers_text(c)),
+        Some(ScorerType::Hybrid) => s.children.as_ref().map(|c| {
+            let fusion = match s.fusion {
+                Some(cupel_pipeline::FusionConfig::Weighted) => "weighted".to_string(),
+                _ => format!("rrf k {}", s.rrf_k.unwrap_or(60.0)),
+            };
+            format!("{fusion}: {}", scorers_text(c))
+        }),
         _ => None,
     };
     (s.scorer_type.as_str(), detail)

@@ -496,9 +496,27 @@ pub struct ScorerConfig {
     /// `bm25`: a query of the policy's own, used by runs that carry none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub query: Option<String>,
+    /// `hybrid`: how the children are fused, `rrf` (reciprocal-rank
+    /// fusion, the default) or `weighted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fusion: Option<FusionConfig>,
+    /// `hybrid` with `fusion = "rrf"`: the rank offset k (default 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rrf_k: Option<f64>,
     /// A custom scorer's own table (`params`), handed to its constructor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<serde_json::Value>,
+}
+
+/// How a `hybrid` scorer fuses its children (`fusion` key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FusionConfig {
+    /// Reciprocal-rank fusion (`rrf`).
+    Rrf,
+    /// The weighted mean of the children's scores (`weighted`).
+    Weighted,
 }
 
 impl ScorerConfig {
@@ -526,6 +544,8 @@ impl ScorerConfig {
             neighbours: None,
             group_key: None,
             query: None,
+            fusion: None,
+            rrf_k: None,
             params: None,
         }
     }
@@ -1089,7 +1109,7 @@ impl ScorerConfig {
 
     fn check_keys(&self, at: &str) -> Result<(), CupelError> {
         use ScorerType as T;
-        let present: [(&str, bool, &[ScorerType]); 20] = [
+        let present: [(&str, bool, &[ScorerType]); 22] = [
             // Every built-in type rejects `params`: only a custom scorer has its own table.
             ("params", self.params.is_some(), &[]),
             (
@@ -1104,7 +1124,11 @@ impl ScorerConfig {
                 self.case_insensitive_tags.is_some(),
                 &[T::Tag],
             ),
-            ("children", self.children.is_some(), &[T::Composite]),
+            (
+                "children",
+                self.children.is_some(),
+                &[T::Composite, T::Hybrid],
+            ),
             ("inner_scorer", self.inner_scorer.is_some(), &[T::Scaled]),
             ("reference_time", self.reference_time.is_some(), &[T::Decay]),
             (
@@ -1127,6 +1151,8 @@ impl ScorerConfig {
             ("neighbours", self.neighbours.is_some(), &[T::Bm25]),
             ("group_key", self.group_key.is_some(), &[T::Bm25]),
             ("query", self.query.is_some(), &[T::Bm25]),
+            ("fusion", self.fusion.is_some(), &[T::Hybrid]),
+            ("rrf_k", self.rrf_k.is_some(), &[T::Hybrid]),
         ];
         for (key, is_set, types) in present {
             let applies = match self.scorer_type.builtin() {

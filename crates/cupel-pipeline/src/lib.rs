@@ -146,7 +146,7 @@ mod summary;
 
 #[cfg(feature = "config")]
 pub use config::{
-    CountQuotaConfig, CurveConfig, InnerScorer, KindWeightConfig, MAX_SCORER_DEPTH, PolicyConfig,
+    CountQuotaConfig, CurveConfig, FusionConfig, InnerScorer, KindWeightConfig, MAX_SCORER_DEPTH, PolicyConfig,
     QuotaConfig, ScorerConfig, SlicerConfig, StepWindowConfig, TagWeightConfig, VariantsConfig,
     overflow_strategy_name, scarcity_behavior_name,
 };
