@@ -7,7 +7,10 @@ use cupel_core::{ContextItem, CupelError, ScoreContext, Scorer};
 use rust_stemmers::{Algorithm, Stemmer};
 use unicode_segmentation::UnicodeSegmentation;
 
+mod index;
 mod notes;
+
+pub use index::{Bm25Index, IndexedBm25Scorer};
 
 /// The short English stop list: function words that match almost every
 /// turn and carry no topic (articles, pronouns, auxiliaries, common

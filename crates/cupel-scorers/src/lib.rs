@@ -96,7 +96,9 @@ mod tag;
 mod trust;
 mod vector;
 
-pub use bm25::{Bm25Scorer, Bm25ScorerBuilder, MAX_QUERY_BYTES, bm25_terms};
+pub use bm25::{
+    Bm25Index, Bm25Scorer, Bm25ScorerBuilder, IndexedBm25Scorer, MAX_QUERY_BYTES, bm25_terms,
+};
 pub use composite::{CompositeScorer, CompositeScorerBuilder};
 pub use decay::{DecayCurve, DecayScorer, StepWindow};
 pub use frequency::FrequencyScorer;
