@@ -166,9 +166,10 @@ fn scoring_with_query(
         (Err(e), Some(want)) => {
             let got = format!("{e:?}");
             let got = got.split([' ', '(', '{']).next().unwrap_or("");
-            return match crate::toml_util::normalise(got) == crate::toml_util::normalise(want) {
-                true => Ok(()),
-                false => Err(format!("expected a {want} error, got {e}")),
+            return if crate::toml_util::normalise(got) == crate::toml_util::normalise(want) {
+                Ok(())
+            } else {
+                Err(format!("expected a {want} error, got {e}"))
             };
         }
         (Ok(_), Some(want)) => return Err(format!("expected a {want} error, scoring succeeded")),

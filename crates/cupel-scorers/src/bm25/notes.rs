@@ -46,9 +46,10 @@ impl Bm25Scorer {
             .filter(|(_, s)| **s > 0.0)
             .map(|(i, &s)| {
                 let note = self.note(i, s, &contributions, &surfaces);
-                let note = match note.terms.is_empty() {
-                    true => note.with_detail(self.lifted_by(items, i, &contributions)),
-                    false => note,
+                let note = if note.terms.is_empty() {
+                    note.with_detail(self.lifted_by(items, i, &contributions))
+                } else {
+                    note
                 };
                 (i, note)
             })
