@@ -461,7 +461,10 @@ mod tests {
         let paris = Query::new("paris");
         let cx = |q| ScoreContext::new().query(Some(q));
         assert_eq!(memo.score_all_in(&refs, &cx(&tokyo)), vec![1.0, 0.0]);
-        assert_eq!(memo.try_score_all_in(&refs, &cx(&paris)).unwrap(), vec![0.0, 1.0]);
+        assert_eq!(
+            memo.try_score_all_in(&refs, &cx(&paris)).unwrap(),
+            vec![0.0, 1.0]
+        );
         assert_eq!(memo.score_all_in(&refs, &cx(&tokyo)), vec![1.0, 0.0]);
         assert_eq!(memo.notes_in(&refs, &cx(&tokyo))[0].1.terms, ["tokyo"]);
         let vector = MemoScorer {

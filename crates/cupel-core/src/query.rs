@@ -72,7 +72,11 @@ pub fn check_embedding(embedding: &[f32], owner: &str) -> Result<(), crate::Cupe
         return Err(bad("it has no components".into()));
     }
     if let Some((k, x)) = embedding.iter().enumerate().find(|(_, x)| !x.is_finite()) {
-        let what = if x.is_nan() { "NaN".into() } else { x.to_string() };
+        let what = if x.is_nan() {
+            "NaN".into()
+        } else {
+            x.to_string()
+        };
         return Err(bad(format!("component {k} is {what}")));
     }
     if embedding.iter().all(|&x| x == 0.0) {

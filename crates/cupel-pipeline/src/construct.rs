@@ -9,9 +9,8 @@ use cupel_core::{
 use cupel_placers::{ChronologicalPlacer, UShapedPlacer};
 use cupel_scorers::{
     Bm25Scorer, CompositeScorer, DecayCurve, DecayScorer, FrequencyScorer, Fusion, HybridScorer,
-    KindScorer, VectorScorer,
-    MetadataKeyScorer, MetadataTrustScorer, PositionScorer, PriorityScorer, RecencyScorer,
-    ReflexiveScorer, ScaledScorer, TagMatch, TagScorer,
+    KindScorer, MetadataKeyScorer, MetadataTrustScorer, PositionScorer, PriorityScorer,
+    RecencyScorer, ReflexiveScorer, ScaledScorer, TagMatch, TagScorer, VectorScorer,
 };
 use cupel_slicers::{
     ContiguousSlice, CountConstrainedKnapsackSlice, CountQuotaEntry, CountQuotaSlice, GreedySlice,

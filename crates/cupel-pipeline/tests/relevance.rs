@@ -30,7 +30,9 @@ const BM25: &str = "slicer = \"greedy\"\nplacer = \"chronological\"\n[[scorers]]
 fn report_rows_carry_the_matched_words() -> Result<(), CupelError> {
     let p = pipeline(BM25, 100);
     let items = vec![
-        ContextItem::builder("system prompt", 5).pinned(true).build()?,
+        ContextItem::builder("system prompt", 5)
+            .pinned(true)
+            .build()?,
         item("paris", 5, None),
         item("tokyo travel", 5, None),
     ];
@@ -43,8 +45,17 @@ fn report_rows_carry_the_matched_words() -> Result<(), CupelError> {
         .find(|r| r.position == 2)
         .expect("tokyo row");
     assert_eq!(row.notes.len(), 1);
-    assert_eq!(row.notes[0].to_string(), "relevance 1.00: matched tokyo, travel");
-    assert!(report.included.iter().filter(|r| r.position != 2).all(|r| r.notes.is_empty()));
+    assert_eq!(
+        row.notes[0].to_string(),
+        "relevance 1.00: matched tokyo, travel"
+    );
+    assert!(
+        report
+            .included
+            .iter()
+            .filter(|r| r.position != 2)
+            .all(|r| r.notes.is_empty())
+    );
     // The same run without a report builds no notes and selects the same.
     let plain = p.run_with(&items, RunOptions::new().query(&q))?;
     assert_eq!(plain.items, out.items);
@@ -63,10 +74,16 @@ fn json_rows_carry_notes_only_when_there_are_some() -> Result<(), CupelError> {
         .expect("asked for");
     let json = serde_json::to_value(&report).expect("serialises");
     let rows = json["included"].as_array().expect("rows");
-    let tokyo = rows.iter().find(|r| r["item"]["content"] == "tokyo").expect("row");
+    let tokyo = rows
+        .iter()
+        .find(|r| r["item"]["content"] == "tokyo")
+        .expect("row");
     assert_eq!(tokyo["notes"][0]["terms"], serde_json::json!(["tokyo"]));
     assert_eq!(tokyo["notes"][0]["scorer"], "bm25");
-    let paris = rows.iter().find(|r| r["item"]["content"] == "paris").expect("row");
+    let paris = rows
+        .iter()
+        .find(|r| r["item"]["content"] == "paris")
+        .expect("row");
     assert!(paris.get("notes").is_none());
     Ok(())
 }
@@ -113,7 +130,10 @@ fn a_hybrid_policy_file_runs_and_fails_with_typed_errors() -> Result<(), CupelEr
         .run_with(&items, RunOptions::new().query(&Query::new("tokyo")))
         .unwrap_err();
     assert!(matches!(e, CupelError::QueryEmbeddingMissing { .. }), "{e}");
-    assert!(matches!(p.run(&items), Err(CupelError::QueryEmbeddingMissing { .. })));
+    assert!(matches!(
+        p.run(&items),
+        Err(CupelError::QueryEmbeddingMissing { .. })
+    ));
     Ok(())
 }
 

@@ -195,7 +195,10 @@ fn ranks(scores: &[f64]) -> Vec<(usize, usize)> {
 impl Scorer for HybridScorer {
     /// The whole pass's score of `items[index]` (fusion is relative).
     fn score(&self, index: usize, items: &[&ContextItem]) -> f64 {
-        self.score_all(items).get(index).copied().unwrap_or(f64::NAN)
+        self.score_all(items)
+            .get(index)
+            .copied()
+            .unwrap_or(f64::NAN)
     }
 
     /// The fused scores without a query (NaN for every item when a child
@@ -271,7 +274,10 @@ mod tests {
     #[test]
     fn reciprocal_rank_fusion_by_hand() {
         let got = run(
-            vec![(vec![1.0, 0.5, 0.0, 0.5], 1.0), (vec![0.2, 0.9, 0.6, 0.0], 1.0)],
+            vec![
+                (vec![1.0, 0.5, 0.0, 0.5], 1.0),
+                (vec![0.2, 0.9, 0.6, 0.0], 1.0),
+            ],
             Fusion::rrf(),
         );
         assert!(close(got[0], 0.5 + 0.5 * 61.0 / 63.0), "{got:?}");
@@ -304,7 +310,10 @@ mod tests {
             vec![(vec![1.0, 0.5, 0.0], 1.0), (vec![0.2, 0.9, 0.6], 3.0)],
             Fusion::Weighted,
         );
-        assert!(close(got[0], 0.40) && close(got[1], 0.80) && close(got[2], 0.45), "{got:?}");
+        assert!(
+            close(got[0], 0.40) && close(got[1], 0.80) && close(got[2], 0.45),
+            "{got:?}"
+        );
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Vector similarity to the run's query: cosine between caller-supplied
 //! embeddings.
 
-use cupel_core::{ContextItem, CupelError, Query, ScoreContext, ScoreNote, Scorer, check_embedding};
+use cupel_core::{
+    ContextItem, CupelError, Query, ScoreContext, ScoreNote, Scorer, check_embedding,
+};
 
 /// Semantic relevance to the query: the cosine similarity between each
 /// item's [embedding](ContextItem::embedding) and the query's
@@ -94,12 +96,11 @@ impl VectorScorer {
 
     /// The run's query embedding, checked.
     fn query_embedding<'a>(&self, cx: &ScoreContext<'a>) -> Result<&'a [f32], CupelError> {
-        let q = cx
-            .query_ref()
-            .and_then(Query::embedding)
-            .ok_or_else(|| CupelError::QueryEmbeddingMissing {
+        let q = cx.query_ref().and_then(Query::embedding).ok_or_else(|| {
+            CupelError::QueryEmbeddingMissing {
                 scorer: self.name().to_string(),
-            })?;
+            }
+        })?;
         check_embedding(q, "query")?;
         Ok(q)
     }
@@ -126,7 +127,10 @@ impl Scorer for VectorScorer {
     /// The whole pass's score of `items[index]` without a query: NaN (a
     /// vector scorer needs a query embedding).
     fn score(&self, index: usize, items: &[&ContextItem]) -> f64 {
-        self.score_all(items).get(index).copied().unwrap_or(f64::NAN)
+        self.score_all(items)
+            .get(index)
+            .copied()
+            .unwrap_or(f64::NAN)
     }
 
     /// Without a query: NaN for every item (see
@@ -234,7 +238,10 @@ mod tests {
                 query_dims: 2
             }
         );
-        assert!(e.to_string().contains("item 1's embedding has 3 dimensions but the query's has 2"));
+        assert!(
+            e.to_string()
+                .contains("item 1's embedding has 3 dimensions but the query's has 2")
+        );
     }
 
     #[test]
@@ -260,8 +267,16 @@ mod tests {
 
     #[test]
     fn bad_item_embeddings_fail_when_the_item_is_built() {
-        for v in [vec![f32::NAN], vec![0.0, 0.0], vec![], vec![f32::NEG_INFINITY]] {
-            let e = ContextItem::builder("x", 1).embedding(v).build().unwrap_err();
+        for v in [
+            vec![f32::NAN],
+            vec![0.0, 0.0],
+            vec![],
+            vec![f32::NEG_INFINITY],
+        ] {
+            let e = ContextItem::builder("x", 1)
+                .embedding(v)
+                .build()
+                .unwrap_err();
             assert!(matches!(e, CupelError::InvalidEmbedding { .. }), "{e}");
         }
     }

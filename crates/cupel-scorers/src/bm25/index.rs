@@ -75,7 +75,8 @@ impl Bm25Index {
         if self.by_hash.contains_key(&item.content_hash()) {
             return Ok(());
         }
-        let too_big = || CupelError::InvalidArgument("the BM25 index is full (2^32 entries)".into());
+        let too_big =
+            || CupelError::InvalidArgument("the BM25 index is full (2^32 entries)".into());
         let start = u32::try_from(self.postings.len()).map_err(|_| too_big())?;
         let doc_id = u32::try_from(self.docs.len()).map_err(|_| too_big())?;
         let mut terms: Vec<u32> = Vec::new();
@@ -178,92 +179,104 @@ impl Bm25Index {
             v.sort_unstable();
             v
         };
-        let mut lens = Vec::with_capacity(items.len());
-        let mut tfs: Vec<Vec<(usize, u32)>> = Vec::with_capacity(items.len());
-        let mut df = vec![0u32; q.len()];
+        let mut counts = Counts {
+            lens: Vec::with_capacity(items.len()),
+            ends: Vec::with_capacity(items.len()),
+            tfs: Vec::new(),
+            df: vec![0u32; q.len()],
+        };
         for item in items {
-            let (len, tf) = match self.by_hash.get(&item.content_hash()) {
-                Some(&d) => self.doc_tf(d, &known),
-                None => self.analyse(item, &q),
+            let start = counts.tfs.len();
+            let len = match self.by_hash.get(&item.content_hash()) {
+                Some(&d) => self.doc_tf(d, &known, &mut counts.tfs),
+                None => self.analyse(item, &q, &mut counts.tfs),
             };
-            for &(s, _) in &tf {
-                df[s] += 1;
+            for &(s, _) in &counts.tfs[start..] {
+                counts.df[s] += 1;
             }
-            lens.push(f64::from(len));
-            tfs.push(tf);
+            counts.lens.push(f64::from(len));
+            counts.ends.push(counts.tfs.len());
         }
-        bm25_from_counts(k1, b, &lens, &tfs, &df)
+        bm25_from_counts(k1, b, &counts)
     }
 
-    /// The stored length and query-term frequencies of doc `d`.
-    fn doc_tf(&self, d: u32, known: &[(u32, usize)]) -> (u32, Vec<(usize, u32)>) {
+    /// Appends doc `d`'s query-term frequencies to `out`; its stored length.
+    fn doc_tf(&self, d: u32, known: &[(u32, usize)], out: &mut Vec<(usize, u32)>) -> u32 {
         let doc = self.docs[d as usize];
-        let end = self
-            .docs
-            .get(d as usize + 1)
-            .map_or(self.postings.len(), |n| n.start as usize);
-        let postings = &self.postings[doc.start as usize..end];
-        let mut tf = Vec::new();
         if !known.is_empty() {
-            for &(id, c) in postings {
+            let end = self
+                .docs
+                .get(d as usize + 1)
+                .map_or(self.postings.len(), |n| n.start as usize);
+            for &(id, c) in &self.postings[doc.start as usize..end] {
                 if let Ok(k) = known.binary_search_by_key(&id, |p| p.0) {
-                    tf.push((known[k].1, c));
+                    out.push((known[k].1, c));
                 }
             }
         }
-        (doc.len, tf)
+        doc.len
     }
 
-    /// An unindexed item's length and query-term frequencies, analysed now.
-    fn analyse(&self, item: &ContextItem, q: &[String]) -> (u32, Vec<(usize, u32)>) {
+    /// Appends an unindexed item's query-term frequencies, analysed now, to
+    /// `out`; its length.
+    fn analyse(&self, item: &ContextItem, q: &[String], out: &mut Vec<(usize, u32)>) -> u32 {
+        let start = out.len();
         let mut len = 0u32;
-        let mut tf: Vec<(usize, u32)> = Vec::new();
         self.analyzer.each(item.content(), |_, t| {
             len = len.saturating_add(1);
             if let Ok(s) = q.binary_search(&t) {
-                match tf.iter_mut().find(|(k, _)| *k == s) {
+                match out[start..].iter_mut().find(|(k, _)| *k == s) {
                     Some((_, c)) => *c = c.saturating_add(1),
-                    None => tf.push((s, 1)),
+                    None => out.push((s, 1)),
                 }
             }
         });
-        (len, tf)
+        len
     }
 }
 
-/// The BM25 formula of [`Bm25Scorer`] over counted items: lengths `lens`,
-/// per item its `(query slot, tf)` pairs, and per slot its document
-/// frequency among the items.
-fn bm25_from_counts(
-    k1: f64,
-    b: f64,
-    lens: &[f64],
-    tfs: &[Vec<(usize, u32)>],
-    df: &[u32],
-) -> Vec<f64> {
-    let n = lens.len() as f64;
-    let avgdl = lens.iter().sum::<f64>() / n;
-    let idf: Vec<f64> = df
+/// What a query pass counted over the run's items.
+struct Counts {
+    /// Each item's length in terms.
+    lens: Vec<f64>,
+    /// Where each item's `(query slot, tf)` pairs end in `tfs`.
+    ends: Vec<usize>,
+    /// Every item's `(query slot, tf)` pairs, item after item.
+    tfs: Vec<(usize, u32)>,
+    /// Per query slot, how many items hold the term.
+    df: Vec<u32>,
+}
+
+/// The BM25 formula of [`Bm25Scorer`] over counted items.
+fn bm25_from_counts(k1: f64, b: f64, c: &Counts) -> Vec<f64> {
+    let n = c.lens.len() as f64;
+    let avgdl = c.lens.iter().sum::<f64>() / n;
+    let idf: Vec<f64> =
+        c.df.iter()
+            .map(|&d| {
+                let d = f64::from(d);
+                ((n - d + 0.5) / (d + 0.5) + 1.0).ln()
+            })
+            .collect();
+    let mut start = 0;
+    c.ends
         .iter()
-        .map(|&d| {
-            let d = f64::from(d);
-            ((n - d + 0.5) / (d + 0.5) + 1.0).ln()
-        })
-        .collect();
-    tfs.iter()
-        .zip(lens)
-        .map(|(tf, &dl)| {
+        .zip(&c.lens)
+        .map(|(&end, &dl)| {
             let norm = if avgdl > 0.0 {
                 k1 * (1.0 - b + b * dl / avgdl)
             } else {
                 k1
             };
-            tf.iter()
-                .map(|&(s, c)| {
-                    let c = f64::from(c);
-                    idf[s] * c * (k1 + 1.0) / (c + norm)
+            let raw = c.tfs[start..end]
+                .iter()
+                .map(|&(s, tf)| {
+                    let tf = f64::from(tf);
+                    idf[s] * tf * (k1 + 1.0) / (tf + norm)
                 })
-                .fold(0.0, |a, x| a + x)
+                .fold(0.0, |a, x| a + x);
+            start = end;
+            raw
         })
         .collect()
 }
@@ -359,7 +372,10 @@ impl IndexedBm25Scorer {
 
 impl Scorer for IndexedBm25Scorer {
     fn score(&self, index: usize, items: &[&ContextItem]) -> f64 {
-        self.score_all(items).get(index).copied().unwrap_or(f64::NAN)
+        self.score_all(items)
+            .get(index)
+            .copied()
+            .unwrap_or(f64::NAN)
     }
 
     fn score_all(&self, items: &[&ContextItem]) -> Vec<f64> {
@@ -392,7 +408,10 @@ mod tests {
     /// `hand_derived_bm25_on_four_documents` (1, 2.02/3.38, 2.02/5.48, 0).
     #[test]
     fn indexed_scores_equal_the_hand_derived_ones() {
-        let plain = Bm25Scorer::builder().stemming(false).build().expect("valid");
+        let plain = Bm25Scorer::builder()
+            .stemming(false)
+            .build()
+            .expect("valid");
         let s = IndexedBm25Scorer::new(plain.clone());
         let docs: Vec<ContextItem> = [
             "tokyo travel",
@@ -439,10 +458,16 @@ mod tests {
         for q in ["when did Calvin travel to Tokyo", "car", "the", "東京", ""] {
             let a = scored(&s, &turns, q);
             let b = scored(&plain, &turns, q);
-            assert!(a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 1e-12), "{q}: {a:?} {b:?}");
+            assert!(
+                a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 1e-12),
+                "{q}: {a:?} {b:?}"
+            );
             let a = scored(&s, &turns[1..3], q);
             let b = scored(&plain, &turns[1..3], q);
-            assert!(a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 1e-12), "{q}: {a:?} {b:?}");
+            assert!(
+                a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 1e-12),
+                "{q}: {a:?} {b:?}"
+            );
         }
         assert_eq!(s.with_index(Bm25Index::len), 4);
         s.extend(&turns).expect("fits");

@@ -58,7 +58,12 @@ impl Bm25Scorer {
 
     /// Which neighbour lifted item `i`: the one of its group whose raw score
     /// is higher (the previous one on a tie), as the lift computes it.
-    fn lifted_by(&self, items: &[&ContextItem], i: usize, contributions: &[Contributions]) -> String {
+    fn lifted_by(
+        &self,
+        items: &[&ContextItem],
+        i: usize,
+        contributions: &[Contributions],
+    ) -> String {
         let group = |k: usize| {
             self.group_key
                 .as_ref()
@@ -213,7 +218,10 @@ mod tests {
     /// score came from (0.5 of the hit's, no group key).
     #[test]
     fn lifted_items_say_so() {
-        let s = Bm25Scorer::builder().neighbours(0.5).build().expect("valid");
+        let s = Bm25Scorer::builder()
+            .neighbours(0.5)
+            .build()
+            .expect("valid");
         let got = notes(&s, &["tokyo trip", "it was fun", "x"], "tokyo");
         assert_eq!(got.len(), 2);
         assert_eq!(
