@@ -513,7 +513,7 @@ impl DiagnosticTraceCollector {
 
     /// Builds the report of the last run (the collector stays usable).
     pub fn report(&self) -> SelectionReport {
-        build_report(
+        let mut report = build_report(
             self.events.clone(),
             self.included.clone(),
             self.excluded.clone(),
@@ -521,13 +521,14 @@ impl DiagnosticTraceCollector {
             self.total_candidates,
             self.total_tokens,
             self.shortfalls.clone(),
-            self.notes.clone(),
-        )
+        );
+        attach_notes(&mut report, self.notes.clone());
+        report
     }
 
     /// Consumes the collector and builds the report of the last run.
     pub fn into_report(self) -> SelectionReport {
-        build_report(
+        let mut report = build_report(
             self.events,
             self.included,
             self.excluded,
@@ -535,8 +536,9 @@ impl DiagnosticTraceCollector {
             self.total_candidates,
             self.total_tokens,
             self.shortfalls,
-            self.notes,
-        )
+        );
+        attach_notes(&mut report, self.notes);
+        report
     }
 
     fn push(&mut self, event: TraceEvent) {
@@ -625,12 +627,9 @@ fn build_report(
     total_candidates: usize,
     total_tokens_considered: i64,
     count_requirement_shortfalls: Vec<CountRequirementShortfall>,
-    notes: Vec<(usize, crate::ScoreNote)>,
 ) -> SelectionReport {
     sort_excluded(&mut excluded, runs);
     excluded.shrink_to_fit();
-    let mut included = included;
-    attach_notes(&mut included, &mut excluded, notes);
     SelectionReport {
         events,
         included,
@@ -643,11 +642,7 @@ fn build_report(
 
 /// Moves each note onto the row of its item (by input position); a note of
 /// an item without a row (none in a pipeline run) is dropped.
-fn attach_notes(
-    included: &mut [IncludedItem],
-    excluded: &mut [ExcludedItem],
-    notes: Vec<(usize, crate::ScoreNote)>,
-) {
+fn attach_notes(report: &mut SelectionReport, notes: Vec<(usize, crate::ScoreNote)>) {
     if notes.is_empty() {
         return;
     }
@@ -656,12 +651,12 @@ fn attach_notes(
     for (i, n) in notes {
         by_position.entry(i).or_default().push(n);
     }
-    for row in included.iter_mut() {
+    for row in &mut report.included {
         if let Some(n) = by_position.remove(&row.position) {
             row.notes = n;
         }
     }
-    for row in excluded.iter_mut() {
+    for row in &mut report.excluded {
         if let Some(n) = by_position.remove(&row.position) {
             row.notes = n;
         }
