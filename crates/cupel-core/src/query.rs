@@ -61,7 +61,7 @@ impl Query {
 /// ```
 ///
 /// # Errors
-/// [`CupelError::InvalidEmbedding`] naming the first bad component, or
+/// [`CupelError::InvalidEmbedding`](crate::CupelError::InvalidEmbedding) naming the first bad component, or
 /// saying the vector is empty or zero.
 pub fn check_embedding(embedding: &[f32], owner: &str) -> Result<(), crate::CupelError> {
     let bad = |detail: String| crate::CupelError::InvalidEmbedding {
