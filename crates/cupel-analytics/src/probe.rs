@@ -5,8 +5,8 @@
 use std::sync::{Arc, OnceLock};
 
 use cupel_core::{
-    ContextBudget, ContextItem, CupelError, ExclusionRecord, InclusionRecord, Scorer, StageTrace,
-    TraceCollector,
+    ContextBudget, ContextItem, CupelError, ExclusionRecord, InclusionRecord, Query, ScoreContext,
+    ScoreNote, Scorer, StageTrace, TraceCollector,
 };
 use cupel_pipeline::{Pipeline, Policy, RunOptions};
 
@@ -49,15 +49,17 @@ impl TraceCollector for IncludedIndices {
     }
 }
 
-/// The scores of one scoreable list, remembered by item identity.
+/// The scores of one scoreable list (and query), remembered by item identity.
 struct Memo {
     items: Vec<ContextItem>,
+    query: Option<Query>,
     scores: Vec<f64>,
 }
 
 /// Wraps a scorer and replays its first whole-pass result whenever it is
 /// asked about the very same list again (same length, every item the same
-/// allocation, compared with [`ContextItem::ptr_eq`]).
+/// allocation, compared with [`ContextItem::ptr_eq`]) in the same context
+/// (the same query, or none).
 ///
 /// Scores never depend on the budget, and every probe of one simulation
 /// scores the same list (Classify does not look at the budget), so probes
@@ -66,14 +68,45 @@ struct Memo {
 /// scores are the ones the scorer would compute; a scorer that reads a clock
 /// sees one instant for the whole simulation, which keeps probes comparable.
 /// Any other list is scored by the inner scorer as usual.
+///
+/// Every method of [`Scorer`] is forwarded — the query-aware
+/// `score_all_in`, the fallible `try_score_all*` (whose errors are never
+/// remembered) and `notes_in` — so a query-aware scorer behaves under
+/// analytics as in a plain run.
 struct MemoScorer {
     inner: Arc<dyn Scorer>,
     memo: OnceLock<Memo>,
 }
 
 impl MemoScorer {
-    fn same_list(memo: &Memo, items: &[&ContextItem]) -> bool {
-        memo.items.len() == items.len() && memo.items.iter().zip(items).all(|(a, b)| a.ptr_eq(b))
+    fn same_list(memo: &Memo, items: &[&ContextItem], query: Option<&Query>) -> bool {
+        memo.query.as_ref() == query
+            && memo.items.len() == items.len()
+            && memo.items.iter().zip(items).all(|(a, b)| a.ptr_eq(b))
+    }
+
+    /// The remembered scores of `items` under `query`, or `compute`'s
+    /// (remembered when they are the first).
+    fn memoised(
+        &self,
+        items: &[&ContextItem],
+        query: Option<&Query>,
+        compute: impl FnOnce() -> Result<Vec<f64>, CupelError>,
+    ) -> Result<Vec<f64>, CupelError> {
+        if let Some(memo) = self.memo.get() {
+            if Self::same_list(memo, items, query) {
+                return Ok(memo.scores.clone());
+            }
+            return compute();
+        }
+        let scores = compute()?;
+        // Only the first list is remembered; a lost race just scores again.
+        let _ = self.memo.set(Memo {
+            items: items.iter().map(|&i| i.clone()).collect(),
+            query: query.cloned(),
+            scores: scores.clone(),
+        });
+        Ok(scores)
     }
 }
 
@@ -87,19 +120,33 @@ impl Scorer for MemoScorer {
     }
 
     fn score_all(&self, items: &[&ContextItem]) -> Vec<f64> {
-        if let Some(memo) = self.memo.get() {
-            if Self::same_list(memo, items) {
-                return memo.scores.clone();
-            }
-            return self.inner.score_all(items);
-        }
-        let scores = self.inner.score_all(items);
-        // Only the first list is remembered; a lost race just scores again.
-        let _ = self.memo.set(Memo {
-            items: items.iter().map(|&i| i.clone()).collect(),
-            scores: scores.clone(),
-        });
-        scores
+        self.memoised(items, None, || Ok(self.inner.score_all(items)))
+            .unwrap_or_else(|_| vec![f64::NAN; items.len()])
+    }
+
+    fn score_all_in(&self, items: &[&ContextItem], cx: &ScoreContext<'_>) -> Vec<f64> {
+        self.memoised(items, cx.query_ref(), || {
+            Ok(self.inner.score_all_in(items, cx))
+        })
+        .unwrap_or_else(|_| vec![f64::NAN; items.len()])
+    }
+
+    fn try_score_all(&self, items: &[&ContextItem]) -> Result<Vec<f64>, CupelError> {
+        self.memoised(items, None, || self.inner.try_score_all(items))
+    }
+
+    fn try_score_all_in(
+        &self,
+        items: &[&ContextItem],
+        cx: &ScoreContext<'_>,
+    ) -> Result<Vec<f64>, CupelError> {
+        self.memoised(items, cx.query_ref(), || {
+            self.inner.try_score_all_in(items, cx)
+        })
+    }
+
+    fn notes_in(&self, items: &[&ContextItem], cx: &ScoreContext<'_>) -> Vec<(usize, ScoreNote)> {
+        self.inner.notes_in(items, cx)
     }
 }
 
@@ -396,6 +443,37 @@ mod tests {
                 .map(|i| i.future_relevance_hint().unwrap_or(0.0))
                 .collect()
         }
+    }
+
+    /// The memo forwards the query-aware and fallible methods: a bm25
+    /// scorer sees the run's query (not the empty context of `score_all`),
+    /// a second query is scored afresh, and a vector scorer's typed error
+    /// comes through.
+    #[test]
+    fn query_aware_scorers_work_through_the_memo() {
+        let memo = MemoScorer {
+            inner: Arc::new(cupel_scorers::Bm25Scorer::new()),
+            memo: OnceLock::new(),
+        };
+        let items = [item("tokyo trip", 1, 0.0), item("paris", 1, 0.0)];
+        let refs: Vec<&ContextItem> = items.iter().collect();
+        let tokyo = Query::new("tokyo");
+        let paris = Query::new("paris");
+        let cx = |q| ScoreContext::new().query(Some(q));
+        assert_eq!(memo.score_all_in(&refs, &cx(&tokyo)), vec![1.0, 0.0]);
+        assert_eq!(
+            memo.try_score_all_in(&refs, &cx(&paris)).unwrap(),
+            vec![0.0, 1.0]
+        );
+        assert_eq!(memo.score_all_in(&refs, &cx(&tokyo)), vec![1.0, 0.0]);
+        assert_eq!(memo.notes_in(&refs, &cx(&tokyo))[0].1.terms, ["tokyo"]);
+        let vector = MemoScorer {
+            inner: Arc::new(cupel_scorers::VectorScorer::new()),
+            memo: OnceLock::new(),
+        };
+        let e = vector.try_score_all_in(&refs, &cx(&tokyo)).unwrap_err();
+        assert!(matches!(e, CupelError::QueryEmbeddingMissing { .. }));
+        assert!(vector.memo.get().is_none(), "errors are not remembered");
     }
 
     #[test]

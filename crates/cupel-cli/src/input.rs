@@ -461,6 +461,10 @@ struct InputItem {
     /// complete first; `tokens` may be counted like the item's.
     #[serde(default)]
     variants: Vec<InputVariant>,
+    /// The content's embedding, for the `vector` and `hybrid` scorers
+    /// (`spec/23-relevance.md`).
+    #[serde(default)]
+    embedding: Option<Vec<f32>>,
 }
 
 /// One `variants` entry of an item: [`cupel_core::ItemVariant`]'s wire
@@ -986,6 +990,7 @@ impl<'c> ItemSink<'c> {
             .original_tokens_opt(it.original_tokens)
             .group_opt(it.group)
             .variants(variants)
+            .embedding_opt(it.embedding)
             .build()
             .map_err(|e| CliError::input(format!("{}: items[{i}]: {e}", self.name)))?;
         self.items.push(item);

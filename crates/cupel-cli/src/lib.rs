@@ -215,6 +215,13 @@ struct QueryArgs {
     /// Read the query from FILE (UTF-8; `-` is stdin)
     #[arg(long, value_name = "FILE")]
     query_file: Option<String>,
+
+    /// The query's embedding, for `vector` and `hybrid` scorers
+    ///
+    /// A JSON array of numbers (`[0.12, -0.4, ...]`), or `@FILE` to read
+    /// the array from FILE. It must have the items' `embedding` length.
+    #[arg(long, value_name = "JSON|@FILE", verbatim_doc_comment)]
+    query_embedding: Option<String>,
 }
 
 impl QueryArgs {
@@ -230,6 +237,7 @@ impl QueryArgs {
                 };
                 read.map_err(|e| CliError::input(format!("cannot read query file `{path}`: {e}")))?
             }
+            (None, None) if self.query_embedding.is_some() => String::new(),
             (None, None) => return Ok(None),
         };
         if text.len() > cupel_scorers::MAX_QUERY_BYTES {
@@ -239,7 +247,32 @@ impl QueryArgs {
                 cupel_scorers::MAX_QUERY_BYTES
             )));
         }
-        Ok(Some(Query::new(text.trim())))
+        let query = Query::new(text.trim());
+        Ok(Some(match self.embedding()? {
+            Some(e) => query.with_embedding(e),
+            None => query,
+        }))
+    }
+
+    /// The `--query-embedding` vector, parsed and checked.
+    fn embedding(&self) -> Result<Option<Vec<f32>>, CliError> {
+        let Some(arg) = &self.query_embedding else {
+            return Ok(None);
+        };
+        let json = match arg.strip_prefix('@') {
+            Some(path) => std::fs::read_to_string(path).map_err(|e| {
+                CliError::input(format!("cannot read query embedding file `{path}`: {e}"))
+            })?,
+            None => arg.clone(),
+        };
+        let v: Vec<f32> = serde_json::from_str(&json).map_err(|e| {
+            CliError::input(format!(
+                "--query-embedding: expected a JSON array of numbers: {e}"
+            ))
+        })?;
+        cupel_core::check_embedding(&v, "query")
+            .map_err(|e| CliError::input(format!("--query-embedding: {e}")))?;
+        Ok(Some(v))
     }
 }
 

@@ -187,6 +187,13 @@ fn scorer_parts(s: &ScorerConfig) -> (&str, Option<String>) {
             InnerScorer::Config(c) => scorer_label(c),
         }),
         Some(ScorerType::Composite) => s.children.as_ref().map(|c| scorers_text(c)),
+        Some(ScorerType::Hybrid) => s.children.as_ref().map(|c| {
+            let fusion = match s.fusion {
+                Some(cupel_pipeline::FusionConfig::Weighted) => "weighted".to_string(),
+                _ => format!("rrf k {}", s.rrf_k.unwrap_or(60.0)),
+            };
+            format!("{fusion}: {}", scorers_text(c))
+        }),
         _ => None,
     };
     (s.scorer_type.as_str(), detail)
@@ -576,6 +583,7 @@ pub(crate) fn explain_table(p: &Prepared, report: &SelectionReport) -> String {
         cells: [String; 5],
         reason: String,
         item: &'r ContextItem,
+        notes: &'r [cupel_core::ScoreNote],
     }
     let mut rows: Vec<Row<'_>> = Vec::new();
     for inc in &report.included {
@@ -597,6 +605,7 @@ pub(crate) fn explain_table(p: &Prepared, report: &SelectionReport) -> String {
                 None => inc.reason.to_string(),
             },
             item: &inc.item,
+            notes: &inc.notes,
         });
     }
     for exc in &report.excluded {
@@ -619,6 +628,7 @@ pub(crate) fn explain_table(p: &Prepared, report: &SelectionReport) -> String {
                 |c| pinned_by_content.get(c).copied(),
             ),
             item: &exc.item,
+            notes: &exc.notes,
         });
     }
     let w = widths(
@@ -666,6 +676,15 @@ pub(crate) fn explain_table(p: &Prepared, report: &SelectionReport) -> String {
             "",
             clip(&content_text(r.item), WIDTH.saturating_sub(indent))
         );
+        // What the scorers noted (e.g. "relevance 0.82: matched tokyo, travel").
+        for n in r.notes {
+            let _ = writeln!(
+                out,
+                "{:indent$}{}",
+                "",
+                clip(&n.to_string(), WIDTH.saturating_sub(indent))
+            );
+        }
     }
     if rows.is_empty() {
         let _ = writeln!(out, "  (no items)");

@@ -981,3 +981,90 @@ fn select_recall_with_a_query() {
     assert_eq!(out, ok(&by_file));
     let _ = std::fs::remove_file(&q);
 }
+
+/// Report rows explain relevance: `explain` prints each bm25 note under its
+/// row, `--format json` carries it as the row's `notes`. The Tokyo turn
+/// matches "first", "tokyo" and "calvin" of the query (the stop words
+/// "when", "did", "to" and the unmatched "travel" give nothing); its next
+/// turn scores only by the neighbour lift.
+#[test]
+fn explain_says_which_query_words_matched() {
+    let args = [
+        "explain",
+        "tests/fixtures/turns.jsonl",
+        "--policy",
+        "recall",
+        "--query",
+        "When did Calvin first travel to Tokyo?",
+        "--max-tokens",
+        "35",
+        "--target-tokens",
+        "35",
+    ];
+    let out = ok(&args);
+    assert!(out.contains("relevance 1.00: matched "), "{out}");
+    assert!(out.contains("tokyo"), "{out}");
+    assert!(
+        out.contains("lifted by a match in the previous item"),
+        "{out}"
+    );
+    let mut json = args.to_vec();
+    json.extend(["--format", "json", "--zero-durations"]);
+    let report: serde_json::Value = serde_json::from_str(&ok(&json)).unwrap();
+    let first = &report["included"][0];
+    let terms: Vec<&str> = first["notes"][0]["terms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .collect();
+    let mut sorted = terms.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, ["calvin", "first", "tokyo"], "{first}");
+}
+
+/// Embeddings in JSON Lines items and `--query-embedding`: a length
+/// mismatch is an error naming the item and both lengths, not a panic.
+#[test]
+fn vector_scorer_reads_embeddings_and_rejects_mismatches() {
+    let dir = std::env::temp_dir().join(format!("cupel-vec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let items = dir.join("items.jsonl");
+    std::fs::write(
+        &items,
+        "{\"content\": \"tokyo\", \"tokens\": 1, \"embedding\": [1.0, 0.0]}\n\
+         {\"content\": \"car\", \"tokens\": 1, \"embedding\": [0.0, 1.0]}\n",
+    )
+    .unwrap();
+    let policy = dir.join("vector.toml");
+    std::fs::write(
+        &policy,
+        "slicer = \"greedy\"\n[[scorers]]\ntype = \"vector\"\n",
+    )
+    .unwrap();
+    let (i, p) = (items.to_string_lossy(), policy.to_string_lossy());
+    let base = [
+        "select",
+        &i,
+        "--policy",
+        &p,
+        "--max-tokens",
+        "1",
+        "--target-tokens",
+        "1",
+    ];
+    let mut good = base.to_vec();
+    good.extend(["--query-embedding", "[0.0, 2.0]", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&ok(&good)).unwrap();
+    assert_eq!(report["included"][0]["item"]["content"], "car");
+    let mut bad = base.to_vec();
+    bad.extend(["--query-embedding", "[1.0, 0.0, 0.0]"]);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cupel"))
+        .args(&bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("2 dimensions but the query's has 3"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

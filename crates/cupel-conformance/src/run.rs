@@ -305,7 +305,7 @@ mod tests {
         assert_eq!(
             vector("[test]\nname = \"x\"\nstage = \"scoring\"\nscorer = \"psychic\"\n"),
             Outcome::Fail(
-                "[test].scorer: unknown scorer `psychic` (known: recency, priority, kind, tag, frequency, reflexive, composite, scaled, decay, metadata_trust, metadata_key, position, bm25)"
+                "[test].scorer: unknown scorer `psychic` (known: recency, priority, kind, tag, frequency, reflexive, composite, scaled, decay, metadata_trust, metadata_key, position, bm25, vector, hybrid)"
                     .into()
             )
         );

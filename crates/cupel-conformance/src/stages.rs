@@ -88,6 +88,9 @@ pub(crate) fn scoring(
     let items = items(v, "items")?;
     let eps = epsilon(v)?;
     let refs: Vec<&ContextItem> = items.iter().collect();
+    if let Some(query) = query(v)? {
+        return scoring_with_query(v, test, &*scorer, &items, &query, eps);
+    }
     let all = scorer.score_all(&refs);
     if all.len() != refs.len() {
         return Err(format!(
@@ -114,6 +117,75 @@ pub(crate) fn scoring(
         if !score_matches(batch, want, eps) {
             diffs.push(format!(
                 "score_all of {content:?}: expected {want}, actual {batch} (epsilon {eps})"
+            ));
+        }
+    }
+    verdict(diffs)
+}
+
+/// The vector's `[query]` (`text`, default empty, and `embedding`, an
+/// array of numbers), if it has one (an extension for relevance scorers,
+/// `spec/23-relevance.md`).
+fn query(v: &Table) -> Result<Option<cupel_core::Query>, String> {
+    let Some(t) = table(v, "query", "vector")? else {
+        return Ok(None);
+    };
+    let text = crate::toml_util::string(t, "text", "[query]")?.unwrap_or("");
+    let q = cupel_core::Query::new(text);
+    match t.get("embedding") {
+        None => Ok(Some(q)),
+        Some(e) => {
+            let e: Vec<f32> = e
+                .clone()
+                .try_into()
+                .map_err(|e| format!("[query].embedding: {}", one_line(&e.to_string())))?;
+            Ok(Some(q.with_embedding(e)))
+        }
+    }
+}
+
+/// A scoring vector with a `[query]`: the scores of
+/// `Scorer::try_score_all_in` in that query's context (the one-item
+/// `score` has no context). With `[test] expect_score_error = "<kind>"`
+/// scoring must fail with that error (its variant name, compared as the
+/// format compares names).
+fn scoring_with_query(
+    v: &Table,
+    test: &Table,
+    scorer: &dyn Scorer,
+    items: &[ContextItem],
+    query: &cupel_core::Query,
+    eps: f64,
+) -> Result<(), String> {
+    let refs: Vec<&ContextItem> = items.iter().collect();
+    let cx = cupel_core::ScoreContext::new().query(Some(query));
+    let expected_error = crate::toml_util::string(test, "expect_score_error", "[test]")?;
+    let all = match (scorer.try_score_all_in(&refs, &cx), expected_error) {
+        (Ok(all), None) => all,
+        (Err(e), None) => return Err(format!("scoring failed: {e}")),
+        (Err(e), Some(want)) => {
+            let got = format!("{e:?}");
+            let got = got.split([' ', '(', '{']).next().unwrap_or("");
+            return if crate::toml_util::normalise(got) == crate::toml_util::normalise(want) {
+                Ok(())
+            } else {
+                Err(format!("expected a {want} error, got {e}"))
+            };
+        }
+        (Ok(_), Some(want)) => return Err(format!("expected a {want} error, scoring succeeded")),
+    };
+    let mut diffs = Vec::new();
+    for (i, e) in tables(v, "expected", "vector")?.into_iter().enumerate() {
+        let ctx = format!("expected[{i}]");
+        let content = required_string(e, "content", &ctx)?;
+        let want = float(e, "score_approx", &ctx)?
+            .ok_or_else(|| format!("{ctx}: missing `score_approx`"))?;
+        let idx = find_by_content(items, content)
+            .ok_or_else(|| format!("{ctx}: no item has content {content:?}"))?;
+        let got = all.get(idx).copied().unwrap_or(f64::NAN);
+        if !score_matches(got, want, eps) {
+            diffs.push(format!(
+                "score_all_in of {content:?}: expected {want}, actual {got} (epsilon {eps})"
             ));
         }
     }

@@ -197,6 +197,41 @@ pub enum CupelError {
         score: f64,
     },
 
+    /// An embedding (an item's or the query's) cannot be compared: empty,
+    /// a NaN or infinite component, or every component zero (no direction).
+    #[error("the {owner} embedding is invalid: {detail}")]
+    InvalidEmbedding {
+        /// Whose embedding: `item`, `item 3` (the input index) or `query`.
+        owner: String,
+        /// What is wrong, with the component's index when one is.
+        detail: String,
+    },
+
+    /// An item's embedding and the query's have different lengths.
+    #[error(
+        "item {index}'s embedding has {item_dims} dimensions but the query's has {query_dims}: \
+         embed items and query with the same model"
+    )]
+    EmbeddingDimensionMismatch {
+        /// The item's index in the pipeline's input (or in the slice given
+        /// to the scorer, outside the pipeline).
+        index: usize,
+        /// The item embedding's length.
+        item_dims: usize,
+        /// The query embedding's length.
+        query_dims: usize,
+    },
+
+    /// A vector similarity scorer ran without a query embedding.
+    #[error(
+        "{scorer} needs a query embedding: give the run a query with an embedding \
+         (Query::with_embedding, or --query-embedding on the command line)"
+    )]
+    QueryEmbeddingMissing {
+        /// The scorer (`Scorer::name`).
+        scorer: String,
+    },
+
     /// A count quota could not be met and the slicer was told to fail
     /// (`ScarcityBehavior::Throw` in `cupel-slicers`).
     #[error(

@@ -73,6 +73,8 @@ struct Extension {
     original_tokens: Option<i64>,
     /// Cheaper forms, most complete first.
     variants: Box<[ItemVariant]>,
+    /// A caller-supplied embedding of the content (vector similarity).
+    embedding: Option<Arc<[f32]>>,
 }
 
 impl Extension {
@@ -81,6 +83,7 @@ impl Extension {
             && self.future_relevance_hint.is_none()
             && self.original_tokens.is_none()
             && self.variants.is_empty()
+            && self.embedding.is_none()
     }
 }
 
@@ -105,6 +108,10 @@ impl ItemData {
 
     fn original_tokens(&self) -> Option<i64> {
         self.ext.as_ref().and_then(|e| e.original_tokens)
+    }
+
+    fn embedding(&self) -> Option<&[f32]> {
+        self.ext.as_ref().and_then(|e| e.embedding.as_deref())
     }
 
     #[inline]
@@ -267,6 +274,13 @@ impl ContextItem {
     /// Caller-provided hint of future relevance, conventionally in `[0, 1]`.
     pub fn future_relevance_hint(&self) -> Option<f64> {
         self.inner.future_relevance_hint()
+    }
+
+    /// The caller-supplied embedding of the content, if any (read by the
+    /// vector similarity scorer; validated when the item was built: not
+    /// empty, every component finite, not all zero).
+    pub fn embedding(&self) -> Option<&[f32]> {
+        self.inner.embedding()
     }
 
     /// Whether the item bypasses scoring and slicing and is always included.
@@ -507,6 +521,26 @@ impl ContextItemBuilder {
         self
     }
 
+    /// Sets the item's embedding (a vector from the caller's embedding
+    /// model; [`build`](Self::build) checks it).
+    pub fn embedding(mut self, embedding: impl Into<Arc<[f32]>>) -> Self {
+        self.data.ext_mut().embedding = Some(embedding.into());
+        self
+    }
+
+    /// Sets or clears the item's embedding.
+    pub fn embedding_opt(mut self, embedding: Option<Vec<f32>>) -> Self {
+        match embedding {
+            Some(v) => self.embedding(v),
+            None => {
+                if let Some(e) = &mut self.data.ext {
+                    e.embedding = None;
+                }
+                self
+            }
+        }
+    }
+
     /// Pins (or unpins) the item.
     pub fn pinned(mut self, pinned: bool) -> Self {
         self.data.pinned = pinned;
@@ -608,6 +642,9 @@ impl ContextItemBuilder {
                 "an item's group id must not be empty (omit it for no group)".into(),
             ));
         }
+        if let Some(e) = self.data.embedding() {
+            crate::check_embedding(e, "item")?;
+        }
         let mut previous = self.data.tokens;
         for (k, v) in self.data.variants().iter().enumerate() {
             v.check(k + 1, previous)?;
@@ -659,6 +696,8 @@ mod serde_impl {
         group: Option<&'a str>,
         #[serde(skip_serializing_if = "<[ItemVariant]>::is_empty")]
         variants: &'a [ItemVariant],
+        #[serde(skip_serializing_if = "Option::is_none")]
+        embedding: Option<&'a [f32]>,
     }
 
     impl Serialize for ContextItem {
@@ -678,6 +717,7 @@ mod serde_impl {
                 original_tokens: d.original_tokens(),
                 group: d.group(),
                 variants: d.variants(),
+                embedding: d.embedding(),
             }
             .serialize(s)
         }
@@ -711,6 +751,8 @@ mod serde_impl {
         group: Option<String>,
         #[serde(default)]
         variants: Vec<ItemVariant>,
+        #[serde(default)]
+        embedding: Option<Vec<f32>>,
     }
 
     impl<'de> Deserialize<'de> for ContextItem {
@@ -728,6 +770,7 @@ mod serde_impl {
                 .original_tokens_opt(o.original_tokens)
                 .group_opt(o.group)
                 .variants(o.variants)
+                .embedding_opt(o.embedding)
                 .build()
                 .map_err(serde::de::Error::custom)
         }

@@ -61,6 +61,7 @@ mod error;
 mod generate;
 mod item;
 mod kind;
+mod note;
 mod query;
 mod run_budget;
 mod stage;
@@ -85,7 +86,8 @@ pub use error::{ConfigError, CupelError, DEFAULT_MAX_TABLE_BYTES, TableLimit, To
 pub use generate::{HeadTail, Placeholder, VariantGenerator, with_generated_variants};
 pub use item::{ContextItem, ContextItemBuilder};
 pub use kind::{ContextKind, ContextSource};
-pub use query::{Query, ScoreContext};
+pub use note::ScoreNote;
+pub use query::{Query, ScoreContext, check_embedding};
 pub use run_budget::{
     Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase, Deadline,
     RemainingTime, RemainingTokens, RunBudget, RunBudgetBuilder, ScopeId, TokenLimit, TokenUsage,

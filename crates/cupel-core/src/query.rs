@@ -48,6 +48,46 @@ impl Query {
     }
 }
 
+/// Checks that `embedding` can be compared by cosine: not empty, every
+/// component finite, not every component zero. `owner` names whose it is in
+/// the error (`item`, `item 3`, `query`).
+///
+/// ```
+/// use cupel_core::{check_embedding, CupelError};
+/// assert!(check_embedding(&[0.0, 1.0], "query").is_ok());
+/// let e = check_embedding(&[0.5, f32::NAN], "item 3").unwrap_err();
+/// assert_eq!(e.to_string(), "the item 3 embedding is invalid: component 1 is NaN");
+/// assert!(matches!(check_embedding(&[0.0, 0.0], "query"), Err(CupelError::InvalidEmbedding { .. })));
+/// ```
+///
+/// # Errors
+/// [`CupelError::InvalidEmbedding`](crate::CupelError::InvalidEmbedding) naming the first bad component, or
+/// saying the vector is empty or zero.
+pub fn check_embedding(embedding: &[f32], owner: &str) -> Result<(), crate::CupelError> {
+    let bad = |detail: String| crate::CupelError::InvalidEmbedding {
+        owner: owner.to_string(),
+        detail,
+    };
+    if embedding.is_empty() {
+        return Err(bad("it has no components".into()));
+    }
+    if let Some((k, x)) = embedding.iter().enumerate().find(|(_, x)| !x.is_finite()) {
+        let what = if x.is_nan() {
+            "NaN".into()
+        } else {
+            x.to_string()
+        };
+        return Err(bad(format!("component {k} is {what}")));
+    }
+    if embedding.iter().all(|&x| x == 0.0) {
+        return Err(bad(format!(
+            "all {} components are zero (a zero vector has no direction)",
+            embedding.len()
+        )));
+    }
+    Ok(())
+}
+
 /// What a scorer may read about the run besides the items:
 /// [`Scorer::score_all_in`](crate::Scorer::score_all_in)'s second argument.
 ///

@@ -203,6 +203,50 @@ pub trait Scorer: Send + Sync {
         self.score_all(items)
     }
 
+    /// [`score_all`](Scorer::score_all), or a typed error for input the
+    /// scorer cannot score (a vector scorer's mismatched dimensions).
+    ///
+    /// The pipeline's Score stage calls this. The default never fails.
+    ///
+    /// # Errors
+    /// Whatever the scorer documents; the default none.
+    fn try_score_all(&self, items: &[&ContextItem]) -> Result<Vec<f64>, crate::CupelError> {
+        Ok(self.score_all(items))
+    }
+
+    /// [`score_all_in`](Scorer::score_all_in), or a typed error (as
+    /// [`try_score_all`](Scorer::try_score_all)). Scorers that can fail
+    /// override it; scorers that hold others override it to pass their
+    /// children's errors on.
+    ///
+    /// # Errors
+    /// Whatever the scorer documents; the default none.
+    fn try_score_all_in(
+        &self,
+        items: &[&ContextItem],
+        cx: &ScoreContext<'_>,
+    ) -> Result<Vec<f64>, crate::CupelError> {
+        Ok(self.score_all_in(items, cx))
+    }
+
+    /// Short per-item explanations of the scores of
+    /// [`score_all_in`](Scorer::score_all_in) over the same `items` and
+    /// `cx`: `(index into items, note)` pairs, in index order, for the items
+    /// the scorer has something to say about (e.g. the query words a
+    /// relevance scorer matched).
+    ///
+    /// The pipeline calls it only when the run builds a report, so it may
+    /// cost as much as a scoring pass. The default says nothing; scorers
+    /// that hold others pass their children's notes on.
+    fn notes_in(
+        &self,
+        items: &[&ContextItem],
+        cx: &ScoreContext<'_>,
+    ) -> Vec<(usize, crate::ScoreNote)> {
+        let _ = (items, cx);
+        Vec::new()
+    }
+
     /// A short name for messages (the default: the implementing type's
     /// name without its module path, e.g. `ScaledScorer`).
     ///
@@ -276,6 +320,23 @@ macro_rules! forward_scorer {
             }
             fn score_all_in(&self, items: &[&ContextItem], cx: &ScoreContext<'_>) -> Vec<f64> {
                 (**self).score_all_in(items, cx)
+            }
+            fn try_score_all(&self, items: &[&ContextItem]) -> Result<Vec<f64>, CupelError> {
+                (**self).try_score_all(items)
+            }
+            fn try_score_all_in(
+                &self,
+                items: &[&ContextItem],
+                cx: &ScoreContext<'_>,
+            ) -> Result<Vec<f64>, CupelError> {
+                (**self).try_score_all_in(items, cx)
+            }
+            fn notes_in(
+                &self,
+                items: &[&ContextItem],
+                cx: &ScoreContext<'_>,
+            ) -> Vec<(usize, crate::ScoreNote)> {
+                (**self).notes_in(items, cx)
             }
             fn name(&self) -> &'static str {
                 (**self).name()

@@ -511,9 +511,27 @@ pub struct ScorerConfig {
     /// `bm25`: the group prior's weight, in `[0, 1]` (default 0: off).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_weight: Option<f64>,
+    /// `hybrid`: how the children are fused, `rrf` (reciprocal-rank
+    /// fusion, the default) or `weighted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fusion: Option<FusionConfig>,
+    /// `hybrid` with `fusion = "rrf"`: the rank offset k (default 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rrf_k: Option<f64>,
     /// A custom scorer's own table (`params`), handed to its constructor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<serde_json::Value>,
+}
+
+/// How a `hybrid` scorer fuses its children (`fusion` key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FusionConfig {
+    /// Reciprocal-rank fusion (`rrf`).
+    Rrf,
+    /// The weighted mean of the children's scores (`weighted`).
+    Weighted,
 }
 
 impl ScorerConfig {
@@ -545,6 +563,8 @@ impl ScorerConfig {
             feedback_docs: None,
             feedback_terms: None,
             group_weight: None,
+            fusion: None,
+            rrf_k: None,
             params: None,
         }
     }
@@ -1108,7 +1128,7 @@ impl ScorerConfig {
 
     fn check_keys(&self, at: &str) -> Result<(), CupelError> {
         use ScorerType as T;
-        let present: [(&str, bool, &[ScorerType]); 24] = [
+        let present: [(&str, bool, &[ScorerType]); 26] = [
             // Every built-in type rejects `params`: only a custom scorer has its own table.
             ("params", self.params.is_some(), &[]),
             (
@@ -1123,7 +1143,11 @@ impl ScorerConfig {
                 self.case_insensitive_tags.is_some(),
                 &[T::Tag],
             ),
-            ("children", self.children.is_some(), &[T::Composite]),
+            (
+                "children",
+                self.children.is_some(),
+                &[T::Composite, T::Hybrid],
+            ),
             ("inner_scorer", self.inner_scorer.is_some(), &[T::Scaled]),
             ("reference_time", self.reference_time.is_some(), &[T::Decay]),
             (
@@ -1150,6 +1174,8 @@ impl ScorerConfig {
             ("feedback_docs", self.feedback_docs.is_some(), &[T::Bm25]),
             ("feedback_terms", self.feedback_terms.is_some(), &[T::Bm25]),
             ("group_weight", self.group_weight.is_some(), &[T::Bm25]),
+            ("fusion", self.fusion.is_some(), &[T::Hybrid]),
+            ("rrf_k", self.rrf_k.is_some(), &[T::Hybrid]),
         ];
         for (key, is_set, types) in present {
             let applies = match self.scorer_type.builtin() {

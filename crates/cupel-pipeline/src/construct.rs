@@ -8,16 +8,18 @@ use cupel_core::{
 };
 use cupel_placers::{ChronologicalPlacer, UShapedPlacer};
 use cupel_scorers::{
-    Bm25Scorer, CompositeScorer, DecayCurve, DecayScorer, FrequencyScorer, KindScorer,
-    MetadataKeyScorer, MetadataTrustScorer, PositionScorer, PriorityScorer, RecencyScorer,
-    ReflexiveScorer, ScaledScorer, TagMatch, TagScorer,
+    Bm25Scorer, CompositeScorer, DecayCurve, DecayScorer, FrequencyScorer, Fusion, HybridScorer,
+    KindScorer, MetadataKeyScorer, MetadataTrustScorer, PositionScorer, PriorityScorer,
+    RecencyScorer, ReflexiveScorer, ScaledScorer, TagMatch, TagScorer, VectorScorer,
 };
 use cupel_slicers::{
     ContiguousSlice, CountConstrainedKnapsackSlice, CountQuotaEntry, CountQuotaSlice, GreedySlice,
     KnapsackSlice, QuotaSet, QuotaSlice, ScarcityBehavior, ScoreOrderSlice,
 };
 
-use crate::config::{CurveConfig, InnerScorer, ScorerConfig, SlicerConfig, kind_weights};
+use crate::config::{
+    CurveConfig, FusionConfig, InnerScorer, ScorerConfig, SlicerConfig, kind_weights,
+};
 use crate::names::{ComponentType, PlacerType, ScorerType, SlicerType};
 use crate::registry::ComponentRegistry;
 
@@ -191,8 +193,42 @@ pub(crate) fn scorer(
             }
             Arc::new(b.build().map_err(|e| at(e, path))?)
         }
+        ScorerType::Vector => Arc::new(VectorScorer::new()),
+        ScorerType::Hybrid => hybrid(cfg, path, registry)?,
     };
     Ok(built)
+}
+
+/// A `hybrid` scorer: its `children` fused by `fusion` (default `rrf`,
+/// `rrf_k` default 60).
+fn hybrid(
+    cfg: &ScorerConfig,
+    path: &str,
+    registry: &ComponentRegistry,
+) -> Result<Arc<dyn Scorer>, CupelError> {
+    let entries = cfg
+        .children
+        .as_ref()
+        .ok_or_else(|| missing(path, "children", "hybrid"))?;
+    let fusion = match (cfg.fusion.unwrap_or(FusionConfig::Rrf), cfg.rrf_k) {
+        (FusionConfig::Rrf, k) => Fusion::ReciprocalRank {
+            k: k.unwrap_or(Fusion::DEFAULT_RRF_K),
+        },
+        (FusionConfig::Weighted, None) => Fusion::Weighted,
+        (FusionConfig::Weighted, Some(_)) => {
+            return Err(CupelError::PipelineConfig(format!(
+                "{path}: `rrf_k` applies to `fusion = \"rrf\"` only, not `weighted`"
+            )));
+        }
+    };
+    let mut children = Vec::with_capacity(entries.len());
+    for (i, e) in entries.iter().enumerate() {
+        let child_path = format!("{path}.children[{i}]");
+        children.push((scorer(e, &child_path, registry)?, e.weight));
+    }
+    Ok(Arc::new(
+        HybridScorer::new(children, fusion).map_err(|e| at(e, path))?,
+    ))
 }
 
 pub(crate) fn composite(

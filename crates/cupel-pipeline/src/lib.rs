@@ -146,9 +146,9 @@ mod summary;
 
 #[cfg(feature = "config")]
 pub use config::{
-    CountQuotaConfig, CurveConfig, InnerScorer, KindWeightConfig, MAX_SCORER_DEPTH, PolicyConfig,
-    QuotaConfig, ScorerConfig, SlicerConfig, StepWindowConfig, TagWeightConfig, VariantsConfig,
-    overflow_strategy_name, scarcity_behavior_name,
+    CountQuotaConfig, CurveConfig, FusionConfig, InnerScorer, KindWeightConfig, MAX_SCORER_DEPTH,
+    PolicyConfig, QuotaConfig, ScorerConfig, SlicerConfig, StepWindowConfig, TagWeightConfig,
+    VariantsConfig, overflow_strategy_name, scarcity_behavior_name,
 };
 #[cfg(feature = "config")]
 #[allow(deprecated)]

@@ -219,6 +219,10 @@ component_names! {
         Position = "position",
         /// `Bm25Scorer`: lexical relevance to the run's query.
         Bm25 = "bm25",
+        /// `VectorScorer`: cosine similarity to the run's query embedding.
+        Vector = "vector",
+        /// `HybridScorer`: its children (lexical, vector) fused.
+        Hybrid = "hybrid",
     ]
 }
 

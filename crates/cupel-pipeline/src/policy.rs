@@ -77,15 +77,60 @@ impl Scorer for QueryBound {
     fn score_all_in(&self, items: &[&cupel_core::ContextItem], _: &ScoreContext<'_>) -> Vec<f64> {
         self.score_all(items)
     }
+    fn try_score_all(
+        &self,
+        items: &[&cupel_core::ContextItem],
+    ) -> Result<Vec<f64>, cupel_core::CupelError> {
+        let cx = ScoreContext::new().query(Some(&self.query));
+        self.inner.try_score_all_in(items, &cx)
+    }
+    fn try_score_all_in(
+        &self,
+        items: &[&cupel_core::ContextItem],
+        _: &ScoreContext<'_>,
+    ) -> Result<Vec<f64>, cupel_core::CupelError> {
+        self.try_score_all(items)
+    }
+    fn notes_in(
+        &self,
+        items: &[&cupel_core::ContextItem],
+        _: &ScoreContext<'_>,
+    ) -> Vec<(usize, cupel_core::ScoreNote)> {
+        let cx = ScoreContext::new().query(Some(&self.query));
+        self.inner.notes_in(items, &cx)
+    }
     fn name(&self) -> &'static str {
         self.inner.name()
     }
 }
 
 impl Policy {
-    /// This policy with its scorer bound to `query` (the per-run query of
-    /// `RunOptions::query`).
-    pub(crate) fn with_query(&self, query: &Query) -> Policy {
+    /// This policy with its scorer bound to `query`: every run scores as
+    /// a run given `RunOptions::query(query)` does (the pipeline does this
+    /// for each run with a query). Useful where no run options reach the
+    /// run — budget simulation and the other analytics of
+    /// `cupel-analytics` take a [`Pipeline`](crate::Pipeline) built from
+    /// such a policy.
+    ///
+    /// ```
+    /// use cupel_core::{ContextBudget, ContextItem, Query};
+    /// use cupel_pipeline::{Pipeline, Policy};
+    /// use cupel_scorers::Bm25Scorer;
+    /// use cupel_slicers::GreedySlice;
+    /// use cupel_placers::ChronologicalPlacer;
+    /// let policy = Policy::builder()
+    ///     .scorer(Bm25Scorer::new())
+    ///     .slicer(GreedySlice::new())
+    ///     .placer(ChronologicalPlacer)
+    ///     .build()?
+    ///     .with_query(&Query::new("tokyo"));
+    /// let p = Pipeline::new(policy, ContextBudget::new(1, 1)?);
+    /// let items = [ContextItem::new("paris", 1)?, ContextItem::new("tokyo", 1)?];
+    /// assert_eq!(p.run(&items)?[0].content(), "tokyo");
+    /// # Ok::<(), cupel_core::CupelError>(())
+    /// ```
+    #[must_use]
+    pub fn with_query(&self, query: &Query) -> Policy {
         let mut p = self.clone();
         p.scorer = Arc::new(QueryBound {
             inner: Arc::clone(&self.scorer),

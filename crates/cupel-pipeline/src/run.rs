@@ -483,10 +483,30 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
             None => self.items.iter().collect(),
             Some(indices) => indices.iter().map(|&i| &self.items[i]).collect(),
         };
+        let to_input = |index: usize| {
+            indices
+                .as_ref()
+                .and_then(|indices| indices.get(index).copied())
+                .unwrap_or(index)
+        };
         let scores = if refs.is_empty() {
             Vec::new()
         } else {
-            self.policy.scorer.score_all(&refs)
+            self.policy
+                .scorer
+                .try_score_all(&refs)
+                .map_err(|e| match e {
+                    CupelError::EmbeddingDimensionMismatch {
+                        index,
+                        item_dims,
+                        query_dims,
+                    } => CupelError::EmbeddingDimensionMismatch {
+                        index: to_input(index),
+                        item_dims,
+                        query_dims,
+                    },
+                    e => e,
+                })?
         };
         if scores.len() != refs.len() {
             return Err(CupelError::PipelineConfig(format!(
@@ -505,14 +525,21 @@ impl<'r, T: Units, C: TraceCollector + ?Sized> Engine<'r, T, C> {
                 score,
             } => CupelError::NonFiniteScore {
                 scorer,
-                index: indices
-                    .as_ref()
-                    .and_then(|indices| indices.get(index).copied())
-                    .unwrap_or(index),
+                index: to_input(index),
                 score,
             },
             e => e,
         })?;
+        if self.traced && !refs.is_empty() && self.collector.wants_score_notes() {
+            let notes = self
+                .policy
+                .scorer
+                .notes_in(&refs, &cupel_core::ScoreContext::new())
+                .into_iter()
+                .map(|(i, n)| (to_input(i), n))
+                .collect();
+            self.collector.on_score_notes(notes);
+        }
         let n = refs.len();
         drop(refs);
         self.score_of = match indices {

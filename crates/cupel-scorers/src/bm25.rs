@@ -7,6 +7,11 @@ use cupel_core::{ContextItem, CupelError, ScoreContext, Scorer};
 use rust_stemmers::{Algorithm, Stemmer};
 use unicode_segmentation::UnicodeSegmentation;
 
+mod index;
+mod notes;
+
+pub use index::{Bm25Index, IndexedBm25Scorer};
+
 /// The short English stop list: function words that match almost every
 /// turn and carry no topic (articles, pronouns, auxiliaries, common
 /// prepositions and conjunctions, question words).
@@ -554,6 +559,16 @@ impl Scorer for Bm25Scorer {
     /// Scores against the run's query, or the scorer's own without one.
     fn score_all_in(&self, items: &[&ContextItem], cx: &ScoreContext<'_>) -> Vec<f64> {
         self.scores(items, cx.query_ref().map(cupel_core::Query::text))
+    }
+
+    /// Per item scoring above 0: its score and the query words it matched
+    /// (most contributing first, ties alphabetical).
+    fn notes_in(
+        &self,
+        items: &[&ContextItem],
+        cx: &ScoreContext<'_>,
+    ) -> Vec<(usize, cupel_core::ScoreNote)> {
+        self.notes(items, cx.query_ref().map(cupel_core::Query::text))
     }
 }
 

@@ -158,9 +158,50 @@ impl Scorer for CompositeScorer {
     fn score_all_in(&self, items: &[&ContextItem], cx: &ScoreContext<'_>) -> Vec<f64> {
         self.combine(items, Some(cx))
     }
+
+    /// As [`score_all`](Scorer::score_all), passing the first child error on.
+    fn try_score_all(&self, items: &[&ContextItem]) -> Result<Vec<f64>, CupelError> {
+        self.try_combine(items, None)
+    }
+
+    /// As [`score_all_in`](Scorer::score_all_in), passing the first child
+    /// error on.
+    fn try_score_all_in(
+        &self,
+        items: &[&ContextItem],
+        cx: &ScoreContext<'_>,
+    ) -> Result<Vec<f64>, CupelError> {
+        self.try_combine(items, Some(cx))
+    }
+
+    /// Every child's notes, in index order (children in order within one
+    /// index).
+    fn notes_in(
+        &self,
+        items: &[&ContextItem],
+        cx: &ScoreContext<'_>,
+    ) -> Vec<(usize, cupel_core::ScoreNote)> {
+        crate::scaled::merge_notes(self.children.iter().map(|(c, _)| c.notes_in(items, cx)))
+    }
 }
 
 impl CompositeScorer {
+    fn try_combine(
+        &self,
+        items: &[&ContextItem],
+        cx: Option<&ScoreContext<'_>>,
+    ) -> Result<Vec<f64>, CupelError> {
+        let _tags = TagScope::open(items);
+        let mut out = vec![0.0; items.len()];
+        for (child, weight) in &self.children {
+            let scores = crate::scaled::try_checked_score_all_in(&**child, items, cx)?;
+            for (acc, s) in out.iter_mut().zip(scores) {
+                *acc += s * weight;
+            }
+        }
+        Ok(out)
+    }
+
     fn combine(&self, items: &[&ContextItem], cx: Option<&ScoreContext<'_>>) -> Vec<f64> {
         // Tag-reading children (tag, frequency) gather the items' tags once
         // between them, for this pass only.

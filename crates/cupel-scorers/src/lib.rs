@@ -83,6 +83,7 @@ mod composite;
 mod decay;
 mod frequency;
 mod gather;
+mod hybrid;
 mod kind;
 mod metadata_key;
 mod position;
@@ -93,11 +94,16 @@ mod reflexive;
 mod scaled;
 mod tag;
 mod trust;
+mod vector;
 
-pub use bm25::{Bm25Feedback, Bm25Scorer, Bm25ScorerBuilder, MAX_QUERY_BYTES, bm25_terms};
+pub use bm25::{
+    Bm25Feedback, Bm25Index, Bm25Scorer, Bm25ScorerBuilder, IndexedBm25Scorer, MAX_QUERY_BYTES,
+    bm25_terms,
+};
 pub use composite::{CompositeScorer, CompositeScorerBuilder};
 pub use decay::{DecayCurve, DecayScorer, StepWindow};
 pub use frequency::FrequencyScorer;
+pub use hybrid::{Fusion, HybridScorer};
 pub use kind::KindScorer;
 pub use metadata_key::MetadataKeyScorer;
 pub use position::PositionScorer;
@@ -107,6 +113,7 @@ pub use reflexive::ReflexiveScorer;
 pub use scaled::ScaledScorer;
 pub use tag::{TagMatch, TagScorer};
 pub use trust::MetadataTrustScorer;
+pub use vector::VectorScorer;
 
 #[cfg(test)]
 mod tests {

@@ -115,6 +115,34 @@ pub(crate) fn checked_score_all_in(
     }
 }
 
+/// [`checked_score_all_in`] through the fallible methods
+/// ([`Scorer::try_score_all`], [`Scorer::try_score_all_in`]).
+pub(crate) fn try_checked_score_all_in(
+    scorer: &dyn Scorer,
+    items: &[&ContextItem],
+    cx: Option<&ScoreContext<'_>>,
+) -> Result<Vec<f64>, cupel_core::CupelError> {
+    let scores = match cx {
+        None => scorer.try_score_all(items)?,
+        Some(cx) => scorer.try_score_all_in(items, cx)?,
+    };
+    if scores.len() == items.len() {
+        Ok(scores)
+    } else {
+        Ok((0..items.len()).map(|i| scorer.score(i, items)).collect())
+    }
+}
+
+/// Several scorers' notes as one list in index order (stable: within one
+/// index, in the order the lists are given).
+pub(crate) fn merge_notes(
+    lists: impl Iterator<Item = Vec<(usize, cupel_core::ScoreNote)>>,
+) -> Vec<(usize, cupel_core::ScoreNote)> {
+    let mut all: Vec<(usize, cupel_core::ScoreNote)> = lists.flatten().collect();
+    all.sort_by_key(|(i, _)| *i);
+    all
+}
+
 impl Scorer for ScaledScorer {
     /// The reference algorithm (one inner scan). Empty `items` score 0.5 (the
     /// specification's rule); an out-of-range `index` into non-empty `items`
@@ -150,6 +178,29 @@ impl Scorer for ScaledScorer {
     /// The inner scorer's pass in the run's context, scaled.
     fn score_all_in(&self, items: &[&ContextItem], cx: &ScoreContext<'_>) -> Vec<f64> {
         Self::scale(checked_score_all_in(&*self.inner, items, Some(cx)))
+    }
+
+    /// The inner scorer's fallible pass, scaled.
+    fn try_score_all(&self, items: &[&ContextItem]) -> Result<Vec<f64>, cupel_core::CupelError> {
+        try_checked_score_all_in(&*self.inner, items, None).map(Self::scale)
+    }
+
+    /// The inner scorer's fallible pass in the run's context, scaled.
+    fn try_score_all_in(
+        &self,
+        items: &[&ContextItem],
+        cx: &ScoreContext<'_>,
+    ) -> Result<Vec<f64>, cupel_core::CupelError> {
+        try_checked_score_all_in(&*self.inner, items, Some(cx)).map(Self::scale)
+    }
+
+    /// The inner scorer's notes (its own scores, before scaling).
+    fn notes_in(
+        &self,
+        items: &[&ContextItem],
+        cx: &ScoreContext<'_>,
+    ) -> Vec<(usize, cupel_core::ScoreNote)> {
+        self.inner.notes_in(items, cx)
     }
 }
 

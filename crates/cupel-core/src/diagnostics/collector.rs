@@ -115,6 +115,21 @@ pub trait TraceCollector {
         let _ = event;
     }
 
+    /// Whether this collector keeps the scorers' per-item notes
+    /// ([`ScoreNote`](crate::ScoreNote)); the pipeline asks the scorer for
+    /// them (an extra pass for a query-aware scorer) only when it does.
+    /// Default `false`; the report builder says `true`.
+    fn wants_score_notes(&self) -> bool {
+        false
+    }
+
+    /// The scorers' notes of one run, as `(input index, note)` pairs in
+    /// index order (called after the Score stage when
+    /// [`wants_score_notes`](Self::wants_score_notes)).
+    fn on_score_notes(&mut self, notes: Vec<(usize, crate::ScoreNote)>) {
+        let _ = notes;
+    }
+
     /// The run finished and returned a window.
     fn on_run_completed(&mut self) {}
 
@@ -178,6 +193,8 @@ macro_rules! forward_collector {
             fn on_item_included(&mut self, record: InclusionRecord<'_>) { (**self).on_item_included(record) }
             fn on_shortfalls(&mut self, shortfalls: &[CountRequirementShortfall]) { (**self).on_shortfalls(shortfalls) }
             fn on_overflow(&mut self, event: &OverflowEvent) { (**self).on_overflow(event) }
+            fn wants_score_notes(&self) -> bool { (**self).wants_score_notes() }
+            fn on_score_notes(&mut self, notes: Vec<(usize, crate::ScoreNote)>) { (**self).on_score_notes(notes) }
             fn on_run_completed(&mut self) { (**self).on_run_completed() }
             fn on_run_failed(&mut self, error: &CupelError) { (**self).on_run_failed(error) }
         }
@@ -291,6 +308,25 @@ impl<A: TraceCollector, B: TraceCollector> TraceCollector for FanOut<A, B> {
             }
             (true, false) => self.first.record_item_event(event),
             (false, true) => self.second.record_item_event(event),
+            (false, false) => {}
+        }
+    }
+
+    fn wants_score_notes(&self) -> bool {
+        (self.first.is_enabled() && self.first.wants_score_notes())
+            || (self.second.is_enabled() && self.second.wants_score_notes())
+    }
+
+    fn on_score_notes(&mut self, notes: Vec<(usize, crate::ScoreNote)>) {
+        let first = self.first.is_enabled() && self.first.wants_score_notes();
+        let second = self.second.is_enabled() && self.second.wants_score_notes();
+        match (first, second) {
+            (true, true) => {
+                self.first.on_score_notes(notes.clone());
+                self.second.on_score_notes(notes);
+            }
+            (true, false) => self.first.on_score_notes(notes),
+            (false, true) => self.second.on_score_notes(notes),
             (false, false) => {}
         }
     }
@@ -418,6 +454,8 @@ pub struct DiagnosticTraceCollector {
     total_candidates: usize,
     total_tokens: i64,
     shortfalls: Vec<CountRequirementShortfall>,
+    /// The scorers' notes, `(input index, note)` in index order.
+    notes: Vec<(usize, crate::ScoreNote)>,
     observer: Option<EventObserver>,
     /// Where item messages are written before each is copied out at its
     /// exact length: one allocation per message, none to grow it. (Kept
@@ -456,6 +494,7 @@ impl DiagnosticTraceCollector {
             total_candidates: 0,
             total_tokens: 0,
             shortfalls: Vec::new(),
+            notes: Vec::new(),
             observer: None,
             scratch: String::new(),
         }
@@ -474,7 +513,7 @@ impl DiagnosticTraceCollector {
 
     /// Builds the report of the last run (the collector stays usable).
     pub fn report(&self) -> SelectionReport {
-        build_report(
+        let mut report = build_report(
             self.events.clone(),
             self.included.clone(),
             self.excluded.clone(),
@@ -482,12 +521,14 @@ impl DiagnosticTraceCollector {
             self.total_candidates,
             self.total_tokens,
             self.shortfalls.clone(),
-        )
+        );
+        attach_notes(&mut report, self.notes.clone());
+        report
     }
 
     /// Consumes the collector and builds the report of the last run.
     pub fn into_report(self) -> SelectionReport {
-        build_report(
+        let mut report = build_report(
             self.events,
             self.included,
             self.excluded,
@@ -495,7 +536,9 @@ impl DiagnosticTraceCollector {
             self.total_candidates,
             self.total_tokens,
             self.shortfalls,
-        )
+        );
+        attach_notes(&mut report, self.notes);
+        report
     }
 
     fn push(&mut self, event: TraceEvent) {
@@ -597,6 +640,29 @@ fn build_report(
     }
 }
 
+/// Moves each note onto the row of its item (by input position); a note of
+/// an item without a row (none in a pipeline run) is dropped.
+fn attach_notes(report: &mut SelectionReport, notes: Vec<(usize, crate::ScoreNote)>) {
+    if notes.is_empty() {
+        return;
+    }
+    let mut by_position: std::collections::BTreeMap<usize, Vec<crate::ScoreNote>> =
+        std::collections::BTreeMap::new();
+    for (i, n) in notes {
+        by_position.entry(i).or_default().push(n);
+    }
+    for row in &mut report.included {
+        if let Some(n) = by_position.remove(&row.position) {
+            row.notes = n;
+        }
+    }
+    for row in &mut report.excluded {
+        if let Some(n) = by_position.remove(&row.position) {
+            row.notes = n;
+        }
+    }
+}
+
 impl TraceCollector for DiagnosticTraceCollector {
     fn is_enabled(&self) -> bool {
         true
@@ -623,6 +689,7 @@ impl TraceCollector for DiagnosticTraceCollector {
         self.excluded_runs.clear();
         self.last_stage = None;
         self.shortfalls.clear();
+        self.notes.clear();
         self.total_candidates = items.len();
         // At most every candidate is excluded: its rows are reserved once
         // (capacity never written to is never touched) and cut to their
@@ -655,6 +722,7 @@ impl TraceCollector for DiagnosticTraceCollector {
             score: record.score,
             reason: record.reason,
             position: record.index,
+            notes: Vec::new(),
         });
     }
 
@@ -679,11 +747,20 @@ impl TraceCollector for DiagnosticTraceCollector {
             reason: record.reason,
             position: record.index,
             variant: record.variant,
+            notes: Vec::new(),
         });
     }
 
     fn on_shortfalls(&mut self, shortfalls: &[CountRequirementShortfall]) {
         self.shortfalls.extend_from_slice(shortfalls);
+    }
+
+    fn wants_score_notes(&self) -> bool {
+        true
+    }
+
+    fn on_score_notes(&mut self, notes: Vec<(usize, crate::ScoreNote)>) {
+        self.notes = notes;
     }
 }
 
@@ -898,6 +975,7 @@ mod tests {
                     score,
                     reason: ExclusionReason::NegativeTokens { tokens: -1 },
                     position,
+                    notes: Vec::new(),
                 })
                 .collect();
             let mut expected: Vec<usize> = (0..rows.len()).collect();

@@ -26,6 +26,14 @@ pub struct IncludedItem {
         serde(default, skip_serializing_if = "Option::is_none")
     )]
     pub variant: Option<VariantChoice>,
+    /// What the scorers noted about the item (an extension: e.g. the query
+    /// words it matched, `spec/23-relevance.md`); empty, and omitted from
+    /// JSON, when no scorer noted anything.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Vec::is_empty")
+    )]
+    pub notes: Vec<crate::ScoreNote>,
 }
 
 /// An item left out, with its score and reason.
@@ -43,6 +51,14 @@ pub struct ExcludedItem {
     /// specification's three fields; 0 when absent from JSON input).
     #[cfg_attr(feature = "serde", serde(default))]
     pub position: usize,
+    /// What the scorers noted about the item (an extension: e.g. the query
+    /// words it matched, `spec/23-relevance.md`); empty, and omitted from
+    /// JSON, when no scorer noted anything.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Vec::is_empty")
+    )]
+    pub notes: Vec<crate::ScoreNote>,
 }
 
 /// Everything a run decided, item by item.
@@ -148,6 +164,7 @@ impl IncludedItem {
             reason,
             position: 0,
             variant: None,
+            notes: Vec::new(),
         }
     }
 
@@ -176,6 +193,7 @@ impl ExcludedItem {
             score,
             reason,
             position: 0,
+            notes: Vec::new(),
         }
     }
 
