@@ -60,6 +60,8 @@ mod aging;
 mod cache;
 #[cfg(feature = "async-openai")]
 mod compat;
+#[cfg(feature = "rig")]
+mod rig_compat;
 mod count;
 mod error;
 mod formats;
@@ -79,7 +81,12 @@ pub use cache::{
 };
 #[cfg(feature = "async-openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
-pub use compat::{from_async_openai, to_async_openai};
+pub use compat::{
+    from_async_openai, from_async_openai_responses, to_async_openai, to_async_openai_responses,
+};
+#[cfg(feature = "rig")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rig")))]
+pub use rig_compat::{from_rig, to_rig};
 pub use count::{
     ANTHROPIC_IMAGE_MAX_TOKENS, ANTHROPIC_PDF_PAGE_TOKENS, AnthropicEstimate, Calibration,
     GEMINI_CHARS_PER_TOKEN, GEMINI_IMAGE_TOKENS, GeminiEstimate, MessageCounter,
