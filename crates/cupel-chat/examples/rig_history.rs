@@ -13,7 +13,9 @@ use serde_json::json;
 /// What a rig agent's chat history looks like after a few tool-using turns.
 fn history() -> Result<Vec<Message>, Box<dyn std::error::Error>> {
     let search = ToolName::new("search_orders")?;
-    let mut history = vec![Message::system("You are a support agent for a parcel service.")];
+    let mut history = vec![Message::system(
+        "You are a support agent for a parcel service.",
+    )];
     for order in 40..48 {
         history.push(Message::user(format!("Where is order {order}?")));
         let call = rig_core::message::ToolCall::from_wire(
@@ -27,9 +29,13 @@ fn history() -> Result<Vec<Message>, Box<dyn std::error::Error>> {
         history.push(Message::tool_results(vec![
             call.result(vec![ToolResultContent::Text(Text::new(log))]),
         ]));
-        history.push(Message::assistant(format!("Order {order} is at the depot.")));
+        history.push(Message::assistant(format!(
+            "Order {order} is at the depot."
+        )));
     }
-    history.push(Message::user("Thanks. Can you combine 46 and 47 into one delivery?"));
+    history.push(Message::user(
+        "Thanks. Can you combine 46 and 47 into one delivery?",
+    ));
     Ok(history)
 }
 

@@ -60,13 +60,13 @@ mod aging;
 mod cache;
 #[cfg(feature = "async-openai")]
 mod compat;
-#[cfg(feature = "rig")]
-mod rig_compat;
 mod count;
 mod error;
 mod formats;
 mod message;
 mod raw;
+#[cfg(feature = "rig")]
+mod rig_compat;
 mod transcript;
 mod trim;
 mod wire;
@@ -84,9 +84,6 @@ pub use cache::{
 pub use compat::{
     from_async_openai, from_async_openai_responses, to_async_openai, to_async_openai_responses,
 };
-#[cfg(feature = "rig")]
-#[cfg_attr(docsrs, doc(cfg(feature = "rig")))]
-pub use rig_compat::{from_rig, to_rig};
 pub use count::{
     ANTHROPIC_IMAGE_MAX_TOKENS, ANTHROPIC_PDF_PAGE_TOKENS, AnthropicEstimate, Calibration,
     GEMINI_CHARS_PER_TOKEN, GEMINI_IMAGE_TOKENS, GeminiEstimate, MessageCounter,
@@ -96,6 +93,9 @@ pub use count::{
 };
 pub use error::ChatError;
 pub use message::{Content, Extra, Image, ImageSource, Message, Part, Role, ToolCall, ToolResult};
+#[cfg(feature = "rig")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rig")))]
+pub use rig_compat::{from_rig, to_rig};
 pub use transcript::{Transcript, compact_json};
 pub use trim::{
     Decision, Granularity, InputNote, MessageRow, Strategy, TokenTotals, Trim, Trimmed, TurnHalf,

@@ -16,7 +16,9 @@ use std::collections::BTreeMap;
 use rig_core::completion::Message as RigMessage;
 use serde_json::{Map, Value, json};
 
-use crate::{ChatError, Content, Extra, Image, ImageSource, Message, Part, Role, ToolCall, ToolResult};
+use crate::{
+    ChatError, Content, Extra, Image, ImageSource, Message, Part, Role, ToolCall, ToolResult,
+};
 
 /// The `extra` key holding a rig call id that is not a provider's (a
 /// rig-issued `{"local": ...}` id), so it is written back as it was.
@@ -82,7 +84,9 @@ pub fn from_rig(messages: &[RigMessage]) -> Result<Vec<Message>, ChatError> {
 /// role other than system, developer, user, assistant or tool, a system
 /// prompt with non-text parts, thinking with a signature or redacted
 /// thinking, an unknown part, a tool result whose call is not in the
-/// messages before it, or arguments that are not a JSON object.
+/// messages before it, arguments that are not a JSON object, or a field rig
+/// has no place for (an OpenAI `name`, an Anthropic `cache_control`, ...:
+/// the error's path names it) that converting would drop.
 pub fn to_rig(messages: &[Message]) -> Result<Vec<RigMessage>, ChatError> {
     let mut names: BTreeMap<String, String> = BTreeMap::new();
     messages
@@ -94,10 +98,41 @@ pub fn to_rig(messages: &[Message]) -> Result<Vec<RigMessage>, ChatError> {
                 names.insert(call.id.clone(), call.name.clone());
             }
             let value = rig_message_to_value(m, &names, &path)?;
-            serde_json::from_value(value)
-                .map_err(|e| shape(&path, format!("rig cannot represent this message: {e}")))
+            let out: RigMessage = serde_json::from_value(value.clone())
+                .map_err(|e| shape(&path, format!("rig cannot represent this message: {e}")))?;
+            // rig ignores fields it does not know; refuse rather than lose them.
+            let written = serde_json::to_value(&out)
+                .map_err(|e| shape(&path, format!("rig could not write the message: {e}")))?;
+            match lost_field(&value, &written, &path) {
+                Some(lost) => Err(shape(
+                    &lost,
+                    "rig has no field for this; converting would drop it",
+                )),
+                None => Ok(out),
+            }
         })
         .collect()
+}
+
+/// The path of the first object field in `built` that rig's own writing of
+/// the value (`written`) no longer has.
+fn lost_field(built: &Value, written: &Value, path: &str) -> Option<String> {
+    match (built, written) {
+        (Value::Object(b), Value::Object(w)) => b.iter().find_map(|(k, v)| {
+            let here = format!("{path}.{k}");
+            match w.get(k) {
+                None if !v.is_null() => Some(here),
+                None => None,
+                Some(wv) => lost_field(v, wv, &here),
+            }
+        }),
+        (Value::Array(b), Value::Array(w)) => b
+            .iter()
+            .zip(w)
+            .enumerate()
+            .find_map(|(i, (bv, wv))| lost_field(bv, wv, &format!("{path}[{i}]"))),
+        _ => None,
+    }
 }
 
 // ---- rig -> Cupel ------------------------------------------------------
@@ -178,7 +213,10 @@ fn part_from_rig(value: Value, path: &str) -> Result<Part, ChatError> {
 
 fn image_from_rig(mut obj: Extra, path: &str) -> Result<Image, ChatError> {
     let data = obj.remove("data").unwrap_or(Value::Null);
-    let kind = data.get("type").and_then(Value::as_str).unwrap_or("unknown");
+    let kind = data
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown");
     let value = data.get("value").and_then(Value::as_str);
     let source = match (kind, value) {
         ("url", Some(url)) => ImageSource::Url(url.to_string()),
@@ -192,7 +230,9 @@ fn image_from_rig(mut obj: Extra, path: &str) -> Result<Image, ChatError> {
         _ => {
             return Err(shape(
                 path,
-                format!("a rig image given as `{kind}` has no Cupel equivalent (only url and base64 map)"),
+                format!(
+                    "a rig image given as `{kind}` has no Cupel equivalent (only url and base64 map)"
+                ),
             ));
         }
     };
@@ -222,7 +262,12 @@ fn call_id_from_rig(id: Value, extra: &mut Extra, path: &str) -> Result<String, 
             let local = id
                 .get("local")
                 .and_then(Value::as_str)
-                .ok_or_else(|| shape(path, format!("a rig call id is `provider` or `local`, got {id}")))?
+                .ok_or_else(|| {
+                    shape(
+                        path,
+                        format!("a rig call id is `provider` or `local`, got {id}"),
+                    )
+                })?
                 .to_string();
             extra.insert(RIG_CALL_ID.to_string(), id);
             Ok(local)
@@ -288,9 +333,16 @@ fn rig_message_to_value(
     path: &str,
 ) -> Result<Value, ChatError> {
     let mut obj = m.extra.clone();
+    if let Some(name) = &m.name {
+        obj.insert("name".into(), json!(name));
+    }
     let role = match &m.role {
         Role::System | Role::Developer => {
-            if m.content.parts().iter().any(|p| !matches!(p, Part::Text { .. })) {
+            if m.content
+                .parts()
+                .iter()
+                .any(|p| !matches!(p, Part::Text { .. }))
+            {
                 return Err(shape(path, "a rig system message holds text only"));
             }
             obj.insert("role".into(), json!("system"));
@@ -331,12 +383,18 @@ fn tool_message_to_rig(
         is_error: None,
         extra: Extra::new(),
     };
-    let part = result_to_rig(&result, names, path)?;
-    Ok(json!({"role": "user", "content": [part]}))
+    let part = result_to_rig(&result, names, &format!("{path}.content[0]"))?;
+    let mut obj = m.extra.clone();
+    if let Some(name) = &m.name {
+        obj.insert("name".into(), json!(name));
+    }
+    obj.insert("role".into(), json!("user"));
+    obj.insert("content".into(), json!([part]));
+    Ok(Value::Object(obj))
 }
 
 fn part_to_rig(p: &Part, names: &BTreeMap<String, String>, path: &str) -> Result<Value, ChatError> {
-    let mut obj = match p {
+    let obj = match p {
         Part::Text { text, extra } => with_extra(extra, json!({"type": "text", "text": text})),
         Part::Image(image) => image_to_rig(image),
         Part::ToolCall(call) => return call_to_rig(call, path),
@@ -347,20 +405,26 @@ fn part_to_rig(p: &Part, names: &BTreeMap<String, String>, path: &str) -> Result
             extra,
         } => with_extra(extra, json!({"type": "reasoning", "text": thinking})),
         Part::Thinking { .. } => {
-            return Err(shape(path, "rig has no field for a thinking block's signature"));
+            return Err(shape(
+                path,
+                "rig has no field for a thinking block's signature",
+            ));
         }
         Part::RedactedThinking { .. } => {
-            return Err(shape(path, "rig has no redacted-thinking part that carries its data"));
+            return Err(shape(
+                path,
+                "rig has no redacted-thinking part that carries its data",
+            ));
         }
         Part::Other(v) => {
-            let kind = crate::wire::kind_of(v);
-            return Err(shape(path, format!("a `{kind}` part has no rig equivalent")));
+            let kind = v.get("type").and_then(Value::as_str).unwrap_or("untyped");
+            return Err(shape(
+                path,
+                format!("a `{kind}` part has no rig equivalent"),
+            ));
         }
     };
-    if let Some(o) = obj.as_object_mut() {
-        o.remove(RIG_CALL_ID);
-    }
-    Ok(std::mem::take(&mut obj))
+    Ok(obj)
 }
 
 fn with_extra(extra: &Extra, base: Value) -> Value {
@@ -396,7 +460,11 @@ fn image_to_rig(image: &Image) -> Value {
 
 fn rig_image_variant(mime: &str) -> Option<String> {
     let sub = mime.strip_prefix("image/")?;
-    Some(if sub == "svg+xml" { "svg".into() } else { sub.to_ascii_lowercase() })
+    Some(if sub == "svg+xml" {
+        "svg".into()
+    } else {
+        sub.to_ascii_lowercase()
+    })
 }
 
 fn call_id_to_rig(id: &str, extra: &Extra) -> Value {
@@ -414,14 +482,20 @@ fn call_to_rig(call: &ToolCall, path: &str) -> Result<Value, ChatError> {
             _ => {
                 return Err(shape(
                     path,
-                    format!("tool call {} has arguments that are not a JSON object: {s}", call.id),
+                    format!(
+                        "tool call {} has arguments that are not a JSON object: {s}",
+                        call.id
+                    ),
                 ));
             }
         },
         other => {
             return Err(shape(
                 path,
-                format!("tool call {} has arguments that are not a JSON object: {other}", call.id),
+                format!(
+                    "tool call {} has arguments that are not a JSON object: {other}",
+                    call.id
+                ),
             ));
         }
     };
@@ -468,7 +542,10 @@ fn result_to_rig(
             })
             .collect::<Result<Vec<_>, _>>()?,
     };
-    obj.insert("call".into(), call_id_to_rig(&result.call_id, &result.extra));
+    obj.insert(
+        "call".into(),
+        call_id_to_rig(&result.call_id, &result.extra),
+    );
     obj.remove(RIG_CALL_ID);
     obj.insert("type".into(), json!("toolresult"));
     obj.insert("content".into(), Value::Array(content));

@@ -106,7 +106,10 @@ fn a_responses_input_round_trips_unchanged() {
     assert_eq!(messages[0].role, Role::User);
     assert_eq!(messages[1].role, Role::Other("reasoning".into()));
     assert_eq!(
-        messages[2].calls().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+        messages[2]
+            .calls()
+            .map(|c| c.id.as_str())
+            .collect::<Vec<_>>(),
         ["call_1"]
     );
     assert_eq!(messages[3].answered_ids().collect::<Vec<_>>(), ["call_1"]);

@@ -20,8 +20,10 @@ fn history() -> Vec<RigMessage> {
         "call_a",
         ToolFunction::new(track.clone(), json!({"order": 41})),
     );
-    let call_b =
-        rig_core::message::ToolCall::from_wire("call_b", ToolFunction::new(track, json!({"order": 42})));
+    let call_b = rig_core::message::ToolCall::from_wire(
+        "call_b",
+        ToolFunction::new(track, json!({"order": 42})),
+    );
     let label = Image {
         data: DocumentSourceKind::Url("https://example.com/label.png".into()),
         media_type: Some(ImageMediaType::PNG),
@@ -63,11 +65,19 @@ fn a_rig_history_round_trips_unchanged() {
     // provider's ids and the arguments as a JSON object.
     let calls: Vec<&ToolCall> = messages[2].calls().collect();
     assert_eq!(calls.len(), 2);
-    assert_eq!((calls[0].id.as_str(), calls[0].name.as_str()), ("call_a", "track"));
+    assert_eq!(
+        (calls[0].id.as_str(), calls[0].name.as_str()),
+        ("call_a", "track")
+    );
     assert_eq!(calls[1].arguments, json!({"order": 42}));
-    assert!(matches!(&messages[2].content.parts()[0], Part::Thinking { thinking, .. } if thinking == "Track both orders."));
+    assert!(
+        matches!(&messages[2].content.parts()[0], Part::Thinking { thinking, .. } if thinking == "Track both orders.")
+    );
     // Both results answer their calls from one user message.
-    assert_eq!(messages[3].answered_ids().collect::<Vec<_>>(), ["call_a", "call_b"]);
+    assert_eq!(
+        messages[3].answered_ids().collect::<Vec<_>>(),
+        ["call_a", "call_b"]
+    );
     // The image's URL and detail are read.
     let Part::Image(image) = &messages[1].content.parts()[1] else {
         panic!("expected an image, got {:?}", messages[1].content);
@@ -92,12 +102,17 @@ fn a_local_call_id_and_provider_fields_survive() {
             AssistantContent::Text(text),
             AssistantContent::ToolCall(call.clone()),
         ])),
-        RigMessage::tool_results(vec![call.result(vec![ToolResultContent::Text(Text::new("09:00"))])]),
+        RigMessage::tool_results(vec![
+            call.result(vec![ToolResultContent::Text(Text::new("09:00"))]),
+        ]),
     ];
     let messages = from_rig(&original).unwrap();
     // Call and result share the local id, so they group as one unit.
     let id = messages[1].calls().next().unwrap().id.clone();
-    assert_eq!(messages[2].answered_ids().collect::<Vec<_>>(), [id.as_str()]);
+    assert_eq!(
+        messages[2].answered_ids().collect::<Vec<_>>(),
+        [id.as_str()]
+    );
     assert_eq!(to_rig(&messages).unwrap(), original);
 }
 
@@ -110,10 +125,17 @@ fn a_trimmed_rig_history_keeps_calls_with_their_results() {
     let kept = &window.positions;
     assert_eq!(kept.first(), Some(&0), "the system prompt is pinned");
     assert_eq!(kept.last(), Some(&5), "the newest question is kept");
-    assert_eq!(kept.contains(&2), kept.contains(&3), "call and result split: {kept:?}");
+    assert_eq!(
+        kept.contains(&2),
+        kept.contains(&3),
+        "call and result split: {kept:?}"
+    );
     let back = to_rig(&window.cloned_messages()).unwrap();
     assert_eq!(back.len(), kept.len());
-    assert_eq!(back.last(), Some(&RigMessage::user("Can you try 42 again later?")));
+    assert_eq!(
+        back.last(),
+        Some(&RigMessage::user("Can you try 42 again later?"))
+    );
 }
 
 #[test]
@@ -137,8 +159,12 @@ fn an_openai_conversation_becomes_rig_messages() {
     );
     let expected = vec![
         RigMessage::user("Track 42"),
-        RigMessage::Assistant(AssistantMessage::new(vec![AssistantContent::ToolCall(call.clone())])),
-        RigMessage::tool_results(vec![call.result(vec![ToolResultContent::Text(Text::new("In transit"))])]),
+        RigMessage::Assistant(AssistantMessage::new(vec![AssistantContent::ToolCall(
+            call.clone(),
+        )])),
+        RigMessage::tool_results(vec![
+            call.result(vec![ToolResultContent::Text(Text::new("In transit"))]),
+        ]),
     ];
     assert_eq!(out, expected);
 }
@@ -159,7 +185,10 @@ fn a_rig_audio_part_is_refused_with_its_position() {
         },
     ];
     let err = from_rig(&history).unwrap_err().to_string();
-    assert!(err.starts_with("messages[1].content[1]: a rig `audio` part"), "{err}");
+    assert!(
+        err.starts_with("messages[1].content[1]: a rig `audio` part"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -171,7 +200,10 @@ fn a_rig_image_by_file_id_is_refused() {
         })],
     }];
     let err = from_rig(&history).unwrap_err().to_string();
-    assert!(err.starts_with("messages[0].content[0]: a rig image given as `fileId`"), "{err}");
+    assert!(
+        err.starts_with("messages[0].content[0]: a rig image given as `fileId`"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -186,8 +218,28 @@ fn what_rig_cannot_hold_is_refused_not_dropped() {
     )
     .unwrap();
     let err = to_rig(doc.messages()).unwrap_err().to_string();
-    assert!(err.starts_with("messages[1].content[0]: rig has no field"), "{err}");
+    assert!(
+        err.starts_with("messages[1].content[0]: rig has no field"),
+        "{err}"
+    );
     // A tool result whose call is not in the messages: no tool name.
-    let err = to_rig(&[Message::tool("call_9", "done")]).unwrap_err().to_string();
-    assert!(err.contains("call call_9 is not in the messages before it"), "{err}");
+    let err = to_rig(&[Message::tool("call_9", "done")])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("call call_9 is not in the messages before it"),
+        "{err}"
+    );
+    // A field rig has no place for (Anthropic `cache_control` on a text
+    // block) is named, not dropped.
+    let doc = cupel_chat::Transcript::parse(
+        r#"{"messages": [{"role": "user", "content": [
+              {"type": "text", "text": "Long document...", "cache_control": {"type": "ephemeral"}}]}]}"#,
+    )
+    .unwrap();
+    let err = to_rig(doc.messages()).unwrap_err().to_string();
+    assert!(
+        err.starts_with("messages[0].content[0].cache_control: rig has no field"),
+        "{err}"
+    );
 }
