@@ -179,7 +179,6 @@ fn a_rig_audio_part_is_refused_with_its_position() {
                 UserContent::Audio(Audio {
                     data: DocumentSourceKind::Base64("UklGRg==".into()),
                     media_type: None,
-                    additional_params: None,
                 }),
             ],
         },
