@@ -442,10 +442,10 @@ fn image_to_rig(image: &Image) -> Value {
     let data = match &image.source {
         ImageSource::Url(url) => json!({"type": "url", "value": url}),
         ImageSource::Base64 { media_type, data } => {
-            if !obj.contains_key("media_type") {
-                if let Some(variant) = rig_image_variant(media_type) {
-                    obj.insert("media_type".into(), json!(variant));
-                }
+            if !obj.contains_key("media_type")
+                && let Some(variant) = rig_image_variant(media_type)
+            {
+                obj.insert("media_type".into(), json!(variant));
             }
             json!({"type": "base64", "value": data})
         }
