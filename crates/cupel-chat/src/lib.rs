@@ -72,6 +72,8 @@ mod formats;
 pub mod inject;
 mod message;
 mod raw;
+#[cfg(feature = "rig")]
+mod rig_compat;
 mod transcript;
 mod trim;
 mod wire;
@@ -92,7 +94,9 @@ pub use compact::{
 };
 #[cfg(feature = "async-openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
-pub use compat::{from_async_openai, to_async_openai};
+pub use compat::{
+    from_async_openai, from_async_openai_responses, to_async_openai, to_async_openai_responses,
+};
 pub use count::{
     ANTHROPIC_IMAGE_MAX_TOKENS, ANTHROPIC_PDF_PAGE_TOKENS, AnthropicEstimate, Calibration,
     GEMINI_CHARS_PER_TOKEN, GEMINI_IMAGE_TOKENS, GeminiEstimate, MessageCounter,
@@ -102,6 +106,9 @@ pub use count::{
 };
 pub use error::ChatError;
 pub use message::{Content, Extra, Image, ImageSource, Message, Part, Role, ToolCall, ToolResult};
+#[cfg(feature = "rig")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rig")))]
+pub use rig_compat::{from_rig, to_rig};
 pub use transcript::{Transcript, compact_json};
 pub use trim::{
     Decision, Granularity, InputNote, MessageRow, Strategy, TokenTotals, Trim, Trimmed, TurnHalf,
