@@ -691,3 +691,71 @@ fn simulate_with_a_compaction_replays_the_summary_strategies() {
         [20, 40, 60, 80, 100, 89, 89]
     );
 }
+
+/// The summary in the two other formats (spec 24): Gemini's `contents`
+/// take only alternating user and model turns, so the summary is one more
+/// text part of `systemInstruction`; a Responses summary is a system
+/// message item. Budget 100 with summary bound 30 leaves 70 for the
+/// conversation: the system prompt (11 words + 1) is pinned, and of the
+/// seven 11-token turns u1 a1 u2 a2 u3 a3 u4 the newest five (55) fit in
+/// 70 - 11 = 59 but a window starts on a user turn, so u2..u4 stay (55)
+/// and u1, a1 are folded.
+#[test]
+fn gemini_and_responses_summaries_keep_the_provider_shape() {
+    let turns: Vec<(String, String)> = (1..=4)
+        .flat_map(|i| {
+            let mut v = vec![("user".to_string(), said(&format!("u{i}"), 10))];
+            if i < 4 {
+                v.push(("model".to_string(), said(&format!("a{i}"), 10)));
+            }
+            v
+        })
+        .collect();
+    let contents: Vec<serde_json::Value> = turns
+        .iter()
+        .map(|(r, t)| serde_json::json!({"role": r, "parts": [{"text": t}]}))
+        .collect();
+    let gemini = serde_json::json!({
+        "systemInstruction": {"parts": [{"text": said("system", 10)}]},
+        "contents": contents,
+    })
+    .to_string();
+    let doc = Transcript::parse(&gemini).unwrap();
+    assert_eq!(doc.format(), Format::Gemini);
+    let c = || {
+        Compaction::new(Says(Ok("Earlier talk.".into())))
+            .max_tokens(30)
+            .unwrap()
+    };
+    let o = Trim::new(Format::Gemini, 100).counter(Words).summarize(c());
+    let out = trim(doc.messages(), &o).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&doc.window_json(&out)).unwrap();
+    let parts = v["systemInstruction"]["parts"].as_array().unwrap();
+    assert_eq!(parts[0]["text"], said("system", 10));
+    assert_eq!(parts[1]["text"], format!("{SUMMARY_HEADER}\nEarlier talk."));
+    let kept = v["contents"].as_array().unwrap();
+    assert_eq!(kept[0]["role"], "user");
+    assert_eq!(kept[0]["parts"][0]["text"], said("u2", 10));
+    let roles: Vec<&str> = kept.iter().filter_map(|m| m["role"].as_str()).collect();
+    assert!(roles.windows(2).all(|w| w[0] != w[1]), "{roles:?}");
+    assert_eq!(doc.window_of(&out).to_value(), v);
+
+    let items: Vec<serde_json::Value> = turns
+        .iter()
+        .map(|(r, t)| {
+            let role = if r == "model" { "assistant" } else { "user" };
+            serde_json::json!({"role": role, "content": t})
+        })
+        .collect();
+    let responses = serde_json::json!({"instructions": said("system", 10), "input": items}).to_string();
+    let doc = Transcript::parse_as(&responses, Format::Responses).unwrap();
+    let o = Trim::new(Format::Responses, 100).counter(Words).summarize(c());
+    let out = trim(doc.messages(), &o).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&doc.window_json(&out)).unwrap();
+    assert_eq!(v["instructions"], said("system", 10));
+    let input = v["input"].as_array().unwrap();
+    assert_eq!(input[0]["role"], "system", "{v}");
+    assert_eq!(input[0]["content"], format!("{SUMMARY_HEADER}\nEarlier talk."));
+    assert_eq!(input[1]["content"], said("u2", 10));
+    assert_eq!(doc.window_of(&out).to_value(), v);
+}
