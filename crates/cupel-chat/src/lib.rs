@@ -75,6 +75,14 @@ pub use cache::{
     cache_marker_paths, count_cache_markers, plan_breakpoints, request_ends, simulate,
     simulate_with,
 };
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub use cache::RedisSessionStore;
+pub use cache::{
+    FileSessionStore, MemorySessionStore, Planned, Replan, SESSION_STATE_FORMAT, SessionError,
+    SessionPlan, SessionState, SessionStore, SessionStoreError, StoredTurn, serve_turn,
+    serve_turn_retrying,
+};
 #[cfg(feature = "async-openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
 pub use compat::{from_async_openai, to_async_openai};

@@ -6,8 +6,13 @@ mod anthropic;
 mod error;
 mod profile;
 mod prompt;
+#[cfg(feature = "redis")]
+mod redis_store;
+mod serve;
 mod session;
 mod sim;
+mod state;
+mod store;
 
 pub use anthropic::{
     MAX_CACHE_MARKERS, apply_breakpoints, cache_marker_paths, count_cache_markers,
@@ -20,6 +25,12 @@ pub use session::{
     AttributeValue, CacheRow, CacheSession, CacheStatus, CacheTurn, Cut, CutFront, Expiry,
     LowWater, PrefixBreak,
 };
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub use redis_store::RedisSessionStore;
+pub use serve::{SessionError, SessionPlan, StoredTurn, serve_turn, serve_turn_retrying};
+pub use state::{Planned, Replan, SESSION_STATE_FORMAT, SessionState};
+pub use store::{FileSessionStore, MemorySessionStore, SessionStore, SessionStoreError};
 pub use sim::{
     SimStrategy, SimTurn, Simulation, StrategyRun, request_ends, simulate, simulate_with,
 };
