@@ -68,6 +68,9 @@ mod trim;
 mod wire;
 
 pub use aging::AgeToolResults;
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub use cache::RedisSessionStore;
 pub use cache::{
     AttributeValue, Block, CacheError, CacheMode, CacheProfile, CacheRow, CacheSession,
     CacheStatus, CacheTurn, CacheUsage, Cut, CutFront, Expiry, LowWater, MAX_CACHE_MARKERS,
@@ -75,9 +78,6 @@ pub use cache::{
     cache_marker_paths, count_cache_markers, plan_breakpoints, request_ends, simulate,
     simulate_with,
 };
-#[cfg(feature = "redis")]
-#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
-pub use cache::RedisSessionStore;
 pub use cache::{
     FileSessionStore, MemorySessionStore, Planned, Replan, SESSION_STATE_FORMAT, SessionError,
     SessionPlan, SessionState, SessionStore, SessionStoreError, StoredTurn, serve_turn,

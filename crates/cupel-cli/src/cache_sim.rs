@@ -2,13 +2,13 @@
 //! window strategies and bill every request with a provider's prompt cache;
 //! and the cache-aware session behind `cupel chat --state FILE`.
 
-use std::path::Path;
 use std::time::SystemTime;
 
 use clap::Args;
 use cupel_chat::{
-    CacheError, CacheProfile, CacheSession, ChatError, Format, Granularity, LowWater, SimStrategy,
-    Simulation, Transcript, Trim, apply_breakpoints, request_ends, simulate_with,
+    CacheError, CacheProfile, CacheSession, ChatError, FileSessionStore, Format, Granularity,
+    LowWater, Planned, SessionState, SessionStore, SessionStoreError, SimStrategy, Simulation,
+    Transcript, Trim, apply_breakpoints, request_ends, simulate_with,
 };
 
 use crate::chart::{LineChart, Series};
@@ -375,16 +375,31 @@ pub(crate) fn run(a: &CacheSimArgs) -> Result<String, CliError> {
     Ok(s)
 }
 
+/// How many times `cupel chat --state` re-plans a turn another process
+/// committed first, before it gives up.
+const STATE_ATTEMPTS: usize = 20;
+
+/// The options of `cupel chat --state FILE`.
+pub(crate) struct StateArgs<'a> {
+    /// The state file.
+    pub(crate) path: &'a str,
+    /// `--reset-state`: forget the stored state first.
+    pub(crate) reset: bool,
+    /// `--explain`.
+    pub(crate) explain: bool,
+}
+
 /// `cupel chat --state FILE`: the cache-aware window of `doc` given the
-/// previous window in `state` (absent or empty: the first turn); writes the
-/// new window to `state` and returns the request (with Anthropic
-/// `cache_control` markers) or, with `explain`, the turn's explanation.
+/// previous window in the state file (absent: the first turn); commits the
+/// new state (compare-and-set under a lock, atomic rename) and returns the
+/// request (with Anthropic `cache_control` markers) or, with `explain`, the
+/// turn's explanation. A turn another process committed first is re-planned
+/// from its state.
 pub(crate) fn run_with_state(
     doc: &Transcript,
     opts: Trim,
     granularity: Option<Granularity>,
-    state: &str,
-    explain: bool,
+    state: &StateArgs<'_>,
     name: &str,
 ) -> Result<String, CliError> {
     let profile = match doc.format() {
@@ -395,49 +410,149 @@ pub(crate) fn run_with_state(
         Some(t) => opts.tools(t.clone()),
         None => opts,
     };
-    // Turns are numbered by the requests the transcript already holds, as
-    // `cache-sim` numbers them: the state file keeps no counter.
-    let turn = request_ends(doc.messages()).len() + 1;
-    let mut session = CacheSession::new(opts, profile.clone()).turn_number(turn);
-    if let Some(g) = granularity {
-        session = session.granularity(g);
+    let store = FileSessionStore::single(state.path);
+    if state.reset {
+        store.remove("").map_err(|e| state_error(&e))?;
     }
-    let previous = if Path::new(state).exists() {
-        let text = std::fs::read_to_string(state)
-            .map_err(|e| CliError::input(format!("cannot read state `{state}`: {e}")))?;
-        if text.trim().is_empty() {
-            None
-        } else {
-            let prev = Transcript::parse_as(&text, doc.format())
-                .map_err(|e| CliError::input(format!("state `{state}`: {e}")))?;
-            Some(prev.into_messages())
-        }
-    } else {
-        None
+    let model = doc
+        .body_value()
+        .get("model")
+        .and_then(|m| m.as_str())
+        .map(str::to_string);
+    let planned =
+        Planned::of(&opts, model.as_deref()).map_err(|e| map_cache_err(e.into(), name))?;
+    let run = StateRun {
+        doc,
+        opts,
+        granularity,
+        profile,
+        store,
+        state,
+        planned,
+        name,
     };
-    if let Some(p) = previous {
-        session = session.resume(p);
-        // The state file was written when the previous request was made:
-        // its age is how long the provider's cache has sat unused. (A
-        // modification time in the future, or none, counts as no wait.)
-        let idle = std::fs::metadata(state)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|written| SystemTime::now().duration_since(written).ok())
-            .unwrap_or_default();
-        session.idle(idle);
+    let mut attempts = STATE_ATTEMPTS;
+    loop {
+        match run.turn() {
+            Err(StateTurnError::Conflict(e)) if attempts > 1 => {
+                attempts -= 1;
+                let _ = e;
+            }
+            Err(StateTurnError::Conflict(e)) => return Err(state_error(&e)),
+            Err(StateTurnError::Cli(e)) => return Err(e),
+            Ok(out) => return Ok(out),
+        }
     }
-    let turn = session
-        .next(doc.messages())
-        .map_err(|e| map_cache_err(e, name))?;
-    // The window as sent, every kept message byte for byte as read.
-    let window = doc.window(&turn.positions, &turn.shortened);
-    let mut saved = window.to_json();
-    if !saved.ends_with('\n') {
-        saved.push('\n');
+}
+
+/// A turn lost to another process (re-planned), or an error to report.
+enum StateTurnError {
+    Conflict(SessionStoreError),
+    Cli(CliError),
+}
+
+impl From<CliError> for StateTurnError {
+    fn from(e: CliError) -> Self {
+        StateTurnError::Cli(e)
     }
-    std::fs::write(state, saved)
-        .map_err(|e| CliError::input(format!("cannot write state `{state}`: {e}")))?;
+}
+
+/// The error `cupel chat --state` reports for a state it cannot use.
+fn state_error(e: &SessionStoreError) -> CliError {
+    let err = CliError::input(e.to_string());
+    match e {
+        SessionStoreError::Conflict { .. } => {
+            err.hint("other processes keep committing this conversation; run the turn again")
+        }
+        _ => err,
+    }
+}
+
+/// What every attempt of a `cupel chat --state` turn shares.
+struct StateRun<'a> {
+    doc: &'a Transcript,
+    opts: Trim,
+    granularity: Option<Granularity>,
+    profile: CacheProfile,
+    store: FileSessionStore,
+    state: &'a StateArgs<'a>,
+    planned: Planned,
+    name: &'a str,
+}
+
+impl StateRun<'_> {
+    /// One attempt: load, check, plan, commit.
+    fn turn(&self) -> Result<String, StateTurnError> {
+        let StateRun {
+            doc,
+            opts,
+            granularity,
+            profile,
+            store,
+            state,
+            planned,
+            name,
+        } = self;
+        let (granularity, name) = (*granularity, *name);
+        let stored = store.load("").map_err(|e| state_error(&e))?;
+        // Turns are numbered by the requests the transcript already holds, as
+        // `cache-sim` numbers them.
+        let turn = request_ends(doc.messages()).len() + 1;
+        let mut session = CacheSession::new(opts.clone(), profile.clone()).turn_number(turn);
+        if let Some(g) = granularity {
+            session = session.granularity(g);
+        }
+        let expected = stored.as_ref().map(|s| s.version);
+        if let Some(prev) = &stored {
+            if let Some(why) = prev.replan(planned, doc.messages()) {
+                return Err(CliError::input(format!(
+                "state `{}` does not belong to this request: {why}",
+                state.path
+            ))
+            .hint("start this conversation's state afresh with --reset-state, or give another --state file")
+            .into());
+            }
+            session = session.resume(
+                prev.window_messages(state.path)
+                    .map_err(|e| state_error(&e))?,
+            );
+            // The state file was written when the previous request was made:
+            // its age is how long the provider's cache has sat unused. (A
+            // modification time in the future, or none, counts as no wait.)
+            let idle = std::fs::metadata(state.path)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|written| SystemTime::now().duration_since(written).ok())
+                .unwrap_or_default();
+            session.idle(idle);
+        }
+        let turn = session
+            .next(doc.messages())
+            .map_err(|e| map_cache_err(e, name))?;
+        // The window as sent, every kept message byte for byte as read.
+        let window = doc.window(&turn.positions, &turn.shortened);
+        let saved = SessionState::new(
+            planned,
+            turn.turn,
+            SessionState::opening_of(doc.format(), doc.messages()),
+            window.to_json(),
+        );
+        match store.commit("", expected, &saved) {
+            Ok(_) => {}
+            Err(e @ SessionStoreError::Conflict { .. }) => return Err(StateTurnError::Conflict(e)),
+            Err(e) => return Err(state_error(&e).into()),
+        }
+        Ok(state_output(&turn, &window, profile, state.explain))
+    }
+}
+
+/// What `cupel chat --state` prints for a committed turn.
+fn state_output(
+    turn: &cupel_chat::CacheTurn<'_>,
+    window: &Transcript,
+    profile: &CacheProfile,
+    explain: bool,
+) -> String {
     if explain {
         let mut s = turn.explain();
         s.push('\n');
@@ -455,12 +570,12 @@ pub(crate) fn run_with_state(
                 .collect();
             s.push_str(&format!("cache markers after {}\n", at.join(", ")));
         }
-        return Ok(s);
+        return s;
     }
-    let value = apply_breakpoints(&window, &turn.breakpoints, &profile);
+    let value = apply_breakpoints(window, &turn.breakpoints, profile);
     let mut s = window.json_of(&value);
     if !s.ends_with('\n') {
         s.push('\n');
     }
-    Ok(s)
+    s
 }

@@ -136,6 +136,12 @@ pub(crate) struct ChatArgs {
     #[arg(long, value_name = "FILE")]
     state: Option<String>,
 
+    /// With --state: forget the stored state and start the conversation's
+    /// cache-aware windows afresh (a corrupt, foreign or newer state is
+    /// never reset without it)
+    #[arg(long, requires = "state")]
+    reset_state: bool,
+
     /// The usage.input_tokens Anthropic reported for this same document
     ///
     /// With prompt caching, add cache_creation_input_tokens and
@@ -260,7 +266,12 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
             Unit::Exchange => Granularity::Exchange,
             Unit::Turn => Granularity::Turn,
         });
-        return crate::cache_sim::run_with_state(&doc, opts, g, state, a.explain, name);
+        let state = crate::cache_sim::StateArgs {
+            path: state,
+            reset: a.reset_state,
+            explain: a.explain,
+        };
+        return crate::cache_sim::run_with_state(&doc, opts, g, &state, name);
     }
     let opts = cupel_chat::document_options(&doc, &opts);
     let out = match trim_or_rows(doc.messages(), &opts) {

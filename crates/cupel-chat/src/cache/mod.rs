@@ -21,16 +21,16 @@ pub use error::CacheError;
 pub use profile::{CacheMode, CacheProfile, CacheUsage};
 pub(crate) use prompt::Frame;
 pub use prompt::{Block, PromptCache, plan_breakpoints};
-pub use session::{
-    AttributeValue, CacheRow, CacheSession, CacheStatus, CacheTurn, Cut, CutFront, Expiry,
-    LowWater, PrefixBreak,
-};
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis_store::RedisSessionStore;
 pub use serve::{SessionError, SessionPlan, StoredTurn, serve_turn, serve_turn_retrying};
-pub use state::{Planned, Replan, SESSION_STATE_FORMAT, SessionState};
-pub use store::{FileSessionStore, MemorySessionStore, SessionStore, SessionStoreError};
+pub use session::{
+    AttributeValue, CacheRow, CacheSession, CacheStatus, CacheTurn, Cut, CutFront, Expiry,
+    LowWater, PrefixBreak,
+};
 pub use sim::{
     SimStrategy, SimTurn, Simulation, StrategyRun, request_ends, simulate, simulate_with,
 };
+pub use state::{Planned, Replan, SESSION_STATE_FORMAT, SessionState};
+pub use store::{FileSessionStore, MemorySessionStore, SessionStore, SessionStoreError};

@@ -172,8 +172,9 @@ fn text(v: &Value) -> Option<String> {
 impl SessionStore for RedisSessionStore {
     fn load(&self, key: &str) -> Result<Option<SessionState>, SessionStoreError> {
         let k = self.key(key);
-        let stored: Option<String> =
-            self.with_conn("load", key, |c| redis::cmd("HGET").arg(&k).arg("s").query(c))?;
+        let stored: Option<String> = self.with_conn("load", key, |c| {
+            redis::cmd("HGET").arg(&k).arg("s").query(c)
+        })?;
         stored
             .map(|text| SessionState::parse(key, &text))
             .transpose()

@@ -55,7 +55,8 @@ impl SessionPlan {
     }
 
     fn session(&self) -> CacheSession {
-        let s = CacheSession::new(self.opts.clone(), self.profile.clone()).low_water(self.low_water);
+        let s =
+            CacheSession::new(self.opts.clone(), self.profile.clone()).low_water(self.low_water);
         match self.granularity {
             Some(g) => s.granularity(g),
             None => s,

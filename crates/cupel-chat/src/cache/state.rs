@@ -123,6 +123,18 @@ pub(crate) fn opening_of(format: Format, messages: &[Message]) -> Option<String>
     Some(format!("fnv64:{:016x}", fnv64(text.as_bytes())))
 }
 
+/// A counter's description without its calibration (`anthropic estimate,
+/// calibrated x1.040` -> `anthropic estimate`): a calibration moves with
+/// each observation and does not make a state foreign.
+fn counter_family(describe: &str) -> String {
+    let cut = [", calibrated", " (uncalibrated)"]
+        .iter()
+        .filter_map(|m| describe.find(m))
+        .min()
+        .unwrap_or(describe.len());
+    describe[..cut].to_string()
+}
+
 /// What a session is planned for: compared with a stored state's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Planned {
@@ -144,7 +156,7 @@ impl Planned {
         Ok(Planned {
             provider: opts.format().as_str().to_string(),
             model: model.map(str::to_string),
-            encoding: opts.make_counter()?.describe(),
+            encoding: counter_family(&opts.make_counter()?.describe()),
         })
     }
 }
@@ -201,11 +213,10 @@ impl SessionState {
                 key: key.to_string(),
             });
         }
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| SessionStoreError::Corrupt {
-                key: key.to_string(),
-                message: format!("not JSON ({e}); it may have been cut short"),
-            })?;
+        let value: Value = serde_json::from_str(text).map_err(|e| SessionStoreError::Corrupt {
+            key: key.to_string(),
+            message: format!("not JSON ({e}); it may have been cut short"),
+        })?;
         let Some(format) = value.get("format") else {
             return Self::migrate(key, value, text);
         };
