@@ -80,8 +80,8 @@ pub use cache::{
 };
 pub use cache::{
     FileSessionStore, MemorySessionStore, Planned, Replan, SESSION_STATE_FORMAT, SessionError,
-    SessionPlan, SessionState, SessionStore, SessionStoreError, StoredTurn, serve_turn,
-    serve_turn_retrying,
+    SessionPlan, SessionState, SessionStore, SessionStoreError, StoredTurn, serve_loaded,
+    serve_turn, serve_turn_retrying,
 };
 #[cfg(feature = "async-openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]

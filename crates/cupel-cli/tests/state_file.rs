@@ -255,6 +255,9 @@ fn an_unversioned_window_from_an_older_cupel_is_migrated() {
         "{explain}"
     );
     let saved = state_json(&state);
-    assert_eq!((saved["format"].as_u64(), saved["version"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(
+        (saved["format"].as_u64(), saved["version"].as_u64()),
+        (Some(1), Some(1))
+    );
     let _ = t1;
 }

@@ -24,7 +24,9 @@ pub use prompt::{Block, PromptCache, plan_breakpoints};
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis_store::RedisSessionStore;
-pub use serve::{SessionError, SessionPlan, StoredTurn, serve_turn, serve_turn_retrying};
+pub use serve::{
+    SessionError, SessionPlan, StoredTurn, serve_loaded, serve_turn, serve_turn_retrying,
+};
 pub use session::{
     AttributeValue, CacheRow, CacheSession, CacheStatus, CacheTurn, Cut, CutFront, Expiry,
     LowWater, PrefixBreak,

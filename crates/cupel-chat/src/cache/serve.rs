@@ -120,9 +120,28 @@ pub fn serve_turn<'a, S: SessionStore + ?Sized>(
     plan: &SessionPlan,
     messages: &'a [Message],
 ) -> Result<StoredTurn<'a>, SessionError> {
+    let stored = store.load(key)?;
+    serve_loaded(store, key, plan, stored, messages)
+}
+
+/// [`serve_turn`] from a state the caller loaded already (`None`: there
+/// was none), committed against that state's version. A service that may
+/// see one request twice (a retry, at-least-once delivery) loads the state,
+/// skips a request whose turn the state already holds, and serves the rest
+/// with this: a duplicate racing the original then loses the
+/// compare-and-set instead of committing the turn a second time.
+///
+/// # Errors
+/// As [`serve_turn`].
+pub fn serve_loaded<'a, S: SessionStore + ?Sized>(
+    store: &S,
+    key: &str,
+    plan: &SessionPlan,
+    stored: Option<SessionState>,
+    messages: &'a [Message],
+) -> Result<StoredTurn<'a>, SessionError> {
     let planned = Planned::of(&plan.opts, plan.model.as_deref())
         .map_err(|e| SessionError::Cache(e.into()))?;
-    let stored = store.load(key)?;
     let mut session = plan.session();
     let mut replanned = None;
     let expected = stored.as_ref().map(|s| s.version);
