@@ -58,6 +58,29 @@ fn suite(store: &Arc<dyn BudgetStore>) {
     history_is_one_for_the_fleet(store);
     unknown_runs_and_duplicate_runs_are_errors(store);
     a_meter_records_only_increases(store);
+    settles_and_records_count_once(store);
+}
+
+/// A settle repeated with the same reservation number, and a record
+/// repeated with the same request id, count once (what a retry after a
+/// lost reply does).
+fn settles_and_records_count_once(store: &Arc<dyn BudgetStore>) {
+    let t =
+        SharedTracker::create(store.clone(), &run_name("once"), limited(Some(100), None)).unwrap();
+    let hold = t
+        .reserve(BudgetPhase::ProviderRequest, usage(20, 0))
+        .unwrap();
+    let id = hold.id().unwrap();
+    hold.settle(usage(18, 0)).unwrap();
+    // The retry: nothing more is counted, and nothing is held.
+    t.settle_reservation(id, usage(18, 0)).unwrap();
+    let snap = t.snapshot().unwrap();
+    assert_eq!((snap.usage, snap.reserved), (usage(18, 0), usage(0, 0)));
+    assert!(t.record_once("response-1", usage(5, 0)).unwrap());
+    assert!(!t.record_once("response-1", usage(5, 0)).unwrap());
+    assert!(t.record_once("response-2", usage(5, 0)).unwrap());
+    // 18 + 5 + 5 = 28.
+    assert_eq!(t.usage().unwrap(), usage(28, 0));
 }
 
 fn a_meter_records_only_increases(store: &Arc<dyn BudgetStore>) {
@@ -366,6 +389,9 @@ impl BudgetStore for DownStore {
     fn record(&self, _: &str, _: &[u64], _: TokenUsage) -> Result<(), StoreError> {
         Err(down("record"))
     }
+    fn record_once(&self, _: &str, _: &[u64], _: &str, _: TokenUsage) -> Result<bool, StoreError> {
+        Err(down("record"))
+    }
     fn read(&self, _: &str, _: &[u64]) -> Result<PathState, StoreError> {
         Err(down("read"))
     }
@@ -654,5 +680,115 @@ mod processes {
         std::thread::sleep(std::time::Duration::from_millis(700));
         let e = SharedTracker::attach(store, &run, 0).unwrap_err();
         assert!(e.to_string().contains("does not exist"), "{e}");
+    }
+
+    /// A TCP proxy in front of a Redis server that can drop one reply: the
+    /// command reaches the server and runs, but the client never hears.
+    struct DropProxy {
+        port: u16,
+        drop_next: Arc<std::sync::atomic::AtomicBool>,
+    }
+
+    impl DropProxy {
+        fn start(server_port: u16) -> Self {
+            use std::io::{Read, Write};
+            use std::net::{Shutdown, TcpListener, TcpStream};
+            use std::sync::atomic::Ordering;
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let drop_next = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let flag = Arc::clone(&drop_next);
+            std::thread::spawn(move || {
+                for client in listener.incoming() {
+                    let Ok(mut client) = client else { return };
+                    let Ok(mut server) = TcpStream::connect(("127.0.0.1", server_port)) else {
+                        return;
+                    };
+                    let (mut c2, mut s2) =
+                        (client.try_clone().unwrap(), server.try_clone().unwrap());
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut c2, &mut s2);
+                        let _ = s2.shutdown(Shutdown::Write);
+                    });
+                    let flag = Arc::clone(&flag);
+                    std::thread::spawn(move || {
+                        let mut buf = [0u8; 65_536];
+                        loop {
+                            let n = match server.read(&mut buf) {
+                                Ok(0) | Err(_) => break,
+                                Ok(n) => n,
+                            };
+                            if flag.swap(false, Ordering::SeqCst) {
+                                // The reply is lost and the connection with it.
+                                let _ = client.shutdown(Shutdown::Both);
+                                let _ = server.shutdown(Shutdown::Both);
+                                break;
+                            }
+                            if client.write_all(&buf[..n]).is_err() {
+                                break;
+                            }
+                        }
+                    });
+                }
+            });
+            Self { port, drop_next }
+        }
+
+        fn url(&self) -> String {
+            format!("redis://127.0.0.1:{}/", self.port)
+        }
+
+        fn drop_next_reply(&self) {
+            self.drop_next
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    fn port_of(url: &str) -> u16 {
+        url.trim_end_matches('/')
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+
+    /// Issue 54's case: a worker reserves 20 and settles 18; the settle
+    /// runs on the server but its reply is lost. The retry the docs
+    /// prescribe (`settle_reservation` with the same reservation) leaves
+    /// 18 used, not 36 (or 20 + 18 by the old advice, a `record`).
+    #[test]
+    fn a_settle_whose_reply_is_lost_is_retried_without_counting_twice() {
+        let server = redis_server::RedisServer::start();
+        let proxy = DropProxy::start(port_of(&server.url()));
+        let store: Arc<dyn BudgetStore> = Arc::new(
+            RedisStore::open(&proxy.url())
+                .unwrap()
+                .with_timeout(std::time::Duration::from_secs(1)),
+        );
+        let t = SharedTracker::create(store, &run_name("lost-reply"), limited(Some(100), None))
+            .unwrap();
+        let hold = t
+            .reserve(BudgetPhase::ProviderRequest, usage(20, 0))
+            .unwrap();
+        let id = hold.id().unwrap();
+        proxy.drop_next_reply();
+        let lost = hold.settle(usage(18, 0)).unwrap_err();
+        assert!(
+            matches!(lost, CupelError::BudgetStoreFailed { .. }),
+            "{lost}"
+        );
+        // The settle did run: seen directly on the server, 18 are used.
+        let direct: Arc<dyn BudgetStore> = Arc::new(RedisStore::open(&server.url()).unwrap());
+        let seen = SharedTracker::attach(direct, t.run(), 0).unwrap();
+        assert_eq!(seen.usage().unwrap(), usage(18, 0));
+        t.settle_reservation(id, usage(18, 0)).unwrap();
+        let snap = t.snapshot().unwrap();
+        assert_eq!((snap.usage, snap.reserved), (usage(18, 0), usage(0, 0)));
+        // The same for a record with a request id: 18 + 7 = 25, once.
+        proxy.drop_next_reply();
+        assert!(t.record_once("resp-9", usage(7, 0)).is_err());
+        assert!(!t.record_once("resp-9", usage(7, 0)).unwrap());
+        assert_eq!(t.usage().unwrap(), usage(25, 0));
     }
 }

@@ -1,7 +1,7 @@
 //! [`MemoryStore`]: the [`BudgetStore`] contract over in-process
 //! [`BudgetTracker`]s.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -51,6 +51,10 @@ struct Run {
     /// Open reservations by number, with the end of their lease.
     holds: BTreeMap<u64, (Reservation, DateTime<Utc>)>,
     next_hold: u64,
+    /// Reservations settled or released (each counts once).
+    settled: BTreeSet<u64>,
+    /// Request ids of `record_once` calls that counted.
+    recorded: BTreeSet<String>,
 }
 
 struct Scope {
@@ -199,6 +203,8 @@ impl BudgetStore for MemoryStore {
                 }],
                 holds: BTreeMap::new(),
                 next_hold: 1,
+                settled: BTreeSet::new(),
+                recorded: BTreeSet::new(),
             },
         );
         Ok(())
@@ -299,6 +305,10 @@ impl BudgetStore for MemoryStore {
         let mut inner = self.lock();
         let r = inner.runs.get_mut(run).ok_or_else(|| unknown_run(run))?;
         let tracker = r.tracker(run, path)?.clone();
+        if !r.settled.insert(reservation) {
+            // Settled before: a retry after a lost reply counts nothing.
+            return Ok(());
+        }
         match (r.holds.remove(&reservation), actual) {
             (Some((hold, _)), Some(u)) => {
                 hold.settle(u);
@@ -319,6 +329,29 @@ impl BudgetStore for MemoryStore {
         let r = inner.runs.get(run).ok_or_else(|| unknown_run(run))?;
         r.tracker(run, path)?.record(usage);
         Ok(())
+    }
+
+    fn record_once(
+        &self,
+        run: &str,
+        path: &[u64],
+        request: &str,
+        usage: TokenUsage,
+    ) -> Result<bool, StoreError> {
+        if request.is_empty() {
+            return Err(StoreError::Malformed {
+                run: run.to_string(),
+                message: "record_once needs a non-empty request id".to_string(),
+            });
+        }
+        let mut inner = self.lock();
+        let r = inner.runs.get_mut(run).ok_or_else(|| unknown_run(run))?;
+        let tracker = r.tracker(run, path)?.clone();
+        if !r.recorded.insert(request.to_string()) {
+            return Ok(false);
+        }
+        tracker.record(usage);
+        Ok(true)
     }
 
     fn read(&self, run: &str, path: &[u64]) -> Result<PathState, StoreError> {

@@ -312,6 +312,11 @@ pub trait BudgetStore: Send + Sync + fmt::Debug {
     /// `used`. A reservation whose lease ran out was given back already; its
     /// `actual` usage is still recorded (the tokens were spent).
     ///
+    /// **Exactly once:** a reservation is settled (or released) once; a
+    /// second call with the same number — a retry after a reply was lost —
+    /// changes nothing and succeeds. Retry a failed settle with the same
+    /// reservation number, never with [`record`](Self::record).
+    ///
     /// # Errors
     /// [`StoreError`].
     fn settle(
@@ -327,6 +332,21 @@ pub trait BudgetStore: Send + Sync + fmt::Debug {
     /// # Errors
     /// [`StoreError`].
     fn record(&self, run: &str, path: &[u64], usage: TokenUsage) -> Result<(), StoreError>;
+
+    /// [`record`](Self::record) once per `request` (a non-empty id the
+    /// caller chooses, unique within the run): a second call with the same
+    /// id — a retry after a reply was lost — changes nothing. Returns
+    /// whether this call counted the usage (`false`: it was counted before).
+    ///
+    /// # Errors
+    /// [`StoreError`]; [`StoreError::Malformed`] for an empty id.
+    fn record_once(
+        &self,
+        run: &str,
+        path: &[u64],
+        request: &str,
+        usage: TokenUsage,
+    ) -> Result<bool, StoreError>;
 
     /// The books of the path now (leases that ran out are given back first).
     ///

@@ -33,8 +33,12 @@ const SCRIPT: &str = include_str!("redis/budget.lua");
 /// * **Leases.** A reservation not settled within its lease is given back
 ///   at the next operation on the run: a worker that dies mid-call does not
 ///   hold its tokens forever.
-/// * **Expiry.** A run's three keys (`cupel:{<run>}:scopes`, `:leases`,
-///   `:holds`; one hash tag, so one cluster slot) expire [`Expiry::grace`]
+/// * **Exactly once.** A settle counts once per reservation, and a
+///   [`record_once`](BudgetStore::record_once) once per request id: the
+///   script remembers both (in `cupel:{<run>}:done`, for the run's
+///   lifetime), so a retry after a lost reply counts nothing twice.
+/// * **Expiry.** A run's four keys (`cupel:{<run>}:scopes`, `:leases`,
+///   `:holds`, `:done`; one hash tag, so one cluster slot) expire [`Expiry::grace`]
 ///   after the root deadline, or [`Expiry::idle`] after the last write for
 ///   a run without one. Adaptive histories live under `cupel:history:<key>`
 ///   and do not expire.
@@ -83,11 +87,12 @@ fn malformed(run: &str, message: impl Into<String>) -> StoreError {
     }
 }
 
-fn keys(run: &str) -> [String; 3] {
+fn keys(run: &str) -> [String; 4] {
     [
         format!("cupel:{{{run}}}:scopes"),
         format!("cupel:{{{run}}}:leases"),
         format!("cupel:{{{run}}}:holds"),
+        format!("cupel:{{{run}}}:done"),
     ]
 }
 
@@ -366,6 +371,30 @@ impl RedisStore {
         }
     }
 
+    /// `record`, once per `request` when it is not empty; whether it counted.
+    fn record_with(
+        &self,
+        run: &str,
+        path: &[u64],
+        request: &str,
+        usage: TokenUsage,
+    ) -> Result<bool, StoreError> {
+        checked("record", &[usage.input(), usage.output()])?;
+        let reply = self.call(
+            "record",
+            run,
+            &[
+                path_arg(path),
+                usage.input().to_string(),
+                usage.output().to_string(),
+                self.idle_ms(),
+                request.to_string(),
+            ],
+        )?;
+        let rest = Self::expect_ok(run, &reply, "ok")?;
+        Ok(rest.first().and_then(text).as_deref() != Some("again"))
+    }
+
     fn label_args(label: Option<&str>) -> [String; 2] {
         match label {
             Some(l) => ["1".to_string(), l.to_string()],
@@ -565,18 +594,23 @@ impl BudgetStore for RedisStore {
     }
 
     fn record(&self, run: &str, path: &[u64], usage: TokenUsage) -> Result<(), StoreError> {
-        checked("record", &[usage.input(), usage.output()])?;
-        let reply = self.call(
-            "record",
-            run,
-            &[
-                path_arg(path),
-                usage.input().to_string(),
-                usage.output().to_string(),
-                self.idle_ms(),
-            ],
-        )?;
-        Self::expect_ok(run, &reply, "ok").map(|_| ())
+        self.record_with(run, path, "", usage).map(|_| ())
+    }
+
+    fn record_once(
+        &self,
+        run: &str,
+        path: &[u64],
+        request: &str,
+        usage: TokenUsage,
+    ) -> Result<bool, StoreError> {
+        if request.is_empty() {
+            return Err(StoreError::Malformed {
+                run: run.to_string(),
+                message: "record_once needs a non-empty request id".to_string(),
+            });
+        }
+        self.record_with(run, path, request, usage)
     }
 
     fn read(&self, run: &str, path: &[u64]) -> Result<PathState, StoreError> {

@@ -206,6 +206,38 @@ impl SharedTracker {
         self.ids.last().copied().unwrap_or(0)
     }
 
+    /// Settles reservation number `reservation` (see
+    /// [`SharedReservation::id`]) with `actual`: the retry for a
+    /// [`SharedReservation::settle`] that failed. Exactly once: when the
+    /// first settle did reach the store and only its reply was lost, this
+    /// counts nothing again.
+    ///
+    /// # Errors
+    /// [`CupelError::BudgetStoreFailed`]: retry it the same way.
+    pub fn settle_reservation(
+        &self,
+        reservation: u64,
+        actual: TokenUsage,
+    ) -> Result<(), CupelError> {
+        self.store
+            .settle(&self.run, &self.ids, reservation, Some(actual))
+            .map_err(failed(BudgetPhase::Response))
+    }
+
+    /// Records usage on this scope and its ancestors once per `request_id`
+    /// (non-empty, unique within the run: a provider's response id serves):
+    /// retried after a lost reply, it counts nothing again. Returns whether
+    /// this call counted it.
+    ///
+    /// # Errors
+    /// [`CupelError::BudgetStoreFailed`] (the usage may or may not be
+    /// recorded: retry with the same id).
+    pub fn record_once(&self, request_id: &str, usage: TokenUsage) -> Result<bool, CupelError> {
+        self.store
+            .record_once(&self.run, &self.ids, request_id, usage)
+            .map_err(failed(BudgetPhase::Budget))
+    }
+
     fn open_child(&self, budget: RunBudget, label: Option<&str>) -> Result<Self, CupelError> {
         let phase = BudgetPhase::Preflight;
         let now = self.store.now().map_err(failed(phase))?;
@@ -602,12 +634,24 @@ impl SharedReservation {
         self.unverified
     }
 
+    /// The store's number for the reservation (`None` when the checkpoint
+    /// passed unverified and nothing is held): keep it to retry a failed
+    /// [`settle`](Self::settle) with [`SharedTracker::settle_reservation`].
+    pub fn id(&self) -> Option<u64> {
+        self.id
+    }
+
     /// Replaces the reservation with the usage actually reported.
     ///
     /// # Errors
-    /// [`CupelError::BudgetStoreFailed`]: the usage was not recorded (the
-    /// reservation's lease still gives its tokens back); retry with
-    /// [`SharedTracker::record`].
+    /// [`CupelError::BudgetStoreFailed`]: the settle may or may not have
+    /// reached the store (a lost reply looks the same as a lost request).
+    /// Retry with [`SharedTracker::settle_reservation`] and this
+    /// reservation's [`id`](Self::id): the store settles a reservation once,
+    /// so the retry never counts the usage twice. Never retry with
+    /// `record`, which would. (An unverified reservation has no id; its
+    /// usage goes through `record`: retry it with
+    /// [`SharedTracker::record_once`] and an id of your own.)
     pub fn settle(mut self, actual: TokenUsage) -> Result<(), CupelError> {
         self.open = false;
         let t = &self.tracker;

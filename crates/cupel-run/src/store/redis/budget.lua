@@ -6,6 +6,8 @@
 -- KEYS[1] scopes hash   cupel:{run}:scopes   fields "<id>:<name>" + counters
 -- KEYS[2] leases zset   cupel:{run}:leases   reservation -> lease end (ms)
 -- KEYS[3] holds hash    cupel:{run}:holds    reservation -> "in,out,id.id.id"
+-- KEYS[4] done hash     cupel:{run}:done     "s:<reservation>" / "r:<request>" -> 1:
+--                       settles and records already counted (exactly once)
 -- ARGV[1] the operation; the rest depend on it (see each function).
 --
 -- Per scope: parent, depth, label, dl (deadline ms), li/lo (limits),
@@ -14,7 +16,7 @@
 -- integers); comparisons convert to Lua numbers, exact below 2^53, which the
 -- client enforces for every count and limit it sends.
 
-local S, L, H = KEYS[1], KEYS[2], KEYS[3]
+local S, L, H, D = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local op = ARGV[1]
 
 local function now_ms()
@@ -32,7 +34,7 @@ end
 
 local function touch(idle_ms)
   local at = redis.call('HGET', S, 'expire_at')
-  for _, k in ipairs({S, L, H}) do
+  for _, k in ipairs({S, L, H, D}) do
     if at then
       redis.call('PEXPIREAT', k, at)
     else
@@ -256,7 +258,13 @@ if op == 'admit' then
 end
 
 -- settle path hold has_actual ai ao idle_ms
+-- A reservation settles once: a retry after a lost reply finds it in D and
+-- counts nothing again ({'ok', 'again'}).
 if op == 'settle' then
+  if redis.call('HEXISTS', D, 's:' .. ARGV[3]) == 1 then
+    return {'ok', 'again'}
+  end
+  redis.call('HSET', D, 's:' .. ARGV[3], '1')
   local rec = redis.call('HGET', H, ARGV[3])
   if rec then
     local i, o, p = string.match(rec, '^(%d+),(%d+),(.*)$')
@@ -275,8 +283,17 @@ if op == 'settle' then
   return {'ok'}
 end
 
--- record path ui uo idle_ms
+-- record path ui uo idle_ms request
+-- With a request id (ARGV[6] not empty) a record counts once: a retry finds
+-- the id in D and counts nothing again ({'ok', 'again'}).
 if op == 'record' then
+  local req = ARGV[6] or ''
+  if req ~= '' then
+    if redis.call('HEXISTS', D, 'r:' .. req) == 1 then
+      return {'ok', 'again'}
+    end
+    redis.call('HSET', D, 'r:' .. req, '1')
+  end
   charge(path, 'ui', 'uo', ARGV[3], ARGV[4])
   touch(ARGV[5])
   return {'ok'}
