@@ -81,7 +81,7 @@ fn concurrent_processes_on_one_state_file_commit_every_turn_once() {
     let n = window["messages"].as_array().unwrap().len();
     // Each transcript has 1 + 1 + 2i messages, i in 0..8: an even count
     // from 2 to 16.
-    assert!(n % 2 == 0 && (2..=16).contains(&n), "{n}");
+    assert!(n.is_multiple_of(2) && (2..=16).contains(&n), "{n}");
     // No temporary file is left beside it.
     let dir = std::path::Path::new(&state).parent().unwrap();
     let leftovers = std::fs::read_dir(dir)

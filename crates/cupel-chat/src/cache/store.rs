@@ -131,7 +131,8 @@ pub(crate) fn versioned(state: &SessionState, version: u64) -> String {
 /// A [`SessionStore`] in this process's memory (tests, one-process servers).
 #[derive(Debug, Default)]
 pub struct MemorySessionStore {
-    states: Mutex<BTreeMap<String, String>>,
+    /// Per key: the version and the state as stored.
+    states: Mutex<BTreeMap<String, (u64, String)>>,
 }
 
 impl MemorySessionStore {
@@ -143,11 +144,11 @@ impl MemorySessionStore {
 
 impl SessionStore for MemorySessionStore {
     fn load(&self, key: &str) -> Result<Option<SessionState>, SessionStoreError> {
-        let states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
-        states
-            .get(key)
-            .map(|text| SessionState::parse(key, text))
-            .transpose()
+        let text = {
+            let states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
+            states.get(key).map(|(_, text)| text.clone())
+        };
+        text.map(|text| SessionState::parse(key, &text)).transpose()
     }
 
     fn commit(
@@ -156,11 +157,10 @@ impl SessionStore for MemorySessionStore {
         expected: Option<u64>,
         state: &SessionState,
     ) -> Result<u64, SessionStoreError> {
+        let next = expected.unwrap_or(0).saturating_add(1);
+        let text = versioned(state, next);
         let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
-        let current = match states.get(key) {
-            Some(text) => Some(SessionState::parse(key, text)?.version),
-            None => None,
-        };
+        let current = states.get(key).map(|(v, _)| *v);
         if current != expected {
             return Err(SessionStoreError::Conflict {
                 key: key.to_string(),
@@ -168,8 +168,7 @@ impl SessionStore for MemorySessionStore {
                 current,
             });
         }
-        let next = current.unwrap_or(0).saturating_add(1);
-        states.insert(key.to_string(), versioned(state, next));
+        states.insert(key.to_string(), (next, text));
         Ok(next)
     }
 
