@@ -34,7 +34,10 @@ FILE, if it exists) is kept byte for byte and new messages are appended;
 when the budget is reached, whole exchanges are cut from the front down to
 a low-water mark, once. The new window is written back to FILE; an Anthropic
 request gets cache_control markers (see `cupel cache-sim`), which replace the
-input's own: at most 4, as Anthropic requires.";
+input's own: at most 4, as Anthropic requires. FILE is replaced atomically
+under a lock, so concurrent runs on one FILE never tear it or lose a turn.
+An empty, corrupt, newer or foreign FILE (another provider, model, encoding
+or conversation) is an error; --reset-state starts the conversation afresh.";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Provider {
