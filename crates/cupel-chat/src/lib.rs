@@ -79,6 +79,9 @@ mod trim;
 mod wire;
 
 pub use aging::AgeToolResults;
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub use cache::RedisSessionStore;
 pub use cache::{
     AttributeValue, Block, CacheError, CacheMode, CacheProfile, CacheRow, CacheSession,
     CacheStatus, CacheTurn, CacheUsage, Cut, CutFront, Expiry, LowWater, MAX_CACHE_MARKERS,
@@ -91,6 +94,10 @@ pub use compact::{
     DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_SUMMARY_TOKENS, DigestSummarizer, Evicted, Oversize,
     RunningSummary, SUMMARY_HEADER, SummarizeError, Summarizer, SummaryFailure, SummaryFuture,
     SummaryInput, SummaryReport, SummaryStatus, trim_summarized_async,
+pub use cache::{
+    FileSessionStore, MemorySessionStore, Planned, Replan, SESSION_STATE_FORMAT, SessionError,
+    SessionPlan, SessionState, SessionStore, SessionStoreError, StoredTurn, serve_loaded,
+    serve_turn, serve_turn_retrying,
 };
 #[cfg(feature = "async-openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]

@@ -747,15 +747,21 @@ fn gemini_and_responses_summaries_keep_the_provider_shape() {
             serde_json::json!({"role": role, "content": t})
         })
         .collect();
-    let responses = serde_json::json!({"instructions": said("system", 10), "input": items}).to_string();
+    let responses =
+        serde_json::json!({"instructions": said("system", 10), "input": items}).to_string();
     let doc = Transcript::parse_as(&responses, Format::Responses).unwrap();
-    let o = Trim::new(Format::Responses, 100).counter(Words).summarize(c());
+    let o = Trim::new(Format::Responses, 100)
+        .counter(Words)
+        .summarize(c());
     let out = trim(doc.messages(), &o).unwrap();
     let v: serde_json::Value = serde_json::from_str(&doc.window_json(&out)).unwrap();
     assert_eq!(v["instructions"], said("system", 10));
     let input = v["input"].as_array().unwrap();
     assert_eq!(input[0]["role"], "system", "{v}");
-    assert_eq!(input[0]["content"], format!("{SUMMARY_HEADER}\nEarlier talk."));
+    assert_eq!(
+        input[0]["content"],
+        format!("{SUMMARY_HEADER}\nEarlier talk.")
+    );
     assert_eq!(input[1]["content"], said("u2", 10));
     assert_eq!(doc.window_of(&out).to_value(), v);
 }

@@ -2,13 +2,13 @@
 //! window strategies and bill every request with a provider's prompt cache;
 //! and the cache-aware session behind `cupel chat --state FILE`.
 
-use std::path::Path;
 use std::time::SystemTime;
 
 use clap::Args;
 use cupel_chat::{
-    CacheError, CacheProfile, CacheSession, ChatError, Granularity, LowWater, SimStrategy,
-    Simulation, Transcript, Trim, apply_breakpoints, request_ends, simulate_with,
+    CacheError, CacheProfile, CacheSession, ChatError, FileSessionStore, Format, Granularity,
+    LowWater, Planned, SessionState, SessionStore, SessionStoreError, SimStrategy, Simulation,
+    Transcript, Trim, apply_breakpoints, request_ends, simulate_with,
 };
 
 use crate::chart::{LineChart, Series};
@@ -426,16 +426,31 @@ pub(crate) fn run(a: &CacheSimArgs) -> Result<String, CliError> {
     Ok(s)
 }
 
+/// How many times `cupel chat --state` re-plans a turn another process
+/// committed first, before it gives up.
+const STATE_ATTEMPTS: usize = 20;
+
+/// The options of `cupel chat --state FILE`.
+pub(crate) struct StateArgs<'a> {
+    /// The state file.
+    pub(crate) path: &'a str,
+    /// `--reset-state`: forget the stored state first.
+    pub(crate) reset: bool,
+    /// `--explain`.
+    pub(crate) explain: bool,
+}
+
 /// `cupel chat --state FILE`: the cache-aware window of `doc` given the
-/// previous window in `state` (absent or empty: the first turn); writes the
-/// new window to `state` and returns the request (with Anthropic
-/// `cache_control` markers) or, with `explain`, the turn's explanation.
+/// previous window in the state file (absent: the first turn); commits the
+/// new state (compare-and-set under a lock, atomic rename) and returns the
+/// request (with Anthropic `cache_control` markers) or, with `explain`, the
+/// turn's explanation. A turn another process committed first is re-planned
+/// from its state.
 pub(crate) fn run_with_state(
     doc: &Transcript,
     opts: Trim,
     granularity: Option<Granularity>,
-    state: &str,
-    explain: bool,
+    state: &StateArgs<'_>,
     name: &str,
     compaction: Option<cupel_chat::Compaction>,
 ) -> Result<String, CliError> {
@@ -444,50 +459,194 @@ pub(crate) fn run_with_state(
         Some(t) => opts.tools(t.clone()),
         None => opts,
     };
-    // Turns are numbered by the requests the transcript already holds, as
-    // `cache-sim` numbers them: the state file keeps no counter.
-    let turn = request_ends(doc.messages()).len() + 1;
-    let mut session = CacheSession::new(opts, profile.clone()).turn_number(turn);
-    if let Some(g) = granularity {
-        session = session.granularity(g);
+    let store = FileSessionStore::single(state.path);
+    if state.reset {
+        store.remove("").map_err(|e| state_error(&e))?;
     }
-    let (previous, summary) = read_state(state, doc.format())?;
-    if let Some(c) = compaction.clone() {
-        session = session.summarize(c.previous(summary));
+    let model = doc
+        .body_value()
+        .get("model")
+        .and_then(|m| m.as_str())
+        .map(str::to_string);
+    let planned =
+        Planned::of(&opts, model.as_deref()).map_err(|e| map_cache_err(e.into(), name))?;
+    let run = StateRun {
+        doc,
+        opts,
+        granularity,
+        profile,
+        store,
+        state,
+        planned,
+        name,
+        compaction,
+    };
+    let mut attempts = STATE_ATTEMPTS;
+    loop {
+        match run.turn() {
+            Err(StateTurnError::Conflict(e)) if attempts > 1 => {
+                attempts -= 1;
+                let _ = e;
+            }
+            Err(StateTurnError::Conflict(e)) => return Err(state_error(&e)),
+            Err(StateTurnError::Cli(e)) => return Err(e),
+            Ok(out) => return Ok(out),
+        }
     }
-    if let Some(p) = previous {
-        session = session.resume(p);
-        // The state file was written when the previous request was made:
-        // its age is how long the provider's cache has sat unused. (A
-        // modification time in the future, or none, counts as no wait.)
-        let idle = std::fs::metadata(state)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|written| SystemTime::now().duration_since(written).ok())
-            .unwrap_or_default();
-        session.idle(idle);
+}
+
+/// A turn lost to another process (re-planned), or an error to report.
+enum StateTurnError {
+    Conflict(SessionStoreError),
+    Cli(CliError),
+}
+
+impl From<CliError> for StateTurnError {
+    fn from(e: CliError) -> Self {
+        StateTurnError::Cli(e)
     }
-    let turn = session
-        .next(doc.messages())
-        .map_err(|e| map_cache_err(e, name))?;
-    // The window as sent, every kept message byte for byte as read, the
-    // running summary (if any) after the pinned prefix.
-    let mut window = doc.window(&turn.positions, &turn.shortened);
-    if let Some(r) = &turn.summary
-        && let Some(m) = &r.message
-    {
-        window.insert_message(r.at, m.clone());
+}
+
+/// The error `cupel chat --state` reports for a state it cannot use.
+fn state_error(e: &SessionStoreError) -> CliError {
+    let err = CliError::input(e.to_string());
+    match e {
+        SessionStoreError::Conflict { .. } => {
+            err.hint("other processes keep committing this conversation; run the turn again")
+        }
+        _ => err,
     }
-    let mut saved = window.to_json();
-    if compaction.is_some() {
-        saved = state_with_summary(&saved, session.summary());
+}
+
+/// What every attempt of a `cupel chat --state` turn shares.
+struct StateRun<'a> {
+    doc: &'a Transcript,
+    opts: Trim,
+    granularity: Option<Granularity>,
+    profile: CacheProfile,
+    store: FileSessionStore,
+    state: &'a StateArgs<'a>,
+    planned: Planned,
+    name: &'a str,
+    /// The running summary's compaction (`--summarize`), if any.
+    compaction: Option<cupel_chat::Compaction>,
+}
+
+impl StateRun<'_> {
+    /// One attempt: load, check, plan, commit.
+    fn turn(&self) -> Result<String, StateTurnError> {
+        let StateRun {
+            doc,
+            opts,
+            granularity,
+            profile,
+            store,
+            state,
+            planned,
+            name,
+            compaction,
+        } = self;
+        let (granularity, name) = (*granularity, *name);
+        let stored = store.load("").map_err(|e| state_error(&e))?;
+        // Turns are numbered by the requests the transcript already holds, as
+        // `cache-sim` numbers them.
+        let turn = request_ends(doc.messages()).len() + 1;
+        let mut session = CacheSession::new(opts.clone(), profile.clone()).turn_number(turn);
+        if let Some(g) = granularity {
+            session = session.granularity(g);
+        }
+        let expected = stored.as_ref().map(|s| s.version);
+        if let Some(c) = compaction {
+            let previous = match &stored {
+                Some(s) => summary_of(s, state.path)?,
+                None => None,
+            };
+            session = session.summarize(c.clone().previous(previous));
+        }
+        if let Some(prev) = &stored {
+            if let Some(why) = prev.replan(planned, doc.messages()) {
+                return Err(CliError::input(format!(
+                "state `{}` does not belong to this request: {why}",
+                state.path
+            ))
+            .hint("start this conversation's state afresh with --reset-state, or give another --state file")
+            .into());
+            }
+            session = session.resume(
+                prev.window_messages(state.path)
+                    .map_err(|e| state_error(&e))?,
+            );
+            // The state file was written when the previous request was made:
+            // its age is how long the provider's cache has sat unused. (A
+            // modification time in the future, or none, counts as no wait.)
+            let idle = std::fs::metadata(state.path)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|written| SystemTime::now().duration_since(written).ok())
+                .unwrap_or_default();
+            session.idle(idle);
+        }
+        let turn = session
+            .next(doc.messages())
+            .map_err(|e| map_cache_err(e, name))?;
+        // The window as sent, every kept message byte for byte as read, the
+        // running summary (if any) after the pinned prefix.
+        let mut window = doc.window(&turn.positions, &turn.shortened);
+        if let Some(r) = &turn.summary
+            && let Some(m) = &r.message
+        {
+            window.insert_message(r.at, m.clone());
+        }
+        let mut saved = SessionState::new(
+            planned,
+            turn.turn,
+            SessionState::opening_of(doc.format(), doc.messages()),
+            window.to_json(),
+        );
+        if compaction.is_some() {
+            let summary = serde_json::to_value(session.summary())
+                .map_err(|e| CliError::input(format!("cannot write the running summary: {e}")))?;
+            saved.extra.insert(SUMMARY_KEY.to_owned(), summary);
+        }
+        match store.commit("", expected, &saved) {
+            Ok(_) => {}
+            Err(e @ SessionStoreError::Conflict { .. }) => return Err(StateTurnError::Conflict(e)),
+            Err(e) => return Err(state_error(&e).into()),
+        }
+        let out = state_output(&turn, &window, profile, state.explain);
+        match crate::chat::summary_failure(turn.summary.as_ref()) {
+            Some(e) => Err(e.with_output(out).into()),
+            None => Ok(out),
+        }
     }
-    if !saved.ends_with('\n') {
-        saved.push('\n');
+}
+
+/// The state's member holding the running summary (`--summarize`).
+const SUMMARY_KEY: &str = "summary";
+
+/// The running summary a state keeps, if any.
+fn summary_of(
+    state: &SessionState,
+    path: &str,
+) -> Result<Option<cupel_chat::RunningSummary>, CliError> {
+    match state.extra.get(SUMMARY_KEY) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|e| {
+            CliError::input(format!(
+                "state `{path}`: its summary is not a running summary: {e}"
+            ))
+            .hint("start this conversation's state afresh with --reset-state")
+        }),
     }
-    std::fs::write(state, saved)
-        .map_err(|e| CliError::input(format!("cannot write state `{state}`: {e}")))?;
-    let failure = crate::chat::summary_failure(turn.summary.as_ref());
+}
+
+/// What `cupel chat --state` prints for a committed turn.
+fn state_output(
+    turn: &cupel_chat::CacheTurn<'_>,
+    window: &Transcript,
+    profile: &CacheProfile,
+    explain: bool,
+) -> String {
     if explain {
         let mut s = turn.explain();
         s.push('\n');
@@ -506,68 +665,12 @@ pub(crate) fn run_with_state(
                 .collect();
             s.push_str(&format!("cache markers after {}\n", at.join(", ")));
         }
-        return match failure {
-            Some(e) => Err(e.with_output(s)),
-            None => Ok(s),
-        };
+        return s;
     }
-    let value = apply_breakpoints(&window, &turn.breakpoints, &profile);
+    let value = apply_breakpoints(window, &turn.breakpoints, profile);
     let mut s = window.json_of(&value);
     if !s.ends_with('\n') {
         s.push('\n');
     }
-    match failure {
-        Some(e) => Err(e.with_output(s)),
-        None => Ok(s),
-    }
-}
-
-/// The state file with a running summary: `{"summary": ..., "window": ...}`,
-/// the window's text as written (byte for byte).
-fn state_with_summary(window: &str, summary: Option<&cupel_chat::RunningSummary>) -> String {
-    let summary = serde_json::to_string(&summary).unwrap_or_else(|_| "null".to_string());
-    format!(
-        "{{\"summary\": {summary},\n\"window\": {}}}",
-        window.trim_end()
-    )
-}
-
-/// The previous window and running summary of a state file: absent or
-/// empty (a first turn), a bare window document, or a window with its
-/// summary (`{"summary": ..., "window": ...}`).
-fn read_state(
-    state: &str,
-    format: cupel_chat::Format,
-) -> Result<
-    (
-        Option<Vec<cupel_chat::Message>>,
-        Option<cupel_chat::RunningSummary>,
-    ),
-    CliError,
-> {
-    if !Path::new(state).exists() {
-        return Ok((None, None));
-    }
-    let text = std::fs::read_to_string(state)
-        .map_err(|e| CliError::input(format!("cannot read state `{state}`: {e}")))?;
-    if text.trim().is_empty() {
-        return Ok((None, None));
-    }
-    let bad = |e: String| CliError::input(format!("state `{state}`: {e}"));
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
-    let envelope = value.get("window").is_some() && value.get("messages").is_none();
-    if !envelope {
-        let prev = Transcript::parse_as(&text, format).map_err(|e| bad(e.to_string()))?;
-        return Ok((Some(prev.into_messages()), None));
-    }
-    let summary = match value.get("summary") {
-        None | Some(serde_json::Value::Null) => None,
-        Some(s) => Some(
-            serde_json::from_value(s.clone())
-                .map_err(|e| bad(format!("its summary is not a running summary: {e}")))?,
-        ),
-    };
-    let window = value.get("window").cloned().unwrap_or_default();
-    let prev = Transcript::from_value(window, Some(format)).map_err(|e| bad(e.to_string()))?;
-    Ok((Some(prev.into_messages()), summary))
+    s
 }

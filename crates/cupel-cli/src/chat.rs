@@ -39,7 +39,10 @@ FILE, if it exists) is kept byte for byte and new messages are appended;
 when the budget is reached, whole exchanges are cut from the front down to
 a low-water mark, once. The new window is written back to FILE; an Anthropic
 request gets cache_control markers (see `cupel cache-sim`), which replace the
-input's own: at most 4, as Anthropic requires.
+input's own: at most 4, as Anthropic requires. FILE is replaced atomically
+under a lock, so concurrent runs on one FILE never tear it or lose a turn.
+An empty, corrupt, newer or foreign FILE (another provider, model, encoding
+or conversation) is an error; --reset-state starts the conversation afresh.
 
 With --recall the window keeps the newest turns up to --recall-share of the
 conversation budget (after the pinned prompts) and fills the rest with the
@@ -156,6 +159,12 @@ pub(crate) struct ChatArgs {
     /// exists), keep its prefix, write the new window back to FILE
     #[arg(long, value_name = "FILE")]
     state: Option<String>,
+
+    /// With --state: forget the stored state and start the conversation's
+    /// cache-aware windows afresh (a corrupt, foreign or newer state is
+    /// never reset without it)
+    #[arg(long, requires = "state")]
+    reset_state: bool,
 
     /// The input tokens the provider reported for this same document
     ///
@@ -396,7 +405,12 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
             Unit::Exchange => Granularity::Exchange,
             Unit::Turn => Granularity::Turn,
         });
-        return crate::cache_sim::run_with_state(&doc, opts, g, state, a.explain, name, compaction);
+        let state = crate::cache_sim::StateArgs {
+            path: state,
+            reset: a.reset_state,
+            explain: a.explain,
+        };
+        return crate::cache_sim::run_with_state(&doc, opts, g, &state, name, compaction);
     }
     if let Some(c) = compaction {
         opts = opts.summarize(c);

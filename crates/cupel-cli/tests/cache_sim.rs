@@ -43,8 +43,16 @@ fn state_keeps_the_previous_window_and_marks_the_request() {
         &state,
     ]))
     .unwrap();
+    // The state (format 1, version 1 after the first commit) holds the
+    // window as sent: the Anthropic body's system prompt and 5 messages.
     let saved: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
-    assert_eq!(saved["messages"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        (saved["format"].as_u64(), saved["version"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(saved["provider"], "anthropic");
+    let window: Value = serde_json::from_str(saved["window"].as_str().unwrap()).unwrap();
+    assert_eq!(window["messages"].as_array().unwrap().len(), 5);
     let second: Value = serde_json::from_str(&ok(&[
         "chat",
         &t2,

@@ -123,6 +123,26 @@ impl RedisServer {
     }
 }
 
+// Used by cupel-chat's session-store tests, which include this file too.
+#[allow(dead_code)]
+impl RedisServer {
+    /// Stops the server at once (as a crash or an outage would), keeping
+    /// its port and directory for [`start_again`](Self::start_again).
+    pub(crate) fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server stopped by [`stop`](Self::stop) on the same port.
+    pub(crate) fn start_again(&mut self) {
+        self.stop();
+        self.child = Some(spawn(self.port, &self.dir, self.persistent));
+        wait_ready(self.port, &self.dir);
+    }
+}
+
 impl Drop for RedisServer {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -1,0 +1,263 @@
+//! `cupel chat --state FILE` is safe: concurrent processes on one file never
+//! tear it or lose a turn, and an empty, corrupt, truncated, foreign, newer
+//! or unwritable state is an error that says what to do (`--reset-state`),
+//! never a silent first turn.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+mod common;
+
+use std::process::{Command, Stdio};
+
+use common::{fails, ok};
+use serde_json::{Value, json};
+
+fn tmp(name: &str) -> String {
+    let dir = format!("{}/state-file", env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(&dir).unwrap();
+    format!("{dir}/{name}")
+}
+
+fn write(path: &str, v: &Value) {
+    std::fs::write(path, serde_json::to_string(v).unwrap()).unwrap();
+}
+
+/// An OpenAI conversation of `n` answered questions and one open one,
+/// opening with `opening`.
+fn openai(opening: &str, n: usize) -> Value {
+    let mut messages = vec![json!({"role": "system", "content": "Be brief."})];
+    messages.push(json!({"role": "user", "content": opening}));
+    for i in 0..n {
+        messages.push(json!({"role": "assistant", "content": format!("answer {i}")}));
+        messages.push(json!({"role": "user", "content": format!("question {i}")}));
+    }
+    json!({"messages": messages})
+}
+
+fn state_json(path: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn chat(transcript: &str, state: &str) -> String {
+    ok(&["chat", transcript, "--max-tokens", "1000", "--state", state])
+}
+
+#[test]
+fn concurrent_processes_on_one_state_file_commit_every_turn_once() {
+    // Eight processes start together on one state file, each a request of
+    // the same conversation. Each loads, plans and commits with
+    // compare-and-set; a loser re-plans from the winner's state. With no
+    // update lost, the version after them is exactly 8 (one per commit),
+    // and the file is one whole state.
+    let state = tmp("concurrent.json");
+    let _ = std::fs::remove_file(&state);
+    let transcripts: Vec<String> = (0..8)
+        .map(|i| {
+            let t = tmp(&format!("concurrent-{i}.json"));
+            write(&t, &openai("Plan a trip.", i));
+            t
+        })
+        .collect();
+    let children: Vec<_> = transcripts
+        .iter()
+        .map(|t| {
+            Command::new(env!("CARGO_BIN_EXE_cupel"))
+                .args(["chat", t, "--max-tokens", "1000", "--state", &state])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(0), "{err}");
+    }
+    let saved = state_json(&state);
+    assert_eq!(saved["version"], 8, "{saved}");
+    assert_eq!(saved["format"], 1);
+    // The window parses (no torn document) and is one of the requests'.
+    let window: Value = serde_json::from_str(saved["window"].as_str().unwrap()).unwrap();
+    let n = window["messages"].as_array().unwrap().len();
+    // Each transcript has 1 + 1 + 2i messages, i in 0..8: an even count
+    // from 2 to 16.
+    assert!(n.is_multiple_of(2) && (2..=16).contains(&n), "{n}");
+    // No temporary file is left beside it.
+    let dir = std::path::Path::new(&state).parent().unwrap();
+    let leftovers = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".cupel-state-"))
+        .count();
+    assert_eq!(leftovers, 0);
+}
+
+#[test]
+fn an_empty_state_file_is_an_error_until_reset() {
+    let (t, state) = (tmp("empty-t.json"), tmp("empty.json"));
+    write(&t, &openai("Hello.", 1));
+    std::fs::write(&state, "").unwrap();
+    let err = fails(
+        &["chat", &t, "--max-tokens", "1000", "--state", &state],
+        None,
+        2,
+    );
+    assert!(err.contains("is empty"), "{err}");
+    assert!(err.contains("--reset-state"), "{err}");
+    // The file was not touched.
+    assert_eq!(std::fs::read_to_string(&state).unwrap(), "");
+    ok(&[
+        "chat",
+        &t,
+        "--max-tokens",
+        "1000",
+        "--state",
+        &state,
+        "--reset-state",
+    ]);
+    assert_eq!(state_json(&state)["version"], 1);
+}
+
+#[test]
+fn a_truncated_or_corrupt_state_file_is_an_error_that_names_the_way_out() {
+    let (t, state) = (tmp("corrupt-t.json"), tmp("corrupt.json"));
+    let _ = std::fs::remove_file(&state);
+    write(&t, &openai("Hello.", 1));
+    chat(&t, &state);
+    let whole = std::fs::read_to_string(&state).unwrap();
+    // Cut short (as a torn write would have left it), then two documents
+    // run together (what overlapping in-place writes left before).
+    for bad in [
+        whole[..whole.len() / 2].to_string(),
+        format!("{}{}", whole.trim_end(), &whole[10..]),
+    ] {
+        std::fs::write(&state, &bad).unwrap();
+        let err = fails(
+            &["chat", &t, "--max-tokens", "1000", "--state", &state],
+            None,
+            2,
+        );
+        assert!(err.contains("is unreadable: not JSON"), "{err}");
+        assert!(err.contains("--reset-state"), "{err}");
+        assert_eq!(std::fs::read_to_string(&state).unwrap(), bad);
+    }
+}
+
+#[test]
+fn a_state_planned_for_another_provider_or_conversation_is_refused() {
+    let (oa, an, other, state) = (
+        tmp("foreign-openai.json"),
+        tmp("foreign-anthropic.json"),
+        tmp("foreign-other.json"),
+        tmp("foreign.json"),
+    );
+    let _ = std::fs::remove_file(&state);
+    write(&oa, &openai("Plan a trip.", 2));
+    write(
+        &an,
+        &json!({"model": "claude", "system": "Be brief.", "messages": [
+            {"role": "user", "content": "Plan a trip."}]}),
+    );
+    write(&other, &openai("Write a poem.", 2));
+    chat(&oa, &state);
+    let err = fails(
+        &["chat", &an, "--max-tokens", "1000", "--state", &state],
+        None,
+        2,
+    );
+    assert!(
+        err.contains("the state was planned for openai, this request is anthropic"),
+        "{err}"
+    );
+    assert!(err.contains("--reset-state"), "{err}");
+    let err = fails(
+        &["chat", &other, "--max-tokens", "1000", "--state", &state],
+        None,
+        2,
+    );
+    assert!(err.contains("belongs to another conversation"), "{err}");
+    // Another encoding: the state was counted with o200k_base.
+    let err = fails(
+        &[
+            "chat",
+            &oa,
+            "--max-tokens",
+            "1000",
+            "--state",
+            &state,
+            "--encoding",
+            "cl100k_base",
+        ],
+        None,
+        2,
+    );
+    assert!(
+        err.contains("counted with openai o200k_base, this session counts with openai cl100k_base"),
+        "{err}"
+    );
+    // The state is still the first turn's.
+    assert_eq!(state_json(&state)["version"], 1);
+}
+
+#[test]
+fn a_state_from_a_newer_cupel_is_refused() {
+    let (t, state) = (tmp("newer-t.json"), tmp("newer.json"));
+    write(&t, &openai("Hello.", 1));
+    write(
+        &state,
+        &json!({"format": 99, "version": 3, "provider": "openai", "encoding": "x",
+                "turn": 2, "window": "[]"}),
+    );
+    let err = fails(
+        &["chat", &t, "--max-tokens", "1000", "--state", &state],
+        None,
+        2,
+    );
+    assert!(
+        err.contains("has format 99, newer than this version reads (1)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_state_file_that_cannot_be_written_is_an_error() {
+    let t = tmp("unwritable-t.json");
+    write(&t, &openai("Hello.", 1));
+    let state = format!("{}/no-such-dir/state.json", env!("CARGO_TARGET_TMPDIR"));
+    let err = fails(
+        &["chat", &t, "--max-tokens", "1000", "--state", &state],
+        None,
+        2,
+    );
+    assert!(err.contains("session store unavailable (commit"), "{err}");
+    assert!(err.contains("the state's directory must exist"), "{err}");
+}
+
+#[test]
+fn an_unversioned_window_from_an_older_cupel_is_migrated() {
+    // Before state format 1, the file held the window document alone.
+    let (t1, t2, state) = (tmp("old-t1.json"), tmp("old-t2.json"), tmp("old.json"));
+    write(&t1, &openai("Hello.", 1));
+    write(&t2, &openai("Hello.", 2));
+    write(&state, &openai("Hello.", 1));
+    let explain = ok(&[
+        "chat",
+        &t2,
+        "--max-tokens",
+        "1000",
+        "--state",
+        &state,
+        "--explain",
+    ]);
+    // The old window (4 messages) is kept and the 2 new ones appended.
+    assert!(
+        explain.starts_with("turn 3: kept the previous window (4 messages), appended 2"),
+        "{explain}"
+    );
+    let saved = state_json(&state);
+    assert_eq!(
+        (saved["format"].as_u64(), saved["version"].as_u64()),
+        (Some(1), Some(1))
+    );
+    let _ = t1;
+}

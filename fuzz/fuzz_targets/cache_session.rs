@@ -1,0 +1,92 @@
+//! (i) Cache sessions through a session store: an arbitrary conversation
+//! grown turn by turn, each turn served twice — by one live `CacheSession`
+//! and by `serve_turn` on a `MemorySessionStore`, which resumes every turn
+//! from the serialised state of the previous one. Asserts no panic; that
+//! the resumed session gives the live one's window, breakpoints and tokens
+//! (or fails where it fails); that every window is within the budget; and
+//! that no turn carries more than Anthropic's 4 cache markers.
+#![no_main]
+
+use arbitrary::Arbitrary;
+use cupel_chat::{
+    CacheProfile, CacheSession, MAX_CACHE_MARKERS, MemorySessionStore, Message, SessionPlan,
+    Trim, serve_turn,
+};
+use libfuzzer_sys::fuzz_target;
+
+#[derive(Arbitrary, Debug)]
+enum Step {
+    /// A user message of `n` words.
+    User(u8),
+    /// An assistant answer of `n` words.
+    Assistant(u8),
+    /// An assistant call (OpenAI only) and its result of `n` words.
+    Tool(u8),
+    /// A request: the transcript so far is served.
+    Turn,
+}
+
+#[derive(Arbitrary, Debug)]
+struct Input {
+    anthropic: bool,
+    budget: u16,
+    system: u8,
+    steps: Vec<Step>,
+}
+
+fn words(n: u8, tag: usize) -> String {
+    let mut s = format!("m{tag}");
+    for i in 0..n {
+        s.push_str(if i % 3 == 0 { " alpha" } else { " beta gamma" });
+    }
+    s
+}
+
+fn build(anthropic: bool, budget: i64) -> (Trim, CacheProfile) {
+    if anthropic {
+        (Trim::anthropic(budget), CacheProfile::anthropic())
+    } else {
+        (Trim::openai(budget), CacheProfile::openai())
+    }
+}
+
+fuzz_target!(|input: Input| {
+    let max_tokens = 50 + i64::from(input.budget % 4_000);
+    let (opts, profile) = build(input.anthropic, max_tokens);
+    let mut live = CacheSession::new(opts.clone(), profile.clone());
+    let plan = SessionPlan::new(opts, profile);
+    let store = MemorySessionStore::new();
+    let mut transcript = vec![Message::system(words(input.system, 0))];
+    for (i, step) in input.steps.iter().take(64).enumerate() {
+        match *step {
+            Step::User(n) => transcript.push(Message::user(words(n, i))),
+            Step::Assistant(n) => transcript.push(Message::assistant(words(n, i))),
+            Step::Tool(n) if !input.anthropic => {
+                let id = format!("call_{i}");
+                transcript.push(Message::assistant_calls([(id.as_str(), "look", "{}")]));
+                transcript.push(Message::tool(id, words(n, i)));
+            }
+            Step::Tool(_) => {}
+            Step::Turn => {
+                let a = live.next(&transcript);
+                let b = serve_turn(&store, "c", &plan, &transcript);
+                match (a, b) {
+                    (Ok(a), Ok(b)) => {
+                        assert_eq!(a.positions, b.turn.positions, "resumed window differs");
+                        assert_eq!(a.breakpoints, b.turn.breakpoints, "breakpoints differ");
+                        assert_eq!(a.window_tokens, b.turn.window_tokens);
+                        assert_eq!(a.turn, b.turn.turn);
+                        assert!(a.window_tokens <= max_tokens, "over the budget");
+                        assert!(a.breakpoints.len() <= MAX_CACHE_MARKERS);
+                    }
+                    (Err(_), Err(_)) => {}
+                    (a, b) => panic!(
+                        "live and resumed disagree: {:?} vs {:?}",
+                        a.map(|t| t.positions),
+                        b.map(|t| t.turn.positions)
+                    ),
+                }
+            }
+        }
+    }
+});
