@@ -89,15 +89,16 @@ pub use cache::{
     cache_marker_paths, count_cache_markers, plan_breakpoints, request_ends, simulate,
     simulate_with,
 };
+pub use cache::{
+    FileSessionStore, MemorySessionStore, Planned, Replan, SESSION_STATE_FORMAT, SessionError,
+    SessionPlan, SessionState, SessionStore, SessionStoreError, StoredTurn, serve_loaded,
+    serve_turn, serve_turn_retrying,
+};
 pub use compact::{
     AsyncSummarizer, CommandSummarizer, Compaction, DEFAULT_COMMAND_TIMEOUT,
     DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_SUMMARY_TOKENS, DigestSummarizer, Evicted, Oversize,
     RunningSummary, SUMMARY_HEADER, SummarizeError, Summarizer, SummaryFailure, SummaryFuture,
     SummaryInput, SummaryReport, SummaryStatus, trim_summarized_async,
-pub use cache::{
-    FileSessionStore, MemorySessionStore, Planned, Replan, SESSION_STATE_FORMAT, SessionError,
-    SessionPlan, SessionState, SessionStore, SessionStoreError, StoredTurn, serve_loaded,
-    serve_turn, serve_turn_retrying,
 };
 #[cfg(feature = "async-openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
