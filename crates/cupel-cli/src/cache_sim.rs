@@ -6,9 +6,9 @@ use std::time::SystemTime;
 
 use clap::Args;
 use cupel_chat::{
-    CacheError, CacheProfile, CacheSession, ChatError, FileSessionStore, Format, Granularity,
-    LowWater, Planned, SessionState, SessionStore, SessionStoreError, SimStrategy, Simulation,
-    Transcript, Trim, apply_breakpoints, request_ends, simulate_with,
+    CacheError, CacheProfile, CacheSession, ChatError, FileSessionStore, Granularity, LowWater,
+    Planned, SessionState, SessionStore, SessionStoreError, SimStrategy, Simulation, Transcript,
+    Trim, apply_breakpoints, request_ends, simulate_with,
 };
 
 use crate::chart::{LineChart, Series};

@@ -210,6 +210,42 @@ fn tag(text: &str) -> u32 {
     (h ^ (h >> 32)) as u32
 }
 
+/// `v` as compact JSON with every object's keys in sorted order: the same
+/// text whether or not serde_json keeps insertion order (its
+/// `preserve_order` feature, which any crate of a build may turn on), so a
+/// made-up call name never depends on the build.
+fn canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                if let Some(x) = m.get(k) {
+                    canonical(x, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(x, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
 /// Whether `id` is one [`link_calls`] made up.
 pub(crate) fn is_made_up(id: &str) -> bool {
     id_out(id).is_none()
@@ -232,7 +268,12 @@ pub(crate) fn link_calls(messages: &mut [Message]) {
         if has_calls {
             open.clear();
         }
-        let t = tag(&Value::Array(parts.iter().map(part_to).collect()).to_string());
+        let mut text = String::new();
+        canonical(
+            &Value::Array(parts.iter().map(part_to).collect()),
+            &mut text,
+        );
+        let t = tag(&text);
         for (k, p) in parts.iter_mut().enumerate() {
             match p {
                 Part::ToolCall(c) => {
