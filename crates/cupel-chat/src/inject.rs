@@ -94,9 +94,11 @@ pub enum InjectError {
 /// The role a synthesized message takes in `format`, given the window's
 /// pinned messages: Anthropic `user`; OpenAI (Chat Completions and
 /// Responses) `developer` when the pinned prompts are developer messages
-/// only, else `system`; Gemini `system`, which a request body writes as one
-/// more text part of its `systemInstruction` (Gemini's `contents` take only
-/// user and model turns, which must alternate).
+/// only, else `system` (a Responses request body writes its system messages
+/// as its `instructions` string, so the message joins it after the system
+/// text); Gemini `system`, which a request body writes as one more text
+/// part of its `systemInstruction` (Gemini's `contents` take only user and
+/// model turns, which must alternate).
 pub fn synthesized_role(format: Format, pinned: &[Message]) -> Role {
     match format {
         Format::Anthropic => Role::User,

@@ -694,8 +694,8 @@ fn simulate_with_a_compaction_replays_the_summary_strategies() {
 
 /// The summary in the two other formats (spec 24): Gemini's `contents`
 /// take only alternating user and model turns, so the summary is one more
-/// text part of `systemInstruction`; a Responses summary is a system
-/// message item. Budget 100 with summary bound 30 leaves 70 for the
+/// text part of `systemInstruction`; a Responses summary joins the
+/// request's `instructions` string after the system text. Budget 100 with summary bound 30 leaves 70 for the
 /// conversation: the system prompt (11 words + 1) is pinned, and of the
 /// seven 11-token turns u1 a1 u2 a2 u3 a3 u4 the newest five (55) fit in
 /// 70 - 11 = 59 but a window starts on a user turn, so u2..u4 stay (55)

@@ -176,7 +176,7 @@ fn a_mixed_turn_splits_at_the_cut_and_is_the_one_message_rewritten() {
     // The rewritten message keeps its own key order and the text part as read.
     assert_eq!(
         back.message_json(1),
-        Some(r#"{"content":[{"t":7,"text":"And order 8?","type":"text"}],"role":"user","t":2}"#)
+        Some(r#"{"role":"user","t":2,"content":[{"type":"text","text":"And order 8?","t":7}]}"#)
     );
 }
 
