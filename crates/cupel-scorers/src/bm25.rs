@@ -115,6 +115,9 @@ impl Analyzer {
             return None;
         }
         let term = match &self.stemmer {
+            // The English Snowball rules only rewrite letters and
+            // apostrophes: a number is its own stem.
+            Some(_) if folded.bytes().all(|b| b.is_ascii_digit()) => folded.clone(),
             Some(s) => s.stem(&folded).into_owned(),
             None => folded.clone(),
         };
