@@ -30,6 +30,26 @@ const STOP_WORDS: &[&str] = &[
 /// the last character boundary before it (documented, never a panic).
 pub const MAX_QUERY_BYTES: usize = 1 << 20;
 
+/// A word lower-cased, a possessive `'s` dropped; `None` for a stop word.
+fn fold(word: &str) -> Option<String> {
+    let mut folded = if word.is_ascii() {
+        word.to_ascii_lowercase()
+    } else {
+        word.to_lowercase()
+    };
+    // Possessives: "Calvin's" is "calvin".
+    if let Some(stem) = folded
+        .strip_suffix("'s")
+        .or_else(|| folded.strip_suffix("’s"))
+    {
+        folded.truncate(stem.len());
+    }
+    STOP_WORDS
+        .binary_search(&folded.as_str())
+        .is_err()
+        .then_some(folded)
+}
+
 /// Whether `c` is written without spaces between words (Han ideographs,
 /// Hiragana, Katakana): such text is indexed one character per token.
 fn is_unspaced_script(c: char) -> bool {
@@ -99,29 +119,29 @@ impl Analyzer {
 
     /// A word's folded form and index term; `None` for a stop word.
     fn word_term(&self, word: &str) -> Option<(String, String)> {
-        let mut folded = if word.is_ascii() {
-            word.to_ascii_lowercase()
-        } else {
-            word.to_lowercase()
-        };
-        // Possessives: "Calvin's" is "calvin".
-        if let Some(stem) = folded
-            .strip_suffix("'s")
-            .or_else(|| folded.strip_suffix("’s"))
-        {
-            folded.truncate(stem.len());
-        }
-        if STOP_WORDS.binary_search(&folded.as_str()).is_ok() {
+        let folded = fold(word)?;
+        let term = self.stem(&folded).map_or_else(|| folded.clone(), |t| t);
+        Some((folded, term))
+    }
+
+    /// A word's index term; `None` for a stop word.
+    fn term(&self, word: &str) -> Option<String> {
+        let folded = fold(word)?;
+        Some(self.stem(&folded).unwrap_or(folded))
+    }
+
+    /// The stem of a folded word; `None` when it is the word itself.
+    fn stem(&self, folded: &str) -> Option<String> {
+        let s = self.stemmer.as_ref()?;
+        // The English Snowball rules only rewrite letters and apostrophes:
+        // a number is its own stem.
+        if folded.bytes().all(|b| b.is_ascii_digit()) {
             return None;
         }
-        let term = match &self.stemmer {
-            // The English Snowball rules only rewrite letters and
-            // apostrophes: a number is its own stem.
-            Some(_) if folded.bytes().all(|b| b.is_ascii_digit()) => folded.clone(),
-            Some(s) => s.stem(&folded).into_owned(),
-            None => folded.clone(),
-        };
-        Some((folded, term))
+        match s.stem(folded) {
+            std::borrow::Cow::Borrowed(b) if b == folded => None,
+            t => Some(t.into_owned()),
+        }
     }
 
     fn terms(&self, text: &str) -> Vec<String> {

@@ -95,7 +95,7 @@ impl<'t> Terms<'t> {
         let term = if single {
             Some(piece.to_string())
         } else {
-            analyzer.word_term(piece).map(|(_, t)| t)
+            analyzer.term(piece)
         };
         let id = term.map_or(STOP, |t| self.intern(t));
         self.words.insert(piece, id);
@@ -114,6 +114,9 @@ impl<'t> Terms<'t> {
 
     /// Every item's terms.
     pub(super) fn docs(&mut self, analyzer: &Analyzer, items: &[&'t ContextItem]) -> Docs {
+        self.words.reserve(items.len());
+        self.ids.reserve(items.len());
+        self.names.reserve(items.len());
         let mut docs = Docs {
             terms: Vec::new(),
             ends: Vec::with_capacity(items.len()),
