@@ -120,7 +120,7 @@ impl Analyzer {
     /// A word's folded form and index term; `None` for a stop word.
     fn word_term(&self, word: &str) -> Option<(String, String)> {
         let folded = fold(word)?;
-        let term = self.stem(&folded).map_or_else(|| folded.clone(), |t| t);
+        let term = self.stem(&folded).unwrap_or_else(|| folded.clone());
         Some((folded, term))
     }
 
