@@ -1122,6 +1122,17 @@ mod tests {
         assert!(matches!(bad, Err(CupelError::ScorerConfig(m)) if m.contains("feedback")));
     }
 
+    /// The fast paths agree with Snowball: a number is its own stem (the
+    /// English rules only rewrite letters and apostrophes).
+    #[test]
+    fn numbers_are_their_own_stem() {
+        let snowball = Stemmer::create(Algorithm::English);
+        for n in ["0", "42", "000123", "2023", "31415926535"] {
+            assert_eq!(snowball.stem(n), n);
+            assert_eq!(bm25_terms(n, true), [n]);
+        }
+    }
+
     #[test]
     fn deterministic() {
         let s = Bm25Scorer::new();
