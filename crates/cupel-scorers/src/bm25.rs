@@ -9,6 +9,9 @@ use unicode_segmentation::UnicodeSegmentation;
 
 mod index;
 mod notes;
+mod terms;
+
+use terms::{Docs, Terms};
 
 pub use index::{Bm25Index, IndexedBm25Scorer};
 
@@ -26,6 +29,26 @@ const STOP_WORDS: &[&str] = &[
 /// The longest query text read, in bytes (1 MiB): a longer query is cut at
 /// the last character boundary before it (documented, never a panic).
 pub const MAX_QUERY_BYTES: usize = 1 << 20;
+
+/// A word lower-cased, a possessive `'s` dropped; `None` for a stop word.
+fn fold(word: &str) -> Option<String> {
+    let mut folded = if word.is_ascii() {
+        word.to_ascii_lowercase()
+    } else {
+        word.to_lowercase()
+    };
+    // Possessives: "Calvin's" is "calvin".
+    if let Some(stem) = folded
+        .strip_suffix("'s")
+        .or_else(|| folded.strip_suffix("’s"))
+    {
+        folded.truncate(stem.len());
+    }
+    STOP_WORDS
+        .binary_search(&folded.as_str())
+        .is_err()
+        .then_some(folded)
+}
 
 /// Whether `c` is written without spaces between words (Han ideographs,
 /// Hiragana, Katakana): such text is indexed one character per token.
@@ -55,47 +78,70 @@ impl Analyzer {
         }
     }
 
-    /// Calls `f(surface, term)` for every token of `text`: the folded word
-    /// and its index term.
-    fn each(&self, text: &str, mut f: impl FnMut(&str, String)) {
+    /// Calls `f(piece, single)` for every piece of `text` to analyse, in
+    /// order: each UAX #29 word, except that inside a word holding Han or
+    /// Kana each such character is a piece of its own (`single`) and each
+    /// run of other characters is one piece. Pieces borrow from `text`.
+    fn pieces<'t>(text: &'t str, mut f: impl FnMut(&'t str, bool)) {
         for word in text.unicode_words() {
-            if word.chars().any(is_unspaced_script) {
-                let mut rest = String::new();
-                for c in word.chars() {
-                    if is_unspaced_script(c) {
-                        if !rest.is_empty() {
-                            self.word(&std::mem::take(&mut rest), &mut f);
-                        }
-                        let s = c.to_string();
-                        f(&s, s.clone());
-                    } else {
-                        rest.push(c);
+            if word.is_ascii() || !word.chars().any(is_unspaced_script) {
+                f(word, false);
+                continue;
+            }
+            let mut rest: Option<usize> = None;
+            for (i, c) in word.char_indices() {
+                if is_unspaced_script(c) {
+                    if let Some(s) = rest.take() {
+                        f(&word[s..i], false);
                     }
+                    f(&word[i..i + c.len_utf8()], true);
+                } else if rest.is_none() {
+                    rest = Some(i);
                 }
-                if !rest.is_empty() {
-                    self.word(&rest, &mut f);
-                }
-            } else {
-                self.word(word, &mut f);
+            }
+            if let Some(s) = rest {
+                f(&word[s..], false);
             }
         }
     }
 
-    fn word(&self, word: &str, f: &mut impl FnMut(&str, String)) {
-        let folded = word.to_lowercase();
-        // Possessives: "Calvin's" is "calvin".
-        let folded = folded
-            .strip_suffix("'s")
-            .or_else(|| folded.strip_suffix("’s"))
-            .map_or(folded.clone(), str::to_string);
-        if STOP_WORDS.binary_search(&folded.as_str()).is_ok() {
-            return;
+    /// Calls `f(surface, term)` for every token of `text`: the folded word
+    /// and its index term.
+    fn each(&self, text: &str, mut f: impl FnMut(&str, String)) {
+        Self::pieces(text, |piece, single| {
+            if single {
+                f(piece, piece.to_string());
+            } else if let Some((folded, term)) = self.word_term(piece) {
+                f(&folded, term);
+            }
+        });
+    }
+
+    /// A word's folded form and index term; `None` for a stop word.
+    fn word_term(&self, word: &str) -> Option<(String, String)> {
+        let folded = fold(word)?;
+        let term = self.stem(&folded).unwrap_or_else(|| folded.clone());
+        Some((folded, term))
+    }
+
+    /// A word's index term; `None` for a stop word.
+    fn term(&self, word: &str) -> Option<String> {
+        let folded = fold(word)?;
+        Some(self.stem(&folded).unwrap_or(folded))
+    }
+
+    /// The stem of a folded word; `None` when it is the word itself.
+    fn stem(&self, folded: &str) -> Option<String> {
+        let s = self.stemmer.as_ref()?;
+        // The English Snowball rules only rewrite letters and apostrophes:
+        // a number is its own stem.
+        if folded.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
         }
-        let term = match &self.stemmer {
-            Some(s) => s.stem(&folded).into_owned(),
-            None => folded.clone(),
-        };
-        f(&folded, term);
+        match s.stem(folded) {
+            std::borrow::Cow::Borrowed(b) if b == folded => None,
+            t => Some(t.into_owned()),
+        }
     }
 
     fn terms(&self, text: &str) -> Vec<String> {
@@ -302,74 +348,43 @@ impl Bm25Scorer {
     /// normalisation), without feedback.
     #[cfg(test)]
     fn raw(&self, items: &[&ContextItem], query: &str) -> Vec<f64> {
-        let docs = self.analyse(items);
-        let q = self.query_weights(query);
-        self.weighted(&docs, &q)
+        let mut table = Terms::default();
+        let docs = table.docs(&self.analyzer, items);
+        let q = table.query(&self.analyzer, query);
+        self.weighted(&docs, &q, table.len())
     }
 
-    /// The index terms of every item, in order.
-    fn analyse(&self, items: &[&ContextItem]) -> Vec<Vec<String>> {
-        items
-            .iter()
-            .map(|item| self.analyzer.terms(item.content()))
-            .collect()
-    }
-
-    /// The query's distinct terms, each of weight 1.
-    fn query_weights(&self, query: &str) -> BTreeMap<String, f64> {
-        self.analyzer
-            .terms(cut(query))
-            .into_iter()
-            .map(|t| (t, 1.0))
-            .collect()
-    }
-
-    /// BM25 of every document for the weighted query: each term's
+    /// BM25 of every document for the weighted query `q` (`(term id,
+    /// weight)`, each term once, ids below `n_terms`): each term's
     /// contribution is multiplied by its weight (1 for the query's own
-    /// terms, less for feedback terms).
-    fn weighted(&self, docs: &[Vec<String>], q: &BTreeMap<String, f64>) -> Vec<f64> {
+    /// terms, less for feedback terms). An item's contributions are summed
+    /// in the order its terms first occur.
+    fn weighted(&self, docs: &Docs, q: &[(usize, f64)], n_terms: usize) -> Vec<f64> {
         if q.is_empty() || docs.is_empty() {
             return vec![0.0; docs.len()];
         }
-        let slot: BTreeMap<&str, usize> =
-            q.keys().enumerate().map(|(i, t)| (t.as_str(), i)).collect();
-        let weight: Vec<f64> = q.values().copied().collect();
-        // Per document: its query-term frequencies.
-        let mut df = vec![0u32; q.len()];
-        let tfs: Vec<Vec<(usize, u32)>> = docs
-            .iter()
-            .map(|doc| {
-                let mut tf: Vec<(usize, u32)> = Vec::new();
-                for t in doc {
-                    if let Some(&s) = slot.get(t.as_str()) {
-                        match tf.iter_mut().find(|(k, _)| *k == s) {
-                            Some((_, c)) => *c = c.saturating_add(1),
-                            None => tf.push((s, 1)),
-                        }
-                    }
-                }
-                for &(s, _) in &tf {
-                    df[s] += 1;
-                }
-                tf
-            })
-            .collect();
+        let counts = count(docs, q, n_terms);
         let n = docs.len() as f64;
         let avgdl = docs.iter().map(|d| d.len() as f64).sum::<f64>() / n;
-        let idf: Vec<f64> = df.iter().map(|&d| idf(n, f64::from(d))).collect();
-        tfs.iter()
-            .zip(docs)
-            .map(|(tf, doc)| {
+        let idf: Vec<f64> = counts.df.iter().map(|&d| idf(n, f64::from(d))).collect();
+        let mut start = 0;
+        counts
+            .ends
+            .iter()
+            .zip(docs.iter())
+            .map(|(&end, doc)| {
                 let dl = doc.len() as f64;
                 let norm = if avgdl > 0.0 {
                     self.k1 * (1.0 - self.b + self.b * dl / avgdl)
                 } else {
                     self.k1
                 };
+                let tf = &counts.tfs[start..end];
+                start = end;
                 tf.iter()
                     .map(|&(s, c)| {
                         let c = f64::from(c);
-                        weight[s] * idf[s] * c * (self.k1 + 1.0) / (c + norm)
+                        q[s].1 * idf[s] * c * (self.k1 + 1.0) / (c + norm)
                     })
                     .fold(0.0, |a, x| a + x)
             })
@@ -383,56 +398,55 @@ impl Bm25Scorer {
     /// `feedback.weight · vote / best vote`. Ties: the smaller term.
     fn expand(
         &self,
-        docs: &[Vec<String>],
+        table: &Terms<'_>,
+        docs: &Docs,
         raw: &[f64],
-        q: &BTreeMap<String, f64>,
-    ) -> BTreeMap<String, f64> {
+        q: &[(usize, f64)],
+    ) -> Vec<(usize, f64)> {
         let fb = self.feedback;
         let mut order: Vec<usize> = (0..raw.len()).filter(|&i| raw[i] > 0.0).collect();
         order.sort_by(|&a, &b| raw[b].total_cmp(&raw[a]).then(a.cmp(&b)));
         order.truncate(fb.docs);
         let Some(&best) = order.first() else {
-            return q.clone();
+            return q.to_vec();
         };
         let top = raw[best];
+        let n_terms = table.len();
+        let mut in_query = vec![false; n_terms];
+        for &(t, _) in q {
+            in_query[t] = true;
+        }
         // Each candidate term's share of the feedback documents.
-        let mut share: BTreeMap<&str, f64> = BTreeMap::new();
+        let mut share = vec![0.0_f64; n_terms];
+        let mut candidate = vec![false; n_terms];
+        let mut candidates = Vec::new();
         for &d in &order {
-            let len = docs[d].len().max(1) as f64;
-            for t in &docs[d] {
-                if !q.contains_key(t) {
-                    *share.entry(t.as_str()).or_default() += raw[d] / top / len;
+            let doc = docs.doc(d);
+            let len = doc.len().max(1) as f64;
+            for &t in doc.iter().filter(|&&t| !in_query[t]) {
+                if !candidate[t] {
+                    candidate[t] = true;
+                    candidates.push(t);
                 }
+                share[t] += raw[d] / top / len;
             }
         }
-        // Document frequencies of the candidates, over every document.
-        let mut df: BTreeMap<&str, u32> = share.keys().map(|&t| (t, 0)).collect();
-        for doc in docs {
-            let seen: BTreeSet<&str> = doc
-                .iter()
-                .map(String::as_str)
-                .filter(|t| df.contains_key(t))
-                .collect();
-            for t in seen {
-                if let Some(c) = df.get_mut(t) {
-                    *c += 1;
-                }
-            }
-        }
+        let df = candidate_df(docs, &candidate);
         let n = docs.len() as f64;
-        let mut votes: Vec<(&str, f64)> = share
+        let mut votes: Vec<(usize, f64)> = candidates
             .into_iter()
-            .map(|(t, s)| (t, s * idf(n, f64::from(df.get(t).copied().unwrap_or(0)))))
+            .map(|t| (t, share[t] * idf(n, f64::from(df[t]))))
             .collect();
-        votes.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+        votes.sort_by(|a, b| {
+            b.1.total_cmp(&a.1)
+                .then_with(|| table.name(a.0).cmp(table.name(b.0)))
+        });
         votes.truncate(fb.terms);
-        let mut out = q.clone();
+        let mut out = q.to_vec();
         if let Some(&(_, lead)) = votes.first()
             && lead > 0.0
         {
-            for (t, v) in votes {
-                out.insert(t.to_owned(), fb.weight * v / lead);
-            }
+            out.extend(votes.into_iter().map(|(t, v)| (t, fb.weight * v / lead)));
         }
         out
     }
@@ -450,22 +464,27 @@ impl Bm25Scorer {
     fn group_prior(
         &self,
         items: &[&ContextItem],
-        docs: &[Vec<String>],
-        q: &BTreeMap<String, f64>,
+        docs: &Docs,
+        q: &[(usize, f64)],
+        n_terms: usize,
     ) -> Vec<f64> {
         let mut index: BTreeMap<Option<&str>, usize> = BTreeMap::new();
-        let mut groups: Vec<Vec<String>> = Vec::new();
+        let mut members: Vec<Vec<usize>> = Vec::new();
         let of: Vec<usize> = (0..items.len())
             .map(|i| {
                 let g = *index.entry(self.group(items, i)).or_insert_with(|| {
-                    groups.push(Vec::new());
-                    groups.len() - 1
+                    members.push(Vec::new());
+                    members.len() - 1
                 });
-                groups[g].extend(docs[i].iter().cloned());
+                members[g].push(i);
                 g
             })
             .collect();
-        let raw = self.weighted(&groups, q);
+        let mut groups = Docs::default();
+        for m in &members {
+            groups.push(m.iter().flat_map(|&i| docs.doc(i).iter().copied()));
+        }
+        let raw = self.weighted(&groups, q, n_terms);
         let best = raw.iter().copied().fold(0.0_f64, f64::max);
         of.iter()
             .map(|&g| if best > 0.0 { raw[g] / best } else { 0.0 })
@@ -500,17 +519,19 @@ impl Bm25Scorer {
         let Some(query) = query.or(self.query.as_deref()) else {
             return vec![0.0; items.len()];
         };
-        let docs = self.analyse(items);
-        let mut q = self.query_weights(query);
-        let mut raw = self.weighted(&docs, &q);
+        let mut table = Terms::default();
+        let docs = table.docs(&self.analyzer, items);
+        let mut q = table.query(&self.analyzer, cut(query));
+        let n_terms = table.len();
+        let mut raw = self.weighted(&docs, &q, n_terms);
         if self.feedback.weight > 0.0 {
-            q = self.expand(&docs, &raw, &q);
-            raw = self.weighted(&docs, &q);
+            q = self.expand(&table, &docs, &raw, &q);
+            raw = self.weighted(&docs, &q, n_terms);
         }
         let mut lifted = self.lift(items, &raw);
         if self.group_weight > 0.0 {
             let top = lifted.iter().copied().fold(0.0_f64, f64::max);
-            let prior = self.group_prior(items, &docs, &q);
+            let prior = self.group_prior(items, &docs, &q, n_terms);
             for (s, p) in lifted.iter_mut().zip(prior) {
                 *s += self.group_weight * top * p;
             }
@@ -522,6 +543,69 @@ impl Bm25Scorer {
             vec![0.0; items.len()]
         }
     }
+}
+
+/// Per document, the `(query slot, tf)` of the query terms it holds, in
+/// the order they first occur in it; per slot, how many documents hold it.
+struct Counts {
+    tfs: Vec<(usize, u32)>,
+    /// Where each document's pairs end in `tfs`.
+    ends: Vec<usize>,
+    df: Vec<u32>,
+}
+
+/// Counts the query terms `q` (ids below `n_terms`) in every document.
+fn count(docs: &Docs, q: &[(usize, f64)], n_terms: usize) -> Counts {
+    const NONE: usize = usize::MAX;
+    let mut slot = vec![NONE; n_terms];
+    for (s, &(t, _)) in q.iter().enumerate() {
+        slot[t] = s;
+    }
+    // Per slot, where its pair sits in `tfs` for the current document.
+    let mut at = vec![NONE; q.len()];
+    let mut c = Counts {
+        tfs: Vec::new(),
+        ends: Vec::with_capacity(docs.len()),
+        df: vec![0; q.len()],
+    };
+    for doc in docs.iter() {
+        let start = c.tfs.len();
+        for &t in doc {
+            let s = slot[t];
+            if s == NONE {
+                continue;
+            }
+            match at[s] {
+                NONE => {
+                    at[s] = c.tfs.len();
+                    c.tfs.push((s, 1));
+                }
+                k => c.tfs[k].1 = c.tfs[k].1.saturating_add(1),
+            }
+        }
+        for &(s, _) in &c.tfs[start..] {
+            c.df[s] = c.df[s].saturating_add(1);
+            at[s] = NONE;
+        }
+        c.ends.push(c.tfs.len());
+    }
+    c
+}
+
+/// Per term id, how many documents hold it, for the marked candidates
+/// (0 for the others).
+fn candidate_df(docs: &Docs, candidate: &[bool]) -> Vec<u32> {
+    let mut df = vec![0u32; candidate.len()];
+    let mut last = vec![usize::MAX; candidate.len()];
+    for (i, doc) in docs.iter().enumerate() {
+        for &t in doc {
+            if candidate[t] && last[t] != i {
+                last[t] = i;
+                df[t] = df[t].saturating_add(1);
+            }
+        }
+    }
+    df
 }
 
 /// BM25's IDF of a term held by `d` of `n` documents.
@@ -1036,6 +1120,17 @@ mod tests {
             })
             .build();
         assert!(matches!(bad, Err(CupelError::ScorerConfig(m)) if m.contains("feedback")));
+    }
+
+    /// The fast paths agree with Snowball: a number is its own stem (the
+    /// English rules only rewrite letters and apostrophes).
+    #[test]
+    fn numbers_are_their_own_stem() {
+        let snowball = Stemmer::create(Algorithm::English);
+        for n in ["0", "42", "000123", "2023", "31415926535"] {
+            assert_eq!(snowball.stem(n), n);
+            assert_eq!(bm25_terms(n, true), [n]);
+        }
     }
 
     #[test]
