@@ -14,8 +14,9 @@
 use std::collections::BTreeMap;
 
 use rig_core::completion::Message as RigMessage;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
+use crate::wire::take_str;
 use crate::{
     ChatError, Content, Extra, Image, ImageSource, Message, Part, Role, ToolCall, ToolResult,
 };
@@ -136,17 +137,6 @@ fn lost_field(built: &Value, written: &Value, path: &str) -> Option<String> {
 }
 
 // ---- rig -> Cupel ------------------------------------------------------
-
-fn take_str(obj: &mut Map<String, Value>, key: &str) -> Option<String> {
-    match obj.remove(key) {
-        Some(Value::String(s)) => Some(s),
-        Some(other) => {
-            obj.insert(key.to_string(), other);
-            None
-        }
-        None => None,
-    }
-}
 
 fn rig_message_from_value(value: Value, path: &str) -> Result<Message, ChatError> {
     let Value::Object(mut obj) = value else {

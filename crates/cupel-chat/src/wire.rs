@@ -73,7 +73,9 @@ impl std::fmt::Display for Format {
     }
 }
 
-fn take_str(obj: &mut Extra, key: &str) -> Option<String> {
+/// Takes `obj[key]` out when it is a string; anything else stays in place
+/// (and keeps its position among the keys).
+pub(crate) fn take_str(obj: &mut Extra, key: &str) -> Option<String> {
     match obj.get(key) {
         Some(Value::String(_)) => match obj.remove(key) {
             Some(Value::String(s)) => Some(s),

@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 
 use crate::error::ChatError;
 use crate::message::{Content, Extra, Message, Part, Role, ToolCall, ToolResult};
-use crate::wire::kind_of;
+use crate::wire::{kind_of, take_str};
 
 const AS: &str = "read as Gemini content";
 
@@ -28,16 +28,6 @@ fn shape(path: &str, message: impl Into<String>) -> ChatError {
     ChatError::Shape {
         path: path.to_string(),
         message: format!("{} ({AS})", message.into()),
-    }
-}
-
-fn take_str(obj: &mut Extra, key: &str) -> Option<String> {
-    match obj.get(key) {
-        Some(Value::String(_)) => match obj.remove(key) {
-            Some(Value::String(s)) => Some(s),
-            _ => None,
-        },
-        _ => None,
     }
 }
 
