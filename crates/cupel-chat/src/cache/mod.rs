@@ -13,6 +13,7 @@ mod session;
 mod sim;
 mod state;
 mod store;
+mod suffix;
 
 pub use anthropic::{
     MAX_CACHE_MARKERS, apply_breakpoints, cache_marker_paths, count_cache_markers,

@@ -3,7 +3,7 @@
 //! and [`plan_breakpoints`]: where Anthropic's `cache_control` markers go.
 
 use std::collections::BTreeSet;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasher, DefaultHasher, Hash, Hasher};
 
 use serde_json::Value;
 
@@ -28,13 +28,33 @@ pub struct Block {
 impl Block {
     /// The block of `message` counted at `tokens`, serialised in `format`.
     pub fn of(message: &Message, tokens: i64, format: Format) -> Self {
-        let mut h = DefaultHasher::new();
-        message_to_value(message, format).to_string().hash(&mut h);
+        // The serialisation is streamed into the hasher: no text is built.
+        let mut h = HashWriter(BLOCK_HASH.build_hasher());
+        // Writing a `Value` into a hasher cannot fail.
+        let _ = serde_json::to_writer(&mut h, &message_to_value(message, format));
         Block {
-            hash: h.finish(),
+            hash: h.0.finish(),
             tokens: tokens.max(0),
             blocks: message.content.parts().len().max(1),
         }
+    }
+}
+
+/// The fixed-seed hasher of a block's serialisation (equal messages, equal
+/// hashes, in every process).
+const BLOCK_HASH: foldhash::quality::FixedState =
+    foldhash::quality::FixedState::with_seed(0x6375_7065_6c5f_626c);
+
+/// A writer that feeds a hasher.
+struct HashWriter<H: Hasher>(H);
+
+impl<H: Hasher> std::io::Write for HashWriter<H> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

@@ -596,6 +596,15 @@ pub struct CacheSession {
     memo: Memo,
     compaction: Option<Compaction>,
     summary: Option<RunningSummary>,
+    /// Set while a replay hands the session a request's recent end
+    /// (`suffix`) rather than the whole request: the conversation units
+    /// before it (the session numbers its units as the whole request
+    /// would) and whether the whole request pins its task (the recent end
+    /// holds fewer user messages, so the default rule cannot decide).
+    pub(crate) recent_end: Option<(usize, bool)>,
+    /// The previous window's blocks as sent (empty when unknown: a resumed
+    /// window is hashed afresh): the kept prefix reuses their hashes.
+    prev_blocks: Vec<Block>,
 }
 
 impl CacheSession {
@@ -618,6 +627,8 @@ impl CacheSession {
             memo: Memo::new(),
             compaction: None,
             summary: None,
+            recent_end: None,
+            prev_blocks: Vec::new(),
         }
     }
 
@@ -681,6 +692,7 @@ impl CacheSession {
     /// the resumed window (turn 1), so the next is turn 2.
     pub fn resume(mut self, previous_window: Vec<Message>) -> Self {
         self.previous = Some(previous_window);
+        self.prev_blocks = Vec::new();
         self.seed_pending = true;
         // The resumed window counts as a turn: the next one is turn 2.
         self.turn = self.turn.max(1);
@@ -798,7 +810,13 @@ impl CacheSession {
         let frame = Frame::new(opts.tools.as_ref(), &out.tokens);
         let (bps, _) = frame.send(&mut self.cache, &blocks, pinned, None);
         self.prev_breakpoints = bps;
+        self.prev_blocks = blocks;
         Ok(())
+    }
+
+    /// The units a turn forms (see [`granularity`](Self::granularity)).
+    pub(crate) fn unit_granularity(&self) -> Granularity {
+        self.granularity
     }
 
     /// The options of this turn's trims; refuses a budget that is not positive.
@@ -807,12 +825,16 @@ impl CacheSession {
         if max <= 0 {
             return Err(ChatError::InvalidBudget { max_tokens: max }.into());
         }
-        Ok(self
+        let opts = self
             .opts
             .clone()
             .without_recall()
             .granularity(self.granularity)
-            .report(false))
+            .report(false);
+        Ok(match self.recent_end {
+            Some((_, task_pinned)) => opts.pin_first_user(task_pinned),
+            None => opts,
+        })
     }
 
     /// The window for `messages`, the whole transcript so far.
@@ -836,6 +858,30 @@ impl CacheSession {
             None => None,
         };
         self.complete(plan, previous, &opts, report)
+    }
+
+    /// [`next`](Self::next) when the session finds its previous window in
+    /// `messages` under the same pins; `Ok(None)`, the session unchanged,
+    /// when it does not (a first window, changed pins, a window not found).
+    /// A replay that hands the session a request's recent end (`suffix`)
+    /// needs the previous window there.
+    pub(crate) fn next_found<'a>(
+        &mut self,
+        messages: &'a [Message],
+    ) -> Result<Option<CacheTurn<'a>>, CacheError> {
+        if self.seed_pending || self.expired.is_some() || self.compaction.is_some() {
+            return Ok(None);
+        }
+        let (mut plan, previous, opts) = self.prepare(messages)?;
+        if matches!(
+            plan.broke,
+            Some(PrefixBreak::NoPrevious | PrefixBreak::NotFound | PrefixBreak::PinnedChanged)
+        ) {
+            self.previous = previous;
+            self.memo = std::mem::take(&mut plan.forms.memo);
+            return Ok(None);
+        }
+        self.complete(plan, previous, &opts, None).map(Some)
     }
 
     /// [`next`](Self::next) with an async summariser: the same window,
@@ -992,8 +1038,23 @@ impl CacheSession {
             .iter()
             .copied()
             .fold(0, i64::saturating_add);
-        let refs: Vec<&Message> = w.as_sent.iter().collect();
-        let blocks = self.blocks(&refs, &w.tokens);
+        // The kept prefix is the previous window's, byte for byte: its
+        // hashes are known; only the rest is serialised and hashed.
+        let known = kept_prefix.min(self.prev_blocks.len());
+        let blocks: Vec<Block> = self.prev_blocks[..known]
+            .iter()
+            .zip(&w.tokens)
+            .map(|(b, &t)| Block {
+                tokens: t.max(0),
+                ..*b
+            })
+            .chain(
+                w.as_sent[known..]
+                    .iter()
+                    .zip(&w.tokens[known..])
+                    .map(|(m, &t)| Block::of(m, t, self.opts.format())),
+            )
+            .collect();
         let reuse_at = self
             .prev_breakpoints
             .iter()
@@ -1009,6 +1070,7 @@ impl CacheSession {
         self.turn = self.next_turn.take().unwrap_or(self.turn + 1);
         let expired = self.expired.take();
         self.previous = Some(w.as_sent);
+        self.prev_blocks = blocks;
         self.prev_breakpoints = breakpoints.clone();
         let Plan {
             full,
@@ -1169,7 +1231,7 @@ impl<'a> Plan<'a> {
         let mut forms = Forms::new(&session.opts, messages);
         forms.memo = memo;
         let mut unit_rank = Vec::with_capacity(eligible.len());
-        let mut rank = 0usize;
+        let mut rank = session.recent_end.map_or(0, |(base, _)| base);
         for i in 0..eligible.len() {
             if i == 0 || eligible[i - 1].unit != eligible[i].unit {
                 rank += 1;

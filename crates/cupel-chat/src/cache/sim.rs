@@ -7,6 +7,7 @@ use crate::cache::error::CacheError;
 use crate::cache::profile::{CacheProfile, CacheUsage};
 use crate::cache::prompt::{Block, Frame, PromptCache};
 use crate::cache::session::CacheSession;
+use crate::cache::suffix::{Composite, Suffixes};
 use crate::compact::{Compaction, Folding, RunningSummary, SummaryReport, units};
 use crate::error::ChatError;
 use crate::message::{Message, Role};
@@ -370,7 +371,19 @@ fn is_window_failure(e: &ChatError) -> bool {
 pub fn simulate_with(
     messages: &[Message],
     opts: &Trim,
+    session: CacheSession,
+) -> Result<Simulation, CacheError> {
+    replay(messages, opts, session, true)
+}
+
+/// [`simulate_with`]; `recent_ends` trims requests from their recent end
+/// where that shows the window (`suffix`), else every request whole (the
+/// tests replay both ways).
+fn replay(
+    messages: &[Message],
+    opts: &Trim,
     mut session: CacheSession,
+    recent_ends: bool,
 ) -> Result<Simulation, CacheError> {
     let profile = session.profile().clone();
     let ends = request_ends(messages);
@@ -411,9 +424,15 @@ pub fn simulate_with(
         .zip(&tokens)
         .map(|(m, &t)| Block::of(m, t, opts.format()))
         .collect();
+    let suffixes = recent_ends
+        .then(|| suffixes(messages, &unlimited, &tokens, &session))
+        .flatten();
     let replay = Replay {
         messages,
         ends: &ends,
+        suffixes: suffixes.as_ref(),
+        history: prefix_sums(full.tokens.overhead, &tokens),
+        pinned: (0..messages.len()).filter(|&i| pinned_at[i]).collect(),
         tokens: &tokens,
         pinned_at: &pinned_at,
         blocks: &blocks,
@@ -447,10 +466,48 @@ pub fn simulate_with(
 /// "Defaults to keeping last 20 messages", read 2026-11-27).
 const LANGCHAIN_KEEP_MESSAGES: usize = 20;
 
+/// The replay's suffixes (see `suffix`), from the whole transcript's
+/// unlimited trims with the task pinned and not, in the session's units; `None` when either fails
+/// (every request is then trimmed whole).
+fn suffixes(
+    messages: &[Message],
+    unlimited: &Trim,
+    tokens: &[i64],
+    session: &CacheSession,
+) -> Option<Suffixes> {
+    // The session's units (its granularity): what its unit numbers count.
+    let units = unlimited.clone().granularity(session.unit_granularity());
+    let with = trim(messages, &units.clone().pin_first_user(true)).ok()?;
+    let without = trim(messages, &units.pin_first_user(false)).ok()?;
+    Some(Suffixes::new(messages, unlimited, tokens, &with, &without))
+}
+
+/// `out[i]`: `base` plus the tokens before `i`.
+fn prefix_sums(base: i64, tokens: &[i64]) -> Vec<i64> {
+    let mut out = Vec::with_capacity(tokens.len() + 1);
+    let mut t = base;
+    out.push(t);
+    for &x in tokens {
+        t = t.saturating_add(x);
+        out.push(t);
+    }
+    out
+}
+
+/// Requests windowed from their recent end (the tests check it happens).
+#[cfg(test)]
+static RECENT_HITS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// One replay of a transcript's requests: what every strategy shares.
 struct Replay<'a> {
     messages: &'a [Message],
     ends: &'a [usize],
+    /// Where a request may be trimmed from its recent end (see `suffix`).
+    suffixes: Option<&'a Suffixes>,
+    /// `history[end]`: the request overhead and the tokens before `end`.
+    history: Vec<i64>,
+    /// The pinned positions (the whole transcript's trim), ascending.
+    pinned: Vec<usize>,
     tokens: &'a [i64],
     pinned_at: &'a [bool],
     blocks: &'a [Block],
@@ -488,11 +545,16 @@ impl Replay<'_> {
         // The cache-aware session's last turn: (request index, its number).
         let mut last_turn: Option<(usize, usize)> = None;
         let mut summary: (Option<RunningSummary>, usize) = (None, 0);
+        // The session's last window: its pinned positions and its first
+        // conversation message.
+        let mut front: Option<(Vec<usize>, usize)> = None;
+        // The previous request's composite (`suffix`), updated in place.
+        let mut roll: Option<Composite> = None;
         for (k, &end) in self.ends.iter().enumerate() {
             let windowed = match strategy {
                 SimStrategy::NewestMessages => self.newest(end, &mut sender),
-                SimStrategy::ChatTrim => self.chat_trim(k, end, &mut sender, false)?,
-                SimStrategy::ChatRecall => self.chat_trim(k, end, &mut sender, true)?,
+                SimStrategy::ChatTrim => self.chat_trim(k, end, &mut sender, false, &mut roll)?,
+                SimStrategy::ChatRecall => self.chat_trim(k, end, &mut sender, true, &mut roll)?,
                 SimStrategy::SummarizeEvery => {
                     self.summarize_every(k, end, &mut sender, &mut summary, false)?
                 }
@@ -501,29 +563,39 @@ impl Replay<'_> {
                 }
                 SimStrategy::CacheAware | SimStrategy::CacheAwareSummary => {
                     let request = &self.messages[..end];
-                    match session.next(request) {
-                        Ok(t) => {
-                            last_turn = Some((k, t.turn));
-                            let extra = t.summary.as_ref().map_or(0, SummaryReport::tokens);
-                            Ok((
-                                t.positions.clone(),
-                                t.usage,
-                                Some(t.explain()),
-                                t.low_water,
-                                (extra, usize::from(extra > 0)),
-                            ))
+                    let recent = (strategy == SimStrategy::CacheAware)
+                        .then(|| self.suffix_turn(end, session, front.as_ref(), &mut roll))
+                        .flatten();
+                    if let Some((windowed, turn)) = recent {
+                        last_turn = Some((k, turn));
+                        front = self.front(end, &windowed.0);
+                        Ok(windowed)
+                    } else {
+                        match session.next(request) {
+                            Ok(t) => {
+                                last_turn = Some((k, t.turn));
+                                front = self.front(end, &t.positions);
+                                let extra = t.summary.as_ref().map_or(0, SummaryReport::tokens);
+                                Ok((
+                                    t.positions.clone(),
+                                    t.usage,
+                                    Some(t.explain()),
+                                    t.low_water,
+                                    (extra, usize::from(extra > 0)),
+                                ))
+                            }
+                            Err(CacheError::Chat(e)) if is_window_failure(&e) => {
+                                // This request takes a number; the next one the one after.
+                                let next = match last_turn {
+                                    Some((k0, t0)) => t0 + (k - k0) + 1,
+                                    None => k + 2,
+                                };
+                                session.set_turn_number(next);
+                                Err(e)
+                            }
+                            Err(CacheError::Chat(e)) => return Err(at(k, end, e)),
+                            Err(e) => return Err(e),
                         }
-                        Err(CacheError::Chat(e)) if is_window_failure(&e) => {
-                            // This request takes a number; the next one the one after.
-                            let next = match last_turn {
-                                Some((k0, t0)) => t0 + (k - k0) + 1,
-                                None => k + 2,
-                            };
-                            session.set_turn_number(next);
-                            Err(e)
-                        }
-                        Err(CacheError::Chat(e)) => return Err(at(k, end, e)),
-                        Err(e) => return Err(e),
                     }
                 }
             };
@@ -547,10 +619,11 @@ impl Replay<'_> {
     /// The newest-messages baseline's window for the request ending at `end`.
     fn newest(&self, end: usize, sender: &mut Sender) -> Result<Windowed, ChatError> {
         let request = &self.messages[..end];
+        let pinned = &self.pinned[..self.pinned.partition_point(|&p| p < end)];
         newest_messages(
             request,
             self.tokens,
-            self.pinned_at,
+            (self.pinned_at, pinned),
             self.overhead,
             self.max,
         )
@@ -693,12 +766,18 @@ impl Replay<'_> {
         end: usize,
         sender: &mut Sender,
         recall: bool,
+        roll: &mut Option<Composite>,
     ) -> Result<Result<Windowed, ChatError>, CacheError> {
         let opts = if recall {
             &self.recall_turn
         } else {
             &self.per_turn
         };
+        if !recall && let Some((positions, pinned)) = self.suffix_trim(end, opts, roll) {
+            let win: Vec<Block> = positions.iter().map(|&p| self.blocks[p]).collect();
+            let u = sender.send(&win, pinned);
+            return Ok(Ok((positions, u, None, 0, (0, 0))));
+        }
         match trim(&self.messages[..end], opts) {
             Ok(out) => {
                 let mut win: Vec<Block> = out.positions.iter().map(|&p| self.blocks[p]).collect();
@@ -718,11 +797,93 @@ impl Replay<'_> {
         }
     }
 
+    /// The chat trim's window of the request ending at `end` (input
+    /// positions) and its pinned count, trimmed from the request's recent
+    /// end when that shows the window (`suffix`): the fill stopped at a
+    /// unit that did not fit after the boundary. `None`: trim it whole.
+    fn suffix_trim(
+        &self,
+        end: usize,
+        opts: &Trim,
+        roll: &mut Option<Composite>,
+    ) -> Option<(Vec<usize>, usize)> {
+        let suffixes = self.suffixes?;
+        // Twice the budget behind the newest message first; ageing may keep
+        // more than the budget's worth of whole tokens, so then four times.
+        for need in [self.max, self.max.saturating_mul(4)] {
+            let c = suffixes.composite(self.messages, (end, need, end), roll)?;
+            let Ok(out) = trim(&c.messages, &opts.clone().pin_first_user(c.task_pinned)) else {
+                return None;
+            };
+            if out
+                .rows
+                .iter()
+                .any(|r| matches!(r.decision, Decision::DoesNotFit { .. }))
+            {
+                let pinned = out.rows.iter().filter(|r| r.decision.is_pinned()).count();
+                #[cfg(test)]
+                RECENT_HITS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                return Some((
+                    out.positions.iter().map(|&i| c.positions[i]).collect(),
+                    pinned,
+                ));
+            }
+        }
+        None
+    }
+
+    /// The cache-aware session's turn for the request ending at `end`, from
+    /// the request's recent end (`suffix`): the composite starts at or
+    /// before the previous window's first conversation message, its pins
+    /// are the previous window's, and the session found its previous window
+    /// in it. `session` moves on only then; `None`: run the whole request.
+    fn suffix_turn(
+        &self,
+        end: usize,
+        session: &mut CacheSession,
+        previous: Option<&(Vec<usize>, usize)>,
+        roll: &mut Option<Composite>,
+    ) -> Option<(Windowed, usize)> {
+        let (pins, front) = previous?;
+        let suffixes = self.suffixes?;
+        let c = suffixes.composite(self.messages, (end, 0, *front), roll)?;
+        if &suffixes.pins(end) != pins {
+            return None;
+        }
+        session.recent_end = Some((c.unit_base, c.task_pinned));
+        let found = session.next_found(&c.messages);
+        session.recent_end = None;
+        // A failed turn leaves the session as it was: the whole request
+        // then fails (or not) as it would.
+        let t = found.ok().flatten()?;
+        #[cfg(test)]
+        RECENT_HITS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let extra = t.summary.as_ref().map_or(0, SummaryReport::tokens);
+        let windowed = (
+            t.positions.iter().map(|&i| c.positions[i]).collect(),
+            t.usage,
+            Some(t.explain()),
+            t.low_water,
+            (extra, usize::from(extra > 0)),
+        );
+        Some((windowed, t.turn))
+    }
+
+    /// The pinned positions of the request ending at `end` and the first
+    /// conversation position of its window `positions` (`None` without
+    /// suffixes or a conversation message).
+    fn front(&self, end: usize, positions: &[usize]) -> Option<(Vec<usize>, usize)> {
+        let pins = self.suffixes?.pins(end);
+        let first = positions
+            .iter()
+            .copied()
+            .find(|p| pins.binary_search(p).is_err())?;
+        Some((pins, first))
+    }
+
     /// Request `k`'s row: billed when windowed, failed (nothing sent) when not.
     fn row(&self, k: usize, end: usize, windowed: Result<Windowed, ChatError>) -> SimTurn {
-        let history = self.tokens[..end]
-            .iter()
-            .fold(self.overhead, |a, &t| a.saturating_add(t));
+        let history = self.history[end];
         match windowed {
             Ok((positions, usage, note, low_water, (extra_tokens, extra_messages))) => SimTurn {
                 turn: k + 1,
@@ -766,11 +927,11 @@ impl Replay<'_> {
 fn newest_messages(
     request: &[Message],
     tokens: &[i64],
-    pinned_at: &[bool],
+    (pinned_at, pinned): (&[bool], &[usize]),
     overhead: i64,
     max: i64,
 ) -> Result<Vec<usize>, ChatError> {
-    let pinned: Vec<usize> = (0..request.len()).filter(|&i| pinned_at[i]).collect();
+    let pinned = pinned.to_vec();
     let pinned_tokens = pinned
         .iter()
         .fold(0i64, |a, &i| a.saturating_add(tokens[i]));
@@ -827,4 +988,217 @@ fn newest_messages(
         .into_iter()
         .chain(kept.into_iter().skip(skip))
         .collect())
+}
+
+#[cfg(test)]
+mod recent_end_tests {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::{AgeToolResults, Granularity, Transcript};
+
+    /// One step of a generated conversation.
+    #[derive(Debug, Clone)]
+    enum Step {
+        User(usize),
+        Assistant(usize),
+        /// `n` parallel calls; `answered` of them get a result, `late` of
+        /// those only after the next user message.
+        Calls {
+            n: usize,
+            answered: usize,
+            late: bool,
+        },
+        System(usize),
+        /// An Anthropic user turn of results and text (OpenAI: results then a user).
+        Mixed(usize),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            4 => (1usize..60).prop_map(Step::User),
+            4 => (1usize..60).prop_map(Step::Assistant),
+            4 => (1usize..3, 0usize..3, proptest::bool::weighted(0.1))
+                .prop_map(|(n, a, late)| Step::Calls { n, answered: a.min(n), late }),
+            1 => (1usize..20).prop_map(Step::System),
+            2 => (1usize..40).prop_map(Step::Mixed),
+        ]
+    }
+
+    fn words(k: usize, n: usize) -> String {
+        (0..n)
+            .map(|i| format!("w{}", (k * 7 + i) % 23))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The steps as an OpenAI (`anthropic == false`) or Anthropic document.
+    fn document(steps: &[Step], anthropic: bool) -> String {
+        let mut msgs: Vec<Value> = Vec::new();
+        let mut late: Vec<Value> = Vec::new();
+        let mut id = 0usize;
+        for (k, s) in steps.iter().enumerate() {
+            match s {
+                Step::User(n) => {
+                    msgs.push(json!({"role": "user", "content": words(k, *n)}));
+                    msgs.append(&mut late);
+                }
+                Step::Assistant(n) => {
+                    msgs.push(json!({"role": "assistant", "content": words(k, *n)}))
+                }
+                Step::System(n) if !anthropic => {
+                    msgs.push(json!({"role": "system", "content": words(k, *n)}));
+                }
+                Step::System(n) => msgs.push(json!({"role": "user", "content": words(k, *n)})),
+                Step::Calls {
+                    n,
+                    answered,
+                    late: is_late,
+                } => {
+                    let ids: Vec<String> = (0..*n).map(|i| format!("call_{}", id + i)).collect();
+                    id += n;
+                    let mut results = Vec::new();
+                    if anthropic {
+                        let uses: Vec<Value> = ids.iter().map(|i| json!({"type": "tool_use", "id": i, "name": "f", "input": {"q": words(k, 3)}})).collect();
+                        msgs.push(json!({"role": "assistant", "content": uses}));
+                        let blocks: Vec<Value> = ids[..*answered].iter().map(|i| json!({"type": "tool_result", "tool_use_id": i, "content": words(k, 30)})).collect();
+                        if !blocks.is_empty() {
+                            results.push(json!({"role": "user", "content": blocks}));
+                        }
+                    } else {
+                        let calls: Vec<Value> = ids.iter().map(|i| json!({"id": i, "type": "function", "function": {"name": "f", "arguments": "{}"}})).collect();
+                        msgs.push(
+                            json!({"role": "assistant", "content": null, "tool_calls": calls}),
+                        );
+                        for i in &ids[..*answered] {
+                            results.push(
+                                json!({"role": "tool", "tool_call_id": i, "content": words(k, 30)}),
+                            );
+                        }
+                    }
+                    if *is_late {
+                        late.extend(results)
+                    } else {
+                        msgs.extend(results)
+                    }
+                }
+                Step::Mixed(n) => {
+                    let i = format!("call_{id}");
+                    id += 1;
+                    if anthropic {
+                        msgs.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": i, "name": "f", "input": {}}]}));
+                        msgs.push(json!({"role": "user", "content": [
+                            {"type": "tool_result", "tool_use_id": i, "content": words(k, 20)},
+                            {"type": "text", "text": words(k, *n)}]}));
+                    } else {
+                        msgs.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": i, "type": "function", "function": {"name": "f", "arguments": "{}"}}]}));
+                        msgs.push(
+                            json!({"role": "tool", "tool_call_id": i, "content": words(k, 20)}),
+                        );
+                        msgs.push(json!({"role": "user", "content": words(k, *n)}));
+                    }
+                }
+            }
+        }
+        msgs.push(json!({"role": "assistant", "content": "end"}));
+        if anthropic {
+            json!({"model": "claude-sonnet-4-5", "system": "Be brief.", "messages": msgs})
+                .to_string()
+        } else {
+            let mut all = vec![json!({"role": "system", "content": "Be brief."})];
+            all.extend(msgs);
+            Value::Array(all).to_string()
+        }
+    }
+
+    /// The first difference between two replays, if any (readable where a
+    /// whole `Debug` is not).
+    fn first_difference(
+        a: &Result<Simulation, CacheError>,
+        b: &Result<Simulation, CacheError>,
+    ) -> Option<String> {
+        let (Ok(a), Ok(b)) = (a, b) else {
+            return (format!("{a:?}") != format!("{b:?}")).then(|| format!("{a:?}\n{b:?}"));
+        };
+        for (ra, rb) in a.runs.iter().zip(&b.runs) {
+            for (ta, tb) in ra.turns.iter().zip(&rb.turns) {
+                if ta != tb {
+                    return Some(format!("{:?}\nwhole:  {ta:?}\nrecent: {tb:?}", ra.strategy));
+                }
+            }
+        }
+        (a != b).then(|| "totals differ".to_string())
+    }
+
+    /// A long agent-style conversation takes the recent-end path for both
+    /// the chat trim and the session, and replays as the whole requests do.
+    #[test]
+    fn a_long_conversation_is_replayed_from_recent_ends() {
+        let steps: Vec<Step> = (0..120)
+            .flat_map(|k| {
+                [
+                    Step::User(10 + k % 7),
+                    Step::Calls {
+                        n: 1 + k % 2,
+                        answered: 1 + k % 2,
+                        late: false,
+                    },
+                    Step::Assistant(12),
+                ]
+            })
+            .collect();
+        for anthropic in [false, true] {
+            let t = Transcript::parse(&document(&steps, anthropic)).unwrap();
+            let opts = Trim::new(t.format(), 900);
+            let profile = CacheProfile::anthropic();
+            let before = RECENT_HITS.load(std::sync::atomic::Ordering::Relaxed);
+            let session = || CacheSession::new(opts.clone(), profile.clone());
+            let recent = replay(t.messages(), &opts, session(), true).unwrap();
+            let hits = RECENT_HITS.load(std::sync::atomic::Ordering::Relaxed) - before;
+            // 120 requests (one per assistant reply after the calls and one
+            // per closing reply: 240), most of them past the first window.
+            assert!(hits > 200, "only {hits} requests took the recent end");
+            let whole = replay(t.messages(), &opts, session(), false).unwrap();
+            if let Some(d) = first_difference(&Ok(whole), &Ok(recent.clone())) {
+                panic!("{d}");
+            }
+            assert_eq!(recent.failed(), 0);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(96))]
+        /// Replaying requests from their recent end gives what replaying
+        /// them whole gives: every strategy's windows, usage, notes and
+        /// failures, for both formats, every granularity, pins and ageing.
+        #[test]
+        fn recent_ends_replay_as_whole_requests(
+            steps in proptest::collection::vec(step(), 1..50),
+            anthropic in any::<bool>(),
+            max in 60i64..900,
+            granularity in 0usize..3,
+            pin in 0usize..3,
+            aging in any::<bool>(),
+        ) {
+            let doc = document(&steps, anthropic);
+            let t = Transcript::parse(&doc).unwrap();
+            let mut opts = Trim::new(t.format(), max).granularity(
+                [Granularity::Message, Granularity::Exchange, Granularity::Turn][granularity],
+            );
+            if pin < 2 {
+                opts = opts.pin_first_user(pin == 1);
+            }
+            if aging {
+                opts = opts.age_tool_results(AgeToolResults::new(1));
+            }
+            let profile = CacheProfile::anthropic();
+            let session = || CacheSession::new(opts.clone(), profile.clone());
+            let whole = replay(t.messages(), &opts, session(), false);
+            let recent = replay(t.messages(), &opts, session(), true);
+            if let Some(d) = first_difference(&whole, &recent) {
+                prop_assert!(false, "{}\n{}", d, doc);
+            }
+        }
+    }
 }

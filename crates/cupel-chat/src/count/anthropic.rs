@@ -668,7 +668,7 @@ const MEMO_MAX_ENTRIES: usize = 1 << 16;
 /// of the text and its length: hashing is far cheaper than encoding.
 fn cl100k(s: &str) -> i64 {
     use std::collections::HashMap;
-    use std::hash::{DefaultHasher, Hash, Hasher};
+    use std::hash::BuildHasher;
     use std::sync::{Mutex, OnceLock};
     static MEMO: OnceLock<Mutex<HashMap<(u64, usize), i64>>> = OnceLock::new();
     let count = |s: &str| match TiktokenCounter::shared("cl100k_base") {
@@ -678,9 +678,12 @@ fn cl100k(s: &str) -> i64 {
     if s.len() < MEMO_MIN_BYTES {
         return count(s);
     }
-    let mut h = DefaultHasher::new();
-    s.hash(&mut h);
-    let key = (h.finish(), s.len());
+    // foldhash's quality hasher, fixed seed: several times faster than
+    // SipHash on long texts, and a session re-hashes its window each turn.
+    let key = (
+        foldhash::quality::FixedState::with_seed(0x636c_3130_306b).hash_one(s),
+        s.len(),
+    );
     let memo = MEMO.get_or_init(|| Mutex::new(HashMap::new()));
     // A poisoned memory is only a cache: count without it.
     if let Some(n) = memo.lock().ok().and_then(|m| m.get(&key).copied()) {

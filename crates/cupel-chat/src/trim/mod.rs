@@ -377,6 +377,16 @@ impl Trim {
         self
     }
 
+    /// Whether system and developer prompts are pinned.
+    pub(crate) fn pins_prompts(&self) -> bool {
+        self.pin_system
+    }
+
+    /// The first-user pin asked for (`None`: the default rule).
+    pub(crate) fn pins_first_user(&self) -> Option<bool> {
+        self.pin_first_user
+    }
+
     /// The same options with another budget (a cache session trims the
     /// same transcript at several budgets).
     pub fn with_max_tokens(mut self, max_tokens: i64) -> Self {

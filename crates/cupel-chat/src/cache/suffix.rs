@@ -1,0 +1,290 @@
+//! Replaying a request from its recent end: the suffix a window depends on.
+//!
+//! A [`simulate`](super::simulate) replays every request of a transcript,
+//! and request *k* holds the whole history before it. Trimming each one
+//! from its first message makes a replay quadratic in the transcript's
+//! length. But a window holds the pinned messages and the newest units, and
+//! the units a trim or a session forms after a *boundary* do not depend on
+//! anything before it. So a request can be trimmed as its pinned messages
+//! followed by the messages from a boundary on (the *composite*), and the
+//! window is the same as the whole request's when:
+//!
+//! * the composite pins what the whole request pins (the prompts, and the
+//!   task exactly when the whole request pins it, see `task_pinned`);
+//! * no unit crosses the boundary `s`: message `s` is a user message that
+//!   answers no call, message `s - 1` is an assistant message that makes
+//!   none (so it is no orphan, and no granularity joins the two), no result
+//!   at or after `s` answers a call made before it, and no item binds to
+//!   the next across it;
+//! * the window's front lies after the boundary: for the chat trim, the
+//!   fill stopped at a unit that did not fit inside the composite; for a
+//!   session, the previous window (where the session appends) starts at or
+//!   after `s` and was found there.
+//!
+//! Units before the boundary are the same in every request that holds it
+//! (nothing after the boundary joins them), so a session's unit numbers are
+//! offset by the units before `s`, counted once on the whole transcript.
+//! When a condition cannot be shown (a first turn, changed pins, a fill
+//! that kept the whole composite, a failure) the replay trims the whole
+//! request instead. `spec/20-prompt-cache.md`, "Replay cost", states the
+//! rule; the sim's tests replay random transcripts both ways.
+
+use crate::message::{Message, Role};
+use crate::trim::{Trim, Trimmed};
+
+/// What the replay knows of a transcript's boundaries, pins and units,
+/// computed once.
+pub(crate) struct Suffixes {
+    /// Whether a request's composite may start at each position.
+    boundary: Vec<bool>,
+    /// Pinned prompts (empty when prompts are not pinned).
+    prompts: Vec<usize>,
+    /// The first user message that answers no call (the task candidate).
+    task: Option<usize>,
+    /// `users[i]`: user messages (not tool results) before `i`.
+    users: Vec<usize>,
+    /// `calls[i]`: messages making a call before `i`.
+    calls: Vec<usize>,
+    /// `before[i]`: tokens of the messages before `i`.
+    before: Vec<i64>,
+    /// The first-user pin the options ask for.
+    pin_first_user: Option<bool>,
+    /// Units before each position, with the task pinned and not pinned.
+    units_before: [Vec<usize>; 2],
+}
+
+/// A request's composite: the pinned messages before the boundary, then
+/// the messages from it on.
+pub(crate) struct Composite {
+    /// The messages, owned.
+    pub(super) messages: Vec<Message>,
+    /// Each one's input position.
+    pub(super) positions: Vec<usize>,
+    /// The pinned positions before the boundary.
+    pins: Vec<usize>,
+    /// The boundary and the end.
+    start: usize,
+    end: usize,
+    /// Whether the whole request pins its task.
+    pub(super) task_pinned: bool,
+    /// Conversation units before the boundary (a session numbers its units
+    /// from there).
+    pub(super) unit_base: usize,
+}
+
+impl Suffixes {
+    /// The boundaries of `messages` under `opts`; `tokens` are the whole
+    /// transcript's counts (for the distance to the end), `pinned` and
+    /// `unpinned` its unlimited trims with the task pinned and not.
+    pub(super) fn new(
+        messages: &[Message],
+        opts: &Trim,
+        tokens: &[i64],
+        pinned: &Trimmed<'_>,
+        unpinned: &Trimmed<'_>,
+    ) -> Self {
+        let n = messages.len();
+        let fresh_user = |m: &Message| {
+            m.role == Role::User && !m.is_tool_result() && m.answered_ids().next().is_none()
+        };
+        let makes_call = |m: &Message| m.calls().next().is_some() || m.legacy_call().is_some();
+        let mut users = Vec::with_capacity(n + 1);
+        let mut calls = Vec::with_capacity(n + 1);
+        let mut before = Vec::with_capacity(n + 1);
+        let (mut u, mut c, mut t) = (0usize, 0usize, 0i64);
+        for (m, &tk) in messages.iter().zip(tokens) {
+            users.push(u);
+            calls.push(c);
+            before.push(t);
+            u += usize::from(m.role == Role::User && !m.is_tool_result());
+            c += usize::from(makes_call(m));
+            t = t.saturating_add(tk);
+        }
+        users.push(u);
+        calls.push(c);
+        before.push(t);
+        let crossed = crossed_by_results(messages);
+        let format = opts.format();
+        let boundary = (0..n)
+            .map(|s| {
+                s > 0
+                    && fresh_user(&messages[s])
+                    && !(opts.pins_prompts() && messages[s].role.is_prompt())
+                    && messages[s - 1].role == Role::Assistant
+                    && !makes_call(&messages[s - 1])
+                    && !crate::formats::needs_next(format, &messages[s - 1])
+                    && !crate::formats::binds_to_next(format, &messages[s - 1], &messages[s])
+                    && !crossed[s]
+            })
+            .collect();
+        let prompts = if opts.pins_prompts() {
+            (0..n).filter(|&i| messages[i].role.is_prompt()).collect()
+        } else {
+            Vec::new()
+        };
+        Suffixes {
+            boundary,
+            prompts,
+            task: messages.iter().position(fresh_user),
+            users,
+            calls,
+            before,
+            pin_first_user: opts.pins_first_user(),
+            units_before: [units_before(unpinned, n), units_before(pinned, n)],
+        }
+    }
+
+    /// Whether the request ending before `end` pins its task, as the trim's
+    /// `pin` phase decides: when asked, or by default when it is the only
+    /// user message and a call follows it.
+    pub(super) fn task_pinned(&self, end: usize) -> bool {
+        let Some(task) = self.task.filter(|&t| t < end) else {
+            return false;
+        };
+        match self.pin_first_user {
+            Some(pin) => pin,
+            None => self.users[end] == 1 && self.calls[end] > self.calls[task],
+        }
+    }
+
+    /// The pinned positions of the request ending before `end`, ascending.
+    pub(super) fn pins(&self, end: usize) -> Vec<usize> {
+        let prompts = &self.prompts[..self.prompts.partition_point(|&p| p < end)];
+        let mut out = prompts.to_vec();
+        if self.task_pinned(end)
+            && let Some(t) = self.task
+        {
+            let at = out.partition_point(|&p| p < t);
+            out.insert(at, t);
+        }
+        out
+    }
+
+    /// The composite of the request ending before `end` whose messages from
+    /// its boundary on hold more than `need` tokens and start no later than
+    /// `latest`; `None` when no boundary qualifies (the whole request is
+    /// trimmed then). `roll` holds the previous request's composite: the
+    /// boundary moves forward and the end grows, so it is updated in place
+    /// (the messages that left are drained, the new ones cloned) rather
+    /// than cloned afresh.
+    pub(super) fn composite<'r>(
+        &self,
+        messages: &[Message],
+        (end, need, latest): (usize, i64, usize),
+        roll: &'r mut Option<Composite>,
+    ) -> Option<&'r Composite> {
+        let total = self.before[end];
+        let task_pinned = self.task_pinned(end);
+        let floor = self.task.map_or(0, |t| t + 1);
+        let mut s = latest.min(end.saturating_sub(1));
+        // The latest boundary with more than `need` tokens from it to the end.
+        while s > floor && !(self.boundary[s] && total.saturating_sub(self.before[s]) > need) {
+            s -= 1;
+        }
+        if s <= floor || !self.boundary[s] {
+            return None;
+        }
+        let mut pins: Vec<usize> =
+            self.prompts[..self.prompts.partition_point(|&p| p < s)].to_vec();
+        if task_pinned && let Some(t) = self.task {
+            pins.insert(pins.partition_point(|&p| p < t), t);
+        }
+        let unit_base = self.units_before[usize::from(task_pinned)][s];
+        let c = match roll.take() {
+            Some(mut c) if c.pins == pins && c.start <= s && s <= c.end && c.end <= end => {
+                let n = c.pins.len();
+                c.messages.drain(n..n + (s - c.start));
+                c.positions.drain(n..n + (s - c.start));
+                c.messages.extend(messages[c.end..end].iter().cloned());
+                c.positions.extend(c.end..end);
+                Composite {
+                    start: s,
+                    end,
+                    task_pinned,
+                    unit_base,
+                    ..c
+                }
+            }
+            _ => {
+                let positions: Vec<usize> = pins.iter().copied().chain(s..end).collect();
+                Composite {
+                    messages: positions.iter().map(|&p| messages[p].clone()).collect(),
+                    positions,
+                    pins,
+                    start: s,
+                    end,
+                    task_pinned,
+                    unit_base,
+                }
+            }
+        };
+        Some(roll.insert(c))
+    }
+}
+
+/// `crossed[s]`: a result at or after `s` answers a call made before `s`
+/// (by id, or a legacy function result by name; the latest earlier maker,
+/// as the trim pairs them).
+fn crossed_by_results(messages: &[Message]) -> Vec<bool> {
+    use std::collections::BTreeMap;
+    let n = messages.len();
+    let mut maker: BTreeMap<(bool, &str), usize> = BTreeMap::new();
+    // +1 where a crossing interval (maker, result] starts, -1 past its end.
+    let mut delta = vec![0i64; n + 2];
+    for (r, m) in messages.iter().enumerate() {
+        let legacy = m
+            .is_legacy_result()
+            .then_some(m.name.as_deref())
+            .flatten()
+            .map(|name| (true, name));
+        for key in m.answered_ids().map(|id| (false, id)).chain(legacy) {
+            if let Some(&c) = maker.get(&key) {
+                delta[c + 1] += 1;
+                delta[r + 1] -= 1;
+            }
+        }
+        for call in m.calls() {
+            maker.insert((false, call.id.as_str()), r);
+        }
+        if let Some((name, _)) = m.legacy_call() {
+            maker.insert((true, name), r);
+        }
+    }
+    let mut open = 0i64;
+    (0..n)
+        .map(|s| {
+            open += delta[s];
+            open > 0
+        })
+        .collect()
+}
+
+/// `out[s]`: conversation units (as a session numbers them: runs of
+/// equal unit among the kept, unpinned pieces) with a piece before `s`.
+fn units_before(full: &Trimmed<'_>, n: usize) -> Vec<usize> {
+    let mut out = vec![0usize; n + 1];
+    let mut rank = 0usize;
+    let mut last: Option<usize> = None;
+    let mut next = 0usize;
+    for p in full
+        .pieces
+        .iter()
+        .filter(|p| p.kept && !full.rows[p.msg].decision.is_pinned())
+    {
+        let unit = p.unit.unwrap_or(usize::MAX - p.msg);
+        // Positions up to this piece's message see the units counted so far.
+        while next <= p.msg {
+            out[next] = rank;
+            next += 1;
+        }
+        if last != Some(unit) {
+            rank += 1;
+            last = Some(unit);
+        }
+    }
+    while next <= n {
+        out[next] = rank;
+        next += 1;
+    }
+    out
+}
