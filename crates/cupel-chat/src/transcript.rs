@@ -173,33 +173,7 @@ impl Transcript {
         let mut known = format;
         let array = match s.get(start) {
             Some(b'[') => start..end,
-            Some(b'{') => {
-                let (members, tail) = raw::members(&text, start..end).ok_or_else(unreadable)?;
-                let keys: Vec<Option<String>> =
-                    members.iter().map(|m| raw::key(&text, m)).collect();
-                let has = |k: &str| keys.iter().any(|x| x.as_deref() == Some(k));
-                if known.is_none() {
-                    known = body_format(has("messages"), has("input"), has("contents"));
-                }
-                let key = formats::conversation_key(known.unwrap_or(Format::OpenAi));
-                // Of repeated keys, the last counts (as when decoding a `Value`).
-                source.messages_member = keys.iter().rposition(|k| k.as_deref() == Some(key));
-                let Some(at) = source.messages_member else {
-                    return Err(missing_conversation(known, format.is_some(), key));
-                };
-                let span = members[at].value.clone();
-                let array = match (s.get(span.start), known) {
-                    (Some(b'['), _) => span,
-                    (Some(b'"'), Some(Format::Responses)) => {
-                        source.input_text = true;
-                        span
-                    }
-                    _ => return Err(missing_conversation(known, format.is_some(), key)),
-                };
-                source.members = members;
-                source.members_tail = tail;
-                array
-            }
+            Some(b'{') => object_conversation(&text, start..end, &mut source, &mut known, format)?,
             _ => {
                 return Err(shape(
                     "",
@@ -235,23 +209,7 @@ impl Transcript {
         }
         let format = match known {
             Some(f) => f,
-            None if body.is_none() => {
-                let mut decoded = Vec::new();
-                let mut found = None;
-                for e in &elems {
-                    let v = value(&e.value)?;
-                    found = formats::detect_array(std::iter::once(&v));
-                    decoded.push(v);
-                    if found.is_some() {
-                        break;
-                    }
-                }
-                match found {
-                    Some(f) => f,
-                    None => detect_parts(None, decoded.into_iter().map(Ok))?,
-                }
-            }
-            None => detect_parts(body.as_ref(), elems.iter().map(|e| value(&e.value)))?,
+            None => undecided_format(body.as_ref(), &elems, value)?,
         };
         source.system_member = formats::system_key(format).and_then(|k| {
             source
@@ -859,6 +817,67 @@ pub fn compact_json(text: &str) -> String {
 
 /// The format a body's keys decide: Gemini for `contents`, Responses for
 /// `input` without `messages`; `None` to read `messages`.
+/// The conversation array (or Responses input text) of the object at
+/// `span`: the members go to `source`, the format its keys tell to `known`
+/// (unless `asked`).
+fn object_conversation(
+    text: &str,
+    span: Span,
+    source: &mut Source,
+    known: &mut Option<Format>,
+    asked: Option<Format>,
+) -> Result<Span, ChatError> {
+    let s = text.as_bytes();
+    let unreadable = || shape("", "the document could not be read back as JSON");
+    let (members, tail) = raw::members(text, span).ok_or_else(unreadable)?;
+    let keys: Vec<Option<String>> = members.iter().map(|m| raw::key(text, m)).collect();
+    let has = |k: &str| keys.iter().any(|x| x.as_deref() == Some(k));
+    if known.is_none() {
+        *known = body_format(has("messages"), has("input"), has("contents"));
+    }
+    let key = formats::conversation_key(known.unwrap_or(Format::OpenAi));
+    // Of repeated keys, the last counts (as when decoding a `Value`).
+    source.messages_member = keys.iter().rposition(|k| k.as_deref() == Some(key));
+    let Some(at) = source.messages_member else {
+        return Err(missing_conversation(*known, asked.is_some(), key));
+    };
+    let span = members[at].value.clone();
+    let array = match (s.get(span.start), *known) {
+        (Some(b'['), _) => span,
+        (Some(b'"'), Some(Format::Responses)) => {
+            source.input_text = true;
+            span
+        }
+        _ => return Err(missing_conversation(*known, asked.is_some(), key)),
+    };
+    source.members = members;
+    source.members_tail = tail;
+    Ok(array)
+}
+
+/// The format of a document whose keys did not tell it: from its
+/// messages (a bare array: the first message that tells), or from the body
+/// and its messages' parts.
+fn undecided_format(
+    body: Option<&Map<String, Value>>,
+    elems: &[Elem],
+    value: impl Fn(&Span) -> Result<Value, ChatError>,
+) -> Result<Format, ChatError> {
+    if body.is_some() {
+        return detect_parts(body, elems.iter().map(|e| value(&e.value)));
+    }
+    let mut decoded = Vec::new();
+    for e in elems {
+        let v = value(&e.value)?;
+        let found = formats::detect_array(std::iter::once(&v));
+        decoded.push(v);
+        if let Some(f) = found {
+            return Ok(f);
+        }
+    }
+    detect_parts(None, decoded.into_iter().map(Ok))
+}
+
 fn body_format(messages: bool, input: bool, contents: bool) -> Option<Format> {
     if contents && !messages {
         Some(Format::Gemini)

@@ -342,6 +342,51 @@ fn read(input: &str) -> Result<String, CliError> {
     Ok(text)
 }
 
+/// The trim's options from the command line (budget, pins, counter,
+/// ageing, recall) and the counter's calibration, if any.
+fn trim_options(a: &ChatArgs, doc: &Transcript) -> Result<(Trim, Option<(i64, i64)>), CliError> {
+    let mut opts = Trim::new(doc.format(), a.max_tokens)
+        .keep_orphans(a.keep_orphans)
+        .pin_system(!a.no_pin_system)
+        // The command line prints rows, never the report: no need to build it.
+        .report(false)
+        .granularity(granularity(a.granularity.unwrap_or(Unit::Message)));
+    if a.pin_first_user || a.no_pin_first_user {
+        opts = opts.pin_first_user(a.pin_first_user);
+    }
+    if let Some(e) = &a.encoding {
+        opts = opts.encoding(e.clone());
+    }
+    let counted = counter(doc, a.encoding.as_deref(), a.input_tokens)?;
+    let calibrated = counted.as_ref().and_then(|c| c.calibrated);
+    if let Some(c) = counted {
+        opts = opts.counter(c.estimate);
+    }
+    if let Some(aging) = aging(a.age_tool_results, a.truncate_results_to)? {
+        opts = opts.age_tool_results(aging);
+    }
+    if a.recall {
+        let mut r = RecallOptions::new();
+        if let Some(q) = &a.recall_query {
+            r = r.query(q.clone());
+        }
+        if let Some(share) = a.recall_share {
+            r = r.newest_share(share);
+        }
+        opts = opts.recall(r);
+    }
+    Ok((opts, calibrated))
+}
+
+/// The chat crate's unit for the command line's `--granularity`.
+fn granularity(u: Unit) -> Granularity {
+    match u {
+        Unit::Message => Granularity::Message,
+        Unit::Exchange => Granularity::Exchange,
+        Unit::Turn => Granularity::Turn,
+    }
+}
+
 pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
     let name = if a.input == "-" {
         "<stdin>"
@@ -364,47 +409,10 @@ pub(crate) fn run(a: &ChatArgs) -> Result<String, CliError> {
             a.max_tokens
         )));
     }
-    let mut opts = Trim::new(doc.format(), a.max_tokens)
-        .keep_orphans(a.keep_orphans)
-        .pin_system(!a.no_pin_system)
-        // The command line prints rows, never the report: no need to build it.
-        .report(false)
-        .granularity(match a.granularity.unwrap_or(Unit::Message) {
-            Unit::Message => Granularity::Message,
-            Unit::Exchange => Granularity::Exchange,
-            Unit::Turn => Granularity::Turn,
-        });
-    if a.pin_first_user || a.no_pin_first_user {
-        opts = opts.pin_first_user(a.pin_first_user);
-    }
-    if let Some(e) = &a.encoding {
-        opts = opts.encoding(e.clone());
-    }
-    let counted = counter(&doc, a.encoding.as_deref(), a.input_tokens)?;
-    let calibrated = counted.as_ref().and_then(|c| c.calibrated);
-    if let Some(c) = counted {
-        opts = opts.counter(c.estimate);
-    }
-    if let Some(aging) = aging(a.age_tool_results, a.truncate_results_to)? {
-        opts = opts.age_tool_results(aging);
-    }
-    if a.recall {
-        let mut r = RecallOptions::new();
-        if let Some(q) = &a.recall_query {
-            r = r.query(q.clone());
-        }
-        if let Some(share) = a.recall_share {
-            r = r.newest_share(share);
-        }
-        opts = opts.recall(r);
-    }
+    let (mut opts, calibrated) = trim_options(a, &doc)?;
     let compaction = compaction(a)?;
     if let Some(state) = &a.state {
-        let g = a.granularity.map(|u| match u {
-            Unit::Message => Granularity::Message,
-            Unit::Exchange => Granularity::Exchange,
-            Unit::Turn => Granularity::Turn,
-        });
+        let g = a.granularity.map(granularity);
         let state = crate::cache_sim::StateArgs {
             path: state,
             reset: a.reset_state,

@@ -186,6 +186,20 @@ fn text(p: &Prepared, variants: &[Variant], diffs: &[(usize, Vec<bool>)]) -> Str
     }
     out.push('\n');
 
+    differences(&mut out, p, variants, diffs, iw);
+    summary(&mut out, p, variants);
+    out
+}
+
+/// The items whose status differs between the policies, by content, in
+/// input order (`iw`: the item column's width).
+fn differences(
+    out: &mut String,
+    p: &Prepared,
+    variants: &[Variant],
+    diffs: &[(usize, Vec<bool>)],
+    iw: usize,
+) {
     // The differences, by content, in input order.
     let distinct = {
         let mut seen = std::collections::HashSet::with_capacity(p.items.len());
@@ -220,7 +234,11 @@ fn text(p: &Prepared, variants: &[Variant], diffs: &[(usize, Vec<bool>)]) -> Str
         }
     }
     out.push('\n');
+}
 
+/// Each policy's items and tokens, and how many items are in all, in one
+/// only, and in none.
+fn summary(out: &mut String, p: &Prepared, variants: &[Variant]) {
     // The summary.
     for (k, v) in variants.iter().enumerate() {
         let label = if k == 0 { "summary   " } else { "          " };
@@ -254,6 +272,5 @@ fn text(p: &Prepared, variants: &[Variant], diffs: &[(usize, Vec<bool>)]) -> Str
         parts.push(format!("only{g}in{g}{}{g}{n}", v.letter));
     }
     parts.push(format!("in{g}none{g}{none}"));
-    whatif::line(&mut out, "items     ", &parts.join(", "));
-    out
+    whatif::line(out, "items     ", &parts.join(", "));
 }

@@ -123,13 +123,7 @@ fn text(
     let (lo, hi) = (small_budget.target_tokens(), p.budget.target_tokens());
     // As the full window holds them: a variant's tokens for an item that went
     // in as one.
-    let held = |i: usize| {
-        full.outcomes
-            .get(i)
-            .and_then(Option::as_ref)
-            .map(|o| o.tokens)
-            .or_else(|| p.items.get(i).map(ContextItem::tokens))
-    };
+    let held = |i: usize| held(p, full, i);
     let tokens: i128 = marginal
         .iter()
         .filter_map(|&i| held(i))
@@ -144,61 +138,7 @@ fn text(
     if marginal.is_empty() {
         let _ = writeln!(out, "  (none: both budgets select the same items)");
     } else {
-        let rows: Vec<[String; 4]> = marginal
-            .iter()
-            .map(|&i| {
-                let item = p.items.get(i);
-                let score = full
-                    .outcomes
-                    .get(i)
-                    .and_then(Option::as_ref)
-                    .map_or_else(|| "?".into(), |o| render::fmt_score(o.score));
-                [
-                    i.to_string(),
-                    item.map(|x| x.kind().to_string()).unwrap_or_default(),
-                    held(i).map(|t| t.to_string()).unwrap_or_default(),
-                    score,
-                ]
-            })
-            .collect();
-        let w = render::widths(&rows, ["item", "kind", "tokens", "score"], [6, 14, 12, 9]);
-        let used: usize = w.iter().map(|x| x + 2).sum();
-        let rw = render::WIDTH.saturating_sub(used).max(20);
-        let reason_head = format!("why out at {lo}");
-        let _ = writeln!(
-            out,
-            "{:>w0$}  {:<w1$}  {:>w2$}  {:>w3$}  {reason_head}",
-            "item",
-            "kind",
-            "tokens",
-            "score",
-            w0 = w[0],
-            w1 = w[1],
-            w2 = w[2],
-            w3 = w[3]
-        );
-        for (row, &i) in rows.iter().zip(marginal) {
-            let why = small
-                .outcomes
-                .get(i)
-                .and_then(Option::as_ref)
-                .map_or_else(|| "?".into(), |o| o.reason.clone());
-            let _ = writeln!(
-                out,
-                "{:>w0$}  {}  {:>w2$}  {:>w3$}  {}",
-                row[0],
-                render::pad(&render::clip(&row[1], w[1]), w[1]),
-                row[2],
-                row[3],
-                render::clip(&why, rw),
-                w0 = w[0],
-                w2 = w[2],
-                w3 = w[3]
-            );
-            if let Some(item) = p.items.get(i) {
-                whatif::content_line(&mut out, w[0] + 2, item);
-            }
-        }
+        marginal_table(&mut out, p, (full, small), marginal, lo);
     }
     out.push('\n');
     for (label, run, b) in [
@@ -238,6 +178,83 @@ fn text(
 
 fn pad(s: &str, w: usize) -> String {
     format!("{s:<w$}")
+}
+
+/// As the full window holds item `i`: a variant's tokens for an item that
+/// went in as one.
+fn held(p: &Prepared, full: &Run, i: usize) -> Option<i64> {
+    full.outcomes
+        .get(i)
+        .and_then(Option::as_ref)
+        .map(|o| o.tokens)
+        .or_else(|| p.items.get(i).map(ContextItem::tokens))
+}
+
+/// The items that enter between the two budgets: kind, tokens, score, and
+/// why the reduced budget (`lo` target tokens) left each out.
+fn marginal_table(
+    out: &mut String,
+    p: &Prepared,
+    (full, small): (&Run, &Run),
+    marginal: &[usize],
+    lo: i64,
+) {
+    let held = |i: usize| held(p, full, i);
+    let rows: Vec<[String; 4]> = marginal
+        .iter()
+        .map(|&i| {
+            let item = p.items.get(i);
+            let score = full
+                .outcomes
+                .get(i)
+                .and_then(Option::as_ref)
+                .map_or_else(|| "?".into(), |o| render::fmt_score(o.score));
+            [
+                i.to_string(),
+                item.map(|x| x.kind().to_string()).unwrap_or_default(),
+                held(i).map(|t| t.to_string()).unwrap_or_default(),
+                score,
+            ]
+        })
+        .collect();
+    let w = render::widths(&rows, ["item", "kind", "tokens", "score"], [6, 14, 12, 9]);
+    let used: usize = w.iter().map(|x| x + 2).sum();
+    let rw = render::WIDTH.saturating_sub(used).max(20);
+    let reason_head = format!("why out at {lo}");
+    let _ = writeln!(
+        out,
+        "{:>w0$}  {:<w1$}  {:>w2$}  {:>w3$}  {reason_head}",
+        "item",
+        "kind",
+        "tokens",
+        "score",
+        w0 = w[0],
+        w1 = w[1],
+        w2 = w[2],
+        w3 = w[3]
+    );
+    for (row, &i) in rows.iter().zip(marginal) {
+        let why = small
+            .outcomes
+            .get(i)
+            .and_then(Option::as_ref)
+            .map_or_else(|| "?".into(), |o| o.reason.clone());
+        let _ = writeln!(
+            out,
+            "{:>w0$}  {}  {:>w2$}  {:>w3$}  {}",
+            row[0],
+            render::pad(&render::clip(&row[1], w[1]), w[1]),
+            row[2],
+            row[3],
+            render::clip(&why, rw),
+            w0 = w[0],
+            w2 = w[2],
+            w3 = w[3]
+        );
+        if let Some(item) = p.items.get(i) {
+            whatif::content_line(out, w[0] + 2, item);
+        }
+    }
 }
 
 #[cfg(test)]

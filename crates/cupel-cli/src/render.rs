@@ -553,42 +553,11 @@ pub(crate) const EXPLAIN_CAPTION: &str =
 /// status, score, tokens, kind, reason and content.
 pub(crate) fn explain_table(p: &Prepared, report: &SelectionReport) -> String {
     let ix = Indexer::new(&p.items);
-    let dedup_losers: HashSet<usize> = report
-        .excluded
-        .iter()
-        .filter(|e| matches!(e.reason, ExclusionReason::Deduplicated { .. }))
-        .filter_map(|e| ix.index_of(&e.item))
-        .collect();
-    // Per content, built once: the first two positions that did not lose to
-    // deduplication (a duplicate names the first one that is not itself),
-    // and the first pinned position.
-    let mut kept_by_content: HashMap<&str, (usize, Option<usize>)> = HashMap::new();
-    let mut pinned_by_content: HashMap<&str, usize> = HashMap::new();
-    for (content, positions) in &ix.by_content {
-        let mut keepers = positions
-            .iter()
-            .copied()
-            .filter(|k| !dedup_losers.contains(k));
-        if let Some(first) = keepers.next() {
-            kept_by_content.insert(content, (first, keepers.next()));
-        }
-        if let Some(&k) = positions
-            .iter()
-            .find(|&&k| ix.items.get(k).is_some_and(ContextItem::pinned))
-        {
-            pinned_by_content.insert(content, k);
-        }
-    }
-    struct Row<'r> {
-        cells: [String; 5],
-        reason: String,
-        item: &'r ContextItem,
-        notes: &'r [cupel_core::ScoreNote],
-    }
-    let mut rows: Vec<Row<'_>> = Vec::new();
+    let (kept_by_content, pinned_by_content) = content_index(&ix, report);
+    let mut rows: Vec<ExplainRow<'_>> = Vec::new();
     for inc in &report.included {
         let i = ix.included_index(inc);
-        rows.push(Row {
+        rows.push(ExplainRow {
             cells: [
                 idx_text(i),
                 "included".into(),
@@ -610,7 +579,7 @@ pub(crate) fn explain_table(p: &Prepared, report: &SelectionReport) -> String {
     }
     for exc in &report.excluded {
         let i = ix.index_of(&exc.item);
-        rows.push(Row {
+        rows.push(ExplainRow {
             cells: [
                 idx_text(i),
                 "excluded".into(),
@@ -631,6 +600,58 @@ pub(crate) fn explain_table(p: &Prepared, report: &SelectionReport) -> String {
             notes: &exc.notes,
         });
     }
+    explain_rows(&rows)
+}
+
+/// One row of [`explain_table`]: its cells, its reason, the item and what
+/// the scorers noted.
+struct ExplainRow<'r> {
+    cells: [String; 5],
+    reason: String,
+    item: &'r ContextItem,
+    notes: &'r [cupel_core::ScoreNote],
+}
+
+/// Per content, built once: the first two positions that did not lose to
+/// deduplication (a duplicate names the first one that is not itself), and
+/// the first pinned position.
+#[allow(clippy::type_complexity)]
+fn content_index<'i>(
+    ix: &Indexer<'i>,
+    report: &SelectionReport,
+) -> (
+    HashMap<&'i str, (usize, Option<usize>)>,
+    HashMap<&'i str, usize>,
+) {
+    let dedup_losers: HashSet<usize> = report
+        .excluded
+        .iter()
+        .filter(|e| matches!(e.reason, ExclusionReason::Deduplicated { .. }))
+        .filter_map(|e| ix.index_of(&e.item))
+        .collect();
+    let mut kept_by_content: HashMap<&str, (usize, Option<usize>)> = HashMap::new();
+    let mut pinned_by_content: HashMap<&str, usize> = HashMap::new();
+    for (content, positions) in &ix.by_content {
+        let mut keepers = positions
+            .iter()
+            .copied()
+            .filter(|k| !dedup_losers.contains(k));
+        if let Some(first) = keepers.next() {
+            kept_by_content.insert(content, (first, keepers.next()));
+        }
+        if let Some(&k) = positions
+            .iter()
+            .find(|&&k| ix.items.get(k).is_some_and(ContextItem::pinned))
+        {
+            pinned_by_content.insert(content, k);
+        }
+    }
+    (kept_by_content, pinned_by_content)
+}
+
+/// The rows of [`explain_table`], aligned, each with its content and notes
+/// below it.
+fn explain_rows(rows: &[ExplainRow<'_>]) -> String {
     let w = widths(
         rows.iter().map(|r| &r.cells),
         ["item", "status", "score", "tokens", "kind"],
@@ -654,7 +675,7 @@ pub(crate) fn explain_table(p: &Prepared, report: &SelectionReport) -> String {
         w4 = w[4]
     );
     let indent = w[0] + 2;
-    for r in &rows {
+    for r in rows {
         let c = &r.cells;
         let _ = writeln!(
             out,

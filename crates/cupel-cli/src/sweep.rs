@@ -425,10 +425,17 @@ fn text(p: &Prepared, a: &SweepArgs, t: &Table) -> String {
         render::labelled(&mut out, &lead, indent, &mix);
     }
     out.push('\n');
+    legend_and_gaps(&mut out, t, &letters);
+    out
+}
+
+/// The kinds' legend, the utilisation note and the items that drop out as
+/// the budget grows.
+fn legend_and_gaps(out: &mut String, t: &Table, letters: &[char]) {
     let legend: Vec<String> = t
         .kinds
         .iter()
-        .zip(&letters)
+        .zip(letters)
         .map(|(k, l)| {
             format!(
                 "{l}{GLUE}{}",
@@ -437,12 +444,12 @@ fn text(p: &Prepared, a: &SweepArgs, t: &Table) -> String {
         })
         .collect();
     if !legend.is_empty() {
-        whatif::line(&mut out, "kinds   ", &legend.join(", "));
+        whatif::line(out, "kinds   ", &legend.join(", "));
     }
-    whatif::line(&mut out, "util    ", "selected tokens / b");
+    whatif::line(out, "util    ", "selected tokens / b");
     if t.non_monotonic.is_empty() {
         whatif::line(
-            &mut out,
+            out,
             "gaps    ",
             "none: no item drops out as the budget grows (within these budgets)",
         );
@@ -461,7 +468,7 @@ fn text(p: &Prepared, a: &SweepArgs, t: &Table) -> String {
         }
         let n = t.non_monotonic.len();
         whatif::line(
-            &mut out,
+            out,
             "gaps    ",
             &format!(
                 "{} in at one budget and out at a larger one (a denser item \
@@ -475,7 +482,6 @@ fn text(p: &Prepared, a: &SweepArgs, t: &Table) -> String {
             ),
         );
     }
-    out
 }
 
 #[derive(Serialize)]

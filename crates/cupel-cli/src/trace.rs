@@ -54,17 +54,13 @@ pub(crate) fn read(path: &str) -> Result<Vec<TraceCycle>, CliError> {
     parse(&name, &text)
 }
 
-/// Parses a trace; `name` prefixes every error message.
-pub(crate) fn parse(name: &str, text: &str) -> Result<Vec<TraceCycle>, CliError> {
+/// The header's column index of cycle, agent and tokens, and its line.
+fn columns(
+    name: &str,
+    records: &mut csv::StringRecordsIter<'_, &[u8]>,
+) -> Result<([usize; 3], u64), CliError> {
     let at = |line: u64, msg: String| CliError::input(format!("{name}:{line}: {msg}"));
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .trim(csv::Trim::All)
-        .from_reader(text.as_bytes());
-    let mut records = reader.records();
     let header_hint = "the first line must be the header `cycle,agent,tokens`";
-
     let header = match records.next() {
         None => {
             return Err(at(1, "missing header: the trace is empty".into()).hint(header_hint));
@@ -110,6 +106,54 @@ pub(crate) fn parse(name: &str, text: &str) -> Result<Vec<TraceCycle>, CliError>
         )
         .hint(header_hint));
     };
+    Ok(([c_cycle, c_agent, c_tokens], header_line))
+}
+
+/// A data row's cycle, agent and tokens (columns `cols`), checked.
+fn fields<'r>(
+    name: &str,
+    record: &'r csv::StringRecord,
+    line: u64,
+    [c_cycle, c_agent, c_tokens]: [usize; 3],
+) -> Result<(u64, &'r str, i64), CliError> {
+    let at = |line: u64, msg: String| CliError::input(format!("{name}:{line}: {msg}"));
+    let field = |i: usize| record.get(i).unwrap_or("");
+    let cycle_text = field(c_cycle);
+    let cycle: u64 = cycle_text.parse().map_err(|_| {
+        at(
+            line,
+            format!("cycle must be a non-negative integer (got `{cycle_text}`)"),
+        )
+    })?;
+    let agent = field(c_agent);
+    if agent.is_empty() {
+        return Err(at(line, "agent name must not be empty".into()));
+    }
+    let tokens_text = field(c_tokens);
+    let tokens: i64 = match tokens_text.parse::<i64>() {
+        Ok(t) if t >= 0 => t,
+        Ok(t) => return Err(at(line, format!("tokens must be >= 0 (got {t})"))),
+        Err(_) => {
+            return Err(at(
+                line,
+                format!("tokens must be a non-negative 64-bit integer (got `{tokens_text}`)"),
+            ));
+        }
+    };
+    Ok((cycle, agent, tokens))
+}
+
+/// Parses a trace; `name` prefixes every error message.
+pub(crate) fn parse(name: &str, text: &str) -> Result<Vec<TraceCycle>, CliError> {
+    let at = |line: u64, msg: String| CliError::input(format!("{name}:{line}: {msg}"));
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(text.as_bytes());
+    let mut records = reader.records();
+
+    let ([c_cycle, c_agent, c_tokens], header_line) = columns(name, &mut records)?;
 
     let mut cycles: Vec<TraceCycle> = Vec::new();
     // Agents of the current cycle -> the line where each first appeared.
@@ -128,29 +172,7 @@ pub(crate) fn parse(name: &str, text: &str) -> Result<Vec<TraceCycle>, CliError>
                 ),
             ));
         }
-        let field = |i: usize| record.get(i).unwrap_or("");
-        let cycle_text = field(c_cycle);
-        let cycle: u64 = cycle_text.parse().map_err(|_| {
-            at(
-                line,
-                format!("cycle must be a non-negative integer (got `{cycle_text}`)"),
-            )
-        })?;
-        let agent = field(c_agent);
-        if agent.is_empty() {
-            return Err(at(line, "agent name must not be empty".into()));
-        }
-        let tokens_text = field(c_tokens);
-        let tokens: i64 = match tokens_text.parse::<i64>() {
-            Ok(t) if t >= 0 => t,
-            Ok(t) => return Err(at(line, format!("tokens must be >= 0 (got {t})"))),
-            Err(_) => {
-                return Err(at(
-                    line,
-                    format!("tokens must be a non-negative 64-bit integer (got `{tokens_text}`)"),
-                ));
-            }
-        };
+        let (cycle, agent, tokens) = fields(name, &record, line, [c_cycle, c_agent, c_tokens])?;
         let same_cycle = cycles.last().is_some_and(|c| c.cycle == cycle);
         total = if same_cycle { total } else { 0 } + i128::from(tokens);
         if total > i128::from(i64::MAX) {

@@ -113,6 +113,8 @@ fn stdin_and_an_explicit_provider() {
 }
 
 #[test]
+// A table of error cases, one after another: long, but flat.
+#[allow(clippy::too_many_lines)]
 fn errors() {
     let e = fails(&["chat", "-", "--max-tokens", "10"], Some("[1,"), 2);
     insta::assert_snapshot!("chat_error_bad_json", e);

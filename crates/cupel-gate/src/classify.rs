@@ -216,16 +216,7 @@ fn lex(text: &str, mut literal: impl FnMut(Quote, &str, bool)) -> String {
         // by a fourth.
         if at(i, b"$\"\"\"") || at(i, b"\"\"\"") {
             i += if b[i] == b'$' { 4 } else { 3 };
-            buf.clear();
-            let mut closed = false;
-            while i < n {
-                if at(i, b"\"\"\"") && !at(i, b"\"\"\"\"") {
-                    i += 3;
-                    closed = true;
-                    break;
-                }
-                push_char(&mut buf, text, &mut i);
-            }
+            let closed = scan_triple(text, &mut i, &mut buf);
             if closed {
                 literal(Quote::Triple, &buf, true);
                 out.push_str("__STR__");
@@ -245,34 +236,7 @@ fn lex(text: &str, mut literal: impl FnMut(Quote, &str, bool)) -> String {
         };
         if let Some((skip, verbatim)) = double {
             i += skip;
-            buf.clear();
-            // A verbatim literal counts as multi-line, as in the original.
-            let mut multiline = verbatim;
-            let mut closed = false;
-            while i < n {
-                match b[i] {
-                    b'"' if verbatim && b.get(i + 1) == Some(&b'"') => {
-                        buf.push('"');
-                        i += 2;
-                    }
-                    b'"' => {
-                        i += 1;
-                        closed = true;
-                        break;
-                    }
-                    b'\\' if !verbatim => {
-                        buf.push('\\');
-                        i += 1;
-                        if i < n {
-                            push_char(&mut buf, text, &mut i);
-                        }
-                    }
-                    c => {
-                        multiline |= c == b'\n';
-                        push_char(&mut buf, text, &mut i);
-                    }
-                }
-            }
+            let (closed, multiline) = scan_double(text, &mut i, verbatim, &mut buf);
             if closed {
                 literal(Quote::Double, &buf, multiline);
                 out.push_str("__STR__");
@@ -281,26 +245,7 @@ fn lex(text: &str, mut literal: impl FnMut(Quote, &str, bool)) -> String {
         }
         if b[i] == b'\'' {
             i += 1;
-            buf.clear();
-            let mut multiline = false;
-            let mut closed = false;
-            while i < n {
-                match b[i] {
-                    b'\'' if b.get(i + 1) == Some(&b'\'') => {
-                        buf.push('\'');
-                        i += 2;
-                    }
-                    b'\'' => {
-                        i += 1;
-                        closed = true;
-                        break;
-                    }
-                    c => {
-                        multiline |= c == b'\n';
-                        push_char(&mut buf, text, &mut i);
-                    }
-                }
-            }
+            let (closed, multiline) = scan_single(text, &mut i, &mut buf);
             if closed {
                 literal(Quote::Single, &buf, multiline);
                 out.push_str("__STR__");
@@ -322,6 +267,83 @@ fn lex(text: &str, mut literal: impl FnMut(Quote, &str, bool)) -> String {
         push_char(&mut out, text, &mut i);
     }
     out
+}
+
+/// The content of a `"""…"""` literal from byte `*i` (after its opening
+/// quotes) into `buf`, `*i` past its closing quotes (three not followed by
+/// a fourth); whether it was closed.
+fn scan_triple(text: &str, i: &mut usize, buf: &mut String) -> bool {
+    let b = text.as_bytes();
+    let at = |i: usize, s: &[u8]| b.get(i..).is_some_and(|t| t.starts_with(s));
+    buf.clear();
+    while *i < b.len() {
+        if at(*i, b"\"\"\"") && !at(*i, b"\"\"\"\"") {
+            *i += 3;
+            return true;
+        }
+        push_char(buf, text, i);
+    }
+    false
+}
+
+/// The content of a `"…"` literal (`verbatim`: `@"…"`, where `""` is a
+/// quote and `\\` no escape) from byte `*i` into `buf`; whether it was
+/// closed and whether it is multi-line (a verbatim one always counts as
+/// multi-line, as in the original).
+fn scan_double(text: &str, i: &mut usize, verbatim: bool, buf: &mut String) -> (bool, bool) {
+    let b = text.as_bytes();
+    let n = b.len();
+    buf.clear();
+    let mut multiline = verbatim;
+    while *i < n {
+        match b[*i] {
+            b'"' if verbatim && b.get(*i + 1) == Some(&b'"') => {
+                buf.push('"');
+                *i += 2;
+            }
+            b'"' => {
+                *i += 1;
+                return (true, multiline);
+            }
+            b'\\' if !verbatim => {
+                buf.push('\\');
+                *i += 1;
+                if *i < n {
+                    push_char(buf, text, i);
+                }
+            }
+            c => {
+                multiline |= c == b'\n';
+                push_char(buf, text, i);
+            }
+        }
+    }
+    (false, multiline)
+}
+
+/// The content of a `'…'` literal (`''` is a quote) from byte `*i` into
+/// `buf`; whether it was closed and whether it is multi-line.
+fn scan_single(text: &str, i: &mut usize, buf: &mut String) -> (bool, bool) {
+    let b = text.as_bytes();
+    buf.clear();
+    let mut multiline = false;
+    while *i < b.len() {
+        match b[*i] {
+            b'\'' if b.get(*i + 1) == Some(&b'\'') => {
+                buf.push('\'');
+                *i += 2;
+            }
+            b'\'' => {
+                *i += 1;
+                return (true, multiline);
+            }
+            c => {
+                multiline |= c == b'\n';
+                push_char(buf, text, i);
+            }
+        }
+    }
+    (false, multiline)
 }
 
 /// Appends the character at byte `i` and steps past it.

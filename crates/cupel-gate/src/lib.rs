@@ -694,6 +694,54 @@ impl ContextGate {
         result
     }
 
+    /// One node's block (compacted when its rule says so, given the tokens
+    /// `running` so far and the `demanded` topics), its tokens and its report.
+    fn node_block(
+        &self,
+        index: usize,
+        node: &RetrievalNode,
+        running: i128,
+        demanded: &[&str],
+    ) -> Result<(String, i128, NodeReport), CupelError> {
+        let cfg = &self.config;
+        let language = self.classifier.classify_node(
+            CodeNode::new(node.text())
+                .with_id(node.id())
+                .with_path(node.display_path()),
+        );
+        let rule = cfg.rule_for(language);
+        let raw_block = format_node(node, language, false, node.text());
+        let before = self.count(&raw_block)?;
+        let compact = match rule.map(|r| &r.policy) {
+            None => false,
+            Some(CompactionPolicy::Always) => true,
+            Some(CompactionPolicy::Threshold { threshold }) => {
+                running + before > i128::from(cfg.trigger_tokens(*threshold))
+            }
+            Some(CompactionPolicy::Demand { inbox_key }) => demanded.contains(&inbox_key.as_str()),
+        };
+        let (block, after) = if compact {
+            let text = self.compactor.compact(language, node.text());
+            let block = format_node(node, language, true, &text);
+            let after = self.count(&block)?;
+            (block, after)
+        } else {
+            (raw_block, before)
+        };
+        let mut report = NodeReport::new(index, language);
+        report.id = node.id().map(str::to_string);
+        report.policy = rule.map(|r| r.policy.kind());
+        report.compacted = compact;
+        report.tokens_before = saturate(before);
+        report.tokens_after = saturate(after);
+        report.unmatched = match (rule, language) {
+            (Some(_), _) => None,
+            (None, CodeLanguage::Unknown) => Some(Unmatched::UnknownLanguage),
+            (None, _) => Some(Unmatched::NoRule),
+        };
+        Ok((block, after, report))
+    }
+
     fn plan_inner(
         &self,
         context: &[String],
@@ -730,46 +778,10 @@ impl ContextGate {
         let mut retrieval_tokens: i128 = 0;
         let mut reports = Vec::with_capacity(nodes.len());
         for (index, node) in nodes.iter().enumerate() {
-            let language = self.classifier.classify_node(
-                CodeNode::new(node.text())
-                    .with_id(node.id())
-                    .with_path(node.display_path()),
-            );
-            let rule = cfg.rule_for(language);
-            let raw_block = format_node(node, language, false, node.text());
-            let before = self.count(&raw_block)?;
-            let compact = match rule.map(|r| &r.policy) {
-                None => false,
-                Some(CompactionPolicy::Always) => true,
-                Some(CompactionPolicy::Threshold { threshold }) => {
-                    running + before > i128::from(cfg.trigger_tokens(*threshold))
-                }
-                Some(CompactionPolicy::Demand { inbox_key }) => {
-                    demanded.contains(&inbox_key.as_str())
-                }
-            };
-            let (block, after) = if compact {
-                let text = self.compactor.compact(language, node.text());
-                let block = format_node(node, language, true, &text);
-                let after = self.count(&block)?;
-                (block, after)
-            } else {
-                (raw_block, before)
-            };
+            let (block, after, report) = self.node_block(index, node, running, &demanded)?;
             running += after;
             retrieval_tokens += after;
             blocks.push(block);
-            let mut report = NodeReport::new(index, language);
-            report.id = node.id().map(str::to_string);
-            report.policy = rule.map(|r| r.policy.kind());
-            report.compacted = compact;
-            report.tokens_before = saturate(before);
-            report.tokens_after = saturate(after);
-            report.unmatched = match (rule, language) {
-                (Some(_), _) => None,
-                (None, CodeLanguage::Unknown) => Some(Unmatched::UnknownLanguage),
-                (None, _) => Some(Unmatched::NoRule),
-            };
             reports.push(report);
         }
         let buffer_tokens = divider_tokens + retrieval_tokens;

@@ -142,17 +142,21 @@ fn summariser(
     Ok(())
 }
 
-/// Runs the whole scenario on a manual clock (each round takes 4 s).
-pub(crate) fn run_agent() -> Result<Outcome, Box<dyn Error>> {
-    let clock = ManualTimeProvider::new("2026-06-01T10:00:00Z".parse()?);
+/// The run's tracker: 60 s, 2,000 input and 600 output tokens, checked
+/// before the first round.
+fn tracker(clock: &ManualTimeProvider) -> Result<BudgetTracker, CupelError> {
     let budget = RunBudget::builder()
-        .deadline(Deadline::after(&clock, TimeDelta::seconds(60)))
+        .deadline(Deadline::after(clock, TimeDelta::seconds(60)))
         .token_limit(TokenLimit::new(Some(2_000), Some(600))?)
-        .build(&clock)?;
+        .build(clock)?;
     let run = BudgetTracker::new(budget, clock.clone())?;
     run.preflight()?;
+    Ok(run)
+}
 
-    let pipeline = Pipeline::builder()
+/// The agent's context pipeline: newest first, within 900 of 1,024 tokens.
+fn pipeline() -> Result<Pipeline, CupelError> {
+    Pipeline::builder()
         .scorer(RecencyScorer)
         .slicer(GreedySlice::new())
         .placer(ChronologicalPlacer)
@@ -161,10 +165,13 @@ pub(crate) fn run_agent() -> Result<Outcome, Box<dyn Error>> {
                 .output_reserve(120)
                 .build()?,
         )
-        .build()?;
+        .build()
+}
 
-    let start = clock.now();
-    let mut history = vec![
+/// The conversation so far (a pinned system prompt, the user's problem)
+/// and the four articles the summariser is given.
+fn conversation(start: DateTime<Utc>) -> Result<(Vec<ContextItem>, Vec<ContextItem>), CupelError> {
+    let history = vec![
         ContextItem::builder("You are a support agent for thermostats.", 30)
             .kind(ContextKind::SYSTEM_PROMPT)
             .pinned(true)
@@ -176,9 +183,8 @@ pub(crate) fn run_agent() -> Result<Outcome, Box<dyn Error>> {
             start,
         )?,
     ];
-
     // Delegate: a summariser with at most 500 input tokens of the run.
-    let articles: Vec<ContextItem> = (0..4)
+    let articles = (0..4)
         .map(|i| {
             item(
                 format!("Article {i} about firmware rollbacks."),
@@ -188,6 +194,31 @@ pub(crate) fn run_agent() -> Result<Outcome, Box<dyn Error>> {
             )
         })
         .collect::<Result<_, _>>()?;
+    Ok((history, articles))
+}
+
+/// The log line of the run's use and what is left after round `round`.
+fn usage_line(round: usize, s: &cupel_run::BudgetSnapshot) -> String {
+    let (input, output) = s
+        .remaining_tokens
+        .map_or((None, None), |r| (r.input(), r.output()));
+    format!(
+        "round {round}: run used {}; left input {}, output {}, {} ms",
+        s.usage,
+        shown(input),
+        shown(output),
+        shown(s.remaining_time_ms())
+    )
+}
+
+/// Runs the whole scenario on a manual clock (each round takes 4 s).
+pub(crate) fn run_agent() -> Result<Outcome, Box<dyn Error>> {
+    let clock = ManualTimeProvider::new("2026-06-01T10:00:00Z".parse()?);
+    let run = tracker(&clock)?;
+
+    let pipeline = pipeline()?;
+    let start = clock.now();
+    let (mut history, articles) = conversation(start)?;
     let sub_scope = run.child_named(
         "summariser",
         RunBudget::new(None, Some(TokenLimit::new(Some(500), None)?), &clock)?,
@@ -276,17 +307,7 @@ pub(crate) fn run_agent() -> Result<Outcome, Box<dyn Error>> {
             if let Some(e) = stop {
                 break e;
             }
-            let s = run.snapshot();
-            let (input, output) = s
-                .remaining_tokens
-                .map_or((None, None), |r| (r.input(), r.output()));
-            log.push(format!(
-                "round {round}: run used {}; left input {}, output {}, {} ms",
-                s.usage,
-                shown(input),
-                shown(output),
-                shown(s.remaining_time_ms())
-            ));
+            log.push(usage_line(round, &run.snapshot()));
         };
         // Done: hang up, so a subagent still waiting for a round returns.
         drop(open_round);

@@ -65,34 +65,8 @@ pub(crate) fn scorer(
         ScorerType::Frequency => Arc::new(FrequencyScorer::new()),
         ScorerType::Reflexive => Arc::new(ReflexiveScorer::new()),
         ScorerType::Position => Arc::new(PositionScorer::new()),
-        ScorerType::Kind => match (&cfg.weights, cfg.use_default_weights) {
-            (Some(w), Some(true)) if !w.is_empty() => {
-                return Err(CupelError::PipelineConfig(format!(
-                    "{path}: `use_default_weights = true` conflicts with custom `weights`"
-                )));
-            }
-            // Asking for the defaults wins over an empty custom list.
-            (_, Some(true)) | (None, _) => Arc::new(KindScorer::default_weights()),
-            (Some(w), _) => {
-                Arc::new(KindScorer::new(kind_weights(w, path)?).map_err(|e| at(e, path))?)
-            }
-        },
-        ScorerType::Tag => {
-            let weights = cfg
-                .tag_weights
-                .as_ref()
-                .ok_or_else(|| missing(path, "tag_weights", "tag"))?;
-            let scorer = TagScorer::new(weights.iter().map(|w| (w.tag.clone(), w.weight)))
-                .map_err(|e| at(e, path))?;
-            let scorer = if cfg.case_insensitive_tags == Some(true) {
-                scorer
-                    .with_match(TagMatch::AsciiCaseInsensitive)
-                    .map_err(|e| at(e, path))?
-            } else {
-                scorer
-            };
-            Arc::new(scorer)
-        }
+        ScorerType::Kind => kind_scorer(cfg, path)?,
+        ScorerType::Tag => tag_scorer(cfg, path)?,
         ScorerType::Composite => {
             let children = cfg
                 .children
@@ -112,91 +86,130 @@ pub(crate) fn scorer(
             };
             Arc::new(ScaledScorer::new(inner))
         }
-        ScorerType::Decay => {
-            let curve_cfg = cfg
-                .curve
-                .as_ref()
-                .ok_or_else(|| missing(path, "curve", "decay"))?;
-            let curve = match curve_cfg {
-                CurveConfig::Exponential { half_life_secs } => {
-                    DecayCurve::exponential_secs(*half_life_secs)
-                }
-                CurveConfig::Window { max_age_secs } => DecayCurve::window_secs(*max_age_secs),
-                CurveConfig::Step { windows } => {
-                    DecayCurve::step_secs(windows.iter().map(|w| (w.max_age_secs, w.score)))
-                }
-            }
-            .map_err(|e| at(e, &format!("{path}.curve")))?;
-            let clock: Arc<dyn TimeProvider> = match cfg.reference_time {
-                Some(t) => Arc::new(FixedTimeProvider::new(t)),
-                None => Arc::new(SystemTimeProvider),
-            };
-            let mut decay = DecayScorer::new(clock, curve).map_err(|e| at(e, path))?;
-            if let Some(s) = cfg.null_timestamp_score {
-                decay = decay
-                    .with_null_timestamp_score(s)
-                    .map_err(|e| at(e, path))?;
-            }
-            Arc::new(decay)
-        }
+        ScorerType::Decay => decay_scorer(cfg, path)?,
         ScorerType::MetadataTrust => Arc::new(
             MetadataTrustScorer::new(cfg.default_score.unwrap_or(0.5)).map_err(|e| at(e, path))?,
         ),
-        ScorerType::MetadataKey => {
-            let key = cfg
-                .key
-                .as_ref()
-                .ok_or_else(|| missing(path, "key", "metadata_key"))?;
-            let value = cfg
-                .value
-                .as_ref()
-                .ok_or_else(|| missing(path, "value", "metadata_key"))?;
-            let boost = cfg
-                .boost
-                .ok_or_else(|| missing(path, "boost", "metadata_key"))?;
-            Arc::new(
-                MetadataKeyScorer::new(key.clone(), value.clone(), boost)
-                    .map_err(|e| at(e, path))?,
-            )
-        }
-        ScorerType::Bm25 => {
-            let mut b = Bm25Scorer::builder();
-            if let Some(k1) = cfg.k1 {
-                b = b.k1(k1);
-            }
-            if let Some(v) = cfg.b {
-                b = b.b(v);
-            }
-            if let Some(on) = cfg.stemming {
-                b = b.stemming(on);
-            }
-            if let Some(share) = cfg.neighbours {
-                b = b.neighbours(share);
-            }
-            if let Some(key) = &cfg.group_key {
-                b = b.group_key(key.clone());
-            }
-            if let Some(q) = &cfg.query {
-                b = b.query(q.clone());
-            }
-            if cfg.feedback.is_some() || cfg.feedback_docs.is_some() || cfg.feedback_terms.is_some()
-            {
-                let std = cupel_scorers::Bm25Feedback::STANDARD;
-                b = b.feedback(cupel_scorers::Bm25Feedback {
-                    weight: cfg.feedback.unwrap_or(std.weight),
-                    docs: cfg.feedback_docs.unwrap_or(std.docs),
-                    terms: cfg.feedback_terms.unwrap_or(std.terms),
-                });
-            }
-            if let Some(w) = cfg.group_weight {
-                b = b.group_weight(w);
-            }
-            Arc::new(b.build().map_err(|e| at(e, path))?)
-        }
+        ScorerType::MetadataKey => metadata_key_scorer(cfg, path)?,
+        ScorerType::Bm25 => bm25_scorer(cfg, path)?,
         ScorerType::Vector => Arc::new(VectorScorer::new()),
         ScorerType::Hybrid => hybrid(cfg, path, registry)?,
     };
     Ok(built)
+}
+
+/// A `kind` scorer: custom `weights`, or the defaults.
+fn kind_scorer(cfg: &ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, CupelError> {
+    Ok(match (&cfg.weights, cfg.use_default_weights) {
+        (Some(w), Some(true)) if !w.is_empty() => {
+            return Err(CupelError::PipelineConfig(format!(
+                "{path}: `use_default_weights = true` conflicts with custom `weights`"
+            )));
+        }
+        // Asking for the defaults wins over an empty custom list.
+        (_, Some(true)) | (None, _) => Arc::new(KindScorer::default_weights()),
+        (Some(w), _) => Arc::new(KindScorer::new(kind_weights(w, path)?).map_err(|e| at(e, path))?),
+    })
+}
+
+/// A `tag` scorer from `tag_weights` (and `case_insensitive_tags`).
+fn tag_scorer(cfg: &ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, CupelError> {
+    let weights = cfg
+        .tag_weights
+        .as_ref()
+        .ok_or_else(|| missing(path, "tag_weights", "tag"))?;
+    let scorer = TagScorer::new(weights.iter().map(|w| (w.tag.clone(), w.weight)))
+        .map_err(|e| at(e, path))?;
+    let scorer = if cfg.case_insensitive_tags == Some(true) {
+        scorer
+            .with_match(TagMatch::AsciiCaseInsensitive)
+            .map_err(|e| at(e, path))?
+    } else {
+        scorer
+    };
+    Ok(Arc::new(scorer))
+}
+
+/// A `decay` scorer from `curve`, `reference_time` and `null_timestamp_score`.
+fn decay_scorer(cfg: &ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, CupelError> {
+    let curve_cfg = cfg
+        .curve
+        .as_ref()
+        .ok_or_else(|| missing(path, "curve", "decay"))?;
+    let curve = match curve_cfg {
+        CurveConfig::Exponential { half_life_secs } => {
+            DecayCurve::exponential_secs(*half_life_secs)
+        }
+        CurveConfig::Window { max_age_secs } => DecayCurve::window_secs(*max_age_secs),
+        CurveConfig::Step { windows } => {
+            DecayCurve::step_secs(windows.iter().map(|w| (w.max_age_secs, w.score)))
+        }
+    }
+    .map_err(|e| at(e, &format!("{path}.curve")))?;
+    let clock: Arc<dyn TimeProvider> = match cfg.reference_time {
+        Some(t) => Arc::new(FixedTimeProvider::new(t)),
+        None => Arc::new(SystemTimeProvider),
+    };
+    let mut decay = DecayScorer::new(clock, curve).map_err(|e| at(e, path))?;
+    if let Some(s) = cfg.null_timestamp_score {
+        decay = decay
+            .with_null_timestamp_score(s)
+            .map_err(|e| at(e, path))?;
+    }
+    Ok(Arc::new(decay))
+}
+
+/// A `metadata_key` scorer from `key`, `value` and `boost`.
+fn metadata_key_scorer(cfg: &ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, CupelError> {
+    let key = cfg
+        .key
+        .as_ref()
+        .ok_or_else(|| missing(path, "key", "metadata_key"))?;
+    let value = cfg
+        .value
+        .as_ref()
+        .ok_or_else(|| missing(path, "value", "metadata_key"))?;
+    let boost = cfg
+        .boost
+        .ok_or_else(|| missing(path, "boost", "metadata_key"))?;
+    Ok(Arc::new(
+        MetadataKeyScorer::new(key.clone(), value.clone(), boost).map_err(|e| at(e, path))?,
+    ))
+}
+
+/// A `bm25` scorer from its optional keys (the builder's defaults otherwise).
+fn bm25_scorer(cfg: &ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, CupelError> {
+    let mut b = Bm25Scorer::builder();
+    if let Some(k1) = cfg.k1 {
+        b = b.k1(k1);
+    }
+    if let Some(v) = cfg.b {
+        b = b.b(v);
+    }
+    if let Some(on) = cfg.stemming {
+        b = b.stemming(on);
+    }
+    if let Some(share) = cfg.neighbours {
+        b = b.neighbours(share);
+    }
+    if let Some(key) = &cfg.group_key {
+        b = b.group_key(key.clone());
+    }
+    if let Some(q) = &cfg.query {
+        b = b.query(q.clone());
+    }
+    if cfg.feedback.is_some() || cfg.feedback_docs.is_some() || cfg.feedback_terms.is_some() {
+        let std = cupel_scorers::Bm25Feedback::STANDARD;
+        b = b.feedback(cupel_scorers::Bm25Feedback {
+            weight: cfg.feedback.unwrap_or(std.weight),
+            docs: cfg.feedback_docs.unwrap_or(std.docs),
+            terms: cfg.feedback_terms.unwrap_or(std.terms),
+        });
+    }
+    if let Some(w) = cfg.group_weight {
+        b = b.group_weight(w);
+    }
+    Ok(Arc::new(b.build().map_err(|e| at(e, path))?))
 }
 
 /// A `hybrid` scorer: its `children` fused by `fusion` (default `rrf`,

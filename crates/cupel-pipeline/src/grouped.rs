@@ -101,6 +101,94 @@ pub(crate) struct Groups<'a> {
     contiguous: bool,
 }
 
+/// Reads the next grouped items ahead of their use (their id bytes,
+/// timestamps, variants, and the kind and source a group's item copies
+/// from its first member): see `run::touch`.
+#[inline]
+fn read_ahead(items: &[ContextItem], next: &[(usize, &str)]) {
+    let sum = next.iter().fold(0usize, |acc, &(g, id)| {
+        let item = &items[g];
+        acc.wrapping_add(id.len())
+            .wrapping_add(usize::from(item.timestamp().is_some()))
+            .wrapping_add(item.variants().len())
+            .wrapping_add(item.kind().as_str().len())
+            .wrapping_add(item.source().as_str().len())
+    });
+    std::hint::black_box(sum);
+}
+
+/// The groups' counts and pins, now that every member was seen (a group
+/// with a negative member is excluded: any negative count), in the rows'
+/// `tokens` (cut to `rows` rows) and the sorted `pinned` rows.
+fn counts_and_pins(
+    groups: &[Group<'_>],
+    rows: usize,
+    tokens: &mut Vec<i64>,
+    pinned: &mut Vec<usize>,
+) {
+    tokens.truncate(rows);
+    for group in groups {
+        tokens[group.row as usize] = if group.negative { -1 } else { group.tokens };
+        if group.pinned {
+            pinned.push(group.row as usize);
+        }
+    }
+    pinned.sort_unstable();
+}
+
+impl<'a> Group<'a> {
+    /// Group `g` (id `id`), first seen at item `i`, with its unit row
+    /// appended to `rows`.
+    #[inline]
+    fn new(id: &'a str, i: usize, rows: &mut Vec<Row>, g: u32) -> Self {
+        let row = rows.len() as u32;
+        rows.push(Row {
+            first: i as u32,
+            start: i as u32,
+            len: 0,
+            group: g,
+        });
+        Group {
+            id,
+            row,
+            first: i as u32,
+            last: i as u32,
+            pinned: false,
+            negative: false,
+            tokens: 0,
+            timestamp: None,
+            levels: 0,
+            item: None,
+        }
+    }
+
+    /// Adds item `i` (`item`, its `tokens`, whether pinned) as a member;
+    /// whether it follows the previous member directly (else the members
+    /// are not one range).
+    #[inline]
+    fn add(&mut self, i: usize, item: &ContextItem, tokens: i64, pinned: bool) -> bool {
+        // A member after the group was closed (its members interleave
+        // with other units): its item is made again at the end.
+        self.item = None;
+        let contiguous = self.last + 1 >= i as u32;
+        self.last = i as u32;
+        self.pinned |= pinned;
+        if tokens < 0 {
+            self.negative = true;
+        } else {
+            self.tokens = self.tokens.saturating_add(tokens);
+        }
+        self.timestamp = match (self.timestamp, item.timestamp()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.levels = self
+            .levels
+            .max(u32::try_from(item.variants().len()).unwrap_or(u32::MAX));
+        contiguous
+    }
+}
+
 impl<'a> Groups<'a> {
     /// The units of `items`, whose grouped items are `grouped` (input
     /// index and group id, ascending), and `scan` (the first pass's reads,
@@ -154,20 +242,7 @@ impl<'a> Groups<'a> {
             }
             next = i + 1;
             if seen % READ_AHEAD == 0 {
-                // The next grouped items read ahead of their use (their id
-                // bytes, timestamps, variants, and the kind and source a
-                // group's item copies from its first member): see
-                // `run::touch`.
-                let ahead = grouped.len().min(seen + READ_AHEAD);
-                let sum = grouped[seen..ahead].iter().fold(0usize, |acc, &(g, id)| {
-                    let item = &items[g];
-                    acc.wrapping_add(id.len())
-                        .wrapping_add(usize::from(item.timestamp().is_some()))
-                        .wrapping_add(item.variants().len())
-                        .wrapping_add(item.kind().as_str().len())
-                        .wrapping_add(item.source().as_str().len())
-                });
-                std::hint::black_box(sum);
+                read_ahead(items, &grouped[seen..grouped.len().min(seen + READ_AHEAD)]);
             }
             // Unit `rows.len()` <= `i`: its count goes where item `i`'s was
             // (already read) or before it.
@@ -181,26 +256,9 @@ impl<'a> Groups<'a> {
                     Entry::Vacant(v) => {
                         let g = groups.len() as u32;
                         v.insert(g);
-                        groups.push(Group {
-                            id,
-                            row: rows.len() as u32,
-                            first: i as u32,
-                            last: i as u32,
-                            pinned: false,
-                            negative: false,
-                            tokens: 0,
-                            timestamp: None,
-                            levels: 0,
-                            item: None,
-                        });
                         // (The group's count is written once it is known.)
                         tokens[rows.len()] = 0;
-                        rows.push(Row {
-                            first: i as u32,
-                            start: i as u32,
-                            len: 0,
-                            group: g,
-                        });
+                        groups.push(Group::new(id, i, &mut rows, g));
                         g
                     }
                 },
@@ -213,27 +271,8 @@ impl<'a> Groups<'a> {
                 open = Some(g);
             }
             let group = &mut groups[g as usize];
-            // A member after the group was closed (its members interleave
-            // with other units): its item is made again at the end.
-            group.item = None;
-            // A member that does not follow the group's previous one
-            // directly breaks the ranges.
-            contiguous &= group.last + 1 >= i as u32;
-            group.last = i as u32;
+            contiguous &= group.add(i, item, item_tokens, is_pinned);
             rows[group.row as usize].len += 1;
-            group.pinned |= is_pinned;
-            if item_tokens < 0 {
-                group.negative = true;
-            } else {
-                group.tokens = group.tokens.saturating_add(item_tokens);
-            }
-            group.timestamp = match (group.timestamp, item.timestamp()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            group.levels = group
-                .levels
-                .max(u32::try_from(item.variants().len()).unwrap_or(u32::MAX));
         }
         if let Some(g) = open {
             close(items, &mut groups, &rows, g);
@@ -245,16 +284,7 @@ impl<'a> Groups<'a> {
             &mut pins,
             &mut pinned,
         );
-        // The groups' counts and pins, now that every member was seen (a
-        // group with a negative member is excluded: any negative count).
-        tokens.truncate(rows.len());
-        for group in &groups {
-            tokens[group.row as usize] = if group.negative { -1 } else { group.tokens };
-            if group.pinned {
-                pinned.push(group.row as usize);
-            }
-        }
-        pinned.sort_unstable();
+        counts_and_pins(&groups, rows.len(), &mut tokens, &mut pinned);
         let members = if contiguous {
             Vec::new()
         } else {

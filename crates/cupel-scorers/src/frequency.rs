@@ -150,6 +150,53 @@ fn peer_overlap_counts(items: &[&ContextItem]) -> Vec<Option<u64>> {
     peer_overlap_counts_with(items, None)
 }
 
+/// Each item's ids (`sets`, item `i` at `offsets[i]..offsets[i + 1]`)
+/// sorted and deduplicated, compacted in place; the new offsets.
+fn sorted_sets(mut sets: Vec<u32>, offsets: &[usize]) -> (Vec<u32>, Vec<usize>) {
+    let n = offsets.len() - 1;
+    let mut offsets = offsets.to_vec();
+    let mut write = 0;
+    for i in 0..n {
+        let (from, to) = (offsets[i], offsets[i + 1]);
+        let kept = sort_dedup(&mut sets[from..to]);
+        // Element by element: a `copy_within` per item is a `memmove` call
+        // for one to three ids.
+        for k in 0..kept {
+            sets[write + k] = sets[from + k];
+        }
+        offsets[i] = write;
+        write += kept;
+    }
+    sets.truncate(write);
+    offsets[n] = write;
+    (sets, offsets)
+}
+
+/// How many items carry each of the `distinct` tags, and each item's set
+/// reduced to the tags two or more items carry (with its offsets).
+fn shared_sets(
+    sets: &[u32],
+    offsets: &[usize],
+    distinct: usize,
+) -> (Vec<u32>, Vec<u32>, Vec<usize>) {
+    let mut carriers = vec![0u32; distinct];
+    for &t in sets {
+        carriers[t as usize] = carriers[t as usize].saturating_add(1);
+    }
+    let mut shared: Vec<u32> = Vec::with_capacity(sets.len());
+    let mut shared_offsets: Vec<usize> = Vec::with_capacity(offsets.len());
+    shared_offsets.push(0);
+    for w in offsets.windows(2) {
+        shared.extend(
+            sets[w[0]..w[1]]
+                .iter()
+                .filter(|&&t| carriers[t as usize] > 1),
+        );
+        shared_offsets.push(shared.len());
+    }
+    (carriers, shared, shared_offsets)
+}
+
 /// [`peer_overlap_counts`], with the counting method forced (for tests).
 fn peer_overlap_counts_with(items: &[&ContextItem], force: Option<Method>) -> Vec<Option<u64>> {
     let n = items.len();
@@ -181,47 +228,17 @@ fn peer_overlap_counts_with(items: &[&ContextItem], force: Option<Method>) -> Ve
             .collect();
     }
 
-    let mut sets: Vec<u32> = interned
+    let sets: Vec<u32> = interned
         .ids
         .iter()
         .map(|&id| folded.of[id as usize])
         .collect();
-
-    // Each item's ids sorted and deduplicated, compacted in place.
-    let mut offsets = arena.offsets.clone();
-    let mut write = 0;
-    for i in 0..n {
-        let (from, to) = (offsets[i], offsets[i + 1]);
-        let kept = sort_dedup(&mut sets[from..to]);
-        // Element by element: a `copy_within` per item is a `memmove` call
-        // for one to three ids.
-        for k in 0..kept {
-            sets[write + k] = sets[from + k];
-        }
-        offsets[i] = write;
-        write += kept;
-    }
-    sets.truncate(write);
-    offsets[n] = write;
+    let (sets, offsets) = sorted_sets(sets, &arena.offsets);
 
     // 2. Keep only tags carried by two or more items, and group the items by
     //    the set that remains. An item whose set becomes empty shares no tag
     //    with anybody.
-    let mut carriers = vec![0u32; distinct];
-    for &t in &sets {
-        carriers[t as usize] = carriers[t as usize].saturating_add(1);
-    }
-    let mut shared: Vec<u32> = Vec::with_capacity(sets.len());
-    let mut shared_offsets: Vec<usize> = Vec::with_capacity(n + 1);
-    shared_offsets.push(0);
-    for w in offsets.windows(2) {
-        shared.extend(
-            sets[w[0]..w[1]]
-                .iter()
-                .filter(|&&t| carriers[t as usize] > 1),
-        );
-        shared_offsets.push(shared.len());
-    }
+    let (carriers, shared, shared_offsets) = shared_sets(&sets, &offsets, distinct);
     let largest = shared_offsets
         .windows(2)
         .map(|w| w[1] - w[0])

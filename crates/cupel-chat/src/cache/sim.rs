@@ -712,7 +712,7 @@ impl Replay<'_> {
                     last_position: newest,
                     unit_messages: 1,
                     whole_conversation: conv.len() == 1,
-                    unit_tokens: sum(&conv[conv.len().saturating_sub(1)..]),
+                    unit_tokens: conv.last().map_or(0, |&p| self.tokens[p]),
                     available_tokens: room,
                 }));
             }
@@ -737,17 +737,7 @@ impl Replay<'_> {
             first = cut;
             report = Some(r);
         }
-        let pins: Vec<Message> = pinned.iter().map(|&p| request[p].clone()).collect();
-        let summary_message = state
-            .0
-            .as_ref()
-            .map(|s| s.message(self.per_turn.format(), &pins));
-        let mut blocks: Vec<Block> = pinned.iter().map(|&p| self.blocks[p]).collect();
-        let extra = state.0.as_ref().map_or(0, RunningSummary::tokens);
-        if let Some(m) = &summary_message {
-            blocks.push(Block::of(m, extra, self.per_turn.format()));
-        }
-        blocks.extend(conv[first..].iter().map(|&p| self.blocks[p]));
+        let (blocks, extra) = self.summarized_blocks(&pinned, state.0.as_ref(), &conv[first..]);
         let u = sender.send(&blocks, pinned.len());
         let positions: Vec<usize> = pinned
             .into_iter()
@@ -755,6 +745,25 @@ impl Replay<'_> {
             .collect();
         let note = report.map(|r| r.to_string());
         Ok(Ok((positions, u, note, 0, (extra, usize::from(extra > 0)))))
+    }
+
+    /// The blocks of a window of the `pinned` messages, the `summary`'s
+    /// message and the messages at `rest`; the summary's tokens.
+    fn summarized_blocks(
+        &self,
+        pinned: &[usize],
+        summary: Option<&RunningSummary>,
+        rest: &[usize],
+    ) -> (Vec<Block>, i64) {
+        let format = self.per_turn.format();
+        let pins: Vec<Message> = pinned.iter().map(|&p| self.messages[p].clone()).collect();
+        let mut blocks: Vec<Block> = pinned.iter().map(|&p| self.blocks[p]).collect();
+        let extra = summary.map_or(0, RunningSummary::tokens);
+        if let Some(m) = summary.map(|s| s.message(format, &pins)) {
+            blocks.push(Block::of(&m, extra, format));
+        }
+        blocks.extend(rest.iter().map(|&p| self.blocks[p]));
+        (blocks, extra)
     }
 
     /// The chat trim's (or with `recall`, the recall window's) window for

@@ -982,30 +982,8 @@ impl<'a, 'o> Run<'a, 'o> {
         let system = |i: usize| self.pin[i] == Some(Decision::Pinned);
         let conversation = (0..n).filter(|&i| !system(i)).count();
         if conversation > 0 && positions.iter().all(|&i| system(i)) {
-            let (mut orphans, mut provider_rules, mut budget) = (0, 0, 0);
-            for r in rows.iter().filter(|r| !system(r.position)) {
-                match r.decision {
-                    Decision::OrphanResult { .. }
-                    | Decision::UnansweredCall { .. }
-                    | Decision::MalformedResult { .. }
-                    | Decision::WithoutFollower { .. }
-                    | Decision::WithOrphan { .. } => orphans += 1,
-                    Decision::StartRule { .. }
-                    | Decision::EndRule
-                    | Decision::Alternation { .. } => provider_rules += 1,
-                    Decision::DoesNotFit { .. } | Decision::OlderThanCut { .. } => budget += 1,
-                    _ => {}
-                }
-            }
-            return Err(Failed {
-                error: ChatError::NoConversation {
-                    messages: conversation,
-                    orphans,
-                    provider_rules,
-                    budget,
-                },
-                rows,
-            });
+            let error = no_conversation(rows.iter().filter(|r| !system(r.position)));
+            return Err(Failed { error, rows });
         }
         let pieces = (0..self.pieces.len())
             .map(|p| PieceRow {
@@ -1061,6 +1039,33 @@ impl<'a, 'o> Run<'a, 'o> {
 }
 
 /// A call key as the explanations print it.
+/// Why a window has no conversation message: the conversation's `rows`,
+/// counted by what dropped them (see [`ChatError::NoConversation`]).
+fn no_conversation<'r, 'a: 'r>(rows: impl Iterator<Item = &'r MessageRow<'a>>) -> ChatError {
+    let (mut messages, mut orphans, mut provider_rules, mut budget) = (0, 0, 0, 0);
+    for r in rows {
+        messages += 1;
+        match r.decision {
+            Decision::OrphanResult { .. }
+            | Decision::UnansweredCall { .. }
+            | Decision::MalformedResult { .. }
+            | Decision::WithoutFollower { .. }
+            | Decision::WithOrphan { .. } => orphans += 1,
+            Decision::StartRule { .. } | Decision::EndRule | Decision::Alternation { .. } => {
+                provider_rules += 1;
+            }
+            Decision::DoesNotFit { .. } | Decision::OlderThanCut { .. } => budget += 1,
+            _ => {}
+        }
+    }
+    ChatError::NoConversation {
+        messages,
+        orphans,
+        provider_rules,
+        budget,
+    }
+}
+
 fn key_text(key: CallKey<'_>) -> String {
     match key {
         CallKey::Id(id) => id.to_string(),
