@@ -57,8 +57,7 @@ impl Slicer for ContiguousSlice {
         items: &[ScoredItem<'_>],
         budget: SliceBudget,
     ) -> Result<SliceOutcome, CupelError> {
-        crate::inner::check_scores("ContiguousSlice", items)?;
-        if items.is_empty() || budget.target_tokens <= 0 {
+        if crate::inner::nothing_to_slice("ContiguousSlice", items, budget)? {
             return Ok(SliceOutcome::default());
         }
         let mut remaining = budget.target_tokens;
@@ -94,8 +93,7 @@ impl Slicer for ContiguousSlice {
         items: &[ScoredItem<'_>],
         budget: SliceBudget,
     ) -> Result<VariantOutcome, CupelError> {
-        crate::inner::check_scores("ContiguousSlice", items)?;
-        if items.is_empty() || budget.target_tokens <= 0 {
+        if crate::inner::nothing_to_slice("ContiguousSlice", items, budget)? {
             return Ok(VariantOutcome::default());
         }
         let mut remaining = budget.target_tokens;

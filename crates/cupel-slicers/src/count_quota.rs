@@ -172,8 +172,7 @@ impl CountPolicy {
         items: &[ScoredItem<'_>],
         budget: SliceBudget,
     ) -> Result<VariantOutcome, CupelError> {
-        crate::inner::check_scores(slicer, items)?;
-        if items.is_empty() || budget.target_tokens <= 0 {
+        if crate::inner::nothing_to_slice(slicer, items, budget)? {
             return Ok(VariantOutcome::default());
         }
         let Committed {

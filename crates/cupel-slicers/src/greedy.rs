@@ -112,8 +112,7 @@ impl Slicer for GreedySlice {
         budget: SliceBudget,
     ) -> Result<SliceOutcome, CupelError> {
         check_counted(items, tokens)?;
-        crate::inner::check_scores("GreedySlice", items)?;
-        if items.is_empty() || budget.target_tokens <= 0 {
+        if crate::inner::nothing_to_slice("GreedySlice", items, budget)? {
             return Ok(SliceOutcome::default());
         }
         // (density key, index) in index order, sorted stably by the key:
@@ -154,8 +153,7 @@ impl Slicer for GreedySlice {
         items: &[ScoredItem<'_>],
         budget: SliceBudget,
     ) -> Result<VariantOutcome, CupelError> {
-        crate::inner::check_scores("GreedySlice", items)?;
-        if items.is_empty() || budget.target_tokens <= 0 {
+        if crate::inner::nothing_to_slice("GreedySlice", items, budget)? {
             return Ok(VariantOutcome::default());
         }
         // Every form of every item, in (item, form) order: the position in

@@ -12,6 +12,18 @@ pub(crate) fn check_scores(slicer: &str, items: &[ScoredItem<'_>]) -> Result<(),
     })
 }
 
+/// Every slicer's entry: the scores are checked ([`check_scores`]), and
+/// `true` says there is nothing to slice (no items, or no positive target),
+/// so the slicer returns its empty outcome.
+pub(crate) fn nothing_to_slice(
+    slicer: &str,
+    items: &[ScoredItem<'_>],
+    budget: SliceBudget,
+) -> Result<bool, CupelError> {
+    check_scores(slicer, items)?;
+    Ok(items.is_empty() || budget.target_tokens <= 0)
+}
+
 /// Runs `inner` on the items at `map` (indices into `items`) and returns its
 /// outcome with every index translated back to `items`.
 ///

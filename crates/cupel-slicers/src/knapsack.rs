@@ -374,8 +374,7 @@ impl Slicer for KnapsackSlice {
         items: &[ScoredItem<'_>],
         budget: SliceBudget,
     ) -> Result<SliceOutcome, CupelError> {
-        crate::inner::check_scores("KnapsackSlice", items)?;
-        if items.is_empty() || budget.target_tokens <= 0 {
+        if crate::inner::nothing_to_slice("KnapsackSlice", items, budget)? {
             return Ok(SliceOutcome::default());
         }
         let mut selected = Vec::new();
@@ -460,8 +459,7 @@ impl Slicer for KnapsackSlice {
         items: &[ScoredItem<'_>],
         budget: SliceBudget,
     ) -> Result<VariantOutcome, CupelError> {
-        crate::inner::check_scores("KnapsackSlice", items)?;
-        if items.is_empty() || budget.target_tokens <= 0 {
+        if crate::inner::nothing_to_slice("KnapsackSlice", items, budget)? {
             return Ok(VariantOutcome::default());
         }
         let mut out = VariantOutcome::default();

@@ -485,11 +485,10 @@ impl QuotaSlice {
         budget: SliceBudget,
         variants: bool,
     ) -> Result<VariantOutcome, CupelError> {
-        crate::inner::check_scores("QuotaSlice", items)?;
-        let target = budget.target_tokens;
-        if items.is_empty() || target <= 0 {
+        if crate::inner::nothing_to_slice("QuotaSlice", items, budget)? {
             return Ok(VariantOutcome::default());
         }
+        let target = budget.target_tokens;
         let parts = partition(items)?;
         let budgets = distribute_budget(&self.quotas, &parts, target);
 

@@ -47,8 +47,7 @@ impl Slicer for ScoreOrderSlice {
         items: &[ScoredItem<'_>],
         budget: SliceBudget,
     ) -> Result<SliceOutcome, CupelError> {
-        crate::inner::check_scores("ScoreOrderSlice", items)?;
-        if items.is_empty() || budget.target_tokens <= 0 {
+        if crate::inner::nothing_to_slice("ScoreOrderSlice", items, budget)? {
             return Ok(SliceOutcome::default());
         }
         let mut order: Vec<(u64, usize)> = items
