@@ -55,6 +55,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
+mod attribute;
 mod budget;
 pub mod diagnostics;
 mod error;
@@ -75,6 +76,7 @@ mod timestamp;
 mod tokens;
 mod variant;
 
+pub use attribute::AttributeValue;
 pub use budget::{ContextBudget, ContextBudgetBuilder, SliceBudget};
 pub use diagnostics::{
     CapExclusion, CountRequirementShortfall, DiagnosticTraceCollector, ExcludedItem,

@@ -6,7 +6,7 @@
 //! span of the model call the window feeds, so a trace shows per request
 //! how warm the cache stayed and why the prefix broke when it did.
 
-use cupel_chat::{AttributeValue, CacheTurn};
+use cupel_chat::CacheTurn;
 use opentelemetry::KeyValue;
 use opentelemetry::trace::Span;
 
@@ -27,25 +27,26 @@ use opentelemetry::trace::Span;
 /// let mut session = CacheSession::new(Trim::openai(1_000), CacheProfile::openai());
 /// let transcript = vec![Message::system("Be terse."), Message::user("Hi")];
 /// let turn = session.next(&transcript)?;
+/// # #[allow(deprecated)]
 /// let attributes = cupel_otel::cache_turn_attributes(&turn);
 /// assert!(attributes.contains(&KeyValue::new("cupel.cache.turn", 1_i64)));
 /// assert!(attributes.contains(&KeyValue::new("cupel.cache.read_tokens", 0_i64)));
 /// # Ok::<(), cupel_chat::CacheError>(())
 /// ```
+#[deprecated(
+    since = "0.2.0",
+    note = "use `attribute_values(turn.attributes())`: the `chat` feature goes in 0.3"
+)]
 pub fn cache_turn_attributes(turn: &CacheTurn<'_>) -> Vec<KeyValue> {
-    turn.attributes()
-        .into_iter()
-        .map(|(k, v)| match v {
-            AttributeValue::Int(i) => KeyValue::new(k, i),
-            AttributeValue::Str(s) => KeyValue::new(k, s),
-            // `AttributeValue` is non-exhaustive: a future kind is recorded as text.
-            other => KeyValue::new(k, format!("{other:?}")),
-        })
-        .collect()
+    crate::attribute_values(turn.attributes())
 }
 
 /// Sets [`cache_turn_attributes`] on `span`: call it on the span of the
 /// model request that sends the turn's window.
+#[deprecated(
+    since = "0.2.0",
+    note = "use `record_attributes(span, turn.attributes())`: the `chat` feature goes in 0.3"
+)]
 pub fn record_cache_turn<S: Span + ?Sized>(span: &mut S, turn: &CacheTurn<'_>) {
-    span.set_attributes(cache_turn_attributes(turn));
+    crate::record_attributes(span, turn.attributes());
 }

@@ -53,13 +53,14 @@
 //! of the gate's own `tracing` event); [`record_gate_error`] records a failed
 //! call. The report type is `cupel-gate`'s, not the pipeline's.
 //!
-//! With the `chat` feature [`record_cache_turn`] sets a cache-aware chat turn's
-//! figures (`cupel-chat`'s `CacheSession`) as attributes of the model
-//! request's span.
+//! [`record_attributes`] sets reported figures, such as a cache-aware chat
+//! turn's (`cupel-chat`'s `CacheTurn::attributes`), as attributes of the
+//! model request's span; this crate does not depend on `cupel-chat` for it
+//! (the deprecated `chat` feature keeps the older `record_cache_turn` for
+//! one minor version).
 //!
 //! Depends on `cupel-core`, `cupel-run` and the `opentelemetry` API (no SDK);
-//! `cupel-gate`, `cupel-chat` and `tracing` only behind the features of the
-//! same names.
+//! `cupel-gate` and `tracing` only behind the features of the same names.
 //!
 //! ```
 //! use cupel_core::{ContextBudget, ContextItem, OverflowStrategy};
@@ -105,6 +106,7 @@
 //! ```
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
+mod attributes;
 #[cfg(feature = "chat")]
 mod cache;
 mod collector;
@@ -116,8 +118,10 @@ mod run_budget;
 mod tracing_collector;
 mod verbosity;
 
+pub use attributes::{attribute_values, record_attributes};
 #[cfg(feature = "chat")]
 #[cfg_attr(docsrs, doc(cfg(feature = "chat")))]
+#[allow(deprecated)]
 pub use cache::{cache_turn_attributes, record_cache_turn};
 #[allow(deprecated)]
 pub use collector::CupelOtelTraceCollector;

@@ -52,7 +52,7 @@ fn a_cut_turn_is_on_the_model_call_span() {
         .with_simple_exporter(exporter.clone())
         .build();
     let mut span = provider.tracer("app").start("chat.completion");
-    cupel_otel::record_cache_turn(&mut span, &turn);
+    cupel_otel::record_attributes(&mut span, turn.attributes());
     span.end();
     let data = exporter.get_finished_spans().unwrap().remove(0);
 

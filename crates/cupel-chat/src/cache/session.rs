@@ -294,15 +294,9 @@ fn short_duration(d: Duration) -> String {
     }
 }
 
-/// The value of one of [`CacheTurn::attributes`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum AttributeValue {
-    /// A count of tokens or messages.
-    Int(i64),
-    /// Text.
-    Str(String),
-}
+/// The value of one of [`CacheTurn::attributes`] (core's shared type, so an
+/// exporter records it without this crate).
+pub use cupel_core::AttributeValue;
 
 impl CacheTurn<'_> {
     /// Owned copies of the window's messages as sent: shortened ones in
