@@ -118,8 +118,10 @@ pub use message::{Content, Extra, Image, ImageSource, Message, Part, Role, ToolC
 #[cfg_attr(docsrs, doc(cfg(feature = "rig")))]
 pub use rig_compat::{from_rig, to_rig};
 pub use transcript::{Transcript, compact_json};
+#[allow(deprecated)]
+pub use trim::TokenTotals;
 pub use trim::{
-    Decision, Granularity, InputNote, MessageRow, Strategy, TokenTotals, Trim, Trimmed, TurnHalf,
+    Decision, Granularity, InputNote, MessageRow, Strategy, Trim, TrimTokens, Trimmed, TurnHalf,
     document_options, group_digits, trim, trim_or_rows, trim_transcript,
 };
 pub use trim::{Recall, RecallOptions, RecallSkip, Relevance};

@@ -778,7 +778,7 @@ pub(crate) fn aging(
 
 /// ` (112 of tool definitions, 3 of reply priming)`: the overhead's
 /// non-zero parts, or nothing.
-fn overhead_parts(t: &cupel_chat::TokenTotals) -> String {
+fn overhead_parts(t: &cupel_chat::TrimTokens) -> String {
     let parts: Vec<String> = [
         (t.tools, "tool definitions"),
         (t.overhead - t.tools, "reply priming"),

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::cache::profile::{CacheMode, CacheProfile, CacheUsage};
 use crate::message::Message;
-use crate::trim::TokenTotals;
+use crate::trim::TrimTokens;
 use crate::wire::{Format, message_to_value};
 
 /// One message of a request as the cache sees it: the hash of its
@@ -127,8 +127,8 @@ pub fn plan_breakpoints(
 /// What a request sends besides its messages, as the cache sees it: the
 /// tool definitions in front, which every provider caches as the start of
 /// the prefix (tools, then system, then messages), and a tail billed in full
-/// every time (OpenAI's reply priming): [`TokenTotals::tools`] and the rest
-/// of [`TokenTotals::overhead`].
+/// every time (OpenAI's reply priming): [`TrimTokens::tools`] and the rest
+/// of [`TrimTokens::overhead`].
 ///
 /// The cache sees the tools as one leading [`Block`] (hashed from their
 /// JSON, so changed tools break every prefix); breakpoints go in and come
@@ -144,7 +144,7 @@ impl Frame {
     /// The frame of a request with the tool definitions `tools` (for the
     /// hash; `None` hashes nothing: planning only needs the tokens) and the
     /// token totals of its trim.
-    pub(crate) fn new(tools: Option<&Value>, totals: &TokenTotals) -> Self {
+    pub(crate) fn new(tools: Option<&Value>, totals: &TrimTokens) -> Self {
         // `trim` keeps 0 <= tools <= overhead.
         let lead_tokens = totals.tools;
         let lead = (lead_tokens > 0).then(|| {

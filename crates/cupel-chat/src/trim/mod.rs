@@ -227,7 +227,7 @@ impl Trim {
     /// is one message right after the pinned prefix
     /// ([`inject`](crate::inject)); [`Trimmed::summary`] says what happened,
     /// [`Trimmed::cloned_messages`] and [`Transcript::window_of`] include it,
-    /// and [`TokenTotals::window`] counts it.
+    /// and [`TrimTokens::window`] counts it.
     pub fn summarize(mut self, compaction: Compaction) -> Self {
         self.compaction = Some(compaction);
         self
@@ -914,10 +914,12 @@ impl Reason<'_, '_> {
     }
 }
 
-/// Token totals of a trim.
+/// Token totals of a trim, by part (overhead, pinned, kept, dropped, ...).
+/// Named `TokenTotals` before 0.2: core's `TokenTotals` is the overflow-safe
+/// sum of item counts, another thing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct TokenTotals {
+pub struct TrimTokens {
     /// The budget.
     pub max_tokens: i64,
     /// What every request costs besides its messages: reply priming and
@@ -945,6 +947,13 @@ pub struct TokenTotals {
     pub window: i64,
 }
 
+/// The old name of [`TrimTokens`].
+#[deprecated(
+    since = "0.2.0",
+    note = "renamed `TrimTokens` (core's `TokenTotals` is the sum of item counts)"
+)]
+pub type TokenTotals = TrimTokens;
+
 /// The result of a [`trim`]: it borrows the input messages (nothing is
 /// copied; [`cloned_messages`](Self::cloned_messages) makes owned copies).
 #[derive(Debug, Clone)]
@@ -956,7 +965,7 @@ pub struct Trimmed<'a> {
     /// One row per input message, in input order.
     pub rows: Vec<MessageRow<'a>>,
     /// Token totals.
-    pub tokens: TokenTotals,
+    pub tokens: TrimTokens,
     /// The counter used (`openai o200k_base`, ...).
     pub counter: String,
     /// The same decisions as a [`SelectionReport`]: one item per message,

@@ -33,7 +33,7 @@ use cupel_core::SelectionReport;
 
 use super::report::build_report;
 use super::{
-    Decision, Granularity, Half, InputNote, MessageRow, PieceRow, TokenTotals, Trim, Trimmed,
+    Decision, Granularity, Half, InputNote, MessageRow, PieceRow, Trim, TrimTokens, Trimmed,
     TurnHalf,
 };
 use crate::count::MessageCounter;
@@ -1012,7 +1012,7 @@ impl<'a, 'o> Run<'a, 'o> {
         Ok(Trimmed {
             messages: kept_msgs,
             positions,
-            tokens: TokenTotals {
+            tokens: TrimTokens {
                 max_tokens: self.opts.max_tokens,
                 overhead: self.overhead,
                 tools: self.tools_tokens,
