@@ -5,7 +5,9 @@
 //! cache_sim [MAX_TOKENS] [--write FILE.json]`). With `--seeds K` it
 //! replays the agent transcripts of K consecutive seeds instead (the
 //! README's seed first) and prints the spread of the issue-26 measures, so
-//! one seed's figure can be read against the generator's variation.
+//! one seed's figure can be read against the generator's variation, and
+//! the issue-52 compaction ratios on the agent and chat transcripts of
+//! those seeds.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use cupel_benches::agent::{AGENT_SEED, agent_transcript, chat_transcript};
@@ -20,6 +22,8 @@ fn main() {
     if let Some(i) = args.iter().position(|a| a == "--seeds") {
         let k: u64 = args.get(i + 1).and_then(|s| s.parse().ok()).unwrap_or(10);
         spread(k, max);
+        println!();
+        compaction_spread(k, max);
         return;
     }
     let agent = agent_transcript(AGENT_SEED, 300).unwrap();
@@ -67,6 +71,21 @@ fn compaction(title: &str, doc: &Transcript, max: i64) {
         with / every,
         with / cost(SimStrategy::SummarizationMiddleware)
     );
+    for s in [SimStrategy::CacheAware, SimStrategy::CacheAwareSummary] {
+        let r = sim.run(s).unwrap();
+        let cuts = r
+            .turns
+            .iter()
+            .filter(|t| t.note.as_deref().is_some_and(|n| n.contains("removed")))
+            .count();
+        println!(
+            "{s}: cost from reads {:.0}, writes {:.0}, uncached {}; {cuts} cuts; low-water mark at the last request {}",
+            profile.read_multiplier * r.total.read as f64,
+            profile.write_multiplier * r.total.written as f64,
+            r.total.uncached,
+            r.turns.last().map_or(0, |t| t.low_water)
+        );
+    }
     if !doc
         .messages()
         .iter()
@@ -205,6 +224,59 @@ fn spread(k: u64, max: i64) {
         if let (Some(lo), Some(hi)) = (v.first(), v.last()) {
             println!(
                 "{name}: median {:.1}, range {lo:.1}-{hi:.1}",
+                v[v.len() / 2]
+            );
+        }
+    }
+}
+
+/// The issue-52 ratios of one transcript: aware+summary over cache-aware
+/// and over summarize-every.
+fn compaction_ratios(doc: &Transcript, max: i64) -> [f64; 2] {
+    let c = Compaction::new(DigestSummarizer::new())
+        .max_tokens(max / 40)
+        .unwrap();
+    let sim = simulate(
+        doc.messages(),
+        &Trim::anthropic(max).summarize(c),
+        &CacheProfile::anthropic(),
+    )
+    .unwrap();
+    let cost = |s: SimStrategy| sim.run(s).unwrap().cost;
+    let with = cost(SimStrategy::CacheAwareSummary);
+    [
+        with / cost(SimStrategy::CacheAware),
+        with / cost(SimStrategy::SummarizeEvery),
+    ]
+}
+
+/// Per seed, the compaction ratios on the agent and the chat transcript;
+/// then the median and range of each.
+fn compaction_spread(k: u64, max: i64) {
+    println!(
+        "| seed | agent: summary/aware | agent: summary/every | chat: summary/aware | chat: summary/every |"
+    );
+    println!("|---|---:|---:|---:|---:|");
+    let mut rows: Vec<[f64; 4]> = Vec::new();
+    for s in 0..k {
+        let seed = AGENT_SEED.wrapping_add(s);
+        let [aa, ae] = compaction_ratios(&agent_transcript(seed, 300).unwrap(), max);
+        let [ca, ce] = compaction_ratios(&chat_transcript(seed, 300).unwrap(), max);
+        println!("| {seed:#x} | {aa:.3}x | {ae:.3}x | {ca:.3}x | {ce:.3}x |");
+        rows.push([aa, ae, ca, ce]);
+    }
+    let names = [
+        "agent summary/aware (target <= 1.1x)",
+        "agent summary/every (target <= 0.5x)",
+        "chat summary/aware (target <= 1.1x)",
+        "chat summary/every (target <= 0.5x)",
+    ];
+    for (c, name) in names.iter().enumerate() {
+        let mut v: Vec<f64> = rows.iter().map(|r| r[c]).collect();
+        v.sort_by(f64::total_cmp);
+        if let (Some(lo), Some(hi)) = (v.first(), v.last()) {
+            println!(
+                "{name}: median {:.3}x, range {lo:.3}x-{hi:.3}x",
                 v[v.len() / 2]
             );
         }

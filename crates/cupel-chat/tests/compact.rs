@@ -765,3 +765,68 @@ fn gemini_and_responses_summaries_keep_the_provider_shape() {
     assert_eq!(input[0]["content"], said("u2", 10));
     assert_eq!(doc.window_of(&out).to_value(), v);
 }
+
+/// A session with compaction under the automatic mark, budget `max`,
+/// summary bound 20, the OpenAI profile (write price 1: the default mark is
+/// half the conversation's room).
+fn auto_session(max: i64, sum: &'static Counting) -> CacheSession {
+    CacheSession::new(Trim::openai(max).counter(Words), CacheProfile::openai())
+        .summarize(Compaction::new(sum).max_tokens(20).unwrap())
+}
+
+#[test]
+fn with_a_summary_the_automatic_mark_keeps_the_newest_twenty_messages() {
+    // Budget 1,000: room for the conversation 1,000 - S 10 - bound 20 = 970;
+    // the cost-model mark floor(970 / (1 + 1)) = 485. The newest 20
+    // messages hold 20 * 10 = 200 tokens < 485, so the mark is 200 of
+    // conversation, 10 + 200 = 210 of window.
+    let all = chat(50);
+    let sum = leak(Counting::default());
+    let mut s = auto_session(1_000, sum);
+    for k in 1..=49usize {
+        // Conversation (2k - 1) * 10 <= 970 up to k = 49: appended.
+        let turn = s.next(&all[..2 * k]).unwrap();
+        assert!(turn.cut.is_none(), "turn {k}");
+    }
+    // k = 50: 99 messages, 990 > 970. Exchanges of 20 go while the window
+    // is over the room or keeps >= 200 without them: 990, 970, ..., 230
+    // -> 210 (39 exchanges, #1-#78); 210 - 20 = 190 < 200: E40 stays.
+    let turn = s.next(&all[..100]).unwrap();
+    assert!(turn.cut.is_some());
+    assert_eq!(turn.low_water, 210);
+    let r = turn.summary.clone().unwrap();
+    assert_eq!(r.evicted, (1..=78).collect::<Vec<_>>());
+    // Kept: U40 A40 ... U49 A49 U50, 21 messages (>= 20) of 210 tokens.
+    assert_eq!(turn.positions[0], 0);
+    assert_eq!(turn.positions[1..], (79..=99).collect::<Vec<_>>()[..]);
+    // S 10 + "Summary 78 messages." (1 + 5 + 3 = 9) + 210 = 229.
+    assert_eq!(turn.window_tokens, 229);
+}
+
+#[test]
+fn with_a_summary_a_smaller_cost_model_mark_still_wins() {
+    // Budget 200: room 200 - 10 - 20 = 170; the cost-model mark
+    // floor(170 / 2) = 85 < the newest 20 messages' 200 tokens, so the mark
+    // is 85 of conversation, 95 of window, as without the rule.
+    let all = chat(10);
+    let sum = leak(Counting::default());
+    let mut s = auto_session(200, sum);
+    for k in 1..=9usize {
+        // (2k - 1) * 10 <= 170 up to k = 9.
+        assert!(s.next(&all[..2 * k]).unwrap().cut.is_none());
+    }
+    // k = 10: 190 > 170. 190 -> 170 (must), 150, 130, 110, 90 (each leaves
+    // >= 85); 90 - 20 = 70 < 85: E6 stays. 5 exchanges (#1-#10) go.
+    let turn = s.next(&all[..20]).unwrap();
+    assert_eq!(turn.low_water, 95);
+    assert_eq!(
+        turn.summary.clone().unwrap().evicted,
+        (1..=10).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        turn.positions,
+        [0].into_iter().chain(11..=19).collect::<Vec<_>>()
+    );
+    // S 10 + "Summary 10 messages." 9 + 90 = 109.
+    assert_eq!(turn.window_tokens, 109);
+}

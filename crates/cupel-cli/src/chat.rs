@@ -216,8 +216,9 @@ pub(crate) struct ChatArgs {
     /// tools called and the assistant's conclusion. The summary is one
     /// message after the pinned prompts (OpenAI: system; Anthropic:
     /// user), counted in the budget (--summary-max-tokens are held
-    /// back). With --state it changes only when the session cuts and
-    /// the state file keeps it.
+    /// back). With --state it changes only when the session cuts (a
+    /// cut then keeps the newest 20 messages, fewer when the session's
+    /// default low-water mark is smaller) and the state file keeps it.
     #[arg(long, verbatim_doc_comment, conflicts_with = "summarize_with")]
     summarize: bool,
 

@@ -21,6 +21,34 @@ use crate::trim::{Decision, Granularity, Half, Trim, Trimmed, trim};
 /// A budget no transcript reaches: trims at it only group and validate.
 const UNLIMITED: i64 = i64::MAX / 4;
 
+/// The messages a cut of a session with compaction keeps under the
+/// automatic low-water mark: LangChain `SummarizationMiddleware`'s
+/// documented `keep` default, the last 20 messages
+/// (reference.langchain.com, `SummarizationMiddlewareOptions.keep`, read
+/// 2026-11-27), the same keep the simulation's `summarize-every` and
+/// `langchain-state` use (`spec/13-clarifications.md`, CP-7).
+pub(crate) const SUMMARY_KEEP_MESSAGES: usize = 20;
+
+/// The tokens of the newest `keep` messages among `eligible` (a message
+/// split in two pieces counted once, with both pieces' tokens); all of
+/// them when there are fewer.
+fn newest_messages_tokens(eligible: &[Slot], keep: usize) -> i64 {
+    let mut messages = 0usize;
+    let mut tokens = 0i64;
+    let mut last_pos = None;
+    for e in eligible.iter().rev() {
+        if last_pos != Some(e.pos) {
+            if messages == keep {
+                break;
+            }
+            messages += 1;
+            last_pos = Some(e.pos);
+        }
+        tokens = tokens.saturating_add(e.tokens);
+    }
+    tokens
+}
+
 /// Where a cut stops: the low-water mark, as the whole window's tokens
 /// (pinned prompts and request overhead included).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -28,6 +56,11 @@ const UNLIMITED: i64 = i64::MAX / 4;
 pub enum LowWater {
     /// Derived from the profile's cost model:
     /// pinned + overhead + [`CacheProfile::default_low_water`] of the rest.
+    /// In a session with compaction ([`CacheSession::summarize`]), where the
+    /// summary takes what a cut removes, the conversation part is at most
+    /// the tokens of the newest 20 messages (LangChain
+    /// `SummarizationMiddleware`'s default `keep`): a cut keeps at least
+    /// those 20 messages, fewer only when the default mark is smaller.
     #[default]
     Auto,
     /// A fixed number of window tokens.
@@ -640,6 +673,13 @@ impl CacheSession {
     /// [`previous`](Compaction::previous) summary is the session's starting
     /// point (a resumed session's, from its state).
     ///
+    /// Under the automatic low-water mark ([`LowWater::Auto`]) a cut of a
+    /// session with compaction goes deeper than without: it keeps the
+    /// newest units holding the newest 20 messages (the keep of LangChain's
+    /// `SummarizationMiddleware`), or the default mark when that is
+    /// smaller, since the summary now carries what is cut. A mark the
+    /// caller sets ([`low_water`](Self::low_water)) is kept as given.
+    ///
     /// ```
     /// use cupel_chat::{CacheProfile, CacheSession, Compaction, DigestSummarizer, Message, Trim};
     /// let c = Compaction::new(DigestSummarizer::new()).max_tokens(80)?;
@@ -1205,6 +1245,10 @@ impl<'a> Plan<'a> {
         }
         let available = max - fixed - reserve;
         let low_conv = match session.low_water {
+            LowWater::Auto if session.compaction.is_some() => session
+                .profile
+                .default_low_water(available)
+                .min(newest_messages_tokens(&eligible, SUMMARY_KEEP_MESSAGES)),
             LowWater::Auto => session.profile.default_low_water(available),
             LowWater::Tokens(t) => {
                 if !(0..=max).contains(&t) {

@@ -6,7 +6,7 @@ use std::fmt;
 use crate::cache::error::CacheError;
 use crate::cache::profile::{CacheProfile, CacheUsage};
 use crate::cache::prompt::{Block, Frame, PromptCache};
-use crate::cache::session::CacheSession;
+use crate::cache::session::{CacheSession, SUMMARY_KEEP_MESSAGES};
 use crate::cache::suffix::{Composite, Suffixes};
 use crate::compact::{Compaction, Folding, RunningSummary, SummaryReport, units};
 use crate::error::ChatError;
@@ -461,11 +461,6 @@ fn replay(
     })
 }
 
-/// LangChain `SummarizationMiddleware`'s documented default `keep`: the
-/// last 20 messages (reference.langchain.com, `SummarizationMiddlewareOptions.keep`,
-/// "Defaults to keeping last 20 messages", read 2026-11-27).
-const LANGCHAIN_KEEP_MESSAGES: usize = 20;
-
 /// The replay's suffixes (see `suffix`), from the whole transcript's
 /// unlimited trims with the task pinned and not, in the session's units; `None` when either fails
 /// (every request is then trimmed whole).
@@ -697,10 +692,7 @@ impl Replay<'_> {
                 m.answered_ids().next().is_none() && !m.is_tool_result()
             };
             let room = self.max - fixed - c.max_tokens;
-            let mut cut = conv
-                .len()
-                .saturating_sub(LANGCHAIN_KEEP_MESSAGES)
-                .max(first);
+            let mut cut = conv.len().saturating_sub(SUMMARY_KEEP_MESSAGES).max(first);
             while cut < conv.len() && (!starts(cut) || sum(&conv[cut..]) > room) {
                 cut += 1;
             }
