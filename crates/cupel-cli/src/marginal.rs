@@ -220,19 +220,7 @@ fn marginal_table(
     let w = render::widths(&rows, ["item", "kind", "tokens", "score"], [6, 14, 12, 9]);
     let used: usize = w.iter().map(|x| x + 2).sum();
     let rw = render::WIDTH.saturating_sub(used).max(20);
-    let reason_head = format!("why out at {lo}");
-    let _ = writeln!(
-        out,
-        "{:>w0$}  {:<w1$}  {:>w2$}  {:>w3$}  {reason_head}",
-        "item",
-        "kind",
-        "tokens",
-        "score",
-        w0 = w[0],
-        w1 = w[1],
-        w2 = w[2],
-        w3 = w[3]
-    );
+    render::item_table_head(out, &w, &format!("why out at {lo}"));
     for (row, &i) in rows.iter().zip(marginal) {
         let why = small
             .outcomes

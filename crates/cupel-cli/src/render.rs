@@ -421,18 +421,7 @@ pub(crate) fn window(p: &Prepared, report: &SelectionReport) -> String {
     let w = widths(&rows, ["item", "kind", "tokens", "score"], [4, 14, 12, 9]);
     let used: usize = w.iter().map(|x| x + 2).sum();
     let cw = WIDTH.saturating_sub(used).max(10);
-    let _ = writeln!(
-        out,
-        "{:>w0$}  {:<w1$}  {:>w2$}  {:>w3$}  content",
-        "item",
-        "kind",
-        "tokens",
-        "score",
-        w0 = w[0],
-        w1 = w[1],
-        w2 = w[2],
-        w3 = w[3]
-    );
+    item_table_head(&mut out, &w, "content");
     for (row, inc) in rows.iter().zip(&report.included) {
         let _ = writeln!(
             out,
@@ -543,6 +532,23 @@ pub(crate) fn exclusion_text(
         }
         other => other.to_string(),
     }
+}
+
+/// The head of a table of items with columns item, kind, tokens and score
+/// (widths `w`), then `last` (the free column).
+pub(crate) fn item_table_head(out: &mut String, w: &[usize], last: &str) {
+    let _ = writeln!(
+        out,
+        "{:>w0$}  {:<w1$}  {:>w2$}  {:>w3$}  {last}",
+        "item",
+        "kind",
+        "tokens",
+        "score",
+        w0 = w[0],
+        w1 = w[1],
+        w2 = w[2],
+        w3 = w[3]
+    );
 }
 
 /// The line above the explanation table.
