@@ -285,16 +285,15 @@ impl Message {
     ) -> Self {
         let calls = calls
             .into_iter()
-            .map(|(id, name, args)| {
-                let mut extra = Extra::new();
-                extra.insert("type".into(), Value::String("function".into()));
-                ToolCall {
-                    id: id.into(),
-                    name: name.into(),
-                    arguments: Value::String(args.into()),
-                    extra,
-                    function_extra: Extra::new(),
-                }
+            // `type: "function"` is written for every call and dropped when
+            // read: the call equals its own round trip (a resumed session
+            // finds it in the state it stored).
+            .map(|(id, name, args)| ToolCall {
+                id: id.into(),
+                name: name.into(),
+                arguments: Value::String(args.into()),
+                extra: Extra::new(),
+                function_extra: Extra::new(),
             })
             .collect();
         Message {
