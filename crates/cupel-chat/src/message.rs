@@ -411,40 +411,66 @@ impl Message {
     /// A short label for reports: `user`, `assistant tool call lookup (call_1)`,
     /// `tool result for call_1`, ...
     pub fn label(&self) -> String {
+        let mut out = String::new();
+        self.write_label(&mut out);
+        out
+    }
+
+    /// Appends [`label`](Self::label) to `out` (the report writes every
+    /// message's label into one buffer, allocating nothing per message).
+    pub(crate) fn write_label(&self, out: &mut String) {
         if self.is_legacy_result() {
-            return format!(
-                "function result for {}",
-                self.name.as_deref().unwrap_or("?")
-            );
+            out.push_str("function result for ");
+            out.push_str(self.name.as_deref().unwrap_or("?"));
+            return;
         }
         if self.role == Role::Tool && self.tool_call_id.is_none() {
-            return "tool result without a tool_call_id".to_string();
+            out.push_str("tool result without a tool_call_id");
+            return;
         }
         if self.is_tool_result() {
-            let ids: Vec<&str> = self.answered_ids().collect();
-            return format!("tool result for {}", ids.join(", "));
+            out.push_str("tool result for ");
+            push_joined(out, self.answered_ids());
+            return;
         }
-        let calls: Vec<String> = self
-            .calls()
-            .map(|c| format!("{} ({})", c.name, c.id))
-            .collect();
-        let lead = if self.is_mixed_turn() {
-            let ids: Vec<&str> = self.answered_ids().collect();
-            format!(
-                "{} (tool results for {}, then text)",
-                self.role,
-                ids.join(", ")
-            )
-        } else {
-            self.role.to_string()
-        };
+        out.push_str(self.role.as_str());
+        if self.is_mixed_turn() {
+            out.push_str(" (tool results for ");
+            push_joined(out, self.answered_ids());
+            out.push_str(", then text)");
+        }
         if let Some((name, _)) = self.legacy_call() {
-            return format!("{lead} function call {name}");
+            out.push_str(" function call ");
+            out.push_str(name);
+            return;
         }
-        match calls.len() {
-            0 => lead,
-            1 => format!("{lead} tool call {}", calls.join("")),
-            _ => format!("{lead} tool calls {}", calls.join(", ")),
+        let mut calls = self.calls().peekable();
+        let Some(first) = calls.next() else {
+            return;
+        };
+        out.push_str(if calls.peek().is_some() {
+            " tool calls "
+        } else {
+            " tool call "
+        });
+        for (i, c) in std::iter::once(first).chain(calls).enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            out.push_str(&c.name);
+            out.push_str(" (");
+            out.push_str(&c.id);
+            out.push(')');
         }
+    }
+}
+
+/// Appends `items` to `out`, separated by `, `.
+fn push_joined<'a>(out: &mut String, items: impl Iterator<Item = &'a str>) {
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(item);
     }
 }

@@ -417,48 +417,56 @@ impl ContextItemBuilder {
     }
 
     /// Sets the content.
+    #[inline]
     pub fn content(mut self, content: impl Into<String>) -> Self {
         self.data.content = Text::from(content.into());
         self
     }
 
     /// Sets the token count.
+    #[inline]
     pub fn tokens(mut self, tokens: i64) -> Self {
         self.data.tokens = tokens;
         self
     }
 
     /// Sets the kind.
+    #[inline]
     pub fn kind(mut self, kind: ContextKind) -> Self {
         self.data.kind = kind;
         self
     }
 
     /// Sets the source.
+    #[inline]
     pub fn source(mut self, source: ContextSource) -> Self {
         self.data.source = source;
         self
     }
 
     /// Sets the priority.
+    #[inline]
     pub fn priority(mut self, priority: i64) -> Self {
         self.data.priority = Some(priority);
         self
     }
 
     /// Sets or clears the priority.
+    #[inline]
     pub fn priority_opt(mut self, priority: Option<i64>) -> Self {
         self.data.priority = priority;
         self
     }
 
     /// Appends one tag.
+    #[inline]
     pub fn tag(mut self, tag: impl Into<Tag>) -> Self {
         self.data.tags.push(tag.into());
         self
     }
 
     /// Replaces the tags.
+    #[inline]
     pub fn tags<I, S>(mut self, tags: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -469,6 +477,7 @@ impl ContextItemBuilder {
     }
 
     /// Inserts one metadata entry (replacing an earlier value for the key).
+    #[inline]
     pub fn metadata(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.data
             .ext_mut()
@@ -478,6 +487,7 @@ impl ContextItemBuilder {
     }
 
     /// Replaces the metadata map.
+    #[inline]
     pub fn metadata_map(mut self, metadata: BTreeMap<String, String>) -> Self {
         if metadata.is_empty() {
             if let Some(e) = &mut self.data.ext {
@@ -490,12 +500,14 @@ impl ContextItemBuilder {
     }
 
     /// Sets the timestamp.
+    #[inline]
     pub fn timestamp(mut self, timestamp: DateTime<Utc>) -> Self {
         self.data.timestamp = Some(timestamp);
         self
     }
 
     /// Sets or clears the timestamp.
+    #[inline]
     pub fn timestamp_opt(mut self, timestamp: Option<DateTime<Utc>>) -> Self {
         self.data.timestamp = timestamp;
         self
@@ -503,12 +515,14 @@ impl ContextItemBuilder {
 
     /// Sets the future-relevance hint. Any `f64` is accepted; the reflexive
     /// scorer maps non-finite hints to 0 and clamps the rest into `[0, 1]`.
+    #[inline]
     pub fn future_relevance_hint(mut self, hint: f64) -> Self {
         self.data.ext_mut().future_relevance_hint = Some(hint);
         self
     }
 
     /// Sets or clears the future-relevance hint.
+    #[inline]
     pub fn future_relevance_hint_opt(mut self, hint: Option<f64>) -> Self {
         match hint {
             Some(_) => self.data.ext_mut().future_relevance_hint = hint,
@@ -523,12 +537,14 @@ impl ContextItemBuilder {
 
     /// Sets the item's embedding (a vector from the caller's embedding
     /// model; [`build`](Self::build) checks it).
+    #[inline]
     pub fn embedding(mut self, embedding: impl Into<Arc<[f32]>>) -> Self {
         self.data.ext_mut().embedding = Some(embedding.into());
         self
     }
 
     /// Sets or clears the item's embedding.
+    #[inline]
     pub fn embedding_opt(mut self, embedding: Option<Vec<f32>>) -> Self {
         match embedding {
             Some(v) => self.embedding(v),
@@ -542,18 +558,21 @@ impl ContextItemBuilder {
     }
 
     /// Pins (or unpins) the item.
+    #[inline]
     pub fn pinned(mut self, pinned: bool) -> Self {
         self.data.pinned = pinned;
         self
     }
 
     /// Sets the pre-summarisation token count.
+    #[inline]
     pub fn original_tokens(mut self, tokens: i64) -> Self {
         self.data.ext_mut().original_tokens = Some(tokens);
         self
     }
 
     /// Sets or clears the pre-summarisation token count.
+    #[inline]
     pub fn original_tokens_opt(mut self, tokens: Option<i64>) -> Self {
         match tokens {
             Some(_) => self.data.ext_mut().original_tokens = tokens,
@@ -574,12 +593,14 @@ impl ContextItemBuilder {
     /// assert_eq!(call.group(), Some("call-1"));
     /// # Ok::<(), cupel_core::CupelError>(())
     /// ```
+    #[inline]
     pub fn group(mut self, group: impl Into<String>) -> Self {
         self.data.group = Some(CompactString::from(group.into()));
         self
     }
 
     /// Sets or clears the group.
+    #[inline]
     pub fn group_opt(mut self, group: Option<String>) -> Self {
         self.data.group = group.map(CompactString::from);
         self
@@ -596,6 +617,7 @@ impl ContextItemBuilder {
     /// assert_eq!(item.variants()[0].tokens(), 120);
     /// # Ok::<(), cupel_core::CupelError>(())
     /// ```
+    #[inline]
     pub fn variant(mut self, variant: ItemVariant) -> Self {
         let ext = self.data.ext_mut();
         let mut all = std::mem::take(&mut ext.variants).into_vec();
@@ -615,6 +637,7 @@ impl ContextItemBuilder {
     }
 
     /// Removes every variant.
+    #[inline]
     pub fn clear_variants(mut self) -> Self {
         if let Some(e) = &mut self.data.ext {
             e.variants = Box::default();

@@ -1,6 +1,7 @@
 //! The trim's decisions as a [`SelectionReport`]: one item per message.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use cupel_core::{
     ContextItem, ContextKind, ExcludedItem, ExclusionReason, IncludedItem, InclusionReason,
@@ -9,52 +10,107 @@ use cupel_core::{
 
 use super::run::Unit;
 use super::{Decision, InputNote, MessageRow};
-use crate::message::Message;
+use crate::message::{Content, Message, Part};
 
-/// The first `max` characters of `m`'s text with every run of whitespace
-/// collapsed to one space (and none at either end), `…` appended when cut:
-/// the excerpt of `m.text()`, read from the message's parts without
-/// building the whole text, so a huge tool output costs `max` characters,
-/// not its length. `None` when `m.text()` would be empty.
-fn excerpt(m: &Message, max: usize) -> Option<String> {
-    let texts = m.content.texts();
+/// The texts `m.text()` joins, in order: the content's own texts, then
+/// those of its tool results. Allocates nothing.
+fn text_parts(m: &Message) -> impl Iterator<Item = &str> {
     let results = m.content.parts().iter().filter_map(|p| match p {
-        crate::message::Part::ToolResult(r) => Some(r.content.texts()),
+        Part::ToolResult(r) => Some(content_texts(&r.content)),
         _ => None,
     });
-    let mut parts = texts.into_iter().chain(results.flatten()).peekable();
+    content_texts(&m.content).chain(results.flatten())
+}
+
+/// [`Content::texts`](crate::message::Content::texts) without the vector.
+fn content_texts(c: &Content) -> impl Iterator<Item = &str> {
+    let (whole, parts) = match c {
+        Content::Text(t) => (Some(t.as_str()), &[][..]),
+        Content::Parts(p) => (None, &p[..]),
+        Content::Absent | Content::Null => (None, &[][..]),
+    };
+    whole
+        .into_iter()
+        .chain(parts.iter().filter_map(|p| match p {
+            Part::Text { text, .. } => Some(text.as_str()),
+            _ => None,
+        }))
+}
+
+/// Appends to `out` the first `max` characters of `m`'s text with every
+/// run of whitespace collapsed to one space (and none at either end), `…`
+/// appended when cut: the excerpt of `m.text()`, read from the message's
+/// parts without building the whole text, so a huge tool output costs
+/// `max` characters, not its length. Returns `false`, having appended
+/// nothing, when `m.text()` would be empty.
+fn write_excerpt(m: &Message, max: usize, out: &mut String) -> bool {
+    let mut parts = text_parts(m).peekable();
     // `m.text()` joins the parts with '\n': it is empty only for no part,
     // or a single empty one.
-    let first = parts.peek().copied()?;
-    let mut out = String::new();
+    let Some(first) = parts.peek().copied() else {
+        return false;
+    };
+    let start = out.len();
     let mut count = 0usize;
-    let mut pending_space = false;
     let mut seen = 0usize;
     for text in parts {
         seen += 1;
-        if !out.is_empty() {
-            pending_space = true;
-        }
-        for c in text.chars() {
-            if c.is_whitespace() {
-                pending_space |= !out.is_empty();
-                continue;
-            }
-            for ch in [pending_space.then_some(' '), Some(c)]
-                .into_iter()
-                .flatten()
-            {
+        for word in text.split(char::is_whitespace).filter(|w| !w.is_empty()) {
+            if out.len() > start {
                 if count == max {
                     out.push('…');
-                    return Some(out);
+                    return true;
                 }
-                out.push(ch);
+                out.push(' ');
                 count += 1;
             }
-            pending_space = false;
+            let len = if word.is_ascii() {
+                word.len()
+            } else {
+                word.chars().count()
+            };
+            if count + len <= max {
+                out.push_str(word);
+                count += len;
+            } else {
+                out.extend(word.chars().take(max - count));
+                out.push('…');
+                return true;
+            }
         }
     }
-    (seen > 1 || !first.is_empty()).then_some(out)
+    seen > 1 || !first.is_empty()
+}
+
+/// [`write_excerpt`] into a string of its own (`None` when `m.text()` is empty).
+#[cfg(test)]
+fn excerpt(m: &Message, max: usize) -> Option<String> {
+    let mut out = String::new();
+    write_excerpt(m, max, &mut out).then_some(out)
+}
+
+/// Each message's notes, joined with `; ` (a message may be named by several).
+fn notes_by_position(notes: &[InputNote]) -> BTreeMap<usize, String> {
+    let mut note_of: BTreeMap<usize, String> = BTreeMap::new();
+    for note in notes {
+        for p in note.positions() {
+            let joined = note_of.entry(p).or_default();
+            if !joined.is_empty() {
+                joined.push_str("; ");
+            }
+            let _ = write!(joined, "{note}");
+        }
+    }
+    note_of
+}
+
+/// Whether [`build_report`] lists the row among the included items.
+fn is_included(d: &Decision) -> bool {
+    match d {
+        Decision::Recalled { .. } => true,
+        Decision::NotRecalled { .. } => false,
+        d => d.is_pinned() || d.is_kept(),
+    }
 }
 
 pub(super) fn build_report(
@@ -64,23 +120,18 @@ pub(super) fn build_report(
     notes: &[InputNote],
 ) -> SelectionReport {
     let n = rows.len().max(1) as f64;
-    // Each message's notes, joined (a message may be named by several).
-    let mut note_of: BTreeMap<usize, Vec<String>> = BTreeMap::new();
-    for note in notes {
-        for p in note.positions() {
-            note_of.entry(p).or_default().push(note.to_string());
-        }
-    }
-    let mut included = Vec::new();
-    let mut excluded = Vec::new();
+    let note_of = notes_by_position(notes);
+    let kept = rows.iter().filter(|r| is_included(&r.decision)).count();
+    let mut included = Vec::with_capacity(kept);
+    let mut excluded = Vec::with_capacity(rows.len() - kept);
+    // One buffer for every item's content: each item then allocates its
+    // content once, at its exact length.
+    let mut buf = String::new();
     for r in rows {
-        let group = r
-            .unit
-            .filter(|&u| units[u].len > 1)
-            .map(|u| format!("unit-{u}"));
-        let notes = note_of.get(&r.position);
+        let grouped = r.unit.filter(|&u| units[u].len > 1);
+        let note = note_of.get(&r.position).map(String::as_str);
         // Content is never empty and the group id is `unit-N`: building cannot fail.
-        let Some(item) = item_of(&messages[r.position], r, group.clone(), notes) else {
+        let Some(item) = item_of(&messages[r.position], r, grouped, note, &mut buf) else {
             continue;
         };
         // Newest scores highest: the order the newest-turns policy fills in.
@@ -91,7 +142,7 @@ pub(super) fn build_report(
                     .at_position(r.position),
             ),
             Decision::NotRecalled { relevance, .. } => excluded.push(
-                ExcludedItem::new(item, relevance.score, exclusion(&r.decision, group))
+                ExcludedItem::new(item, relevance.score, exclusion(&r.decision, grouped))
                     .at_position(r.position),
             ),
             d if d.is_pinned() => included.push(
@@ -112,12 +163,35 @@ pub(super) fn build_report(
                 }
                 included.push(row);
             }
-            d => excluded
-                .push(ExcludedItem::new(item, score, exclusion(d, group)).at_position(r.position)),
+            d => excluded.push(
+                ExcludedItem::new(item, score, exclusion(d, grouped)).at_position(r.position),
+            ),
         }
     }
+    // Input order is score ascending unless relevance reorders it: the
+    // sort finds the one descending run and reverses it in linear time.
     excluded.sort_by(|a, b| score_cmp_desc(a.score, b.score));
     SelectionReport::new(included, excluded)
+}
+
+/// Appends `n` in decimal, as `Display` writes it, without the formatter.
+fn push_decimal(out: &mut String, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(digits[i..].iter().map(|&d| char::from(d)));
+}
+
+/// The group id of unit `u`.
+fn unit_group(u: usize) -> String {
+    format!("unit-{u}")
 }
 
 /// One message as a report item: `#position label: excerpt`, its kind,
@@ -125,14 +199,20 @@ pub(super) fn build_report(
 fn item_of(
     m: &Message,
     r: &MessageRow<'_>,
-    group: Option<String>,
-    notes: Option<&Vec<String>>,
+    unit: Option<usize>,
+    note: Option<&str>,
+    buf: &mut String,
 ) -> Option<ContextItem> {
-    let label = m.label();
-    let content = match excerpt(m, 200) {
-        None => format!("#{} {label}", r.position),
-        Some(text) => format!("#{} {label}: {text}", r.position),
-    };
+    buf.clear();
+    buf.push('#');
+    push_decimal(buf, r.position);
+    buf.push(' ');
+    m.write_label(buf);
+    let bare = buf.len();
+    buf.push_str(": ");
+    if !write_excerpt(m, 200, buf) {
+        buf.truncate(bare);
+    }
     let kind = if m.role.is_prompt() {
         ContextKind::SYSTEM_PROMPT
     } else if m.is_tool_result() {
@@ -144,14 +224,14 @@ fn item_of(
         Decision::Shortened { tokens, .. } | Decision::Partial { tokens, .. } => *tokens,
         _ => r.tokens,
     };
-    let mut builder = ContextItem::builder(content, sent)
+    let mut builder = ContextItem::builder(buf.as_str(), sent)
         .kind(kind)
         .pinned(r.decision.is_pinned())
-        .group_opt(group)
+        .group_opt(unit.map(unit_group))
         .metadata("position", r.position.to_string())
         .metadata("role", m.role.as_str());
-    if let Some(notes) = notes {
-        builder = builder.metadata("note", notes.join("; "));
+    if let Some(note) = note {
+        builder = builder.metadata("note", note);
     }
     match &r.decision {
         Decision::Partial { .. } => builder = builder.metadata("rewritten", r.reason()),
@@ -164,8 +244,8 @@ fn item_of(
 }
 
 /// Why a dropped message is out, as the report's reason.
-fn exclusion(d: &Decision, group: Option<String>) -> ExclusionReason {
-    match (d, group) {
+fn exclusion(d: &Decision, unit: Option<usize>) -> ExclusionReason {
+    match (d, unit.map(unit_group)) {
         (
             Decision::DoesNotFit {
                 unit_tokens,
