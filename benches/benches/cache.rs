@@ -41,6 +41,56 @@ fn bench(c: &mut Criterion) {
         b.iter(|| black_box(simulate(messages, &opts, &profile).unwrap().runs.len()))
     });
     g.finish();
+    turn_cost(c);
+}
+
+/// One turn's cost against its history (issue 54, item 1: a turn on a
+/// 10,000-message history at most 2x one on a 100-message history, the new
+/// messages equal), with `next` (`history_*`: every older message's
+/// fingerprint compared) and `next_appended` (`appended_*`: the caller
+/// vouches that the transcript only grew): a session that made the windows of the requests ending
+/// at messages `h` and `h + 2` makes the next one, two messages later (an
+/// answer and a question), on the seeded chat transcript at a
+/// 40,000-token budget.
+fn turn_cost(c: &mut Criterion) {
+    let doc = cupel_benches::agent::chat_transcript(AGENT_SEED, 5_010).unwrap();
+    let messages = doc.messages();
+    let opts = Trim::anthropic(40_000);
+    let profile = CacheProfile::anthropic();
+    let mut g = c.benchmark_group("cache_turn");
+    if quick() {
+        g.sample_size(10).measurement_time(Duration::from_secs(1));
+    }
+    for h in [100usize, 1_000, 10_000] {
+        // #0 is the system prompt, then questions at odd positions: `..h`
+        // ends on a question.
+        let mut warm = CacheSession::new(opts.clone(), profile.clone());
+        warm.next(&messages[..h]).unwrap();
+        warm.next(&messages[..h + 2]).unwrap();
+        let next = &messages[..h + 4];
+        g.bench_function(format!("history_{h}"), |b| {
+            b.iter_batched(
+                || warm.clone(),
+                |mut s| {
+                    let tokens = s.next(next).unwrap().window_tokens;
+                    // Dropped outside the timing, as a live session is kept.
+                    (s, black_box(tokens))
+                },
+                criterion::BatchSize::LargeInput,
+            )
+        });
+        g.bench_function(format!("appended_{h}"), |b| {
+            b.iter_batched(
+                || warm.clone(),
+                |mut s| {
+                    let tokens = s.next_appended(next).unwrap().window_tokens;
+                    (s, black_box(tokens))
+                },
+                criterion::BatchSize::LargeInput,
+            )
+        });
+    }
+    g.finish();
 }
 
 criterion_group!(benches, bench);

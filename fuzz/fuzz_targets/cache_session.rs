@@ -1,7 +1,9 @@
 //! (i) Cache sessions through a session store: an arbitrary conversation
 //! grown turn by turn, each turn served twice — by one live `CacheSession`
-//! and by `serve_turn` on a `MemorySessionStore`, which resumes every turn
-//! from the serialised state of the previous one. Asserts no panic; that
+//! (which plans a grown transcript from its recent end, with `next` and,
+//! on every other turn, `next_appended`) and by `serve_turn` on a
+//! `MemorySessionStore`, which resumes every turn from the serialised state
+//! of the previous one and plans the whole transcript. Asserts no panic; that
 //! the resumed session gives the live one's window, breakpoints and tokens
 //! (or fails where it fails); that every window is within the budget; and
 //! that no turn carries more than Anthropic's 4 cache markers.
@@ -57,6 +59,7 @@ fuzz_target!(|input: Input| {
     let plan = SessionPlan::new(opts, profile);
     let store = MemorySessionStore::new();
     let mut transcript = vec![Message::system(words(input.system, 0))];
+    let mut turns = 0usize;
     for (i, step) in input.steps.iter().take(64).enumerate() {
         match *step {
             Step::User(n) => transcript.push(Message::user(words(n, i))),
@@ -68,7 +71,12 @@ fuzz_target!(|input: Input| {
             }
             Step::Tool(_) => {}
             Step::Turn => {
-                let a = live.next(&transcript);
+                turns += 1;
+                let a = if turns % 2 == 0 {
+                    live.next_appended(&transcript)
+                } else {
+                    live.next(&transcript)
+                };
                 let b = serve_turn(&store, "c", &plan, &transcript);
                 match (a, b) {
                     (Ok(a), Ok(b)) => {
@@ -76,6 +84,8 @@ fuzz_target!(|input: Input| {
                         assert_eq!(a.breakpoints, b.turn.breakpoints, "breakpoints differ");
                         assert_eq!(a.window_tokens, b.turn.window_tokens);
                         assert_eq!(a.turn, b.turn.turn);
+                        assert_eq!(a.rows, b.turn.rows, "rows differ");
+                        assert_eq!(a.history_tokens, b.turn.history_tokens);
                         assert!(a.window_tokens <= max_tokens, "over the budget");
                         assert!(a.breakpoints.len() <= MAX_CACHE_MARKERS);
                     }

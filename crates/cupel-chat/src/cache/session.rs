@@ -16,7 +16,11 @@ use crate::compact::{
 use crate::count::MessageCounter;
 use crate::error::ChatError;
 use crate::message::Message;
-use crate::trim::{Decision, Granularity, Half, Trim, Trimmed, trim};
+use crate::trim::{Decision, Granularity, Half, MessageRow, Trim, Trimmed, trim};
+
+mod ledger;
+
+use ledger::{Check, Digest, Kind, Ledger, RecentEnd};
 
 /// A budget no transcript reaches: trims at it only group and validate.
 const UNLIMITED: i64 = i64::MAX / 4;
@@ -632,6 +636,13 @@ pub struct CacheSession {
     /// The previous window's blocks as sent (empty when unknown: a resumed
     /// window is hashed afresh): the kept prefix reuses their hashes.
     prev_blocks: Vec<Block>,
+    /// What the turns so far learnt of the transcript ([`next`](Self::next)
+    /// plans a grown transcript from its recent end with it).
+    ledger: Option<Ledger>,
+    /// Set while a turn runs on the ledger's roll: where it starts.
+    rolled: Option<RecentEnd>,
+    /// The digest of the last plan sent, when [`next`](Self::next) asked.
+    digest: Option<Digest>,
 }
 
 impl CacheSession {
@@ -656,6 +667,9 @@ impl CacheSession {
             summary: None,
             recent_end: None,
             prev_blocks: Vec::new(),
+            ledger: None,
+            rolled: None,
+            digest: None,
         }
     }
 
@@ -727,6 +741,7 @@ impl CacheSession {
     pub fn resume(mut self, previous_window: Vec<Message>) -> Self {
         self.previous = Some(previous_window);
         self.prev_blocks = Vec::new();
+        self.ledger = None;
         self.seed_pending = true;
         // The resumed window counts as a turn: the next one is turn 2.
         self.turn = self.turn.max(1);
@@ -885,6 +900,107 @@ impl CacheSession {
     /// A turn that fails sends nothing: the session keeps its previous
     /// window and turn number for the next call.
     pub fn next<'a>(&mut self, messages: &'a [Message]) -> Result<CacheTurn<'a>, CacheError> {
+        self.next_checked(messages, Check::All)
+    }
+
+    /// [`next`](Self::next) from the recent end when the ledger allows,
+    /// else on the whole transcript (the ledger rebuilt from it).
+    fn next_checked<'a>(
+        &mut self,
+        messages: &'a [Message],
+        check: Check,
+    ) -> Result<CacheTurn<'a>, CacheError> {
+        if let Some(turn) = self.next_recent(messages, check) {
+            return Ok(turn);
+        }
+        let keep = self.compaction.is_none();
+        self.digest = None;
+        self.ledger = None;
+        self.rolled = None;
+        self.recent_end = None;
+        self.keep_digest(keep);
+        let turn = self.next_whole(messages);
+        if let (Ok(t), Some(d)) = (&turn, self.digest.take()) {
+            let front = t.positions.get(t.pinned).copied();
+            self.ledger = Some(Ledger::whole(messages, &self.opts, d, front));
+        }
+        self.keep_digest(false);
+        turn
+    }
+
+    /// [`next`](Self::next) for a transcript that only grew at its end
+    /// since the previous call (the agent loop that pushes to one `Vec`):
+    /// the same window, but the messages before the previous window's
+    /// recent end are not compared with what the session saw — only the
+    /// pinned messages, the messages from the recent end on and the one
+    /// before it are. A turn then costs the new messages and the window,
+    /// whatever the history's length (`spec/20-prompt-cache.md`, "Turn
+    /// cost"). An edit further back goes unseen: the rows and the history
+    /// tokens of those messages stay as first counted, and the window is
+    /// the one the unedited history gives. When in doubt use `next`, which
+    /// compares every message's fingerprint (still without counting them
+    /// again).
+    ///
+    /// ```
+    /// use cupel_chat::{CacheProfile, CacheSession, Message, Trim};
+    /// let mut s = CacheSession::new(Trim::openai(120), CacheProfile::openai());
+    /// let mut transcript = vec![Message::system("Be brief.")];
+    /// for k in 0..40 {
+    ///     transcript.push(Message::user(format!("Question {k}: how and why?")));
+    ///     let turn = s.next_appended(&transcript)?;
+    ///     assert!(turn.window_tokens <= 120);
+    ///     assert_eq!(turn.rows.len(), transcript.len());
+    ///     transcript.push(Message::assistant(format!("Answer {k}.")));
+    /// }
+    /// # Ok::<(), cupel_chat::CacheError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`next`](Self::next).
+    pub fn next_appended<'a>(
+        &mut self,
+        messages: &'a [Message],
+    ) -> Result<CacheTurn<'a>, CacheError> {
+        self.next_checked(messages, Check::Appended)
+    }
+
+    /// Asks [`send`](Self::send) for the plan's digest (or not).
+    fn keep_digest(&mut self, keep: bool) {
+        self.digest = keep.then(Digest::default);
+    }
+
+    /// [`next`](Self::next) on the ledger's roll: the pinned messages and
+    /// the messages from the boundary at or before the previous window's
+    /// front on (`spec/20-prompt-cache.md`, "Turn cost"). `None` when the
+    /// ledger does not hold `messages`' older part, no boundary qualifies,
+    /// or the session does not find its previous window there; the session
+    /// is then unchanged and the caller plans the whole transcript.
+    fn next_recent<'a>(&mut self, messages: &'a [Message], check: Check) -> Option<CacheTurn<'a>> {
+        let mut ledger = self.ledger.take()?;
+        let at = ledger.recent_end(messages, &self.opts, check)?;
+        let roll = ledger.take_roll();
+        self.recent_end = Some((at.unit_base, at.task_pinned));
+        self.rolled = Some(at.clone());
+        self.keep_digest(true);
+        let found = self.next_found(&roll);
+        self.recent_end = None;
+        self.rolled = None;
+        let digest = self.digest.take();
+        let turn = found.ok().flatten()?;
+        #[cfg(test)]
+        crate::cache::sim::RECENT_TURNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let out = lift(turn, messages, &ledger, &at);
+        let front = out.positions.get(out.pinned).copied();
+        ledger.settle(messages, &at, (digest.unwrap_or_default(), roll, front));
+        self.ledger = Some(ledger);
+        Some(out)
+    }
+
+    /// The turn of the whole transcript `messages` (no ledger).
+    pub(crate) fn next_whole<'a>(
+        &mut self,
+        messages: &'a [Message],
+    ) -> Result<CacheTurn<'a>, CacheError> {
         let (plan, previous, opts) = self.prepare(messages)?;
         let compaction = self.compaction.clone();
         let report = match &compaction {
@@ -930,6 +1046,7 @@ impl CacheSession {
         messages: &'a [Message],
         summarizer: &dyn AsyncSummarizer,
     ) -> Result<CacheTurn<'a>, CacheError> {
+        self.ledger = None;
         let (plan, previous, opts) = self.prepare(messages)?;
         let compaction = self.compaction.clone();
         let report = match &compaction {
@@ -1100,6 +1217,9 @@ impl CacheSession {
             frame.send(&mut self.cache, &blocks, plan.pinned.len(), reuse_at);
         let conv_tokens: i64 = w.tokens.iter().copied().fold(0, i64::saturating_add);
         let rows = plan.rows(kept_prefix, self.granularity);
+        if self.digest.is_some() {
+            self.digest = Some(plan.digest());
+        }
         self.memo = std::mem::take(&mut plan.forms.memo);
         self.turn = self.next_turn.take().unwrap_or(self.turn + 1);
         let expired = self.expired.take();
@@ -1193,6 +1313,9 @@ struct Plan<'a> {
     sent: BTreeMap<usize, (Message, i64)>,
     /// Each eligible piece's unit number (1-based).
     unit_rank: Vec<usize>,
+    /// Where the messages sit in the transcript, when they are a ledger's
+    /// roll (reasons name input positions).
+    origin: Option<RecentEnd>,
 }
 
 impl<'a> Plan<'a> {
@@ -1294,6 +1417,7 @@ impl<'a> Plan<'a> {
             removed: Vec::new(),
             sent: BTreeMap::new(),
             unit_rank,
+            origin: session.rolled.clone(),
         })
     }
 
@@ -1708,7 +1832,9 @@ impl<'a> Plan<'a> {
                 let status = match (&r.decision, at[r.position]) {
                     (Decision::Pinned, _) => CacheStatus::Pinned,
                     (Decision::PinnedTask { .. }, _) => CacheStatus::PinnedTask,
-                    (_, None) => CacheStatus::Dropped { reason: r.reason() },
+                    (_, None) => CacheStatus::Dropped {
+                        reason: self.reason(r),
+                    },
                     (_, Some(i)) if i < self.start => CacheStatus::EarlierCut,
                     (_, Some(i)) if i < self.front => CacheStatus::Cut {
                         unit: self.unit_rank[i],
@@ -1734,6 +1860,176 @@ impl<'a> Plan<'a> {
                 }
             })
             .collect()
+    }
+}
+
+impl Plan<'_> {
+    /// The trim's reason for row `r`, naming input positions.
+    fn reason(&self, r: &MessageRow<'_>) -> String {
+        match &self.origin {
+            Some(at) => {
+                let mut r = r.clone();
+                r.decision = at_input(&r.decision, at);
+                r.reason()
+            }
+            None => r.reason(),
+        }
+    }
+
+    /// What the ledger keeps of this plan.
+    fn digest(&self) -> Digest {
+        let n = self.messages.len();
+        let mut eligible = vec![0i64; n];
+        for e in &self.eligible {
+            eligible[e.pos] = eligible[e.pos].saturating_add(e.tokens);
+        }
+        let mut kept = vec![false; n];
+        for e in &self.eligible {
+            kept[e.pos] = true;
+        }
+        let entries = self
+            .full
+            .rows
+            .iter()
+            .map(|r| {
+                let kind = match (&r.decision, kept[r.position]) {
+                    (Decision::Pinned, _) => Kind::Pinned,
+                    (Decision::PinnedTask { .. }, _) => Kind::PinnedTask,
+                    (_, true) => Kind::Eligible,
+                    (_, false) => Kind::Dropped(self.reason(r)),
+                };
+                (r.tokens, eligible[r.position], kind)
+            })
+            .collect();
+        // Units with a piece before each position (as `unit_rank` numbers them).
+        let mut units_before = vec![0usize; n + 1];
+        let mut rank = self.unit_rank.first().map_or(0, |&r| r.saturating_sub(1));
+        if self.eligible.is_empty() {
+            rank = self.origin.as_ref().map_or(0, |at| at.unit_base);
+        }
+        let mut next = 0usize;
+        for (e, &r) in self.eligible.iter().zip(&self.unit_rank) {
+            while next <= e.pos {
+                units_before[next] = rank;
+                next += 1;
+            }
+            rank = r;
+        }
+        for u in &mut units_before[next..] {
+            *u = rank;
+        }
+        Digest {
+            entries,
+            units_before,
+            task_pinned: self
+                .full
+                .rows
+                .iter()
+                .any(|r| matches!(r.decision, Decision::PinnedTask { .. })),
+        }
+    }
+}
+
+/// `d` with the roll positions it names as input positions.
+fn at_input(d: &Decision, at: &RecentEnd) -> Decision {
+    match d {
+        Decision::WithOrphan { position } => Decision::WithOrphan {
+            position: at.position(*position),
+        },
+        Decision::OlderThanCut { cut_position } => Decision::OlderThanCut {
+            cut_position: at.position(*cut_position),
+        },
+        Decision::Partial {
+            kept,
+            tokens,
+            call_ids,
+            dropped,
+        } => Decision::Partial {
+            kept: *kept,
+            tokens: *tokens,
+            call_ids: call_ids.clone(),
+            dropped: Box::new(at_input(dropped, at)),
+        },
+        other => other.clone(),
+    }
+}
+
+/// A turn made on the ledger's roll, told in the transcript's positions:
+/// the rows of the messages before the boundary come from the ledger
+/// (older than the previous window: cut by an earlier turn, or left out by
+/// the rules), the rest from the turn.
+fn lift<'a>(
+    turn: CacheTurn<'_>,
+    messages: &'a [Message],
+    ledger: &Ledger,
+    at: &RecentEnd,
+) -> CacheTurn<'a> {
+    let pos = |i: usize| at.position(i);
+    let n = at.pins.len();
+    let unit_noun = turn.rows.first().map_or("exchange", |r| r.unit_noun);
+    let lifted = |r: &CacheRow<'_>| CacheRow {
+        position: pos(r.position),
+        message: &messages[pos(r.position)],
+        tokens: r.tokens,
+        status: r.status.clone(),
+        sent_tokens: r.sent_tokens,
+        unit_noun: r.unit_noun,
+    };
+    let mut rows = Vec::with_capacity(at.start + turn.rows.len() - n);
+    let mut pin = 0usize;
+    for (p, m) in messages[..at.start].iter().enumerate() {
+        if at.pins.get(pin) == Some(&p) {
+            rows.push(lifted(&turn.rows[pin]));
+            pin += 1;
+            continue;
+        }
+        let e = ledger.entry(p);
+        rows.push(CacheRow {
+            position: p,
+            message: m,
+            tokens: e.tokens,
+            status: match &e.kind {
+                Kind::Dropped(reason) => CacheStatus::Dropped {
+                    reason: reason.clone(),
+                },
+                Kind::Pinned => CacheStatus::Pinned,
+                Kind::PinnedTask => CacheStatus::PinnedTask,
+                Kind::Eligible => CacheStatus::EarlierCut,
+            },
+            sent_tokens: None,
+            unit_noun,
+        });
+    }
+    rows.extend(turn.rows[n..].iter().map(lifted));
+    let positions: Vec<usize> = turn.positions.iter().map(|&i| pos(i)).collect();
+    CacheTurn {
+        messages: positions.iter().map(|&p| &messages[p]).collect(),
+        positions,
+        history_tokens: turn
+            .history_tokens
+            .saturating_add(ledger.eligible_before(at.start)),
+        removed: turn.removed.iter().map(|&i| pos(i)).collect(),
+        shortened: turn
+            .shortened
+            .into_iter()
+            .map(|(i, m)| (pos(i), m))
+            .collect(),
+        rows,
+        turn: turn.turn,
+        pinned: turn.pinned,
+        window_tokens: turn.window_tokens,
+        max_tokens: turn.max_tokens,
+        low_water: turn.low_water,
+        kept_prefix: turn.kept_prefix,
+        kept_prefix_tokens: turn.kept_prefix_tokens,
+        broke: turn.broke,
+        cut: turn.cut,
+        breakpoints: turn.breakpoints,
+        usage: turn.usage,
+        cost: turn.cost,
+        expired: turn.expired,
+        summary: turn.summary,
+        granularity: turn.granularity,
     }
 }
 

@@ -493,6 +493,11 @@ fn prefix_sums(base: i64, tokens: &[i64]) -> Vec<i64> {
 #[cfg(test)]
 static RECENT_HITS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
+/// Session turns planned from the ledger's roll (tests only).
+#[cfg(test)]
+pub(crate) static RECENT_TURNS: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
 /// One replay of a transcript's requests: what every strategy shares.
 struct Replay<'a> {
     messages: &'a [Message],
@@ -566,7 +571,7 @@ impl Replay<'_> {
                         front = self.front(end, &windowed.0);
                         Ok(windowed)
                     } else {
-                        match session.next(request) {
+                        match session.next_whole(request) {
                             Ok(t) => {
                                 last_turn = Some((k, t.turn));
                                 front = self.front(end, &t.positions);
@@ -997,7 +1002,7 @@ mod recent_end_tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::{AgeToolResults, Granularity, Transcript};
+    use crate::{AgeToolResults, CacheTurn, Granularity, Transcript};
 
     /// One step of a generated conversation.
     #[derive(Debug, Clone)]
@@ -1165,6 +1170,119 @@ mod recent_end_tests {
                 panic!("{d}");
             }
             assert_eq!(recent.failed(), 0);
+        }
+    }
+
+    /// Serves every request of `messages` to a session turn by turn with
+    /// [`CacheSession::next`] (which plans a grown transcript from its
+    /// recent end) and to another planning each whole request; the first
+    /// turn that differs (window, rows, notes, failure), if any, and how
+    /// many turns took the recent end.
+    fn incremental_against_whole(
+        messages: &[Message],
+        opts: &Trim,
+        edit: Option<usize>,
+        appended: bool,
+    ) -> (Option<String>, usize) {
+        let profile = CacheProfile::anthropic();
+        let mut inc = CacheSession::new(opts.clone(), profile.clone());
+        let mut whole = CacheSession::new(opts.clone(), profile);
+        let mut edited = messages.to_vec();
+        let mut recent = 0;
+        for (k, &end) in request_ends(messages).iter().enumerate() {
+            // An older message edited halfway: the ledger must notice.
+            if edit.is_some_and(|e| e < end && k == request_ends(messages).len() / 2) {
+                let e = edit.unwrap_or(0);
+                edited[e] = Message::user(format!("edited {e}"));
+            }
+            let request = &edited[..end];
+            let before = RECENT_TURNS.load(std::sync::atomic::Ordering::Relaxed);
+            let a = if appended && k % 2 == 1 {
+                inc.next_appended(request)
+            } else {
+                inc.next(request)
+            };
+            recent += RECENT_TURNS.load(std::sync::atomic::Ordering::Relaxed) - before;
+            let b = whole.next_whole(request);
+            let show = |t: &Result<CacheTurn<'_>, CacheError>| match t {
+                Ok(t) => format!("{t:?}\n{t}\n{}", t.rows_text()),
+                Err(e) => format!("{e:?}"),
+            };
+            let (sa, sb) = (show(&a), show(&b));
+            if sa != sb {
+                return (
+                    Some(format!(
+                        "request {k} (end {end}):\nincremental: {sa}\nwhole:       {sb}"
+                    )),
+                    recent,
+                );
+            }
+        }
+        (None, recent)
+    }
+
+    /// A long conversation: most turns take the recent end, and every turn
+    /// is the whole request's.
+    #[test]
+    fn a_session_plans_a_grown_transcript_from_its_recent_end() {
+        let steps: Vec<Step> = (0..120)
+            .flat_map(|k| {
+                [
+                    Step::User(10 + k % 7),
+                    Step::Calls {
+                        n: 1 + k % 2,
+                        answered: 1 + k % 2,
+                        late: false,
+                    },
+                    Step::Assistant(12),
+                ]
+            })
+            .collect();
+        for anthropic in [false, true] {
+            let t = Transcript::parse(&document(&steps, anthropic)).unwrap();
+            let opts = Trim::new(t.format(), 900);
+            let (diff, recent) = incremental_against_whole(t.messages(), &opts, None, true);
+            assert_eq!(diff, None);
+            // 240 requests; the first windows, and the turns where the
+            // previous window starts before any boundary, plan whole.
+            assert!(recent > 200, "only {recent} turns took the recent end");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+        /// A session's turns on a transcript that grows are the whole
+        /// requests' turns, byte for byte (rows and notes included), for
+        /// both formats, every granularity, pins and ageing; an edit to an
+        /// older message re-plans.
+        #[test]
+        fn incremental_turns_are_whole_turns(
+            steps in proptest::collection::vec(step(), 1..50),
+            anthropic in any::<bool>(),
+            max in 60i64..900,
+            granularity in 0usize..3,
+            pin in 0usize..3,
+            aging in any::<bool>(),
+            edit in proptest::option::weighted(0.3, 0usize..40),
+            appended in any::<bool>(),
+        ) {
+            let doc = document(&steps, anthropic);
+            let t = Transcript::parse(&doc).unwrap();
+            let mut opts = Trim::new(t.format(), max).granularity(
+                [Granularity::Message, Granularity::Exchange, Granularity::Turn][granularity],
+            );
+            if pin < 2 {
+                opts = opts.pin_first_user(pin == 1);
+            }
+            if aging {
+                opts = opts.age_tool_results(AgeToolResults::new(1));
+            }
+            // `next_appended` on every other turn when nothing is edited.
+            let appended = appended && edit.is_none();
+            let (diff, _) = incremental_against_whole(t.messages(), &opts, edit, appended);
+            if let Some(d) = diff {
+                prop_assert!(false, "{}\n{}", d, doc);
+            }
         }
     }
 

@@ -29,6 +29,8 @@
 //! request instead. `spec/20-prompt-cache.md`, "Replay cost", states the
 //! rule; the sim's tests replay random transcripts both ways.
 
+use std::collections::BTreeMap;
+
 use crate::message::{Message, Role};
 use crate::trim::{Trim, Trimmed};
 
@@ -84,10 +86,6 @@ impl Suffixes {
         unpinned: &Trimmed<'_>,
     ) -> Self {
         let n = messages.len();
-        let fresh_user = |m: &Message| {
-            m.role == Role::User && !m.is_tool_result() && m.answered_ids().next().is_none()
-        };
-        let makes_call = |m: &Message| m.calls().next().is_some() || m.legacy_call().is_some();
         let mut users = Vec::with_capacity(n + 1);
         let mut calls = Vec::with_capacity(n + 1);
         let mut before = Vec::with_capacity(n + 1);
@@ -96,27 +94,19 @@ impl Suffixes {
             users.push(u);
             calls.push(c);
             before.push(t);
-            u += usize::from(m.role == Role::User && !m.is_tool_result());
+            u += usize::from(counts_as_user(m));
             c += usize::from(makes_call(m));
             t = t.saturating_add(tk);
         }
         users.push(u);
         calls.push(c);
         before.push(t);
-        let crossed = crossed_by_results(messages);
-        let format = opts.format();
-        let boundary = (0..n)
-            .map(|s| {
-                s > 0
-                    && fresh_user(&messages[s])
-                    && !(opts.pins_prompts() && messages[s].role.is_prompt())
-                    && messages[s - 1].role == Role::Assistant
-                    && !makes_call(&messages[s - 1])
-                    && !crate::formats::needs_next(format, &messages[s - 1])
-                    && !crate::formats::binds_to_next(format, &messages[s - 1], &messages[s])
-                    && !crossed[s]
-            })
-            .collect();
+        let mut found = Boundaries::default();
+        found.extend(messages, opts);
+        let mut boundary = vec![false; n];
+        for &s in &found.list {
+            boundary[s] = true;
+        }
         let prompts = if opts.pins_prompts() {
             (0..n).filter(|&i| messages[i].role.is_prompt()).collect()
         } else {
@@ -222,41 +212,89 @@ impl Suffixes {
     }
 }
 
-/// `crossed[s]`: a result at or after `s` answers a call made before `s`
-/// (by id, or a legacy function result by name; the latest earlier maker,
-/// as the trim pairs them).
-fn crossed_by_results(messages: &[Message]) -> Vec<bool> {
-    use std::collections::BTreeMap;
-    let n = messages.len();
-    let mut maker: BTreeMap<(bool, &str), usize> = BTreeMap::new();
-    // +1 where a crossing interval (maker, result] starts, -1 past its end.
-    let mut delta = vec![0i64; n + 2];
-    for (r, m) in messages.iter().enumerate() {
-        let legacy = m
-            .is_legacy_result()
-            .then_some(m.name.as_deref())
-            .flatten()
-            .map(|name| (true, name));
-        for key in m.answered_ids().map(|id| (false, id)).chain(legacy) {
-            if let Some(&c) = maker.get(&key) {
-                delta[c + 1] += 1;
-                delta[r + 1] -= 1;
+/// A user message that answers no call: a boundary candidate, and the
+/// task when it is the first.
+pub(crate) fn fresh_user(m: &Message) -> bool {
+    m.role == Role::User && !m.is_tool_result() && m.answered_ids().next().is_none()
+}
+
+/// A user message that is not a tool result (the trim's count of users
+/// for the default task pin).
+pub(crate) fn counts_as_user(m: &Message) -> bool {
+    m.role == Role::User && !m.is_tool_result()
+}
+
+/// A message making a call (by id, or a legacy function call).
+pub(crate) fn makes_call(m: &Message) -> bool {
+    m.calls().next().is_some() || m.legacy_call().is_some()
+}
+
+/// Whether `m`, a fresh user message after `prev`, may start a composite
+/// as far as the two alone tell: `prev` is an assistant message that makes
+/// no call, needs no follower and does not bind to `m`.
+fn after_plain_answer(format: crate::Format, prev: &Message, m: &Message) -> bool {
+    fresh_user(m)
+        && prev.role == Role::Assistant
+        && !makes_call(prev)
+        && !crate::formats::needs_next(format, prev)
+        && !crate::formats::binds_to_next(format, prev, m)
+}
+
+/// The boundaries of a transcript that grows at its end, kept message by
+/// message: the positions where a composite may start (see the module
+/// doc). A result that answers a call made before a boundary removes it:
+/// `(maker, result]` is crossed (by id, or a legacy function result by
+/// name; the latest earlier maker, as the trim pairs them).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Boundaries {
+    /// The boundaries so far, ascending.
+    list: Vec<usize>,
+    /// The latest maker of each call: `(legacy, id or name)`.
+    makers: BTreeMap<(bool, String), usize>,
+    /// How many messages were read.
+    len: usize,
+}
+
+impl Boundaries {
+    /// Reads `messages[self.len..]` (the transcript grew by those).
+    pub(crate) fn extend(&mut self, messages: &[Message], opts: &Trim) {
+        let format = opts.format();
+        for r in self.len..messages.len() {
+            let m = &messages[r];
+            let legacy = m
+                .is_legacy_result()
+                .then_some(m.name.as_deref())
+                .flatten()
+                .map(|name| (true, name));
+            for (legacy, key) in m.answered_ids().map(|id| (false, id)).chain(legacy) {
+                if let Some(&c) = self.makers.get(&(legacy, key.to_string())) {
+                    while self.list.last().is_some_and(|&b| b > c) {
+                        self.list.pop();
+                    }
+                }
+            }
+            for call in m.calls() {
+                self.makers.insert((false, call.id.clone()), r);
+            }
+            if let Some((name, _)) = m.legacy_call() {
+                self.makers.insert((true, name.to_string()), r);
+            }
+            let pinned_prompt = opts.pins_prompts() && m.role.is_prompt();
+            let local = r > 0 && !pinned_prompt && after_plain_answer(format, &messages[r - 1], m);
+            if local {
+                self.list.push(r);
             }
         }
-        for call in m.calls() {
-            maker.insert((false, call.id.as_str()), r);
-        }
-        if let Some((name, _)) = m.legacy_call() {
-            maker.insert((true, name), r);
-        }
+        self.len = messages.len();
     }
-    let mut open = 0i64;
-    (0..n)
-        .map(|s| {
-            open += delta[s];
-            open > 0
-        })
-        .collect()
+
+    /// The latest boundary at or before `at`, after `floor`.
+    pub(crate) fn latest(&self, at: usize, floor: usize) -> Option<usize> {
+        let i = self.list.partition_point(|&b| b <= at);
+        i.checked_sub(1)
+            .map(|i| self.list[i])
+            .filter(|&b| b > floor)
+    }
 }
 
 /// `out[s]`: conversation units (as a session numbers them: runs of
