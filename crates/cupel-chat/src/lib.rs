@@ -91,8 +91,8 @@ pub use cache::{
 };
 pub use cache::{
     FileSessionStore, MemorySessionStore, Planned, Replan, SESSION_STATE_FORMAT, SessionError,
-    SessionPlan, SessionState, SessionStore, SessionStoreError, StoredTurn, serve_loaded,
-    serve_turn, serve_turn_retrying,
+    SessionLedger, SessionPlan, SessionState, SessionStore, SessionStoreError, StoredTurn,
+    serve_loaded, serve_turn, serve_turn_retrying,
 };
 pub use compact::{
     AsyncSummarizer, CommandSummarizer, Compaction, DEFAULT_COMMAND_TIMEOUT,

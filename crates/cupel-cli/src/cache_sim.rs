@@ -576,6 +576,11 @@ impl StateRun<'_> {
                 prev.window_messages(state.path)
                     .map_err(|e| state_error(&e))?,
             );
+            // What the previous turn counted and planned: checked against
+            // the transcript before use, so only new messages are counted.
+            if let Some(l) = &prev.ledger {
+                session = session.resume_ledger(l.clone());
+            }
             // The state file was written when the previous request was made:
             // its age is how long the provider's cache has sat unused. (A
             // modification time in the future, or none, counts as no wait.)
@@ -603,6 +608,7 @@ impl StateRun<'_> {
             SessionState::opening_of(doc.format(), doc.messages()),
             window.to_json(),
         );
+        saved.ledger = session.ledger();
         if compaction.is_some() {
             let summary = serde_json::to_value(session.summary())
                 .map_err(|e| CliError::input(format!("cannot write the running summary: {e}")))?;

@@ -731,7 +731,6 @@ fn counter(
             };
         }
     };
-    let raw = estimate.raw(doc);
     let make = |fit: Option<&Calibration>| estimate.counter(fit);
     let Some(billed) = input_tokens else {
         return Ok(Some(Counted {
@@ -739,6 +738,9 @@ fn counter(
             calibrated: None,
         }));
     };
+    // Counted only to calibrate: without `--input-tokens` the session
+    // counts what it needs (a resumed one, only the new messages).
+    let raw = estimate.raw(doc);
     if billed <= 0 {
         return Err(CliError::input(format!(
             "--input-tokens must be positive, got {billed}"

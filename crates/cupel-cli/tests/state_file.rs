@@ -261,3 +261,56 @@ fn an_unversioned_window_from_an_older_cupel_is_migrated() {
     );
     let _ = t1;
 }
+
+#[test]
+fn a_turn_resumed_with_the_ledger_prints_what_a_turn_without_it_prints() {
+    // Twenty turns of one conversation at 1,000 tokens (the window is cut
+    // on the way). Each turn runs twice from the same state: as written
+    // (with the ledger of what the previous turn counted and planned) and
+    // with the ledger removed (the whole transcript counted and planned).
+    // The explanations, every row included, must be the same.
+    let with = tmp("ledger-with.json");
+    let t = tmp("ledger-transcript.json");
+    let _ = std::fs::remove_file(&with);
+    let mut resumed = 0;
+    for n in 0..20 {
+        let mut doc = openai("Plan a trip.", n);
+        // Long answers, so the window is cut after a few turns.
+        for m in doc["messages"].as_array_mut().unwrap().iter_mut() {
+            if m["role"] == "assistant" {
+                m["content"] = json!(format!(
+                    "{} {}",
+                    m["content"].as_str().unwrap(),
+                    "word ".repeat(60)
+                ));
+            }
+        }
+        write(&t, &doc);
+        let without = tmp("ledger-without.json");
+        if std::path::Path::new(&with).exists() {
+            let mut s = state_json(&with);
+            resumed += usize::from(s.get("ledger").is_some());
+            s.as_object_mut().unwrap().remove("ledger");
+            write(&without, &s);
+        }
+        let args = |state: &str| {
+            ok(&[
+                "chat",
+                &t,
+                "--max-tokens",
+                "1000",
+                "--state",
+                state,
+                "--explain",
+            ])
+        };
+        let a = args(&with);
+        if n > 0 {
+            assert_eq!(a, args(&without), "turn {n}");
+        }
+    }
+    assert_eq!(
+        resumed, 19,
+        "every state after the first turn keeps a ledger"
+    );
+}

@@ -30,7 +30,7 @@ pub use serve::{
 };
 pub use session::{
     AttributeValue, CacheRow, CacheSession, CacheStatus, CacheTurn, Cut, CutFront, Expiry,
-    LowWater, PrefixBreak,
+    LowWater, PrefixBreak, SessionLedger,
 };
 pub use sim::{
     SimStrategy, SimTurn, Simulation, StrategyRun, request_ends, simulate, simulate_with,

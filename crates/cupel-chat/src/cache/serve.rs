@@ -149,17 +149,23 @@ pub fn serve_loaded<'a, S: SessionStore + ?Sized>(
         session = session.turn_number(state.turn.saturating_add(1));
         match state.replan(&planned, messages) {
             Some(why) => replanned = Some(why),
-            None => session = session.resume(state.window_messages(key)?),
+            None => {
+                session = session.resume(state.window_messages(key)?);
+                if let Some(l) = &state.ledger {
+                    session = session.resume_ledger(l.clone());
+                }
+            }
         }
     }
     let turn = session.next(messages)?;
-    let state = SessionState::of_window(
+    let mut state = SessionState::of_window(
         &planned,
         turn.turn,
         messages,
         plan.opts.format(),
         turn.cloned_messages(),
     );
+    state.ledger = session.ledger();
     let version = store.commit(key, expected, &state)?;
     Ok(StoredTurn {
         turn,

@@ -20,6 +20,7 @@ use crate::trim::{Decision, Granularity, Half, MessageRow, Trim, Trimmed, trim};
 
 mod ledger;
 
+pub use ledger::SessionLedger;
 use ledger::{Check, Digest, Kind, Ledger, RecentEnd};
 
 /// A budget no transcript reaches: trims at it only group and validate.
@@ -913,6 +914,9 @@ impl CacheSession {
         if let Some(turn) = self.next_recent(messages, check) {
             return Ok(turn);
         }
+        if std::env::var_os("CUPEL_DEBUG_WHOLE").is_some() {
+            eprintln!("whole {}", messages.len());
+        }
         let keep = self.compaction.is_none();
         self.digest = None;
         self.ledger = None;
@@ -964,6 +968,64 @@ impl CacheSession {
         self.next_checked(messages, Check::Appended)
     }
 
+    /// What the session learnt of the transcript behind its last turn (per
+    /// message a fingerprint, the tokens, what the chat rules make of it;
+    /// the units; the window's front), to keep with the window in a
+    /// [`SessionState`](crate::SessionState): a session resumed from it
+    /// with [`resume_ledger`](Self::resume_ledger) counts and plans only
+    /// the messages from the recent end on. `None` before the first turn,
+    /// after a failed one, and for a session with compaction.
+    pub fn ledger(&self) -> Option<SessionLedger> {
+        let plan = self.plan_key().ok()?;
+        self.ledger.as_ref().map(|l| l.stored(plan))
+    }
+
+    /// Continues with a [`ledger`](Self::ledger) read back from a session
+    /// state, after [`resume`](Self::resume) with the window of the same
+    /// turn. The next turn checks it (every fingerprint against the
+    /// transcript, the options against this session's) and plans the whole
+    /// transcript when anything differs, so a stale or foreign ledger costs
+    /// time, never a wrong window.
+    ///
+    /// ```
+    /// use cupel_chat::{CacheProfile, CacheSession, Message, Trim};
+    /// let opts = Trim::openai(60);
+    /// let mut t = vec![Message::system("Be brief.")];
+    /// let mut live = CacheSession::new(opts.clone(), CacheProfile::openai());
+    /// for k in 0..12 {
+    ///     t.push(Message::user(format!("Question {k}, in some words.")));
+    ///     live.next(&t)?;
+    ///     t.push(Message::assistant(format!("Answer {k}.")));
+    /// }
+    /// t.push(Message::user("One more."));
+    /// // Another process: the window and the ledger from the state.
+    /// let window = live.window().map(<[Message]>::to_vec).unwrap_or_default();
+    /// let ledger = live.ledger().expect("a turn was made");
+    /// let mut resumed = CacheSession::new(opts, CacheProfile::openai())
+    ///     .resume(window)
+    ///     .resume_ledger(ledger);
+    /// assert_eq!(resumed.next(&t)?.positions, live.next(&t)?.positions);
+    /// # Ok::<(), cupel_chat::CacheError>(())
+    /// ```
+    pub fn resume_ledger(mut self, ledger: SessionLedger) -> Self {
+        self.ledger = self
+            .plan_key()
+            .ok()
+            .and_then(|plan| Ledger::restore(ledger, &plan));
+        self
+    }
+
+    /// The options a ledger depends on, fingerprinted (any change plans
+    /// the whole transcript again).
+    fn plan_key(&self) -> Result<String, CacheError> {
+        let opts = self.turn_options()?;
+        let text = format!("{opts:?} {:?}", self.granularity);
+        Ok(format!(
+            "fnv64:{:016x}",
+            crate::cache::state::fnv64(text.as_bytes())
+        ))
+    }
+
     /// Asks [`send`](Self::send) for the plan's digest (or not).
     fn keep_digest(&mut self, keep: bool) {
         self.digest = keep.then(Digest::default);
@@ -977,7 +1039,18 @@ impl CacheSession {
     /// is then unchanged and the caller plans the whole transcript.
     fn next_recent<'a>(&mut self, messages: &'a [Message], check: Check) -> Option<CacheTurn<'a>> {
         let mut ledger = self.ledger.take()?;
+        if self.compaction.is_some() {
+            return None;
+        }
         let at = ledger.recent_end(messages, &self.opts, check)?;
+        if self.seed_pending {
+            // A resumed window (with a ledger from the state): seeded once.
+            let opts = self.turn_options().ok()?;
+            if self.seed(&opts).is_err() {
+                self.seed_pending = true;
+                return None;
+            }
+        }
         let roll = ledger.take_roll();
         self.recent_end = Some((at.unit_base, at.task_pinned));
         self.rolled = Some(at.clone());
@@ -1019,7 +1092,7 @@ impl CacheSession {
         &mut self,
         messages: &'a [Message],
     ) -> Result<Option<CacheTurn<'a>>, CacheError> {
-        if self.seed_pending || self.expired.is_some() || self.compaction.is_some() {
+        if self.seed_pending || self.compaction.is_some() {
             return Ok(None);
         }
         let (mut plan, previous, opts) = self.prepare(messages)?;

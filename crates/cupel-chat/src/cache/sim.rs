@@ -1196,6 +1196,11 @@ mod recent_end_tests {
                 edited[e] = Message::user(format!("edited {e}"));
             }
             let request = &edited[..end];
+            // Now and then the cache expires between two requests.
+            if k % 7 == 3 {
+                let idle = std::time::Duration::from_secs(600);
+                assert_eq!(inc.idle(idle), whole.idle(idle));
+            }
             let before = RECENT_TURNS.load(std::sync::atomic::Ordering::Relaxed);
             let a = if appended && k % 2 == 1 {
                 inc.next_appended(request)

@@ -8,6 +8,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::cache::session::SessionLedger;
 use crate::cache::store::SessionStoreError;
 use crate::message::{Message, Role};
 use crate::transcript::Transcript;
@@ -52,6 +53,13 @@ pub struct SessionState {
     /// The window as sent: a transcript document in the provider's format
     /// (JSON text, kept byte for byte).
     pub window: String,
+    /// What the session learnt of the transcript behind the window
+    /// ([`CacheSession::ledger`](crate::CacheSession::ledger)): resumed
+    /// with it, the next turn counts and plans only the recent messages.
+    /// Absent in states written before it existed (the whole transcript is
+    /// then planned once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ledger: Option<SessionLedger>,
     /// Fields this version does not read, kept as they were.
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
@@ -176,6 +184,7 @@ impl SessionState {
             turn,
             opening,
             window,
+            ledger: None,
             extra: BTreeMap::new(),
         }
     }
@@ -257,6 +266,7 @@ impl SessionState {
             turn: 1,
             opening: None,
             window: text.to_string(),
+            ledger: None,
             extra: BTreeMap::new(),
         })
     }

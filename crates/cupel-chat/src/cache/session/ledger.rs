@@ -16,6 +16,8 @@
 //! fingerprint comparison per older message.
 
 use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
 use std::hash::{BuildHasher, Hash, Hasher};
 
 use crate::cache::suffix::{Boundaries, counts_as_user, fresh_user, makes_call};
@@ -149,6 +151,47 @@ pub(super) struct Ledger {
     /// The previous window's first conversation position.
     front: Option<usize>,
     roll: Option<Roll>,
+    /// Read back from a session state: the boundaries and the task pin are
+    /// read from the transcript at the next turn.
+    restored: bool,
+}
+
+/// What a [`CacheSession`](crate::CacheSession) learnt of the transcript
+/// behind its last turn, kept in a [`SessionState`](crate::SessionState)
+/// so that a session resumed in another process (`cupel chat --state`, a
+/// replica behind a [`SessionStore`](crate::SessionStore)) need not count
+/// and plan the older messages again: per message a content fingerprint,
+/// its tokens, the tokens the chat rules keep and what they make of it;
+/// the units before each message; the window's front. Opaque: written by
+/// [`CacheSession::ledger`](crate::CacheSession::ledger) and read by
+/// [`CacheSession::resume_ledger`](crate::CacheSession::resume_ledger).
+/// A ledger is checked before it is used — every fingerprint against the
+/// transcript, the options it was planned with against the session's —
+/// and ignored (the whole transcript planned) when anything differs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionLedger {
+    /// A fingerprint of the options the turns were planned with.
+    plan: String,
+    /// Per message: `[fingerprint, tokens, eligible tokens, kind]`, kind 0
+    /// eligible, 1 pinned, 2 the pinned task, 3 dropped (then the reason).
+    entries: Vec<StoredEntry>,
+    units_before: Vec<usize>,
+    task_pinned: bool,
+    front: Option<usize>,
+}
+
+/// One message of a [`SessionLedger`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct StoredEntry(u64, i64, i64, u8, #[serde(default)] Option<String>);
+
+/// The pinned positions among `entries` (the first at position `base`).
+fn pinned_positions(entries: &[Entry], base: usize) -> Vec<usize> {
+    entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e.kind, Kind::Pinned | Kind::PinnedTask))
+        .map(|(i, _)| base + i)
+        .collect()
 }
 
 /// The fixed-seed hasher of fingerprints (equal messages, equal values in
@@ -274,14 +317,10 @@ impl Ledger {
         boundaries.extend(messages, opts);
         let mut tasks = TaskPin::default();
         tasks.extend(messages);
-        let pinned = entries
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| matches!(e.kind, Kind::Pinned | Kind::PinnedTask))
-            .map(|(p, _)| p)
-            .collect();
+        let pinned = pinned_positions(&entries, 0);
         Ledger {
             pinned,
+            restored: false,
             entries,
             eligible_before,
             units_before: digest.units_before,
@@ -291,6 +330,73 @@ impl Ledger {
             front,
             roll: None,
         }
+    }
+
+    /// The ledger as a session state keeps it, planned under `plan`.
+    pub(super) fn stored(&self, plan: String) -> SessionLedger {
+        SessionLedger {
+            plan,
+            entries: self
+                .entries
+                .iter()
+                .map(|e| {
+                    let (k, reason) = match &e.kind {
+                        Kind::Eligible => (0, None),
+                        Kind::Pinned => (1, None),
+                        Kind::PinnedTask => (2, None),
+                        Kind::Dropped(r) => (3, Some(r.clone())),
+                    };
+                    StoredEntry(e.hash, e.tokens, e.eligible, k, reason)
+                })
+                .collect(),
+            units_before: self.units_before.clone(),
+            task_pinned: self.task_pinned,
+            front: self.front,
+        }
+    }
+
+    /// The ledger `stored` describes, when it was planned under `plan` and
+    /// is whole (one unit count more than messages, kinds known).
+    pub(super) fn restore(stored: SessionLedger, plan: &str) -> Option<Self> {
+        if stored.plan != plan || stored.units_before.len() != stored.entries.len() + 1 {
+            return None;
+        }
+        let mut entries = Vec::with_capacity(stored.entries.len());
+        for StoredEntry(hash, tokens, eligible, k, reason) in stored.entries {
+            let kind = match (k, reason) {
+                (0, None) => Kind::Eligible,
+                (1, None) => Kind::Pinned,
+                (2, None) => Kind::PinnedTask,
+                (3, Some(r)) => Kind::Dropped(r),
+                _ => return None,
+            };
+            entries.push(Entry {
+                hash,
+                tokens,
+                eligible,
+                kind,
+            });
+        }
+        let mut eligible_before = Vec::with_capacity(entries.len() + 1);
+        let mut sum = 0i64;
+        eligible_before.push(0);
+        for e in &entries {
+            sum = sum.saturating_add(e.eligible);
+            eligible_before.push(sum);
+        }
+        let pinned = pinned_positions(&entries, 0);
+        Some(Ledger {
+            entries,
+            eligible_before,
+            units_before: stored.units_before,
+            boundaries: Boundaries::default(),
+            tasks: TaskPin::default(),
+            task_pinned: stored.task_pinned,
+            pinned,
+            front: stored.front,
+            roll: None,
+            restored: true,
+        })
     }
 
     /// Whether `messages` holds the ledger's transcript unchanged, as far
@@ -331,6 +437,11 @@ impl Ledger {
             return None;
         }
         let old = self.entries.len();
+        if self.restored {
+            self.boundaries.extend(&messages[..old], opts);
+            self.tasks.extend(&messages[..old]);
+            self.restored = false;
+        }
         // A prompt among the new messages changes what is pinned.
         if opts.pins_prompts() && messages[old..].iter().any(|m| m.role.is_prompt()) {
             return None;
@@ -414,13 +525,8 @@ impl Ledger {
         // the roll's own messages).
         self.pinned
             .truncate(self.pinned.partition_point(|&p| p < s));
-        self.pinned.extend(
-            self.entries[s..]
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| matches!(e.kind, Kind::Pinned | Kind::PinnedTask))
-                .map(|(i, _)| s + i),
-        );
+        let tail = pinned_positions(&self.entries[s..], s);
+        self.pinned.extend(tail);
         self.units_before.truncate(s);
         self.units_before
             .extend(digest.units_before.into_iter().skip(n));
