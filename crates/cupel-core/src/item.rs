@@ -1070,6 +1070,76 @@ mod tests {
     }
 
     #[test]
+    fn metadata_keeps_key_order_and_the_last_value_whatever_the_setter() {
+        // Keys set out of order, one twice: the map is sorted by key and
+        // holds the later value ("b" = "2", not "1").
+        let item = ContextItem::builder("x", 1)
+            .metadata_str("c", "3")
+            .metadata("b", "1")
+            .metadata_str("a", "0")
+            .metadata_str("b", "2")
+            .build()
+            .unwrap();
+        let keys: Vec<&str> = item.metadata().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["a", "b", "c"]);
+        assert_eq!(item.metadata_value("b"), Some("2"));
+        assert_eq!(item.metadata()["b"], "2");
+        // The same entries from a map make an equal item.
+        let map: BTreeMap<String, String> = [("a", "0"), ("b", "2"), ("c", "3")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        let same = ContextItem::builder("x", 1)
+            .metadata_map(map)
+            .build()
+            .unwrap();
+        assert_eq!(item, same);
+        assert_eq!(same.metadata_value("c"), Some("3"));
+        // A copy changed after the map was read lends the changed map.
+        let changed = item.to_builder().metadata_str("a", "9").build().unwrap();
+        assert_eq!(changed.metadata()["a"], "9");
+        assert_ne!(changed, item);
+    }
+
+    #[cfg(feature = "serde")]
+    #[test]
+    fn metadata_is_written_as_a_map_in_key_order() {
+        let item = ContextItem::builder("x", 1)
+            .metadata_str("role", "user")
+            .metadata_str("position", "7")
+            .build()
+            .unwrap();
+        let json = serde_json::to_string(&item).unwrap();
+        assert!(
+            json.contains(r#""metadata":{"position":"7","role":"user"}"#),
+            "{json}"
+        );
+        let back: ContextItem = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, item);
+    }
+
+    #[test]
+    fn long_metadata_values_and_many_entries_are_kept() {
+        // 30 bytes: over the 24 stored inline; five entries: over the three.
+        let long = "v".repeat(30);
+        let mut b = ContextItem::builder("x", 1);
+        for k in ["e", "d", "c", "b", "a"] {
+            b = b.metadata_str(k, &long);
+        }
+        let item = b.build().unwrap();
+        assert_eq!(item.metadata().len(), 5);
+        assert!(item.metadata().values().all(|v| *v == long));
+        assert_eq!(item.metadata_value("a"), Some(long.as_str()));
+        // An emptied map leaves no extension behind.
+        let bare = item
+            .to_builder()
+            .metadata_map(BTreeMap::new())
+            .build()
+            .unwrap();
+        assert!(bare.metadata().is_empty() && bare.inner.ext.is_none());
+    }
+
+    #[test]
     fn negative_tokens_are_allowed_at_construction() {
         assert_eq!(ContextItem::new("neg", -5).unwrap().tokens(), -5);
     }

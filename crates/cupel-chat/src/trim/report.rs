@@ -380,11 +380,20 @@ mod excerpt_tests {
     #[test]
     fn a_one_line_text_is_its_own_excerpt() {
         // Single spaces between words, ASCII, at most `max` bytes: as it is.
-        assert_eq!(excerpt(&Message::user("ab cd"), 5).as_deref(), Some("ab cd"));
+        assert_eq!(
+            excerpt(&Message::user("ab cd"), 5).as_deref(),
+            Some("ab cd")
+        );
         // 6 characters over a maximum of 5: cut after "ab cd".
-        assert_eq!(excerpt(&Message::user("ab cde"), 5).as_deref(), Some("ab cd…"));
+        assert_eq!(
+            excerpt(&Message::user("ab cde"), 5).as_deref(),
+            Some("ab cd…")
+        );
         // Vertical tab and form feed are whitespace (`char::is_whitespace`).
-        assert_eq!(excerpt(&Message::user("a\x0bb\x0cc"), 9).as_deref(), Some("a b c"));
+        assert_eq!(
+            excerpt(&Message::user("a\x0bb\x0cc"), 9).as_deref(),
+            Some("a b c")
+        );
         assert_eq!(excerpt(&Message::user("a  b "), 9).as_deref(), Some("a b"));
         assert!(!is_one_line("", 9) && !is_one_line(" a", 9) && !is_one_line("é", 9));
     }
