@@ -400,7 +400,7 @@ impl Placeholder {
                     let _ = write!(out, "{}", item.source());
                 }
                 Part::Meta(key) => {
-                    if let Some(v) = item.metadata().get(key) {
+                    if let Some(v) = item.metadata_value(key) {
                         out.push_str(v);
                     }
                 }

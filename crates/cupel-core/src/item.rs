@@ -2,10 +2,11 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, Utc};
 use compact_str::CompactString;
+use smallvec::SmallVec;
 
 use crate::{ContextKind, ContextSource, CupelError, ItemVariant, Tag};
 
@@ -68,7 +69,7 @@ struct ItemData {
 /// when every one is empty.
 #[derive(Clone, PartialEq, Default)]
 struct Extension {
-    metadata: BTreeMap<String, String>,
+    metadata: Metadata,
     future_relevance_hint: Option<f64>,
     original_tokens: Option<i64>,
     /// Cheaper forms, most complete first.
@@ -90,6 +91,91 @@ impl Extension {
 /// The metadata of an item without any.
 static NO_METADATA: BTreeMap<String, String> = BTreeMap::new();
 
+/// One metadata entry: its key and value, each stored inline when short
+/// (up to 24 bytes).
+type MetaEntry = (CompactString, CompactString);
+
+/// An item's metadata: its entries in key order (each key once), and the
+/// map [`ContextItem::metadata`] lends, built on that method's first call.
+/// An item whose metadata is written but never read as a map (the rows of
+/// a chat trim's report, one per message) thus allocates no map, and for
+/// short keys and values no strings either: one vector holds them all.
+#[derive(Clone, Default)]
+struct Metadata {
+    entries: SmallVec<[MetaEntry; 3]>,
+    map: OnceLock<BTreeMap<String, String>>,
+}
+
+impl PartialEq for Metadata {
+    fn eq(&self, other: &Self) -> bool {
+        // The map, when built, holds the same entries.
+        self.entries == other.entries
+    }
+}
+
+impl Metadata {
+    /// The entries of `map`, which the metadata lends as it is.
+    fn from_map(map: BTreeMap<String, String>) -> Self {
+        let entries = map
+            .iter()
+            .map(|(k, v)| (CompactString::new(k), CompactString::new(v)))
+            .collect();
+        Self {
+            entries,
+            map: OnceLock::from(map),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Inserts or replaces the entry for `key`.
+    #[inline]
+    fn insert(&mut self, entry: MetaEntry) {
+        // A builder usually sets keys in order: append without a search.
+        if self.entries.last().is_none_or(|(k, _)| *k < entry.0) {
+            self.entries.push(entry);
+        } else {
+            self.insert_sorted(entry);
+        }
+        // A builder copied from a read item may hold the old map.
+        self.map = OnceLock::new();
+    }
+
+    #[inline(never)]
+    fn insert_sorted(&mut self, entry: MetaEntry) {
+        match self
+            .entries
+            .binary_search_by(|(k, _)| k.as_str().cmp(entry.0.as_str()))
+        {
+            Ok(at) => self.entries[at].1 = entry.1,
+            Err(at) => self.entries.insert(at, entry),
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&str> {
+        self.entries
+            .binary_search_by(|(k, _)| k.as_str().cmp(key))
+            .ok()
+            .map(|at| self.entries[at].1.as_str())
+    }
+
+    fn map(&self) -> &BTreeMap<String, String> {
+        self.map.get_or_init(|| {
+            self.entries
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        })
+    }
+
+    /// Drops the spare capacity the builder's inserts left.
+    fn shrink_to_fit(&mut self) {
+        self.entries.shrink_to_fit();
+    }
+}
+
 /// An item's text: stored inline when short (up to 24 bytes), else on the
 /// heap (a `String` handed to the builder keeps its buffer). The item a group
 /// is sliced as takes its group's id as its text: a copy that allocates
@@ -99,7 +185,12 @@ type Text = CompactString;
 impl ItemData {
     #[inline]
     fn metadata(&self) -> &BTreeMap<String, String> {
-        self.ext.as_ref().map_or(&NO_METADATA, |e| &e.metadata)
+        self.ext.as_ref().map_or(&NO_METADATA, |e| e.metadata.map())
+    }
+
+    #[inline]
+    fn metadata_entries(&self) -> &[MetaEntry] {
+        self.ext.as_ref().map_or(&[], |e| &e.metadata.entries)
     }
 
     fn future_relevance_hint(&self) -> Option<f64> {
@@ -260,9 +351,28 @@ impl ContextItem {
     /// Caller metadata, in key order. The pipeline never changes it; the
     /// `cupel:` key prefix is reserved for library conventions such as
     /// `cupel:trust`.
+    ///
+    /// The map is built on the first call (an item stores its entries more
+    /// compactly): to read one value, [`metadata_value`](Self::metadata_value)
+    /// is cheaper.
     #[inline]
     pub fn metadata(&self) -> &BTreeMap<String, String> {
         self.inner.metadata()
+    }
+
+    /// The metadata value of `key`, read without building the
+    /// [`metadata`](Self::metadata) map.
+    ///
+    /// ```
+    /// use cupel_core::ContextItem;
+    /// let item = ContextItem::builder("a row", 3).metadata("role", "user").build()?;
+    /// assert_eq!(item.metadata_value("role"), Some("user"));
+    /// assert_eq!(item.metadata_value("note"), None);
+    /// # Ok::<(), cupel_core::CupelError>(())
+    /// ```
+    #[inline]
+    pub fn metadata_value(&self, key: &str) -> Option<&str> {
+        self.inner.ext.as_ref().and_then(|e| e.metadata.get(key))
     }
 
     /// When the item was created or observed (UTC).
@@ -356,7 +466,7 @@ impl fmt::Debug for ContextItem {
         if !d.tags.is_empty() {
             s.field("tags", &d.tags);
         }
-        if !d.metadata().is_empty() {
+        if !d.metadata_entries().is_empty() {
             s.field("metadata", d.metadata());
         }
         if let Some(t) = d.timestamp {
@@ -479,11 +589,41 @@ impl ContextItemBuilder {
     /// Inserts one metadata entry (replacing an earlier value for the key).
     #[inline]
     pub fn metadata(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        self.data
-            .ext_mut()
-            .metadata
-            .insert(key.into(), value.into());
+        self.put_metadata(key.into(), value.into());
         self
+    }
+
+    /// [`metadata`](Self::metadata) from borrowed strings: a key and a
+    /// value of up to 24 bytes each are stored without allocating (an
+    /// item built with metadata thus allocates its extension and one
+    /// vector of entries, however many short entries it has).
+    ///
+    /// ```
+    /// use cupel_core::ContextItem;
+    /// let item = ContextItem::builder("#3 user: hello", 4)
+    ///     .metadata_str("position", "3")
+    ///     .metadata_str("role", "user")
+    ///     .build()?;
+    /// assert_eq!(item.metadata()["position"], "3");
+    /// # Ok::<(), cupel_core::CupelError>(())
+    /// ```
+    #[inline]
+    pub fn metadata_str(mut self, key: &str, value: &str) -> Self {
+        self.put_metadata_str(key, value);
+        self
+    }
+
+    // The metadata setters' work, by reference: the setters, small enough
+    // to inline, then move the builder (176 bytes) once less per call.
+    fn put_metadata(&mut self, key: String, value: String) {
+        let entry = (CompactString::from(key), CompactString::from(value));
+        self.data.ext_mut().metadata.insert(entry);
+    }
+
+    #[inline]
+    fn put_metadata_str(&mut self, key: &str, value: &str) {
+        let entry = (CompactString::new(key), CompactString::new(value));
+        self.data.ext_mut().metadata.insert(entry);
     }
 
     /// Replaces the metadata map.
@@ -491,10 +631,10 @@ impl ContextItemBuilder {
     pub fn metadata_map(mut self, metadata: BTreeMap<String, String>) -> Self {
         if metadata.is_empty() {
             if let Some(e) = &mut self.data.ext {
-                e.metadata = BTreeMap::new();
+                e.metadata = Metadata::default();
             }
         } else {
-            self.data.ext_mut().metadata = metadata;
+            self.data.ext_mut().metadata = Metadata::from_map(metadata);
         }
         self
     }
@@ -676,6 +816,9 @@ impl ContextItemBuilder {
         if self.data.ext.as_ref().is_some_and(|e| e.is_empty()) {
             self.data.ext = None;
         }
+        if let Some(e) = &mut self.data.ext {
+            e.metadata.shrink_to_fit();
+        }
         // An item lives as long as its caller keeps it: drop the spare
         // capacity that `format!` and pushes leave (often a third of the
         // content's allocation), once, here.
@@ -702,8 +845,8 @@ mod serde_impl {
         priority: Option<i64>,
         #[serde(skip_serializing_if = "<[Tag]>::is_empty")]
         tags: &'a [Tag],
-        #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-        metadata: &'a BTreeMap<String, String>,
+        #[serde(skip_serializing_if = "MetaRef::is_empty")]
+        metadata: MetaRef<'a>,
         #[serde(
             skip_serializing_if = "Option::is_none",
             with = "crate::timestamp::serde_timestamp::option"
@@ -723,6 +866,21 @@ mod serde_impl {
         embedding: Option<&'a [f32]>,
     }
 
+    /// The metadata entries, written as the map they make (in key order).
+    struct MetaRef<'a>(&'a [MetaEntry]);
+
+    impl MetaRef<'_> {
+        fn is_empty(&self) -> bool {
+            self.0.is_empty()
+        }
+    }
+
+    impl Serialize for MetaRef<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_map(self.0.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        }
+    }
+
     impl Serialize for ContextItem {
         fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
             let d = &*self.inner;
@@ -733,7 +891,7 @@ mod serde_impl {
                 source: &d.source,
                 priority: d.priority,
                 tags: &d.tags,
-                metadata: d.metadata(),
+                metadata: MetaRef(d.metadata_entries()),
                 timestamp: d.timestamp,
                 future_relevance_hint: d.future_relevance_hint(),
                 pinned: d.pinned,
@@ -909,6 +1067,76 @@ mod tests {
         // = 176 bytes.
         assert_eq!(std::mem::size_of::<ItemData>(), 176);
         assert_eq!(std::mem::size_of::<Text>(), std::mem::size_of::<String>());
+    }
+
+    #[test]
+    fn metadata_keeps_key_order_and_the_last_value_whatever_the_setter() {
+        // Keys set out of order, one twice: the map is sorted by key and
+        // holds the later value ("b" = "2", not "1").
+        let item = ContextItem::builder("x", 1)
+            .metadata_str("c", "3")
+            .metadata("b", "1")
+            .metadata_str("a", "0")
+            .metadata_str("b", "2")
+            .build()
+            .unwrap();
+        let keys: Vec<&str> = item.metadata().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["a", "b", "c"]);
+        assert_eq!(item.metadata_value("b"), Some("2"));
+        assert_eq!(item.metadata()["b"], "2");
+        // The same entries from a map make an equal item.
+        let map: BTreeMap<String, String> = [("a", "0"), ("b", "2"), ("c", "3")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        let same = ContextItem::builder("x", 1)
+            .metadata_map(map)
+            .build()
+            .unwrap();
+        assert_eq!(item, same);
+        assert_eq!(same.metadata_value("c"), Some("3"));
+        // A copy changed after the map was read lends the changed map.
+        let changed = item.to_builder().metadata_str("a", "9").build().unwrap();
+        assert_eq!(changed.metadata()["a"], "9");
+        assert_ne!(changed, item);
+    }
+
+    #[cfg(feature = "serde")]
+    #[test]
+    fn metadata_is_written_as_a_map_in_key_order() {
+        let item = ContextItem::builder("x", 1)
+            .metadata_str("role", "user")
+            .metadata_str("position", "7")
+            .build()
+            .unwrap();
+        let json = serde_json::to_string(&item).unwrap();
+        assert!(
+            json.contains(r#""metadata":{"position":"7","role":"user"}"#),
+            "{json}"
+        );
+        let back: ContextItem = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, item);
+    }
+
+    #[test]
+    fn long_metadata_values_and_many_entries_are_kept() {
+        // 30 bytes: over the 24 stored inline; five entries: over the three.
+        let long = "v".repeat(30);
+        let mut b = ContextItem::builder("x", 1);
+        for k in ["e", "d", "c", "b", "a"] {
+            b = b.metadata_str(k, &long);
+        }
+        let item = b.build().unwrap();
+        assert_eq!(item.metadata().len(), 5);
+        assert!(item.metadata().values().all(|v| *v == long));
+        assert_eq!(item.metadata_value("a"), Some(long.as_str()));
+        // An emptied map leaves no extension behind.
+        let bare = item
+            .to_builder()
+            .metadata_map(BTreeMap::new())
+            .build()
+            .unwrap();
+        assert!(bare.metadata().is_empty() && bare.inner.ext.is_none());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The trim's decisions as a [`SelectionReport`]: one item per message.
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -44,6 +45,13 @@ fn content_texts(c: &Content) -> impl Iterator<Item = &str> {
 /// `max` characters, not its length. Returns `false`, having appended
 /// nothing, when `m.text()` would be empty.
 fn write_excerpt(m: &Message, max: usize, out: &mut String) -> bool {
+    if let Content::Text(text) = &m.content
+        && is_one_line(text, max)
+    {
+        // The only part, and already its own excerpt.
+        out.push_str(text);
+        return true;
+    }
     let mut parts = text_parts(m).peekable();
     // `m.text()` joins the parts with '\n': it is empty only for no part,
     // or a single empty one.
@@ -80,6 +88,32 @@ fn write_excerpt(m: &Message, max: usize, out: &mut String) -> bool {
         }
     }
     seen > 1 || !first.is_empty()
+}
+
+/// Whether `text` is its own excerpt of at most `max` characters: not
+/// empty, ASCII, at most `max` bytes, words separated by single spaces and
+/// no whitespace at either end (ASCII whitespace as `char::is_whitespace`
+/// has it: space, tab, line feed, vertical tab, form feed, carriage return).
+fn is_one_line(text: &str, max: usize) -> bool {
+    if text.len() > max {
+        return false;
+    }
+    // At the start, a space would be a leading one.
+    let mut after_space = true;
+    for &c in text.as_bytes() {
+        if c == b' ' {
+            if after_space {
+                return false;
+            }
+            after_space = true;
+        } else if !c.is_ascii() || matches!(c, b'\t'..=b'\r') {
+            return false;
+        } else {
+            after_space = false;
+        }
+    }
+    // Neither empty nor ending in a space.
+    !after_space
 }
 
 /// [`write_excerpt`] into a string of its own (`None` when `m.text()` is empty).
@@ -168,10 +202,25 @@ pub(super) fn build_report(
             ),
         }
     }
-    // Input order is score ascending unless relevance reorders it: the
-    // sort finds the one descending run and reverses it in linear time.
-    excluded.sort_by(|a, b| score_cmp_desc(a.score, b.score));
+    sort_by_score_desc(&mut excluded);
     SelectionReport::new(included, excluded)
+}
+
+/// Sorts `excluded` by score descending, stably. Input order is score
+/// ascending (newest scores highest) unless relevance reorders it: a
+/// strictly ascending list (no ties) is reversed in place, a descending one
+/// left as it is, and only another order sorted (the sort would find the
+/// same runs, but first allocate a buffer as large as the list).
+fn sort_by_score_desc(excluded: &mut [ExcludedItem]) {
+    let order = |w: &[ExcludedItem]| score_cmp_desc(w[0].score, w[1].score);
+    if excluded.windows(2).all(|w| order(w) != Ordering::Greater) {
+        return;
+    }
+    if excluded.windows(2).all(|w| order(w) == Ordering::Greater) {
+        excluded.reverse();
+        return;
+    }
+    excluded.sort_by(|a, b| score_cmp_desc(a.score, b.score));
 }
 
 /// Appends `n` in decimal, as `Display` writes it, without the formatter.
@@ -189,9 +238,12 @@ fn push_decimal(out: &mut String, mut n: usize) {
     out.extend(digits[i..].iter().map(|&d| char::from(d)));
 }
 
-/// The group id of unit `u`.
+/// The group id of unit `u`: `unit-N`.
 fn unit_group(u: usize) -> String {
-    format!("unit-{u}")
+    let mut id = String::with_capacity(8);
+    id.push_str("unit-");
+    push_decimal(&mut id, u);
+    id
 }
 
 /// One message as a report item: `#position label: excerpt`, its kind,
@@ -206,6 +258,8 @@ fn item_of(
     buf.clear();
     buf.push('#');
     push_decimal(buf, r.position);
+    // The `position` metadata is the number just written.
+    let digits = buf.len();
     buf.push(' ');
     m.write_label(buf);
     let bare = buf.len();
@@ -227,12 +281,14 @@ fn item_of(
     let mut builder = ContextItem::builder(buf.as_str(), sent)
         .kind(kind)
         .pinned(r.decision.is_pinned())
-        .group_opt(unit.map(unit_group))
-        .metadata("position", r.position.to_string())
-        .metadata("role", m.role.as_str());
+        .group_opt(unit.map(unit_group));
+    // In key order (`note`, `position`, `relevance` or `rewritten`,
+    // `role`), each appended without a search; short keys and values are
+    // stored inline, allocating nothing per entry.
     if let Some(note) = note {
-        builder = builder.metadata("note", note);
+        builder = builder.metadata_str("note", note);
     }
+    builder = builder.metadata_str("position", &buf[1..digits]);
     match &r.decision {
         Decision::Partial { .. } => builder = builder.metadata("rewritten", r.reason()),
         Decision::Recalled { relevance, .. } | Decision::NotRecalled { relevance, .. } => {
@@ -240,21 +296,21 @@ fn item_of(
         }
         _ => {}
     }
-    builder.build().ok()
+    builder.metadata_str("role", m.role.as_str()).build().ok()
 }
 
 /// Why a dropped message is out, as the report's reason.
 fn exclusion(d: &Decision, unit: Option<usize>) -> ExclusionReason {
-    match (d, unit.map(unit_group)) {
+    match (d, unit) {
         (
             Decision::DoesNotFit {
                 unit_tokens,
                 available_tokens,
                 ..
             },
-            Some(group),
+            Some(u),
         ) => ExclusionReason::GroupExcluded {
-            group,
+            group: unit_group(u),
             group_tokens: *unit_tokens,
             available_tokens: *available_tokens,
         },
@@ -321,8 +377,38 @@ mod excerpt_tests {
         assert_eq!(excerpt(&Message::user(" \n "), 9).as_deref(), Some(""));
     }
 
+    #[test]
+    fn a_one_line_text_is_its_own_excerpt() {
+        // Single spaces between words, ASCII, at most `max` bytes: as it is.
+        assert_eq!(
+            excerpt(&Message::user("ab cd"), 5).as_deref(),
+            Some("ab cd")
+        );
+        // 6 characters over a maximum of 5: cut after "ab cd".
+        assert_eq!(
+            excerpt(&Message::user("ab cde"), 5).as_deref(),
+            Some("ab cd…")
+        );
+        // Vertical tab and form feed are whitespace (`char::is_whitespace`).
+        assert_eq!(
+            excerpt(&Message::user("a\x0bb\x0cc"), 9).as_deref(),
+            Some("a b c")
+        );
+        assert_eq!(excerpt(&Message::user("a  b "), 9).as_deref(), Some("a b"));
+        assert!(!is_one_line("", 9) && !is_one_line(" a", 9) && !is_one_line("é", 9));
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        #[test]
+        fn one_line_texts_give_the_excerpt_of_the_definition(
+            text in "[ ab\t\n\x0b\x0c\r\x1céx]{0,14}",
+            max in 0usize..16,
+        ) {
+            let m = Message::user(text);
+            proptest::prop_assert_eq!(excerpt(&m, max), by_definition(&m, max));
+        }
+
         #[test]
         fn streams_the_excerpt_of_the_definition(
             texts in proptest::collection::vec("[ a\nb\té]{0,12}", 0..4),
