@@ -1137,11 +1137,35 @@ mod recent_end_tests {
         (a != b).then(|| "totals differ".to_string())
     }
 
-    /// A long agent-style conversation takes the recent-end path for both
-    /// the chat trim and the session, and replays as the whole requests do.
-    #[test]
-    fn a_long_conversation_is_replayed_from_recent_ends() {
-        let steps: Vec<Step> = (0..120)
+    /// A generated case: the document, its transcript and the trim options
+    /// (`max` tokens, granularity message / exchange / turn, pin the task
+    /// no / yes / by default, results aged after one exchange or not).
+    fn case(
+        steps: &[Step],
+        anthropic: bool,
+        (max, granularity, pin, aging): (i64, usize, usize, bool),
+    ) -> (String, Transcript, Trim) {
+        let doc = document(steps, anthropic);
+        let t = Transcript::parse(&doc).unwrap();
+        let mut opts = Trim::new(t.format(), max).granularity(
+            [
+                Granularity::Message,
+                Granularity::Exchange,
+                Granularity::Turn,
+            ][granularity],
+        );
+        if pin < 2 {
+            opts = opts.pin_first_user(pin == 1);
+        }
+        if aging {
+            opts = opts.age_tool_results(AgeToolResults::new(1));
+        }
+        (doc, t, opts)
+    }
+
+    /// 120 exchanges, each a question, one or two answered calls and a reply.
+    fn long_conversation() -> Vec<Step> {
+        (0..120)
             .flat_map(|k| {
                 [
                     Step::User(10 + k % 7),
@@ -1153,7 +1177,14 @@ mod recent_end_tests {
                     Step::Assistant(12),
                 ]
             })
-            .collect();
+            .collect()
+    }
+
+    /// A long agent-style conversation takes the recent-end path for both
+    /// the chat trim and the session, and replays as the whole requests do.
+    #[test]
+    fn a_long_conversation_is_replayed_from_recent_ends() {
+        let steps = long_conversation();
         for anthropic in [false, true] {
             let t = Transcript::parse(&document(&steps, anthropic)).unwrap();
             let opts = Trim::new(t.format(), 900);
@@ -1230,19 +1261,7 @@ mod recent_end_tests {
     /// is the whole request's.
     #[test]
     fn a_session_plans_a_grown_transcript_from_its_recent_end() {
-        let steps: Vec<Step> = (0..120)
-            .flat_map(|k| {
-                [
-                    Step::User(10 + k % 7),
-                    Step::Calls {
-                        n: 1 + k % 2,
-                        answered: 1 + k % 2,
-                        late: false,
-                    },
-                    Step::Assistant(12),
-                ]
-            })
-            .collect();
+        let steps = long_conversation();
         for anthropic in [false, true] {
             let t = Transcript::parse(&document(&steps, anthropic)).unwrap();
             let opts = Trim::new(t.format(), 900);
@@ -1271,17 +1290,7 @@ mod recent_end_tests {
             edit in proptest::option::weighted(0.3, 0usize..40),
             appended in any::<bool>(),
         ) {
-            let doc = document(&steps, anthropic);
-            let t = Transcript::parse(&doc).unwrap();
-            let mut opts = Trim::new(t.format(), max).granularity(
-                [Granularity::Message, Granularity::Exchange, Granularity::Turn][granularity],
-            );
-            if pin < 2 {
-                opts = opts.pin_first_user(pin == 1);
-            }
-            if aging {
-                opts = opts.age_tool_results(AgeToolResults::new(1));
-            }
+            let (doc, t, opts) = case(&steps, anthropic, (max, granularity, pin, aging));
             // `next_appended` on every other turn when nothing is edited.
             let appended = appended && edit.is_none();
             let (diff, _) = incremental_against_whole(t.messages(), &opts, edit, appended);
@@ -1305,17 +1314,7 @@ mod recent_end_tests {
             pin in 0usize..3,
             aging in any::<bool>(),
         ) {
-            let doc = document(&steps, anthropic);
-            let t = Transcript::parse(&doc).unwrap();
-            let mut opts = Trim::new(t.format(), max).granularity(
-                [Granularity::Message, Granularity::Exchange, Granularity::Turn][granularity],
-            );
-            if pin < 2 {
-                opts = opts.pin_first_user(pin == 1);
-            }
-            if aging {
-                opts = opts.age_tool_results(AgeToolResults::new(1));
-            }
+            let (doc, t, opts) = case(&steps, anthropic, (max, granularity, pin, aging));
             let profile = CacheProfile::anthropic();
             let session = || CacheSession::new(opts.clone(), profile.clone());
             let whole = replay(t.messages(), &opts, session(), false);

@@ -184,6 +184,18 @@ pub struct SessionLedger {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct StoredEntry(u64, i64, i64, u8, #[serde(default)] Option<String>);
 
+/// `out[p]`: the eligible tokens of `entries[..p]`.
+fn prefix_sums(entries: &[Entry]) -> Vec<i64> {
+    let mut out = Vec::with_capacity(entries.len() + 1);
+    let mut sum = 0i64;
+    out.push(0);
+    for e in entries {
+        sum = sum.saturating_add(e.eligible);
+        out.push(sum);
+    }
+    out
+}
+
 /// The pinned positions among `entries` (the first at position `base`).
 fn pinned_positions(entries: &[Entry], base: usize) -> Vec<usize> {
     entries
@@ -306,13 +318,7 @@ impl Ledger {
                 kind,
             })
             .collect();
-        let mut eligible_before = Vec::with_capacity(entries.len() + 1);
-        let mut sum = 0i64;
-        eligible_before.push(0);
-        for e in &entries {
-            sum = sum.saturating_add(e.eligible);
-            eligible_before.push(sum);
-        }
+        let eligible_before = prefix_sums(&entries);
         let mut boundaries = Boundaries::default();
         boundaries.extend(messages, opts);
         let mut tasks = TaskPin::default();
@@ -377,13 +383,7 @@ impl Ledger {
                 kind,
             });
         }
-        let mut eligible_before = Vec::with_capacity(entries.len() + 1);
-        let mut sum = 0i64;
-        eligible_before.push(0);
-        for e in &entries {
-            sum = sum.saturating_add(e.eligible);
-            eligible_before.push(sum);
-        }
+        let eligible_before = prefix_sums(&entries);
         let pinned = pinned_positions(&entries, 0);
         Some(Ledger {
             entries,
