@@ -158,7 +158,6 @@ impl Analyzer {
         Some((folded, term))
     }
 
-
     /// A word's index term, written through `buf` (no allocation for an
     /// ASCII word the stemmer leaves as it is); `None` for a stop word.
     /// The same term as [`word_term`](Self::word_term).

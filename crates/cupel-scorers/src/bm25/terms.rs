@@ -113,7 +113,9 @@ impl<'t> Terms<'t> {
         let id = if single {
             Self::intern(ids, names, piece)
         } else if let Some(known) = memo.as_ref().and_then(|m| m.get(piece)) {
-            known.as_deref().map_or(STOP, |t| Self::intern(ids, names, t))
+            known
+                .as_deref()
+                .map_or(STOP, |t| Self::intern(ids, names, t))
         } else {
             let term = analyzer.term_in(piece, &mut self.buf);
             if let Some(m) = memo.filter(|m| m.len() < MEMO_WORDS) {
@@ -154,7 +156,12 @@ impl<'t> Terms<'t> {
         // poisoned) is skipped: the terms are the same without it.
         let mut memo = analyzer.memo.try_lock().ok();
         for item in items {
-            self.text(analyzer, memo.as_deref_mut(), item.content(), &mut docs.terms);
+            self.text(
+                analyzer,
+                memo.as_deref_mut(),
+                item.content(),
+                &mut docs.terms,
+            );
             docs.ends.push(docs.terms.len());
         }
         docs
@@ -205,7 +212,10 @@ mod tests {
         let item = ContextItem::new(text, 1).expect("valid item");
         let mut table = Terms::default();
         let docs = table.docs(analyzer, &[&item]);
-        docs.doc(0).iter().map(|&t| table.name(t).to_string()).collect()
+        docs.doc(0)
+            .iter()
+            .map(|&t| table.name(t).to_string())
+            .collect()
     }
 
     proptest! {
