@@ -1,5 +1,6 @@
 //! Lexical relevance to the run's query: Okapi BM25 over the candidates.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -7,6 +8,7 @@ use cupel_core::{ContextItem, CupelError, ScoreContext, Scorer};
 use rust_stemmers::{Algorithm, Stemmer};
 use unicode_segmentation::UnicodeSegmentation;
 
+mod ascii;
 mod index;
 mod notes;
 mod terms;
@@ -50,6 +52,22 @@ fn fold(word: &str) -> Option<String> {
         .then_some(folded)
 }
 
+/// [`fold`] into `buf` (cleared first); `false` for a stop word.
+fn fold_into(word: &str, buf: &mut String) -> bool {
+    buf.clear();
+    if word.is_ascii() {
+        buf.push_str(word);
+        buf.make_ascii_lowercase();
+    } else {
+        buf.push_str(&word.to_lowercase());
+    }
+    if let Some(stem) = buf.strip_suffix("'s").or_else(|| buf.strip_suffix("’s")) {
+        let len = stem.len();
+        buf.truncate(len);
+    }
+    STOP_WORDS.binary_search(&buf.as_str()).is_err()
+}
+
 /// Whether `c` is written without spaces between words (Han ideographs,
 /// Hiragana, Katakana): such text is indexed one character per token.
 fn is_unspaced_script(c: char) -> bool {
@@ -66,15 +84,26 @@ fn is_unspaced_script(c: char) -> bool {
 /// then (when stemming) the English Snowball stem. Han and Kana characters
 /// are one token each (unigrams). Emoji and punctuation are not words and
 /// give no token. Accents are kept: `café` and `cafe` are different terms.
+///
+/// Clones share a memo of the words analysed so far (word as written ->
+/// index term, at most [`MEMO_WORDS`] words): folding and stemming are pure
+/// functions of the word, so the memo changes no term, and a scorer that
+/// sees the same turns query after query stems each distinct word once.
 #[derive(Clone)]
 struct Analyzer {
     stemmer: Option<std::sync::Arc<Stemmer>>,
+    memo: std::sync::Arc<std::sync::Mutex<terms::Memo>>,
 }
+
+/// The most words an [`Analyzer`]'s memo holds (later words are analysed
+/// on every sight).
+const MEMO_WORDS: usize = 1 << 18;
 
 impl Analyzer {
     fn new(stemming: bool) -> Self {
         Analyzer {
             stemmer: stemming.then(|| std::sync::Arc::new(Stemmer::create(Algorithm::English))),
+            memo: std::sync::Arc::default(),
         }
     }
 
@@ -83,6 +112,11 @@ impl Analyzer {
     /// Kana each such character is a piece of its own (`single`) and each
     /// run of other characters is one piece. Pieces borrow from `text`.
     fn pieces<'t>(text: &'t str, mut f: impl FnMut(&'t str, bool)) {
+        if text.is_ascii() {
+            // The same words as `unicode_words`, without its tables.
+            ascii::words(text, |w| f(w, false));
+            return;
+        }
         for word in text.unicode_words() {
             if word.is_ascii() || !word.chars().any(is_unspaced_script) {
                 f(word, false);
@@ -124,10 +158,18 @@ impl Analyzer {
         Some((folded, term))
     }
 
-    /// A word's index term; `None` for a stop word.
-    fn term(&self, word: &str) -> Option<String> {
-        let folded = fold(word)?;
-        Some(self.stem(&folded).unwrap_or(folded))
+    /// A word's index term, written through `buf` (no allocation for an
+    /// ASCII word the stemmer leaves as it is); `None` for a stop word.
+    /// The same term as [`word_term`](Self::word_term).
+    fn term_in<'b>(&self, word: &str, buf: &'b mut String) -> Option<Cow<'b, str>> {
+        if !fold_into(word, buf) {
+            return None;
+        }
+        let folded: &'b str = buf;
+        Some(match &self.stemmer {
+            Some(s) if !folded.bytes().all(|b| b.is_ascii_digit()) => s.stem(folded),
+            _ => Cow::Borrowed(folded),
+        })
     }
 
     /// The stem of a folded word; `None` when it is the word itself.

@@ -6,12 +6,17 @@
 //! order never reaches a score.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use cupel_core::ContextItem;
 
-use super::Analyzer;
+use super::{Analyzer, MEMO_WORDS};
 
 type Fixed = foldhash::fast::FixedState;
+
+/// Words analysed in earlier calls: the word as written -> its index term
+/// (`None` for a stop word).
+pub(super) type Memo = HashMap<Box<str>, Option<Box<str>>, Fixed>;
 
 /// The cached analysis of a stop word: no term.
 const STOP: usize = usize::MAX;
@@ -22,9 +27,11 @@ pub(super) struct Terms<'t> {
     /// Word (as segmented, before folding) -> term id, or [`STOP`].
     words: HashMap<&'t str, usize, Fixed>,
     /// Term -> id.
-    ids: HashMap<Box<str>, usize, Fixed>,
+    ids: HashMap<Rc<str>, usize, Fixed>,
     /// Id -> term (for tie-breaks by term text).
-    names: Vec<Box<str>>,
+    names: Vec<Rc<str>>,
+    /// The folded word being analysed (reused: no allocation per word).
+    buf: String,
 }
 
 /// Documents as term ids: document `i` is `terms[ends[i - 1]..ends[i]]`.
@@ -75,37 +82,61 @@ impl<'t> Terms<'t> {
     }
 
     /// The id of `term`, interned on first sight.
-    fn intern(&mut self, term: String) -> usize {
-        if let Some(&id) = self.ids.get(term.as_str()) {
+    fn intern(
+        ids: &mut HashMap<Rc<str>, usize, Fixed>,
+        names: &mut Vec<Rc<str>>,
+        term: &str,
+    ) -> usize {
+        if let Some(&id) = ids.get(term) {
             return id;
         }
-        let id = self.names.len();
-        let term = term.into_boxed_str();
-        self.names.push(term.clone());
-        self.ids.insert(term, id);
+        let id = names.len();
+        let term: Rc<str> = Rc::from(term);
+        names.push(Rc::clone(&term));
+        ids.insert(term, id);
         id
     }
 
     /// The term id of one piece of text ([`Analyzer::pieces`]), or
     /// [`STOP`]: analysed on its first sight in this call, then cached.
-    fn piece(&mut self, analyzer: &Analyzer, piece: &'t str, single: bool) -> usize {
+    fn piece(
+        &mut self,
+        analyzer: &Analyzer,
+        memo: Option<&mut Memo>,
+        piece: &'t str,
+        single: bool,
+    ) -> usize {
         if let Some(&id) = self.words.get(piece) {
             return id;
         }
-        let term = if single {
-            Some(piece.to_string())
+        let (ids, names) = (&mut self.ids, &mut self.names);
+        let id = if single {
+            Self::intern(ids, names, piece)
+        } else if let Some(known) = memo.as_ref().and_then(|m| m.get(piece)) {
+            known
+                .as_deref()
+                .map_or(STOP, |t| Self::intern(ids, names, t))
         } else {
-            analyzer.term(piece)
+            let term = analyzer.term_in(piece, &mut self.buf);
+            if let Some(m) = memo.filter(|m| m.len() < MEMO_WORDS) {
+                m.insert(piece.into(), term.as_deref().map(Into::into));
+            }
+            term.map_or(STOP, |t| Self::intern(ids, names, &t))
         };
-        let id = term.map_or(STOP, |t| self.intern(t));
         self.words.insert(piece, id);
         id
     }
 
     /// Appends the term ids of `text` to `out`.
-    fn text(&mut self, analyzer: &Analyzer, text: &'t str, out: &mut Vec<usize>) {
+    fn text(
+        &mut self,
+        analyzer: &Analyzer,
+        mut memo: Option<&mut Memo>,
+        text: &'t str,
+        out: &mut Vec<usize>,
+    ) {
         Analyzer::pieces(text, |p, single| {
-            let id = self.piece(analyzer, p, single);
+            let id = self.piece(analyzer, memo.as_deref_mut(), p, single);
             if id != STOP {
                 out.push(id);
             }
@@ -121,8 +152,16 @@ impl<'t> Terms<'t> {
             terms: Vec::new(),
             ends: Vec::with_capacity(items.len()),
         };
+        // Locked for the whole pass; a memo in use by another thread (or
+        // poisoned) is skipped: the terms are the same without it.
+        let mut memo = analyzer.memo.try_lock().ok();
         for item in items {
-            self.text(analyzer, item.content(), &mut docs.terms);
+            self.text(
+                analyzer,
+                memo.as_deref_mut(),
+                item.content(),
+                &mut docs.terms,
+            );
             docs.ends.push(docs.terms.len());
         }
         docs
@@ -131,9 +170,74 @@ impl<'t> Terms<'t> {
     /// The query's distinct terms, each of weight 1 (ascending ids).
     pub(super) fn query(&mut self, analyzer: &Analyzer, query: &'t str) -> Vec<(usize, f64)> {
         let mut ids = Vec::new();
-        self.text(analyzer, query, &mut ids);
+        self.text(analyzer, None, query, &mut ids);
         ids.sort_unstable();
         ids.dedup();
         ids.into_iter().map(|id| (id, 1.0)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use unicode_segmentation::UnicodeSegmentation;
+
+    use super::{Analyzer, Terms};
+    use cupel_core::ContextItem;
+
+    /// The straightforward analysis: `unicode_words`, each word folded and
+    /// stemmed into fresh strings (`Analyzer::word_term`), Han and Kana
+    /// split by `Analyzer::pieces`' rule applied to the word alone.
+    fn reference(analyzer: &Analyzer, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for word in text.unicode_words() {
+            if word.is_ascii() {
+                out.extend(analyzer.word_term(word).map(|(_, t)| t));
+            } else {
+                // A non-ASCII word: `pieces` of the word alone is the
+                // non-ASCII path itself (no ASCII fast path).
+                Analyzer::pieces(word, |p, single| {
+                    if single {
+                        out.push(p.to_string());
+                    } else {
+                        out.extend(analyzer.word_term(p).map(|(_, t)| t));
+                    }
+                });
+            }
+        }
+        out
+    }
+
+    fn fast(analyzer: &Analyzer, text: &str) -> Vec<String> {
+        let item = ContextItem::new(text, 1).expect("valid item");
+        let mut table = Terms::default();
+        let docs = table.docs(analyzer, &[&item]);
+        docs.doc(0)
+            .iter()
+            .map(|&t| table.name(t).to_string())
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+        /// The table's terms (ASCII segmentation, folding into a reused
+        /// buffer, stems borrowed, the memo) are the reference analysis's.
+        #[test]
+        fn fast_analysis_equals_the_reference(
+            words in prop::collection::vec(
+                "(The|the|CALVIN'S|calvin’s|travelled|Travels|running|ran|1,000|3.14|\
+                  e\\.g\\.|a_b|0123abcdef|item-000123|café|CAFÉ|東京|タワー|ΣΑΣ|über|'s|I|\
+                  [a-zA-Z0-9'’.,:;_\\- ]{1,8}|\\PC{1,3})",
+                0..12,
+            ),
+            stemming in any::<bool>(),
+        ) {
+            let text = format!("x {}", words.join(" "));
+            let analyzer = Analyzer::new(stemming);
+            let want = reference(&analyzer, &text);
+            // The first pass fills the memo, the second reads it.
+            prop_assert_eq!(&fast(&analyzer, &text), &want);
+            prop_assert_eq!(&fast(&analyzer, &text), &want);
+        }
     }
 }
