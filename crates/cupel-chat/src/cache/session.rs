@@ -914,11 +914,7 @@ impl CacheSession {
         if let Some(turn) = self.next_recent(messages, check) {
             return Ok(turn);
         }
-        if std::env::var_os("CUPEL_DEBUG_WHOLE").is_some() {
-            eprintln!("whole {}", messages.len());
-        }
         let keep = self.compaction.is_none();
-        self.digest = None;
         self.ledger = None;
         self.rolled = None;
         self.recent_end = None;
