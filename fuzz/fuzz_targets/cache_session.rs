@@ -7,14 +7,54 @@
 //! the resumed session gives the live one's window, breakpoints and tokens
 //! (or fails where it fails); that every window is within the budget; and
 //! that no turn carries more than Anthropic's 4 cache markers.
+//!
+//! OpenAI inputs count with the real `o200k_base` counter behind a memo
+//! keyed by the message (the generated messages repeat across inputs), so
+//! the executions go to the session logic rather than to the BPE regex; the
+//! counts are the real counter's.
 #![no_main]
 
 use arbitrary::Arbitrary;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
 use cupel_chat::{
-    CacheProfile, CacheSession, MAX_CACHE_MARKERS, MemorySessionStore, Message, SessionPlan,
-    Trim, serve_turn,
+    CacheProfile, CacheSession, MAX_CACHE_MARKERS, MemorySessionStore, Message, MessageCounter,
+    OpenAiCounter, SessionPlan, Trim, serve_turn,
 };
 use libfuzzer_sys::fuzz_target;
+
+/// The real OpenAI counter, remembered per message.
+struct Memo {
+    real: OpenAiCounter,
+    seen: Mutex<HashMap<String, i64>>,
+}
+
+impl MessageCounter for Memo {
+    fn count_message(&self, message: &Message) -> i64 {
+        let key = format!("{message:?}");
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        *seen
+            .entry(key)
+            .or_insert_with(|| self.real.count_message(message))
+    }
+    fn count_request(&self, tools: Option<&serde_json::Value>) -> i64 {
+        self.real.count_request(tools)
+    }
+    fn describe(&self) -> String {
+        self.real.describe()
+    }
+}
+
+fn memo() -> &'static std::sync::Arc<Memo> {
+    static MEMO: OnceLock<std::sync::Arc<Memo>> = OnceLock::new();
+    MEMO.get_or_init(|| {
+        std::sync::Arc::new(Memo {
+            real: OpenAiCounter::new("o200k_base").expect("o200k_base is built in"),
+            seen: Mutex::new(HashMap::new()),
+        })
+    })
+}
 
 #[derive(Arbitrary, Debug)]
 enum Step {
@@ -48,7 +88,10 @@ fn build(anthropic: bool, budget: i64) -> (Trim, CacheProfile) {
     if anthropic {
         (Trim::anthropic(budget), CacheProfile::anthropic())
     } else {
-        (Trim::openai(budget), CacheProfile::openai())
+        (
+            Trim::openai(budget).counter(memo().clone()),
+            CacheProfile::openai(),
+        )
     }
 }
 

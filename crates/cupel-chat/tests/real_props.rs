@@ -215,6 +215,10 @@ proptest! {
             prop_assert_eq!(last, doc.messages().len() - 1);
         }
         prop_assert!(out.shortened.is_empty());
+        // The loop is all the task's tail, where every granularity moves
+        // single messages and tool groups: the message-granularity window.
+        let by_message = trim(doc.messages(), &opts.clone().granularity(Granularity::Message));
+        prop_assert_eq!(by_message.map(|m| m.positions).ok(), Some(out.positions.clone()));
         // Written byte for byte.
         let back = Transcript::parse(&doc.window_json(&out)).unwrap();
         for (k, &p) in out.positions.iter().enumerate() {

@@ -101,6 +101,60 @@ fn a_one_task_loop_keeps_its_task_and_the_newest_tool_traffic() {
 }
 
 #[test]
+fn a_pinned_tasks_tail_moves_by_tool_group_at_every_granularity() {
+    use cupel_chat::Granularity;
+    let d = agent_loop();
+    // After the pinned task nothing is on the user's side, so the task's
+    // exchange (and the assistant's turn answering it) is its tail: were it
+    // one unit, it would need 4 * 55 + 15 = 235 > 120 and the window would
+    // be the pins alone. Each tool group and the answer are units of their
+    // own instead, and the window is the message-granularity window above:
+    // #10 (15) -> 105 left; #8-#9 (55) -> 50 left; #6-#7 (55) > 50.
+    for g in [Granularity::Exchange, Granularity::Turn] {
+        let out = trim(d.messages(), &openai(150).granularity(g)).unwrap();
+        assert_eq!(out.positions, vec![0, 1, 8, 9, 10], "{g:?}");
+        assert_eq!(out.tokens.window, 30 + 55 + 15);
+    }
+}
+
+#[test]
+fn a_pinned_tasks_tail_ends_at_the_next_user_message() {
+    use cupel_chat::Granularity;
+    // The task pinned on request, then a tool group (5 + 50), a user
+    // message (8), a tool group (5 + 50) and an answer (15). At exchange
+    // granularity the tail is the first tool group alone; the second user
+    // message starts an exchange of 8 + 55 + 15 = 78 that moves whole.
+    let d = doc(json!([
+        {"role": "system", "content": "s", "t": 10},
+        {"role": "user", "content": "task", "t": 20},
+        {"role": "assistant", "content": null, "t": 5, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "r", "t": 50},
+        {"role": "user", "content": "more", "t": 8},
+        {"role": "assistant", "content": null, "t": 5, "tool_calls": [
+            {"id": "b", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "b", "content": "r", "t": 50},
+        {"role": "assistant", "content": "done", "t": 15}
+    ]));
+    let opts = |max| {
+        openai(max)
+            .pin_first_user(true)
+            .granularity(Granularity::Exchange)
+    };
+    // 30 pinned; 100 - 30 = 70 < 78: the newest exchange does not fit and
+    // nothing older may follow a gap: the window is the pins alone.
+    let out = trim(d.messages(), &opts(100)).unwrap();
+    assert_eq!(out.positions, vec![0, 1]);
+    // 30 + 78 = 108: the newest exchange; the tail's group (55) does not
+    // fit the 0 left.
+    let out = trim(d.messages(), &opts(108)).unwrap();
+    assert_eq!(out.positions, vec![0, 1, 4, 5, 6, 7]);
+    // 30 + 78 + 55 = 163: everything.
+    let out = trim(d.messages(), &opts(163)).unwrap();
+    assert_eq!(out.positions, (0..8).collect::<Vec<_>>());
+}
+
+#[test]
 fn a_pinned_task_still_fits_alone() {
     // 35 = 30 pinned + 5: no unit fits (the answer needs 15), and the
     // window is the system prompt and the task: valid, not an error.

@@ -314,3 +314,65 @@ fn a_turn_resumed_with_the_ledger_prints_what_a_turn_without_it_prints() {
         "every state after the first turn keeps a ledger"
     );
 }
+
+#[test]
+fn a_one_task_agent_loop_keeps_a_window_turn_after_turn() {
+    // A one-task agent loop (one user message, then only tool traffic)
+    // grows by one tool group per request, well past 1,000 tokens. The
+    // session's units are exchanges by default, and the loop is all its
+    // pinned task's exchange: before the tail of a pinned task moved by
+    // tool group, every turn past the budget failed with "nothing fits".
+    // Now each turn keeps the task and the newest tool groups, says it cut
+    // messages (tool groups), and a turn resumed with the ledger prints what
+    // one without it prints.
+    let with = tmp("loop-with.json");
+    let without = tmp("loop-without.json");
+    let t = tmp("loop-transcript.json");
+    let _ = std::fs::remove_file(&with);
+    for n in 1..=30 {
+        let mut messages = vec![
+            json!({"role": "system", "content": "You fix bugs."}),
+            json!({"role": "user", "content": "Make the parser tests pass."}),
+        ];
+        for k in 0..n {
+            let id = format!("call_{k}");
+            messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": id, "type": "function", "function": {"name": "bash", "arguments": "{}"}}]}));
+            messages.push(json!({"role": "tool", "tool_call_id": id,
+                "content": format!("output {k} {}", "line ".repeat(60))}));
+        }
+        write(&t, &json!({"messages": messages}));
+        if std::path::Path::new(&with).exists() {
+            let mut s = state_json(&with);
+            s.as_object_mut().unwrap().remove("ledger");
+            write(&without, &s);
+        }
+        let args = |state: &str| {
+            ok(&[
+                "chat",
+                &t,
+                "--max-tokens",
+                "1000",
+                "--state",
+                state,
+                "--explain",
+            ])
+        };
+        let a = args(&with);
+        let newest = 2 * n + 1;
+        assert!(a.contains("#1 user kept: pinned task"), "turn {n}:\n{a}");
+        assert!(
+            a.lines().any(
+                |l| l.starts_with(&format!("#{newest} tool result for call_{}", n - 1))
+                    && l.contains(" kept")
+            ),
+            "turn {n}: the newest result is not kept:\n{a}"
+        );
+        if n == 30 {
+            assert!(a.contains("removed by earlier turns' cuts"), "{a}");
+        }
+        if n > 1 {
+            assert_eq!(a, args(&without), "turn {n}");
+        }
+    }
+}

@@ -1285,7 +1285,15 @@ impl CacheSession {
         let (breakpoints, usage) =
             frame.send(&mut self.cache, &blocks, plan.pinned.len(), reuse_at);
         let conv_tokens: i64 = w.tokens.iter().copied().fold(0, i64::saturating_add);
-        let rows = plan.rows(kept_prefix, self.granularity);
+        // A one-task agent loop (a pinned task and no user message after
+        // it) is all the task's tail, where every unit is one message or
+        // one tool group whatever the granularity: it is told so.
+        let granularity = if plan.task_tail_only() {
+            Granularity::Message
+        } else {
+            self.granularity
+        };
+        let rows = plan.rows(kept_prefix, granularity);
         if self.digest.is_some() {
             self.digest = Some(plan.digest());
         }
@@ -1327,7 +1335,7 @@ impl CacheSession {
             shortened: sent.into_iter().map(|(p, f)| (p, f.0)).collect(),
             expired,
             summary,
-            granularity: self.granularity,
+            granularity,
         })
     }
 }
@@ -1388,6 +1396,21 @@ struct Plan<'a> {
 }
 
 impl<'a> Plan<'a> {
+    /// Whether the conversation is all its pinned task's tail: a task is
+    /// pinned and no user message follows it, so every unit is one message
+    /// or one tool group (the trim's `group` phase).
+    fn task_tail_only(&self) -> bool {
+        self.full
+            .rows
+            .iter()
+            .position(|r| matches!(r.decision, Decision::PinnedTask { .. }))
+            .is_some_and(|task| {
+                !self.messages[task + 1..]
+                    .iter()
+                    .any(crate::cache::suffix::counts_as_user)
+            })
+    }
+
     /// Phase `plan`: the full trim's units, the pinned prefix, the budget
     /// left and the low-water mark.
     fn new(

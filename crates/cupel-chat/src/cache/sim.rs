@@ -1163,6 +1163,47 @@ mod recent_end_tests {
         (doc, t, opts)
     }
 
+    /// `steps` as a one-task agent loop: the first user message stays, later
+    /// user messages and mixed turns become calls (nothing but tool traffic
+    /// and the assistant's notes follows the task).
+    fn one_task(steps: &[Step]) -> Vec<Step> {
+        let mut seen = false;
+        steps
+            .iter()
+            .map(|s| match s {
+                Step::User(_) if !seen => {
+                    seen = true;
+                    s.clone()
+                }
+                Step::User(n) | Step::Mixed(n) => Step::Calls {
+                    n: 1 + n % 2,
+                    answered: 1 + n % 2,
+                    late: false,
+                },
+                _ => s.clone(),
+            })
+            .collect()
+    }
+
+    /// A one-task agent loop: the task, then 150 rounds of calls, results
+    /// and now and then a note from the assistant.
+    fn agent_loop() -> Vec<Step> {
+        std::iter::once(Step::User(20))
+            .chain((0..150).flat_map(|k| {
+                let calls = Step::Calls {
+                    n: 1 + k % 2,
+                    answered: 1 + k % 2,
+                    late: false,
+                };
+                if k % 5 == 4 {
+                    vec![calls, Step::Assistant(8)]
+                } else {
+                    vec![calls]
+                }
+            }))
+            .collect()
+    }
+
     /// 120 exchanges, each a question, one or two answered calls and a reply.
     fn long_conversation() -> Vec<Step> {
         (0..120)
@@ -1273,6 +1314,41 @@ mod recent_end_tests {
         }
     }
 
+    /// A one-task agent loop has no user message after its task, so its
+    /// boundaries lie between tool groups: most turns take the recent end
+    /// (at message granularity), and every turn is the whole request's.
+    #[test]
+    fn a_one_task_agent_loop_is_planned_from_its_recent_end() {
+        let steps = agent_loop();
+        for anthropic in [false, true] {
+            let t = Transcript::parse(&document(&steps, anthropic)).unwrap();
+            let opts = Trim::new(t.format(), 900);
+            let (diff, recent) = incremental_against_whole(t.messages(), &opts, None, true);
+            assert_eq!(diff, None);
+            let requests = request_ends(t.messages()).len();
+            // One request per result message and per note: 150 groups and
+            // 30 notes. Only the first windows, before the transcript
+            // outgrows 900 tokens, should plan whole.
+            assert!(
+                recent * 10 > requests * 8,
+                "only {recent} of {requests} turns took the recent end"
+            );
+            let profile = CacheProfile::anthropic();
+            let session = || CacheSession::new(opts.clone(), profile.clone());
+            let before = RECENT_HITS.load(std::sync::atomic::Ordering::Relaxed);
+            let fast = replay(t.messages(), &opts, session(), true).unwrap();
+            let hits = RECENT_HITS.load(std::sync::atomic::Ordering::Relaxed) - before;
+            assert!(
+                hits * 10 > requests * 8,
+                "only {hits} replays took the recent end"
+            );
+            let slow = replay(t.messages(), &opts, session(), false).unwrap();
+            if let Some(d) = first_difference(&Ok(slow), &Ok(fast)) {
+                panic!("{d}");
+            }
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(128))]
         /// A session's turns on a transcript that grows are the whole
@@ -1289,7 +1365,9 @@ mod recent_end_tests {
             aging in any::<bool>(),
             edit in proptest::option::weighted(0.3, 0usize..40),
             appended in any::<bool>(),
+            loop_only in proptest::bool::weighted(0.3),
         ) {
+            let steps = if loop_only { one_task(&steps) } else { steps };
             let (doc, t, opts) = case(&steps, anthropic, (max, granularity, pin, aging));
             // `next_appended` on every other turn when nothing is edited.
             let appended = appended && edit.is_none();
@@ -1313,7 +1391,9 @@ mod recent_end_tests {
             granularity in 0usize..3,
             pin in 0usize..3,
             aging in any::<bool>(),
+            loop_only in proptest::bool::weighted(0.3),
         ) {
+            let steps = if loop_only { one_task(&steps) } else { steps };
             let (doc, t, opts) = case(&steps, anthropic, (max, granularity, pin, aging));
             let profile = CacheProfile::anthropic();
             let session = || CacheSession::new(opts.clone(), profile.clone());

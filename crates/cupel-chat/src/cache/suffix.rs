@@ -15,7 +15,11 @@
 //!   answers no call, message `s - 1` is an assistant message that makes
 //!   none (so it is no orphan, and no granularity joins the two), no result
 //!   at or after `s` answers a call made before it, and no item binds to
-//!   the next across it;
+//!   the next across it; or, in the tail of a pinned task (no user
+//!   message after the task, where every message is a unit of its own at
+//!   every granularity), message `s` starts a tool group and `s - 1`
+//!   makes no call and does not bind to it — used only by a request that
+//!   pins its task;
 //! * the window's front lies after the boundary: for the chat trim, the
 //!   fill stopped at a unit that did not fit inside the composite; for a
 //!   session, the previous window (where the session appends) starts at or
@@ -37,8 +41,9 @@ use crate::trim::{Trim, Trimmed};
 /// What the replay knows of a transcript's boundaries, pins and units,
 /// computed once.
 pub(crate) struct Suffixes {
-    /// Whether a request's composite may start at each position.
-    boundary: Vec<bool>,
+    /// Whether a request's composite may start at each position: 0 no, 1
+    /// yes, 2 when the request pins its task (see [`Boundaries`]).
+    boundary: Vec<u8>,
     /// Pinned prompts (empty when prompts are not pinned).
     prompts: Vec<usize>,
     /// The first user message that answers no call (the task candidate).
@@ -103,10 +108,7 @@ impl Suffixes {
         before.push(t);
         let mut found = Boundaries::default();
         found.extend(messages, opts);
-        let mut boundary = vec![false; n];
-        for &s in &found.list {
-            boundary[s] = true;
-        }
+        let boundary = found.kinds(n);
         let prompts = if opts.pins_prompts() {
             (0..n).filter(|&i| messages[i].role.is_prompt()).collect()
         } else {
@@ -166,12 +168,17 @@ impl Suffixes {
         let total = self.before[end];
         let task_pinned = self.task_pinned(end);
         let floor = self.task.map_or(0, |t| t + 1);
+        let usable = |s: usize| match self.boundary[s] {
+            1 => true,
+            2 => task_pinned,
+            _ => false,
+        };
         let mut s = latest.min(end.saturating_sub(1));
         // The latest boundary with more than `need` tokens from it to the end.
-        while s > floor && !(self.boundary[s] && total.saturating_sub(self.before[s]) > need) {
+        while s > floor && !(usable(s) && total.saturating_sub(self.before[s]) > need) {
             s -= 1;
         }
-        if s <= floor || !self.boundary[s] {
+        if s <= floor || !usable(s) {
             return None;
         }
         let mut pins: Vec<usize> =
@@ -240,6 +247,25 @@ fn after_plain_answer(format: crate::Format, prev: &Message, m: &Message) -> boo
         && !crate::formats::binds_to_next(format, prev, m)
 }
 
+/// Whether `m`, an assistant message making calls after `prev`, may start
+/// a composite in the tail of a pinned task (no user message since the
+/// task), as far as the two alone tell, in the OpenAI and Anthropic
+/// formats: it starts a tool group, `prev` makes no call (so no group spans
+/// the two) and does not bind to `m`. In the tail every message is a unit
+/// of its own at every granularity (the trim's `group` phase), so this is
+/// where a one-task agent loop, with no user message after its task, has
+/// its boundaries. Gemini's alternation and Responses' item pairing are
+/// left to the whole plan.
+fn between_groups(format: crate::Format, prev: &Message, m: &Message) -> bool {
+    matches!(format, crate::Format::OpenAi | crate::Format::Anthropic)
+        && m.role == Role::Assistant
+        && makes_call(m)
+        && !makes_call(prev)
+        && !prev.role.is_prompt()
+        && !crate::formats::needs_next(format, prev)
+        && !crate::formats::binds_to_next(format, prev, m)
+}
+
 /// The boundaries of a transcript that grows at its end, kept message by
 /// message: the positions where a composite may start (see the module
 /// doc). A result that answers a call made before a boundary removes it:
@@ -247,10 +273,18 @@ fn after_plain_answer(format: crate::Format, prev: &Message, m: &Message) -> boo
 /// name; the latest earlier maker, as the trim pairs them).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Boundaries {
-    /// The boundaries so far, ascending.
+    /// The boundaries at a user message after a plain answer, ascending:
+    /// valid for every request.
     list: Vec<usize>,
+    /// The boundaries between tool groups in the tail of the task,
+    /// ascending: valid for a request that pins its task.
+    tail: Vec<usize>,
     /// The latest maker of each call: `(legacy, id or name)`.
     makers: BTreeMap<(bool, String), usize>,
+    /// Whether the task (the first user message that answers no call) was
+    /// read, and whether no user message has followed it since.
+    task_seen: bool,
+    in_tail: bool,
     /// How many messages were read.
     len: usize,
 }
@@ -268,8 +302,10 @@ impl Boundaries {
                 .map(|name| (true, name));
             for (legacy, key) in m.answered_ids().map(|id| (false, id)).chain(legacy) {
                 if let Some(&c) = self.makers.get(&(legacy, key.to_string())) {
-                    while self.list.last().is_some_and(|&b| b > c) {
-                        self.list.pop();
+                    for list in [&mut self.list, &mut self.tail] {
+                        while list.last().is_some_and(|&b| b > c) {
+                            list.pop();
+                        }
                     }
                 }
             }
@@ -280,20 +316,44 @@ impl Boundaries {
                 self.makers.insert((true, name.to_string()), r);
             }
             let pinned_prompt = opts.pins_prompts() && m.role.is_prompt();
-            let local = r > 0 && !pinned_prompt && after_plain_answer(format, &messages[r - 1], m);
-            if local {
-                self.list.push(r);
+            if r > 0 && !pinned_prompt {
+                let prev = &messages[r - 1];
+                if after_plain_answer(format, prev, m) {
+                    self.list.push(r);
+                } else if self.in_tail && between_groups(format, prev, m) {
+                    self.tail.push(r);
+                }
+            }
+            if counts_as_user(m) {
+                self.in_tail = !self.task_seen && fresh_user(m);
+                self.task_seen |= fresh_user(m);
             }
         }
         self.len = messages.len();
     }
 
-    /// The latest boundary at or before `at`, after `floor`.
-    pub(crate) fn latest(&self, at: usize, floor: usize) -> Option<usize> {
-        let i = self.list.partition_point(|&b| b <= at);
-        i.checked_sub(1)
-            .map(|i| self.list[i])
-            .filter(|&b| b > floor)
+    /// The latest boundary at or before `at`, after `floor`; one in the
+    /// task's tail only when the request pins its task.
+    pub(crate) fn latest(&self, at: usize, floor: usize, task_pinned: bool) -> Option<usize> {
+        let last = |list: &[usize]| {
+            let i = list.partition_point(|&b| b <= at);
+            i.checked_sub(1).map(|i| list[i])
+        };
+        let tail = if task_pinned { last(&self.tail) } else { None };
+        last(&self.list).max(tail).filter(|&b| b > floor)
+    }
+
+    /// Whether a composite may start at `s`: 0 no, 1 for every request, 2
+    /// for a request that pins its task.
+    fn kinds(&self, n: usize) -> Vec<u8> {
+        let mut out = vec![0u8; n];
+        for &s in &self.tail {
+            out[s] = 2;
+        }
+        for &s in &self.list {
+            out[s] = 1;
+        }
+        out
     }
 }
 

@@ -499,14 +499,31 @@ impl<'a, 'o> Run<'a, 'o> {
             };
             u8::from(!user)
         };
+        // The task's tail: the pieces after a pinned task and before the
+        // next user piece. The task's exchange (or the assistant's turn
+        // answering it) cannot move whole, its user message being pinned,
+        // so each of its messages is a unit of its own, tool groups whole,
+        // as at message granularity: a one-task agent loop is one long
+        // tail (`spec/13-clarifications.md`, "The tail of a pinned task").
+        let mut tail = false;
         let mut prev: Option<usize> = None;
         for p in 0..self.pieces.len() {
+            if matches!(
+                self.pin[self.pieces[p].msg],
+                Some(Decision::PinnedTask { .. })
+            ) {
+                tail = true;
+            }
             if self.early[p].is_some() {
                 continue;
+            }
+            if side(self, p) == 0 {
+                tail = false;
             }
             if let Some(q) = prev {
                 let joins = match self.opts.granularity {
                     Granularity::Message => false,
+                    _ if tail => false,
                     Granularity::Exchange => side(self, p) != 0,
                     Granularity::Turn => side(self, p) == side(self, q),
                 };

@@ -454,9 +454,11 @@ impl Ledger {
         }
         let front = self.front?;
         let floor = self.tasks.task.map_or(0, |t| t + 1);
-        let start = self
-            .boundaries
-            .latest(front.min(messages.len().saturating_sub(1)), floor)?;
+        let start = self.boundaries.latest(
+            front.min(messages.len().saturating_sub(1)),
+            floor,
+            task_pinned,
+        )?;
         let pins = self.pinned[..self.pinned.partition_point(|&p| p < start)].to_vec();
         self.roll = Some(match self.roll.take() {
             Some(mut r) if r.pins == pins && r.start <= start => {
