@@ -91,7 +91,11 @@ pub(super) fn words<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
     let mut start = 0;
     let mut alnum = false;
     for i in 0..bytes.len() {
-        if i > start && !joined(bytes, i) {
+        // Two letters or digits are always joined (WB5, WB8-WB10): the
+        // rules are read only around the other bytes.
+        let inside =
+            i > 0 && bytes[i - 1].is_ascii_alphanumeric() && bytes[i].is_ascii_alphanumeric();
+        if i > start && !inside && !joined(bytes, i) {
             if alnum {
                 f(&text[start..i]);
             }

@@ -5,8 +5,8 @@
 //! Only lookups go through the hash maps; nothing iterates them, so their
 //! order never reaches a score.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
-use std::rc::Rc;
 
 use cupel_core::ContextItem;
 
@@ -26,10 +26,12 @@ const STOP: usize = usize::MAX;
 pub(super) struct Terms<'t> {
     /// Word (as segmented, before folding) -> term id, or [`STOP`].
     words: HashMap<&'t str, usize, Fixed>,
-    /// Term -> id.
-    ids: HashMap<Rc<str>, usize, Fixed>,
+    /// Term -> id. A term that is its word as written (already folded,
+    /// its own stem: numbers, codes, most lower-case words) borrows the
+    /// item's text; only the others are allocated, once per call.
+    ids: HashMap<Cow<'t, str>, usize, Fixed>,
     /// Id -> term (for tie-breaks by term text).
-    names: Vec<Rc<str>>,
+    names: Vec<Cow<'t, str>>,
     /// The folded word being analysed (reused: no allocation per word).
     buf: String,
 }
@@ -81,18 +83,24 @@ impl<'t> Terms<'t> {
         &self.names[id]
     }
 
-    /// The id of `term`, interned on first sight.
+    /// The id of `term`, interned on first sight: borrowed from `piece`
+    /// (the word as written) when it is the same text, else allocated.
     fn intern(
-        ids: &mut HashMap<Rc<str>, usize, Fixed>,
-        names: &mut Vec<Rc<str>>,
+        ids: &mut HashMap<Cow<'t, str>, usize, Fixed>,
+        names: &mut Vec<Cow<'t, str>>,
+        piece: &'t str,
         term: &str,
     ) -> usize {
         if let Some(&id) = ids.get(term) {
             return id;
         }
         let id = names.len();
-        let term: Rc<str> = Rc::from(term);
-        names.push(Rc::clone(&term));
+        let term: Cow<'t, str> = if term == piece {
+            Cow::Borrowed(piece)
+        } else {
+            Cow::Owned(term.to_owned())
+        };
+        names.push(term.clone());
         ids.insert(term, id);
         id
     }
@@ -111,17 +119,17 @@ impl<'t> Terms<'t> {
         }
         let (ids, names) = (&mut self.ids, &mut self.names);
         let id = if single {
-            Self::intern(ids, names, piece)
+            Self::intern(ids, names, piece, piece)
         } else if let Some(known) = memo.as_ref().and_then(|m| m.get(piece)) {
             known
                 .as_deref()
-                .map_or(STOP, |t| Self::intern(ids, names, t))
+                .map_or(STOP, |t| Self::intern(ids, names, piece, t))
         } else {
             let term = analyzer.term_in(piece, &mut self.buf);
             if let Some(m) = memo.filter(|m| m.len() < MEMO_WORDS) {
                 m.insert(piece.into(), term.as_deref().map(Into::into));
             }
-            term.map_or(STOP, |t| Self::intern(ids, names, &t))
+            term.map_or(STOP, |t| Self::intern(ids, names, piece, &t))
         };
         self.words.insert(piece, id);
         id
