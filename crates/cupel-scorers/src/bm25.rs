@@ -86,7 +86,8 @@ fn is_unspaced_script(c: char) -> bool {
 /// give no token. Accents are kept: `café` and `cafe` are different terms.
 ///
 /// Clones share a memo of the words analysed so far (word as written ->
-/// index term, at most [`MEMO_WORDS`] words): folding and stemming are pure
+/// index term, and the term id in the last call, so a call looks each word
+/// up once; at most [`MEMO_WORDS`] words): folding and stemming are pure
 /// functions of the word, so the memo changes no term, and a scorer that
 /// sees the same turns query after query stems each distinct word once.
 #[derive(Clone)]
@@ -232,6 +233,13 @@ pub fn bm25_terms(text: &str, stemming: bool) -> Vec<String> {
 /// and Kana characters are one term each (unigrams: no dictionary needed,
 /// and a two-character word still matches on both characters). Emoji and
 /// punctuation give no term; accents are kept.
+///
+/// # Memory
+/// A scorer and its clones remember the words they analysed (the word,
+/// its term and its id in the last call) so that scoring the same turns
+/// again stems nothing: at most 262,144 distinct words, about 35 MB at the
+/// limit on short words; words past the limit are analysed on every sight.
+/// Drop the scorer to release it (`spec/13-clarifications.md`, RC-6).
 ///
 /// # The query
 /// The run's query ([`RunOptions::query`] in cupel-pipeline, read through

@@ -88,21 +88,27 @@ fn joined(s: &[u8], i: usize) -> bool {
 /// digit, in order: what `unicode_words` yields.
 pub(super) fn words<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
     let bytes = text.as_bytes();
+    let n = bytes.len();
     let mut start = 0;
     let mut alnum = false;
-    for i in 0..bytes.len() {
-        // Two letters or digits are always joined (WB5, WB8-WB10): the
-        // rules are read only around the other bytes.
-        let inside =
-            i > 0 && bytes[i - 1].is_ascii_alphanumeric() && bytes[i].is_ascii_alphanumeric();
-        if i > start && !inside && !joined(bytes, i) {
+    let mut i = 0;
+    while i < n {
+        if i > start && !joined(bytes, i) {
             if alnum {
                 f(&text[start..i]);
             }
             start = i;
             alnum = false;
         }
-        alnum |= bytes[i].is_ascii_alphanumeric();
+        i += 1;
+        if bytes[i - 1].is_ascii_alphanumeric() {
+            alnum = true;
+            // Two letters or digits are always joined (WB5, WB8-WB10): the
+            // rules are read only around the other bytes.
+            while i < n && bytes[i].is_ascii_alphanumeric() {
+                i += 1;
+            }
+        }
     }
     if alnum {
         f(&text[start..]);

@@ -1,18 +1,21 @@
 //! A persistent BM25 index a session extends as turns are appended: each
 //! item is tokenised once, queries read the stored term frequencies.
 
-use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
+
+use hashbrown::HashTable;
 
 use cupel_core::{ContextItem, CupelError, ScoreContext, ScoreNote, Scorer};
 
 use super::{Analyzer, Bm25Scorer, cut};
 
-/// One indexed text: where its postings start in the flat arrays and how
-/// many index terms it has.
+/// One indexed text: its content hash, where its postings start in
+/// [`Bm25Index::postings`] and how many index terms it has.
 #[derive(Debug, Clone, Copy)]
 struct Doc {
-    /// Offset of the first posting in [`Bm25Index::postings`].
+    /// The item's content hash (the key of [`Bm25Index::by_hash`]).
+    hash: u64,
+    /// Byte offset of its first posting.
     start: u32,
     /// Its length in index terms (`dl`).
     len: u32,
@@ -21,34 +24,77 @@ struct Doc {
 /// The index terms of every text a session added, each text analysed once.
 ///
 /// Per distinct content (two turns with the same text share one entry):
-/// its length in terms and its `(term id, term frequency)` postings, in one
-/// flat array; terms are interned once for the whole index. Nothing
-/// corpus-wide is stored: IDF and the mean length are computed at query
-/// time over the items of the run, so scores through the index are those
-/// of [`Bm25Scorer`] on the same items (to within floating-point summation
+/// its length in terms and its `(term id, term frequency)` postings, term
+/// ids ascending, stored as LEB128 varints (the id as the gap from the
+/// previous one), all docs in one byte array; terms are interned once for
+/// the whole index, their text in one arena. Nothing corpus-wide is
+/// stored: IDF and the mean length are computed at query time over the
+/// items of the run, so scores through the index are those of
+/// [`Bm25Scorer`] on the same items (to within floating-point summation
 /// order). Items of a run that were never added are analysed on the fly.
 ///
 /// Build one with [`IndexedBm25Scorer::new`], which shares it with the
 /// scorer; add turns with [`IndexedBm25Scorer::extend`].
 pub struct Bm25Index {
     analyzer: Analyzer,
-    /// Interned terms: text -> id.
-    ids: HashMap<Box<str>, u32, foldhash::fast::FixedState>,
-    /// Content hash -> index in `docs`.
-    by_hash: HashMap<u64, u32, foldhash::fast::FixedState>,
+    /// Every term's text, one after the other; term `i` ends at
+    /// `term_ends[i]`.
+    terms: String,
+    term_ends: Vec<u32>,
+    /// Interned terms: the ids, hashed by their text in `terms`.
+    ids: HashTable<u32>,
+    /// The docs' indices, hashed by their content hash.
+    by_hash: HashTable<u32>,
     docs: Vec<Doc>,
-    /// `(term id, tf)` of every doc, doc after doc, term ids ascending.
-    postings: Vec<(u32, u32)>,
+    /// Every doc's postings, doc after doc (see the type's doc).
+    postings: Vec<u8>,
     /// Bytes of content indexed (each distinct content once).
     text_bytes: usize,
+}
+
+/// The hasher of the index's tables (fixed: nothing iterates them).
+fn hash_of<T: std::hash::Hash + ?Sized>(value: &T) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::default().hash_one(value)
+}
+
+/// Appends `v` as an LEB128 varint.
+fn put_varint(out: &mut Vec<u8>, mut v: u32) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Reads an LEB128 varint at `*at` (written by [`put_varint`]).
+fn get_varint(bytes: &[u8], at: &mut usize) -> u32 {
+    let mut v = 0u32;
+    let mut shift = 0;
+    while let Some(&b) = bytes.get(*at) {
+        *at += 1;
+        v |= u32::from(b & 0x7F) << shift;
+        if b < 0x80 {
+            break;
+        }
+        shift += 7;
+    }
+    v
+}
+
+/// The text of term `id` in an arena of terms (see [`Bm25Index`]).
+fn term_text<'a>(terms: &'a str, ends: &[u32], id: u32) -> &'a str {
+    let i = id as usize;
+    let start = if i == 0 { 0 } else { ends[i - 1] as usize };
+    &terms[start..ends[i] as usize]
 }
 
 impl std::fmt::Debug for Bm25Index {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Bm25Index")
             .field("docs", &self.docs.len())
-            .field("terms", &self.ids.len())
-            .field("postings", &self.postings.len())
+            .field("terms", &self.term_ends.len())
+            .field("posting_bytes", &self.postings.len())
             .field("text_bytes", &self.text_bytes)
             .finish()
     }
@@ -58,56 +104,97 @@ impl Bm25Index {
     fn new(analyzer: Analyzer) -> Self {
         Bm25Index {
             analyzer,
-            ids: HashMap::default(),
-            by_hash: HashMap::default(),
+            terms: String::new(),
+            term_ends: Vec::new(),
+            ids: HashTable::new(),
+            by_hash: HashTable::new(),
             docs: Vec::new(),
             postings: Vec::new(),
             text_bytes: 0,
         }
     }
 
+    /// The id of `term`, if the index holds it.
+    fn term_id(&self, term: &str) -> Option<u32> {
+        let (terms, ends) = (&self.terms, &self.term_ends);
+        self.ids
+            .find(hash_of(term), |&id| term_text(terms, ends, id) == term)
+            .copied()
+    }
+
+    /// The doc holding `hash`'s content, if indexed.
+    fn doc_of(&self, hash: u64) -> Option<u32> {
+        let docs = &self.docs;
+        self.by_hash
+            .find(hash, |&d| docs[d as usize].hash == hash)
+            .copied()
+    }
+
     /// Adds `item`'s content (nothing when the same content is indexed).
     ///
     /// # Errors
     /// [`CupelError::InvalidArgument`] when the index would exceed `u32`
-    /// postings or terms (4 billion).
+    /// posting bytes, term bytes or terms (4 billion).
     pub fn push(&mut self, item: &ContextItem) -> Result<(), CupelError> {
-        if self.by_hash.contains_key(&item.content_hash()) {
+        let hash = item.content_hash();
+        if self.doc_of(hash).is_some() {
             return Ok(());
         }
         let too_big =
             || CupelError::InvalidArgument("the BM25 index is full (2^32 entries)".into());
         let start = u32::try_from(self.postings.len()).map_err(|_| too_big())?;
         let doc_id = u32::try_from(self.docs.len()).map_err(|_| too_big())?;
-        let mut terms: Vec<u32> = Vec::new();
+        let mut ids: Vec<u32> = Vec::new();
         let mut fail = false;
-        let (ids, analyzer) = (&mut self.ids, &self.analyzer);
+        let (table, terms, ends, analyzer) = (
+            &mut self.ids,
+            &mut self.terms,
+            &mut self.term_ends,
+            &self.analyzer,
+        );
         analyzer.each(item.content(), |_, t| {
-            let next = ids.len();
-            let id = match ids.get(t.as_str()) {
-                Some(&id) => id,
+            let h = hash_of(t.as_str());
+            let found = table
+                .find(h, |&id| term_text(terms, ends, id) == t)
+                .copied();
+            let id = match found {
+                Some(id) => id,
                 None => {
-                    let Ok(id) = u32::try_from(next) else {
+                    let (Ok(id), Ok(end)) = (
+                        u32::try_from(ends.len()),
+                        u32::try_from(terms.len() + t.len()),
+                    ) else {
                         fail = true;
                         return;
                     };
-                    ids.insert(t.into_boxed_str(), id);
+                    terms.push_str(&t);
+                    ends.push(end);
+                    table.insert_unique(h, id, |&k| hash_of(term_text(terms, ends, k)));
                     id
                 }
             };
-            terms.push(id);
+            ids.push(id);
         });
         if fail {
             return Err(too_big());
         }
-        let len = u32::try_from(terms.len()).map_err(|_| too_big())?;
-        terms.sort_unstable();
-        for run in terms.chunk_by(|a, b| a == b) {
+        let len = u32::try_from(ids.len()).map_err(|_| too_big())?;
+        ids.sort_unstable();
+        let mut prev = 0u32;
+        for run in ids.chunk_by(|a, b| a == b) {
             // A run's length is at most `len`, which fits.
-            self.postings.push((run[0], run.len() as u32));
+            put_varint(&mut self.postings, run[0] - prev);
+            put_varint(&mut self.postings, run.len() as u32);
+            prev = run[0];
         }
-        self.docs.push(Doc { start, len });
-        self.by_hash.insert(item.content_hash(), doc_id);
+        if u32::try_from(self.postings.len()).is_err() {
+            self.postings.truncate(start as usize);
+            return Err(too_big());
+        }
+        self.docs.push(Doc { hash, start, len });
+        let docs = &self.docs;
+        self.by_hash
+            .insert_unique(hash, doc_id, |&d| docs[d as usize].hash);
         self.text_bytes += item.content().len();
         Ok(())
     }
@@ -131,23 +218,28 @@ impl Bm25Index {
     /// buckets at their entry size plus one control byte) and the interned
     /// terms' bytes. What the "memory of the index" measures.
     pub fn heap_bytes(&self) -> usize {
-        fn table<K, V, S>(m: &HashMap<K, V, S>) -> usize {
-            // hashbrown: buckets = capacity * 8 / 7 rounded up to a power of two.
-            let buckets = (m.capacity() * 8 / 7).next_power_of_two();
-            buckets * (std::mem::size_of::<(K, V)>() + 1)
+        fn table<T>(t: &HashTable<T>) -> usize {
+            // hashbrown: buckets = capacity * 8 / 7 rounded up to a power
+            // of two, each a value and a control byte.
+            let buckets = (t.capacity() * 8 / 7).next_power_of_two();
+            buckets * (std::mem::size_of::<T>() + 1)
         }
-        let term_bytes: usize = self.ids.keys().map(|k| k.len()).sum();
         table(&self.ids)
-            + term_bytes
+            + self.terms.capacity()
+            + self.term_ends.capacity() * std::mem::size_of::<u32>()
             + table(&self.by_hash)
             + self.docs.capacity() * std::mem::size_of::<Doc>()
-            + self.postings.capacity() * std::mem::size_of::<(u32, u32)>()
+            + self.postings.capacity()
     }
 
     /// Releases spare capacity (after a bulk load).
     pub fn shrink_to_fit(&mut self) {
-        self.ids.shrink_to_fit();
-        self.by_hash.shrink_to_fit();
+        let (terms, ends, docs) = (&self.terms, &self.term_ends, &self.docs);
+        self.ids
+            .shrink_to_fit(|&k| hash_of(term_text(terms, ends, k)));
+        self.by_hash.shrink_to_fit(|&d| docs[d as usize].hash);
+        self.terms.shrink_to_fit();
+        self.term_ends.shrink_to_fit();
         self.docs.shrink_to_fit();
         self.postings.shrink_to_fit();
     }
@@ -174,7 +266,7 @@ impl Bm25Index {
             let mut v: Vec<(u32, usize)> = q
                 .iter()
                 .enumerate()
-                .filter_map(|(s, t)| self.ids.get(t.as_str()).map(|&id| (id, s)))
+                .filter_map(|(s, t)| self.term_id(t).map(|id| (id, s)))
                 .collect();
             v.sort_unstable();
             v
@@ -187,8 +279,8 @@ impl Bm25Index {
         };
         for item in items {
             let start = counts.tfs.len();
-            let len = match self.by_hash.get(&item.content_hash()) {
-                Some(&d) => self.doc_tf(d, &known, &mut counts.tfs),
+            let len = match self.doc_of(item.content_hash()) {
+                Some(d) => self.doc_tf(d, &known, &mut counts.tfs),
                 None => self.analyse(item, &q, &mut counts.tfs),
             };
             for &(s, _) in &counts.tfs[start..] {
@@ -208,7 +300,11 @@ impl Bm25Index {
                 .docs
                 .get(d as usize + 1)
                 .map_or(self.postings.len(), |n| n.start as usize);
-            for &(id, c) in &self.postings[doc.start as usize..end] {
+            let bytes = &self.postings[..end];
+            let (mut at, mut id) = (doc.start as usize, 0u32);
+            while at < end {
+                id = id.wrapping_add(get_varint(bytes, &mut at));
+                let c = get_varint(bytes, &mut at);
                 if let Ok(k) = known.binary_search_by_key(&id, |p| p.0) {
                     out.push((known[k].1, c));
                 }

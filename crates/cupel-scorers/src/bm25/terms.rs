@@ -15,8 +15,23 @@ use super::{Analyzer, MEMO_WORDS};
 type Fixed = foldhash::fast::FixedState;
 
 /// Words analysed in earlier calls: the word as written -> its index term
-/// (`None` for a stop word).
-pub(super) type Memo = HashMap<Box<str>, Option<Box<str>>, Fixed>;
+/// (`None` for a stop word), and the term id the word had in the call that
+/// last saw it. A call reads a word's id straight from the memo when it
+/// already saw the word (one lookup per word, no per-call word table).
+#[derive(Default)]
+pub(super) struct Memo {
+    words: HashMap<Box<str>, Known, Fixed>,
+    /// The number of the current call (ids stamped with another are stale).
+    call: u64,
+}
+
+/// A memo entry.
+struct Known {
+    term: Option<Box<str>>,
+    /// The call that last gave the word an id, and that id.
+    call: u64,
+    id: usize,
+}
 
 /// The cached analysis of a stop word: no term.
 const STOP: usize = usize::MAX;
@@ -106,7 +121,8 @@ impl<'t> Terms<'t> {
     }
 
     /// The term id of one piece of text ([`Analyzer::pieces`]), or
-    /// [`STOP`]: analysed on its first sight in this call, then cached.
+    /// [`STOP`]: analysed on its first sight in this call, then cached (in
+    /// the memo, stamped with this call, or in this call's word table).
     fn piece(
         &mut self,
         analyzer: &Analyzer,
@@ -114,21 +130,40 @@ impl<'t> Terms<'t> {
         piece: &'t str,
         single: bool,
     ) -> usize {
+        let (ids, names) = (&mut self.ids, &mut self.names);
+        if let Some(m) = memo.filter(|_| !single) {
+            let now = m.call;
+            if let Some(k) = m.words.get_mut(piece) {
+                if k.call != now {
+                    k.id = k
+                        .term
+                        .as_deref()
+                        .map_or(STOP, |t| Self::intern(ids, names, piece, t));
+                    k.call = now;
+                }
+                return k.id;
+            }
+            if m.words.len() < MEMO_WORDS {
+                let term = analyzer.term_in(piece, &mut self.buf);
+                let id = term
+                    .as_deref()
+                    .map_or(STOP, |t| Self::intern(ids, names, piece, t));
+                let known = Known {
+                    term: term.as_deref().map(Into::into),
+                    call: now,
+                    id,
+                };
+                m.words.insert(piece.into(), known);
+                return id;
+            }
+        }
         if let Some(&id) = self.words.get(piece) {
             return id;
         }
-        let (ids, names) = (&mut self.ids, &mut self.names);
         let id = if single {
             Self::intern(ids, names, piece, piece)
-        } else if let Some(known) = memo.as_ref().and_then(|m| m.get(piece)) {
-            known
-                .as_deref()
-                .map_or(STOP, |t| Self::intern(ids, names, piece, t))
         } else {
             let term = analyzer.term_in(piece, &mut self.buf);
-            if let Some(m) = memo.filter(|m| m.len() < MEMO_WORDS) {
-                m.insert(piece.into(), term.as_deref().map(Into::into));
-            }
             term.map_or(STOP, |t| Self::intern(ids, names, piece, &t))
         };
         self.words.insert(piece, id);
@@ -163,6 +198,10 @@ impl<'t> Terms<'t> {
         // Locked for the whole pass; a memo in use by another thread (or
         // poisoned) is skipped: the terms are the same without it.
         let mut memo = analyzer.memo.try_lock().ok();
+        if let Some(m) = memo.as_deref_mut() {
+            // A new call: every id in the memo is now stale.
+            m.call = m.call.wrapping_add(1);
+        }
         for item in items {
             self.text(
                 analyzer,
