@@ -37,6 +37,32 @@ fn state_json(path: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// `cupel chat TRANSCRIPT --max-tokens 1000 --state STATE --explain`.
+fn explain(transcript: &str, state: &str) -> String {
+    ok(&[
+        "chat",
+        transcript,
+        "--max-tokens",
+        "1000",
+        "--state",
+        state,
+        "--explain",
+    ])
+}
+
+/// Copies the state at `with` to `without`, the ledger removed (when the
+/// state exists); whether it had a ledger.
+fn without_ledger(with: &str, without: &str) -> bool {
+    if !std::path::Path::new(with).exists() {
+        return false;
+    }
+    let mut s = state_json(with);
+    let had = s.get("ledger").is_some();
+    s.as_object_mut().unwrap().remove("ledger");
+    write(without, &s);
+    had
+}
+
 fn chat(transcript: &str, state: &str) -> String {
     ok(&["chat", transcript, "--max-tokens", "1000", "--state", state])
 }
@@ -287,26 +313,10 @@ fn a_turn_resumed_with_the_ledger_prints_what_a_turn_without_it_prints() {
         }
         write(&t, &doc);
         let without = tmp("ledger-without.json");
-        if std::path::Path::new(&with).exists() {
-            let mut s = state_json(&with);
-            resumed += usize::from(s.get("ledger").is_some());
-            s.as_object_mut().unwrap().remove("ledger");
-            write(&without, &s);
-        }
-        let args = |state: &str| {
-            ok(&[
-                "chat",
-                &t,
-                "--max-tokens",
-                "1000",
-                "--state",
-                state,
-                "--explain",
-            ])
-        };
-        let a = args(&with);
+        resumed += usize::from(without_ledger(&with, &without));
+        let a = explain(&t, &with);
         if n > 0 {
-            assert_eq!(a, args(&without), "turn {n}");
+            assert_eq!(a, explain(&t, &without), "turn {n}");
         }
     }
     assert_eq!(
@@ -342,23 +352,8 @@ fn a_one_task_agent_loop_keeps_a_window_turn_after_turn() {
                 "content": format!("output {k} {}", "line ".repeat(60))}));
         }
         write(&t, &json!({"messages": messages}));
-        if std::path::Path::new(&with).exists() {
-            let mut s = state_json(&with);
-            s.as_object_mut().unwrap().remove("ledger");
-            write(&without, &s);
-        }
-        let args = |state: &str| {
-            ok(&[
-                "chat",
-                &t,
-                "--max-tokens",
-                "1000",
-                "--state",
-                state,
-                "--explain",
-            ])
-        };
-        let a = args(&with);
+        without_ledger(&with, &without);
+        let a = explain(&t, &with);
         let newest = 2 * n + 1;
         assert!(a.contains("#1 user kept: pinned task"), "turn {n}:\n{a}");
         assert!(
@@ -372,7 +367,7 @@ fn a_one_task_agent_loop_keeps_a_window_turn_after_turn() {
             assert!(a.contains("removed by earlier turns' cuts"), "{a}");
         }
         if n > 1 {
-            assert_eq!(a, args(&without), "turn {n}");
+            assert_eq!(a, explain(&t, &without), "turn {n}");
         }
     }
 }
