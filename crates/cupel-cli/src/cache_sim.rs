@@ -124,9 +124,10 @@ fn profile(name: &str) -> Result<CacheProfile, CliError> {
 
 pub(crate) fn map_cache_err(e: CacheError, input: &str) -> CliError {
     match e {
+        // The session's turn fails as the chat trim does, with its hints.
         CacheError::Chat(
             c @ (ChatError::PinnedOverBudget { .. } | ChatError::NothingFits { .. }),
-        ) => CliError::selection(c.to_string()).hint("raise --max-tokens"),
+        ) => crate::chat::map_err(c, input),
         CacheError::Chat(c @ ChatError::SummaryReserve { .. }) => {
             CliError::selection(c.to_string())
                 .hint("lower --summary-max-tokens, or raise --max-tokens")

@@ -371,3 +371,46 @@ fn a_one_task_agent_loop_keeps_a_window_turn_after_turn() {
         }
     }
 }
+
+#[test]
+fn a_session_turn_that_cannot_fit_its_newest_unit_says_how_to_make_it_fit() {
+    // The task unpinned (--no-pin-first-user): in the session's units
+    // (exchanges) the loop is one exchange with the task, 11 messages and
+    // 380 tokens, over the 197 left of 200. The session's error carries the
+    // chat trim's hint for a unit that is the whole conversation (a finer
+    // granularity, or the task pin), not only "raise --max-tokens".
+    let t = tmp("unfit-transcript.json");
+    let state = tmp("unfit.json");
+    let _ = std::fs::remove_file(&state);
+    let mut messages = vec![json!({"role": "user", "content": "Make the parser tests pass."})];
+    for k in 0..5 {
+        let id = format!("call_{k}");
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": "bash", "arguments": "{}"}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": id, "content": "line ".repeat(60)}));
+    }
+    write(&t, &json!({"messages": messages}));
+    let err = fails(
+        &[
+            "chat",
+            &t,
+            "--max-tokens",
+            "200",
+            "--no-pin-first-user",
+            "--state",
+            &state,
+        ],
+        None,
+        1,
+    );
+    assert!(
+        err.contains("the newest unit is the whole conversation"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "hint: raise --max-tokens, or use a finer --granularity (message), or --pin-first-user"
+        ),
+        "{err}"
+    );
+}
