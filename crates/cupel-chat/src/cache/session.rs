@@ -1400,15 +1400,20 @@ impl<'a> Plan<'a> {
     /// pinned and no user message follows it, so every unit is one message
     /// or one tool group (the trim's `group` phase).
     fn task_tail_only(&self) -> bool {
+        self.pinned_task().is_some_and(|task| {
+            !self.messages[task + 1..]
+                .iter()
+                .any(crate::cache::suffix::counts_as_user)
+        })
+    }
+
+    /// The position of the task the full trim pinned, if any (rows are one
+    /// per message, in order).
+    fn pinned_task(&self) -> Option<usize> {
         self.full
             .rows
             .iter()
             .position(|r| matches!(r.decision, Decision::PinnedTask { .. }))
-            .is_some_and(|task| {
-                !self.messages[task + 1..]
-                    .iter()
-                    .any(crate::cache::suffix::counts_as_user)
-            })
     }
 
     /// Phase `plan`: the full trim's units, the pinned prefix, the budget
@@ -1749,11 +1754,7 @@ impl<'a> Plan<'a> {
             starts.push(k);
             k = next;
         }
-        let task = self
-            .full
-            .rows
-            .iter()
-            .any(|r| matches!(r.decision, Decision::PinnedTask { .. }));
+        let task = self.pinned_task().is_some();
         let check = opts.clone().with_max_tokens(UNLIMITED).pin_first_user(task);
         // No conversation left after the rules (`NoConversation`, which
         // would count the subset's messages) is this cut's `NothingFits`.
@@ -2013,11 +2014,7 @@ impl Plan<'_> {
         Digest {
             entries,
             units_before,
-            task_pinned: self
-                .full
-                .rows
-                .iter()
-                .any(|r| matches!(r.decision, Decision::PinnedTask { .. })),
+            task_pinned: self.pinned_task().is_some(),
         }
     }
 }

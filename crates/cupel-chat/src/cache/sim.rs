@@ -1349,6 +1349,23 @@ mod recent_end_tests {
         }
     }
 
+    prop_compose! {
+        /// A generated case's inputs: the steps (a one-task agent loop in
+        /// three cases of ten), the format, and `case`'s options.
+        fn any_case()(
+            steps in proptest::collection::vec(step(), 1..50),
+            anthropic in any::<bool>(),
+            max in 60i64..900,
+            granularity in 0usize..3,
+            pin in 0usize..3,
+            aging in any::<bool>(),
+            loop_only in proptest::bool::weighted(0.3),
+        ) -> (Vec<Step>, bool, (i64, usize, usize, bool)) {
+            let steps = if loop_only { one_task(&steps) } else { steps };
+            (steps, anthropic, (max, granularity, pin, aging))
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(128))]
         /// A session's turns on a transcript that grows are the whole
@@ -1357,18 +1374,11 @@ mod recent_end_tests {
         /// older message re-plans.
         #[test]
         fn incremental_turns_are_whole_turns(
-            steps in proptest::collection::vec(step(), 1..50),
-            anthropic in any::<bool>(),
-            max in 60i64..900,
-            granularity in 0usize..3,
-            pin in 0usize..3,
-            aging in any::<bool>(),
+            (steps, anthropic, options) in any_case(),
             edit in proptest::option::weighted(0.3, 0usize..40),
             appended in any::<bool>(),
-            loop_only in proptest::bool::weighted(0.3),
         ) {
-            let steps = if loop_only { one_task(&steps) } else { steps };
-            let (doc, t, opts) = case(&steps, anthropic, (max, granularity, pin, aging));
+            let (doc, t, opts) = case(&steps, anthropic, options);
             // `next_appended` on every other turn when nothing is edited.
             let appended = appended && edit.is_none();
             let (diff, _) = incremental_against_whole(t.messages(), &opts, edit, appended);
@@ -1384,17 +1394,8 @@ mod recent_end_tests {
         /// them whole gives: every strategy's windows, usage, notes and
         /// failures, for both formats, every granularity, pins and ageing.
         #[test]
-        fn recent_ends_replay_as_whole_requests(
-            steps in proptest::collection::vec(step(), 1..50),
-            anthropic in any::<bool>(),
-            max in 60i64..900,
-            granularity in 0usize..3,
-            pin in 0usize..3,
-            aging in any::<bool>(),
-            loop_only in proptest::bool::weighted(0.3),
-        ) {
-            let steps = if loop_only { one_task(&steps) } else { steps };
-            let (doc, t, opts) = case(&steps, anthropic, (max, granularity, pin, aging));
+        fn recent_ends_replay_as_whole_requests((steps, anthropic, options) in any_case()) {
+            let (doc, t, opts) = case(&steps, anthropic, options);
             let profile = CacheProfile::anthropic();
             let session = || CacheSession::new(opts.clone(), profile.clone());
             let whole = replay(t.messages(), &opts, session(), false);
