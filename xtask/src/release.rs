@@ -529,6 +529,9 @@ fn package_and_check(dir: &Path, target_dir: Option<&Path>) -> Result<(), String
         fs::remove_dir_all(&stale).map_err(|e| format!("{}: {e}", stale.display()))?;
     }
     package.env("CARGO_TARGET_DIR", &target);
+    // A packaged manifest carries no workspace profile: without this the
+    // verification builds every crate again with full debug info (GBs).
+    package.env("CARGO_PROFILE_DEV_DEBUG", "false");
     forget_extracted_packages(&packages)?;
     forget_built_packages(&target, &packages)?;
     run_step(
