@@ -1,9 +1,10 @@
 //! Chat transcripts (cupel-chat, issue 25): `trim` of a seeded OpenAI-style
 //! transcript of N = 100, 1k, 10k, 100k messages to half its tokens —
 //! `trim` with counts read from the messages (the trim alone, rows but no
-//! `SelectionReport`), `trim+report` (the same with the report),
-//! `trim+count` counting every message with o200k_base and building the
-//! report (what a caller pays end to end by default) —
+//! `SelectionReport`), `trim+report` (the default: the same with the
+//! report, which is built when first read), `trim+report+read` (the same,
+//! then reading the report, which builds it), `trim+count` counting every
+//! message with o200k_base (what a caller pays end to end by default) —
 //! beside `pipeline_run` (the `newest-turns` preset's `Pipeline::run` on N
 //! items with the same tokens and tool groups), `pipeline_dry_run` (the same
 //! with its `SelectionReport`: the peer of `trim+report`) and the sort `floor`.
@@ -119,6 +120,17 @@ fn bench_chat(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("trim+report", n), &messages, |b, m| {
             b.iter(|| black_box(trim(black_box(m), &with_report).unwrap()));
         });
+        group.bench_with_input(
+            BenchmarkId::new("trim+report+read", n),
+            &messages,
+            |b, m| {
+                b.iter(|| {
+                    let out = trim(black_box(m), &with_report).unwrap();
+                    black_box(out.report.get().included.len());
+                    out
+                });
+            },
+        );
         let o200k = cupel_chat::OpenAiCounter::new("o200k_base").unwrap();
         let real: i64 = messages.iter().map(|m| o200k.count_message(m)).sum();
         let counted = Trim::openai(real / 2 + 3);

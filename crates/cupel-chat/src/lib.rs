@@ -121,8 +121,8 @@ pub use transcript::{Transcript, compact_json};
 #[allow(deprecated)]
 pub use trim::TokenTotals;
 pub use trim::{
-    Decision, Granularity, InputNote, MessageRow, Strategy, Trim, TrimTokens, Trimmed, TurnHalf,
-    document_options, group_digits, trim, trim_or_rows, trim_transcript,
+    Decision, Granularity, InputNote, MessageRow, Strategy, Trim, TrimReport, TrimTokens, Trimmed,
+    TurnHalf, document_options, group_digits, trim, trim_or_rows, trim_transcript,
 };
 pub use trim::{Recall, RecallOptions, RecallSkip, Relevance};
 pub use wire::{Format, message_from_value, message_to_value};

@@ -767,3 +767,36 @@ fn a_repeated_call_id_is_answered_only_after_its_own_call() {
     // 100; the oldest, #0, is a user message, so the start rule drops none.
     assert_eq!(out.positions, vec![0, 4, 5]);
 }
+
+/// The report is built when first read, from the trim's own copy of its
+/// rows: what a caller does to `rows` first does not change it, and
+/// reading it later gives what reading it at once gives.
+#[test]
+fn the_report_is_built_on_first_read_from_the_trims_own_rows() {
+    let messages = vec![
+        Message::user("What is 2+2?"),
+        Message::assistant("4"),
+        Message::user("And 3+3?"),
+    ];
+    // Three short messages, well under 100 tokens together: all kept.
+    let read_at_once = trim(&messages, &Trim::openai(100)).unwrap();
+    let at_once = read_at_once.report.get().clone();
+    let mut edited = trim(&messages, &Trim::openai(100)).unwrap();
+    edited.rows.clear();
+    assert_eq!(edited.report.included.len(), 3);
+    assert_eq!(edited.report.excluded.len(), 0);
+    assert_eq!(edited.report.get(), &at_once);
+    assert_eq!(edited.report.clone().into_report(), at_once);
+    let contents: Vec<&str> = at_once.included.iter().map(|r| r.item.content()).collect();
+    assert_eq!(
+        contents,
+        [
+            "#0 user: What is 2+2?",
+            "#1 assistant: 4",
+            "#2 user: And 3+3?"
+        ]
+    );
+    // Without the report it stays empty.
+    let off = trim(&messages, &Trim::openai(100).report(false)).unwrap();
+    assert_eq!(off.report.get(), &cupel_core::SelectionReport::default());
+}

@@ -9,12 +9,12 @@ pub(crate) mod run;
 pub(crate) use run::Failed;
 
 pub use recall::{Recall, RecallOptions, RecallSkip, Relevance};
+pub use report::TrimReport;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use cupel_core::SelectionReport;
 use serde_json::Value;
 
 use crate::aging::AgeToolResults;
@@ -369,9 +369,10 @@ impl Trim {
         self
     }
 
-    /// Whether to build [`Trimmed::report`] (default `true`). The rows
-    /// ([`Trimmed::rows`]) explain every message either way; without the
-    /// report a trim allocates one item less per message.
+    /// Whether [`Trimmed::report`] holds the report (default `true`). The
+    /// rows ([`Trimmed::rows`]) explain every message either way. The
+    /// report is built only when first read, so keeping it costs a copy of
+    /// the rows; `false` saves that copy and leaves the report empty.
     pub fn report(mut self, build: bool) -> Self {
         self.report = build;
         self
@@ -968,11 +969,12 @@ pub struct Trimmed<'a> {
     pub tokens: TrimTokens,
     /// The counter used (`openai o200k_base`, ...).
     pub counter: String,
-    /// The same decisions as a [`SelectionReport`]: one item per message,
+    /// The same decisions as a [`SelectionReport`](cupel_core::SelectionReport): one item per message,
     /// its content `#position label: text`, metadata `position` and `role`,
-    /// tool groups and units as atomic groups (`unit-N`). Empty when
-    /// [`Trim::report`] was `false`.
-    pub report: SelectionReport,
+    /// tool groups and units as atomic groups (`unit-N`). Built when first
+    /// read (it dereferences to the `SelectionReport`; see
+    /// [`TrimReport`]). Empty when [`Trim::report`] was `false`.
+    pub report: TrimReport<'a>,
     /// The shortened form sent for each kept message that was shortened
     /// ([`Trim::age_tool_results`]), by input position. `messages` holds
     /// such a message in its original form;

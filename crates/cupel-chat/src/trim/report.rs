@@ -2,7 +2,8 @@
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
+use std::sync::OnceLock;
 
 use cupel_core::{
     ContextItem, ContextKind, ExcludedItem, ExclusionReason, IncludedItem, InclusionReason,
@@ -147,12 +148,99 @@ fn is_included(d: &Decision) -> bool {
     }
 }
 
-pub(super) fn build_report(
-    messages: &[Message],
-    rows: &[MessageRow<'_>],
-    units: &[Unit],
-    notes: &[InputNote],
-) -> SelectionReport {
+/// A trim's decisions as a [`SelectionReport`] (one item per message),
+/// built the first time it is read.
+///
+/// The trim itself only records each message's [`Decision`] (its
+/// [`rows`](super::Trimmed::rows)); turning them into report items (an
+/// excerpt of each message, its metadata, its group) costs several times
+/// the trim, so it waits until someone reads the report. It dereferences
+/// to the [`SelectionReport`], so `out.report.included` and
+/// `&*out.report` read it as a field would; [`into_report`](Self::into_report)
+/// takes it. It holds its own copy of the rows: editing
+/// [`Trimmed::rows`](super::Trimmed::rows) afterwards does not change it.
+///
+/// ```
+/// use cupel_chat::{Message, Trim, trim};
+/// let messages = vec![Message::user("What is 2+2?"), Message::assistant("4")];
+/// let out = trim(&messages, &Trim::openai(100))?;
+/// // Built here, on first read.
+/// assert_eq!(out.report.included.len(), 2);
+/// assert_eq!(out.report.included[0].item.content(), "#0 user: What is 2+2?");
+/// # Ok::<(), cupel_chat::ChatError>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct TrimReport<'a> {
+    /// The rows, each `unit` kept only when its unit holds several
+    /// messages (the report's atomic group).
+    rows: Vec<MessageRow<'a>>,
+    notes: Vec<InputNote>,
+    built: OnceLock<SelectionReport>,
+}
+
+impl<'a> TrimReport<'a> {
+    /// The report of `rows`, built when first read.
+    pub(super) fn new(rows: &[MessageRow<'a>], units: &[Unit], notes: &[InputNote]) -> Self {
+        let rows = rows
+            .iter()
+            .map(|r| MessageRow {
+                unit: r.unit.filter(|&u| units.get(u).is_some_and(|u| u.len > 1)),
+                ..r.clone()
+            })
+            .collect();
+        TrimReport {
+            rows,
+            notes: notes.to_vec(),
+            built: OnceLock::new(),
+        }
+    }
+
+    /// An empty report, as [`Trim::report`](super::Trim::report)`(false)` gives.
+    pub(super) fn empty() -> Self {
+        TrimReport {
+            rows: Vec::new(),
+            notes: Vec::new(),
+            built: OnceLock::from(SelectionReport::default()),
+        }
+    }
+
+    /// The report (built now if not yet).
+    pub fn get(&self) -> &SelectionReport {
+        self.built
+            .get_or_init(|| build_report(&self.rows, &self.notes))
+    }
+
+    /// The report, owned.
+    pub fn into_report(self) -> SelectionReport {
+        let TrimReport { rows, notes, built } = self;
+        built
+            .into_inner()
+            .unwrap_or_else(|| build_report(&rows, &notes))
+    }
+}
+
+impl std::ops::Deref for TrimReport<'_> {
+    type Target = SelectionReport;
+
+    fn deref(&self) -> &SelectionReport {
+        self.get()
+    }
+}
+
+impl fmt::Debug for TrimReport<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.get(), f)
+    }
+}
+
+impl From<TrimReport<'_>> for SelectionReport {
+    fn from(r: TrimReport<'_>) -> Self {
+        r.into_report()
+    }
+}
+
+/// The report of `rows` (each `unit` already kept only for a group).
+fn build_report(rows: &[MessageRow<'_>], notes: &[InputNote]) -> SelectionReport {
     let n = rows.len().max(1) as f64;
     let note_of = notes_by_position(notes);
     let kept = rows.iter().filter(|r| is_included(&r.decision)).count();
@@ -162,10 +250,10 @@ pub(super) fn build_report(
     // content once, at its exact length.
     let mut buf = String::new();
     for r in rows {
-        let grouped = r.unit.filter(|&u| units[u].len > 1);
+        let grouped = r.unit;
         let note = note_of.get(&r.position).map(String::as_str);
         // Content is never empty and the group id is `unit-N`: building cannot fail.
-        let Some(item) = item_of(&messages[r.position], r, grouped, note, &mut buf) else {
+        let Some(item) = item_of(r.message, r, grouped, note, &mut buf) else {
             continue;
         };
         // Newest scores highest: the order the newest-turns policy fills in.

@@ -29,9 +29,7 @@ mod recall;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use cupel_core::SelectionReport;
-
-use super::report::build_report;
+use super::report::TrimReport;
 use super::{
     Decision, Granularity, Half, InputNote, MessageRow, PieceRow, Trim, TrimTokens, Trimmed,
     TurnHalf,
@@ -1022,9 +1020,9 @@ impl<'a, 'o> Run<'a, 'o> {
         });
         let recalled = recall.as_ref().map_or(0, |r| r.tokens);
         let report = if self.opts.report {
-            build_report(self.messages, &rows, &self.units, &self.notes)
+            TrimReport::new(&rows, &self.units, &self.notes)
         } else {
-            SelectionReport::default()
+            TrimReport::empty()
         };
         Ok(Trimmed {
             messages: kept_msgs,
