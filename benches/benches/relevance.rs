@@ -19,37 +19,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use cupel_benches::{
-    budget, floor_pairs, floor_sort, items, quick, standard_pipeline, standard_scorer_children,
-};
-use cupel_core::{ContextItem, OverflowStrategy, Query, Scorer};
-use cupel_pipeline::{Pipeline, RunOptions};
-use cupel_placers::ChronologicalPlacer;
-use cupel_scorers::{Bm25Scorer, CompositeScorer, IndexedBm25Scorer};
-use cupel_slicers::GreedySlice;
+use cupel_benches::{floor_pairs, floor_sort, items, quick, relevance_pipeline, standard_pipeline};
+use cupel_core::Query;
+use cupel_pipeline::RunOptions;
+use cupel_scorers::{Bm25Scorer, IndexedBm25Scorer};
 
 const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
 
 /// Matches the kind word of half the items ("Memory", "Document").
 const QUERY: &str = "memory document";
-
-/// The standard pipeline with `bm25` added to its composite at weight 1.
-fn with_relevance(items: &[ContextItem], bm25: Arc<dyn Scorer>) -> Pipeline {
-    let mut b = CompositeScorer::builder();
-    for (child, weight) in standard_scorer_children().unwrap() {
-        b = b.add_shared(child, weight);
-    }
-    let scorer = b.add_shared(bm25, 1.0).build().unwrap();
-    Pipeline::builder()
-        .scorer(scorer)
-        .slicer(GreedySlice::new())
-        .placer(ChronologicalPlacer)
-        .overflow_strategy(OverflowStrategy::Proceed)
-        .deduplication(true)
-        .budget(budget(items))
-        .build()
-        .unwrap()
-}
 
 fn bench_relevance(c: &mut Criterion) {
     let mut group = c.benchmark_group("relevance");
@@ -64,7 +42,7 @@ fn bench_relevance(c: &mut Criterion) {
         group.sample_size(if n >= 100_000 { 10 } else { 20 });
 
         let plain = standard_pipeline(&owned).unwrap();
-        let relevance = with_relevance(&owned, Arc::new(Bm25Scorer::new()));
+        let relevance = relevance_pipeline(&owned, Arc::new(Bm25Scorer::new())).unwrap();
         let indexed_scorer = IndexedBm25Scorer::new(Bm25Scorer::new());
         indexed_scorer.extend(&owned).unwrap();
         indexed_scorer.shrink_to_fit();
@@ -73,7 +51,7 @@ fn bench_relevance(c: &mut Criterion) {
             "relevance/index/{n}: {heap} heap bytes for {text} text bytes ({:.2}x)",
             heap as f64 / text as f64
         );
-        let indexed = with_relevance(&owned, Arc::new(indexed_scorer));
+        let indexed = relevance_pipeline(&owned, Arc::new(indexed_scorer)).unwrap();
 
         group.bench_with_input(BenchmarkId::new("floor", n), &pairs, |b, pairs| {
             b.iter_batched(

@@ -241,6 +241,30 @@ pub fn standard_pipeline(items: &[ContextItem]) -> Result<Pipeline, CupelError> 
         .build()
 }
 
+/// [`standard_pipeline`] with `relevance` added to its composite at weight
+/// 1: the relevance case of issue 51 (`benches/relevance.rs`,
+/// `examples/relevance_ratio.rs`).
+///
+/// # Errors
+/// Never in practice; construction errors are passed through.
+pub fn relevance_pipeline(
+    items: &[ContextItem],
+    relevance: Arc<dyn Scorer>,
+) -> Result<Pipeline, CupelError> {
+    let mut b = CompositeScorer::builder();
+    for (child, weight) in standard_scorer_children()? {
+        b = b.add_shared(child, weight);
+    }
+    Pipeline::builder()
+        .scorer(b.add_shared(relevance, 1.0).build()?)
+        .slicer(GreedySlice::new())
+        .placer(ChronologicalPlacer)
+        .overflow_strategy(OverflowStrategy::Proceed)
+        .deduplication(true)
+        .budget(budget(items))
+        .build()
+}
+
 /// `n` knapsack scores from the second generator, in item order.
 pub fn knapsack_scores(n: usize) -> Vec<f64> {
     let mut rng = XorShift64::new(XorShift64::KNAPSACK_SEED);

@@ -66,8 +66,9 @@ fn at(s: &[u8], i: usize) -> Class {
 fn joined(s: &[u8], i: usize) -> bool {
     use Class::{Cr, Digit, Letter, Lf, MidLetter, MidNum, MidNumLetQ, Space, Underscore};
     let (a, b) = (at(s, i - 1), at(s, i));
-    let next = (i + 1 < s.len()).then(|| at(s, i + 1));
-    let prev = i.checked_sub(2).map(|k| at(s, k));
+    // Read only by the rules that look one byte further.
+    let next = || (i + 1 < s.len()).then(|| at(s, i + 1));
+    let prev = || i.checked_sub(2).map(|k| at(s, k));
     match (a, b) {
         (Cr, Lf) // WB3
         | (Space, Space) // WB3d
@@ -75,11 +76,11 @@ fn joined(s: &[u8], i: usize) -> bool {
         | (Letter | Digit | Underscore, Underscore) // WB13a
         | (Underscore, Letter | Digit) => true, // WB13b
         // WB6, WB7
-        (Letter, MidLetter | MidNumLetQ) => next == Some(Letter),
-        (MidLetter | MidNumLetQ, Letter) => prev == Some(Letter),
+        (Letter, MidLetter | MidNumLetQ) => next() == Some(Letter),
+        (MidLetter | MidNumLetQ, Letter) => prev() == Some(Letter),
         // WB11, WB12
-        (Digit, MidNum | MidNumLetQ) => next == Some(Digit),
-        (MidNum | MidNumLetQ, Digit) => prev == Some(Digit),
+        (Digit, MidNum | MidNumLetQ) => next() == Some(Digit),
+        (MidNum | MidNumLetQ, Digit) => prev() == Some(Digit),
         _ => false,
     }
 }

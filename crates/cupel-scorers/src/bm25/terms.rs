@@ -8,6 +8,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+use compact_str::CompactString;
 use cupel_core::ContextItem;
 
 use super::{Analyzer, MEMO_WORDS};
@@ -20,17 +21,34 @@ type Fixed = foldhash::fast::FixedState;
 /// already saw the word (one lookup per word, no per-call word table).
 #[derive(Default)]
 pub(super) struct Memo {
-    words: HashMap<Box<str>, Known, Fixed>,
+    /// Keyed by the word, stored inline when short (up to 24 bytes, most
+    /// words): a lookup compares it without following a pointer.
+    words: HashMap<CompactString, Known, Fixed>,
     /// The number of the current call (ids stamped with another are stale).
     call: u64,
 }
 
 /// A memo entry.
 struct Known {
-    term: Option<Box<str>>,
+    term: Term,
     /// The call that last gave the word an id, and that id.
     call: u64,
     id: usize,
+}
+
+/// A word's index term, as the memo keeps it.
+enum Term {
+    /// A stop word: no term.
+    Stop,
+    /// The word itself (already folded, its own stem): nothing stored.
+    Same,
+    /// Another text.
+    Other(Box<str>),
+}
+
+/// `term`'s bit in [`Terms::close`]'s length mask.
+fn length_bit(term: &str) -> u64 {
+    1 << term.len().min(63)
 }
 
 /// The cached analysis of a stop word: no term.
@@ -49,6 +67,11 @@ pub(super) struct Terms<'t> {
     names: Vec<Cow<'t, str>>,
     /// The folded word being analysed (reused: no allocation per word).
     buf: String,
+    /// Set by [`close`](Self::close): the id every term not yet interned
+    /// maps to (nothing more is interned), and a bit per length of the
+    /// terms interned before (bit `min(len, 63)`): a term of another
+    /// length is none of them, without a lookup.
+    closed: Option<(usize, u64)>,
 }
 
 /// Documents as term ids: document `i` is `terms[ends[i - 1]..ends[i]]`.
@@ -103,11 +126,20 @@ impl<'t> Terms<'t> {
     fn intern(
         ids: &mut HashMap<Cow<'t, str>, usize, Fixed>,
         names: &mut Vec<Cow<'t, str>>,
+        closed: Option<(usize, u64)>,
         piece: &'t str,
         term: &str,
     ) -> usize {
+        if let Some((other, lens)) = closed
+            && lens & length_bit(term) == 0
+        {
+            return other;
+        }
         if let Some(&id) = ids.get(term) {
             return id;
+        }
+        if let Some((other, _)) = closed {
+            return other;
         }
         let id = names.len();
         let term: Cow<'t, str> = if term == piece {
@@ -130,15 +162,22 @@ impl<'t> Terms<'t> {
         piece: &'t str,
         single: bool,
     ) -> usize {
-        let (ids, names) = (&mut self.ids, &mut self.names);
+        let (ids, names, closed) = (&mut self.ids, &mut self.names, self.closed);
+        // A number is its own term (no letter to fold or stem, never a stop
+        // word): no analysis and no memo entry, which would mostly hold
+        // ids, counters and dates seen once.
+        if !single && piece.bytes().all(|b| b.is_ascii_digit()) {
+            return Self::intern(ids, names, closed, piece, piece);
+        }
         if let Some(m) = memo.filter(|_| !single) {
             let now = m.call;
             if let Some(k) = m.words.get_mut(piece) {
                 if k.call != now {
-                    k.id = k
-                        .term
-                        .as_deref()
-                        .map_or(STOP, |t| Self::intern(ids, names, piece, t));
+                    k.id = match &k.term {
+                        Term::Stop => STOP,
+                        Term::Same => Self::intern(ids, names, closed, piece, piece),
+                        Term::Other(t) => Self::intern(ids, names, closed, piece, t),
+                    };
                     k.call = now;
                 }
                 return k.id;
@@ -147,13 +186,18 @@ impl<'t> Terms<'t> {
                 let term = analyzer.term_in(piece, &mut self.buf);
                 let id = term
                     .as_deref()
-                    .map_or(STOP, |t| Self::intern(ids, names, piece, t));
+                    .map_or(STOP, |t| Self::intern(ids, names, closed, piece, t));
+                let term = match term.as_deref() {
+                    None => Term::Stop,
+                    Some(t) if t == piece => Term::Same,
+                    Some(t) => Term::Other(t.into()),
+                };
                 let known = Known {
-                    term: term.as_deref().map(Into::into),
+                    term,
                     call: now,
                     id,
                 };
-                m.words.insert(piece.into(), known);
+                m.words.insert(CompactString::from(piece), known);
                 return id;
             }
         }
@@ -161,10 +205,10 @@ impl<'t> Terms<'t> {
             return id;
         }
         let id = if single {
-            Self::intern(ids, names, piece, piece)
+            Self::intern(ids, names, closed, piece, piece)
         } else {
             let term = analyzer.term_in(piece, &mut self.buf);
-            term.map_or(STOP, |t| Self::intern(ids, names, piece, &t))
+            term.map_or(STOP, |t| Self::intern(ids, names, closed, piece, &t))
         };
         self.words.insert(piece, id);
         id
@@ -186,22 +230,38 @@ impl<'t> Terms<'t> {
         });
     }
 
+    /// Interns nothing more: every term not interned yet gets one shared
+    /// id (its name empty), the last. A scoring pass that needs only the
+    /// query's terms and each document's length analyses the query, closes
+    /// the table, then reads the documents: their other terms then cost no
+    /// interning (no table of every term in the candidates).
+    pub(super) fn close(&mut self) {
+        let lens = self.names.iter().fold(0, |m, t| m | length_bit(t));
+        self.closed = Some((self.names.len(), lens));
+        self.names.push(Cow::Borrowed(""));
+    }
+
     /// Every item's terms.
     pub(super) fn docs(&mut self, analyzer: &Analyzer, items: &[&'t ContextItem]) -> Docs {
-        self.words.reserve(items.len());
-        self.ids.reserve(items.len());
-        self.names.reserve(items.len());
-        let mut docs = Docs {
-            terms: Vec::new(),
-            ends: Vec::with_capacity(items.len()),
-        };
         // Locked for the whole pass; a memo in use by another thread (or
         // poisoned) is skipped: the terms are the same without it.
         let mut memo = analyzer.memo.try_lock().ok();
-        if let Some(m) = memo.as_deref_mut() {
+        match memo.as_deref_mut() {
             // A new call: every id in the memo is now stale.
-            m.call = m.call.wrapping_add(1);
+            Some(m) => m.call = m.call.wrapping_add(1),
+            // Only a call without the memo keeps its own word table.
+            None => self.words.reserve(items.len()),
         }
+        if self.closed.is_none() {
+            self.ids.reserve(items.len());
+            self.names.reserve(items.len());
+        }
+        // About one term per ten bytes of text, to start with.
+        let bytes = items.iter().map(|i| i.content().len()).sum::<usize>();
+        let mut docs = Docs {
+            terms: Vec::with_capacity(bytes / 10),
+            ends: Vec::with_capacity(items.len()),
+        };
         for item in items {
             self.text(
                 analyzer,
