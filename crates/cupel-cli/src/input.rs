@@ -16,9 +16,8 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, Read};
 use std::path::Path;
 
-use chrono::{DateTime, Utc};
 use cupel_core::{
-    ContextBudget, ContextItem, ContextKind, ContextSource, CupelError, ItemVariant, TokenCounter,
+    ContextBudget, ContextItem, ContextKind, CupelError, ItemRecord, TokenCounter, TokensOf,
 };
 use cupel_pipeline::{Policy, PolicyConfig};
 use serde::Deserialize;
@@ -427,57 +426,9 @@ fn unique_kinds<'de, D: serde::Deserializer<'de>>(
     d.deserialize_map(V)
 }
 
-/// One `[[items]]` entry: [`ContextItem`]'s wire schema with `tokens` optional
-/// (it may be counted with `--encoding`).
-#[derive(Debug, Deserialize)]
-#[serde(expecting = "an item table with `content`")]
-struct InputItem {
-    content: String,
-    #[serde(default)]
-    tokens: Option<i64>,
-    #[serde(default)]
-    kind: Option<ContextKind>,
-    #[serde(default)]
-    source: Option<ContextSource>,
-    #[serde(default)]
-    priority: Option<i64>,
-    #[serde(default)]
-    tags: Vec<String>,
-    #[serde(default)]
-    metadata: BTreeMap<String, String>,
-    #[serde(default, with = "cupel_core::serde_timestamp::option")]
-    timestamp: Option<DateTime<Utc>>,
-    #[serde(default, alias = "futureRelevanceHint")]
-    future_relevance_hint: Option<f64>,
-    #[serde(default)]
-    pinned: bool,
-    #[serde(default, alias = "originalTokens")]
-    original_tokens: Option<i64>,
-    /// Atomic group id (extension): items sharing it are kept, dropped and
-    /// placed together.
-    #[serde(default)]
-    group: Option<String>,
-    /// Cheaper forms of the item (extension, spec chapter 22), most
-    /// complete first; `tokens` may be counted like the item's.
-    #[serde(default)]
-    variants: Vec<InputVariant>,
-    /// The content's embedding, for the `vector` and `hybrid` scorers
-    /// (`spec/23-relevance.md`).
-    #[serde(default)]
-    embedding: Option<Vec<f32>>,
-}
-
-/// One `variants` entry of an item: [`cupel_core::ItemVariant`]'s wire
-/// schema with `tokens` optional.
-#[derive(Debug, Deserialize)]
-#[serde(expecting = "a variant table with `content`")]
-struct InputVariant {
-    content: String,
-    #[serde(default)]
-    tokens: Option<i64>,
-    #[serde(default)]
-    value: Option<f64>,
-}
+/// One `[[items]]` entry: core's item schema with the token counts
+/// optional (they may be counted with `--encoding`).
+type InputItem = ItemRecord<Option<i64>>;
 
 /// The command-line settings that shape a run.
 #[derive(Debug, Clone, Default)]
@@ -812,7 +763,7 @@ fn finish(
     let counter = sink.counter;
     let (items, counted) = sink.finish()?;
     // A policy's [variants] table (spec chapter 22): the generated forms are
-    // counted with the --count-tokens counter.
+    // counted with the --encoding counter.
     let items = match (&config.variants, counter) {
         (None, _) => items,
         (Some(_), Some((c, _))) => config
@@ -822,7 +773,7 @@ fn finish(
             return Err(CliError::input(format!(
                 "{name}: the policy declares [variants], and their forms need a token counter"
             ))
-            .hint("count them with --count-tokens ENCODING (e.g. o200k_base)"));
+            .hint("count them with --encoding ENCODING (e.g. o200k_base)"));
         }
     };
     Ok(Prepared {
@@ -942,56 +893,32 @@ impl<'c> ItemSink<'c> {
     fn push(&mut self, it: InputItem) -> Result<(), CliError> {
         let i = self.seen;
         self.seen += 1;
-        let tokens = match (it.tokens, self.counter) {
-            (Some(t), _) => t,
-            (None, Some((c, _))) => {
-                let (first, n) = self.missing.unwrap_or((i, 0));
-                self.missing = Some((first, n + 1));
-                c.count_tokens(&it.content)
-            }
-            (None, None) => {
-                let (first, n) = self.missing.unwrap_or((i, 0));
-                self.missing = Some((first, n + 1));
-                return Ok(());
-            }
-        };
+        if it.tokens.is_none() {
+            let (first, n) = self.missing.unwrap_or((i, 0));
+            self.missing = Some((first, n + 1));
+        }
         if self.counter.is_none() && self.missing.is_some() {
-            // Already failing (reported in `finish`): only count the rest.
+            // Failing (reported in `finish`): only count the rest.
             return Ok(());
         }
-        let mut variants = Vec::with_capacity(it.variants.len());
-        for (k, v) in it.variants.into_iter().enumerate() {
-            let t = match (v.tokens, self.counter) {
-                (Some(t), _) => t,
-                (None, Some((c, _))) => c.count_tokens(&v.content),
+        let (name, counter) = (&self.name, self.counter);
+        let item = it
+            .map_tokens(|whose, content, tokens| match (tokens, counter) {
+                (Some(t), _) => Ok(t),
+                (None, Some((c, _))) => Ok(c.count_tokens(content)),
                 (None, None) => {
-                    return Err(CliError::input(format!(
-                        "{}: items[{i}].variants[{k}]: `tokens` is missing",
-                        self.name
-                    ))
-                    .hint("give each variant its `tokens`, or count them with --count-tokens"));
+                    let at = match whose {
+                        TokensOf::Variant(k) => format!("items[{i}].variants[{k}]"),
+                        _ => format!("items[{i}]"),
+                    };
+                    Err(
+                        CliError::input(format!("{name}: {at}: `tokens` is missing")).hint(
+                            "give each variant its `tokens`, or count them with --encoding ENCODING (e.g. o200k_base)",
+                        ),
+                    )
                 }
-            };
-            let mut variant = ItemVariant::new(v.content, t);
-            if let Some(value) = v.value {
-                variant = variant.value(value);
-            }
-            variants.push(variant);
-        }
-        let item = ContextItem::builder(it.content, tokens)
-            .kind(it.kind.unwrap_or_default())
-            .source(it.source.unwrap_or_default())
-            .priority_opt(it.priority)
-            .tags(it.tags)
-            .metadata_map(it.metadata)
-            .timestamp_opt(it.timestamp)
-            .future_relevance_hint_opt(it.future_relevance_hint)
-            .pinned(it.pinned)
-            .original_tokens_opt(it.original_tokens)
-            .group_opt(it.group)
-            .variants(variants)
-            .embedding_opt(it.embedding)
-            .build()
+            })?
+            .into_item()
             .map_err(|e| CliError::input(format!("{}: items[{i}]: {e}", self.name)))?;
         self.items.push(item);
         Ok(())

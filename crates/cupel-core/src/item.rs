@@ -904,55 +904,12 @@ mod serde_impl {
         }
     }
 
-    /// Input shape: snake_case names, with the spec's camelCase spellings
-    /// (`futureRelevanceHint`, `originalTokens`) accepted as aliases.
-    #[derive(Deserialize)]
-    struct ItemOwned {
-        content: String,
-        tokens: i64,
-        #[serde(default)]
-        kind: Option<ContextKind>,
-        #[serde(default)]
-        source: Option<ContextSource>,
-        #[serde(default)]
-        priority: Option<i64>,
-        #[serde(default)]
-        tags: Vec<Tag>,
-        #[serde(default)]
-        metadata: BTreeMap<String, String>,
-        #[serde(default, with = "crate::timestamp::serde_timestamp::option")]
-        timestamp: Option<DateTime<Utc>>,
-        #[serde(default, alias = "futureRelevanceHint")]
-        future_relevance_hint: Option<f64>,
-        #[serde(default)]
-        pinned: bool,
-        #[serde(default, alias = "originalTokens")]
-        original_tokens: Option<i64>,
-        #[serde(default)]
-        group: Option<String>,
-        #[serde(default)]
-        variants: Vec<ItemVariant>,
-        #[serde(default)]
-        embedding: Option<Vec<f32>>,
-    }
-
+    /// Read through the item format's one schema, [`crate::ItemRecord`],
+    /// with the token counts required.
     impl<'de> Deserialize<'de> for ContextItem {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            let o = ItemOwned::deserialize(d)?;
-            ContextItemBuilder::new(o.content, o.tokens)
-                .kind(o.kind.unwrap_or_default())
-                .source(o.source.unwrap_or_default())
-                .priority_opt(o.priority)
-                .tags(o.tags)
-                .metadata_map(o.metadata)
-                .timestamp_opt(o.timestamp)
-                .future_relevance_hint_opt(o.future_relevance_hint)
-                .pinned(o.pinned)
-                .original_tokens_opt(o.original_tokens)
-                .group_opt(o.group)
-                .variants(o.variants)
-                .embedding_opt(o.embedding)
-                .build()
+            crate::ItemRecord::<i64>::deserialize(d)?
+                .into_item()
                 .map_err(serde::de::Error::custom)
         }
     }

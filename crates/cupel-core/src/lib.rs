@@ -64,6 +64,8 @@ mod item;
 mod kind;
 mod note;
 mod query;
+#[cfg(feature = "serde")]
+mod record;
 mod run_budget;
 mod stage;
 #[cfg(feature = "strict")]
@@ -90,6 +92,8 @@ pub use item::{ContextItem, ContextItemBuilder};
 pub use kind::{ContextKind, ContextSource};
 pub use note::ScoreNote;
 pub use query::{Query, ScoreContext, check_embedding};
+#[cfg(feature = "serde")]
+pub use record::{ItemRecord, TokensOf, VariantRecord};
 pub use run_budget::{
     Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase, Deadline,
     RemainingTime, RemainingTokens, RunBudget, RunBudgetBuilder, ScopeId, TokenLimit, TokenUsage,
