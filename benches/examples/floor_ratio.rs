@@ -13,23 +13,12 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use cupel_benches::{floor_pairs, floor_sort, grouped_items, items, standard_pipeline};
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
+use cupel_benches::{
+    floor_pairs, floor_sort, grouped_items, items, median, sizes_from_args, standard_pipeline,
+};
 
 fn main() {
-    let sizes: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|s| s.parse().ok())
-        .collect();
-    let sizes = if sizes.is_empty() {
-        vec![1_000, 10_000, 100_000, 1_000_000]
-    } else {
-        sizes
-    };
+    let sizes = sizes_from_args(&[1_000, 10_000, 100_000, 1_000_000]);
     for n in sizes {
         // (blocks, runs per block)
         let (blocks, per) = match n {

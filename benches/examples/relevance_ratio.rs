@@ -14,7 +14,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cupel_benches::{items, relevance_pipeline, standard_pipeline};
+use cupel_benches::{items, median, relevance_pipeline, sizes_from_args, standard_pipeline};
 use cupel_core::Query;
 use cupel_pipeline::RunOptions;
 use cupel_scorers::{Bm25Scorer, IndexedBm25Scorer};
@@ -22,21 +22,8 @@ use cupel_scorers::{Bm25Scorer, IndexedBm25Scorer};
 /// As in `benches/relevance.rs`: matches the kind word of half the items.
 const QUERY: &str = "memory document";
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn main() {
-    let sizes: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|s| s.parse().ok())
-        .collect();
-    let sizes = if sizes.is_empty() {
-        vec![1_000, 10_000, 100_000]
-    } else {
-        sizes
-    };
+    let sizes = sizes_from_args(&[1_000, 10_000, 100_000]);
     let query = Query::new(QUERY);
     println!("items\tplain\trelevance\tindexed\trelevance/plain\tindexed/plain");
     for n in sizes {

@@ -231,8 +231,15 @@ pub fn standard_scorer_children() -> Result<Vec<WeightedScorer>, CupelError> {
 /// # Errors
 /// Never in practice; construction errors are passed through.
 pub fn standard_pipeline(items: &[ContextItem]) -> Result<Pipeline, CupelError> {
+    pipeline_around(items, standard_scorer()?)
+}
+
+/// The standard case's stages around `scorer`: greedy slicing,
+/// chronological placement, deduplication on, overflow `Proceed`, under
+/// [`budget`]`(items)`.
+fn pipeline_around(items: &[ContextItem], scorer: CompositeScorer) -> Result<Pipeline, CupelError> {
     Pipeline::builder()
-        .scorer(standard_scorer()?)
+        .scorer(scorer)
         .slicer(GreedySlice::new())
         .placer(ChronologicalPlacer)
         .overflow_strategy(OverflowStrategy::Proceed)
@@ -255,14 +262,7 @@ pub fn relevance_pipeline(
     for (child, weight) in standard_scorer_children()? {
         b = b.add_shared(child, weight);
     }
-    Pipeline::builder()
-        .scorer(b.add_shared(relevance, 1.0).build()?)
-        .slicer(GreedySlice::new())
-        .placer(ChronologicalPlacer)
-        .overflow_strategy(OverflowStrategy::Proceed)
-        .deduplication(true)
-        .budget(budget(items))
-        .build()
+    pipeline_around(items, b.add_shared(relevance, 1.0).build()?)
 }
 
 /// `n` knapsack scores from the second generator, in item order.
@@ -280,6 +280,25 @@ pub fn floor_pairs(n: usize) -> Vec<(f64, u32)> {
 /// The floor operation: stable sort, descending, index tie-break.
 pub fn floor_sort(v: &mut [(f64, u32)]) {
     v.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+}
+
+/// The median of `v` (the upper one of an even count); `NaN` for none.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// The item counts given on the command line, or `default` without any.
+pub fn sizes_from_args(default: &[usize]) -> Vec<usize> {
+    let sizes: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    if sizes.is_empty() {
+        default.to_vec()
+    } else {
+        sizes
+    }
 }
 
 /// Whether `CUPEL_BENCH_QUICK` asks for a short run (`cargo xtask bench --quick`).
