@@ -1624,7 +1624,18 @@ impl<'a> Plan<'a> {
             }
         }
         match best {
-            None => (0, 0, Some(PrefixBreak::NotFound), none()),
+            // The previous window's first message no longer starts a unit
+            // (a late tool result joined its unit to an older one): the
+            // window began inside that unit, so the session starts there;
+            // what precedes the unit was cut by earlier turns (a session
+            // planned from its recent end sees the same).
+            None => {
+                let start = (0..self.eligible.len())
+                    .find(|&j| self.same(j, first).is_some())
+                    .and_then(|j| (0..=j).rev().find(|&i| self.unit_start(i)))
+                    .unwrap_or(0);
+                (start, 0, Some(PrefixBreak::NotFound), none())
+            }
             Some((m, j, k, forms)) if m < prev_conv.len() => {
                 (j, k, Some(PrefixBreak::Diverged { at: p + m }), forms)
             }

@@ -1298,6 +1298,61 @@ mod recent_end_tests {
         (None, recent)
     }
 
+    /// Two calls answered late (after later user messages) join their
+    /// exchanges into one unit when the results arrive, so the previous
+    /// window's first message no longer starts a unit. Exchange 1 was cut
+    /// at turn 5; turn 9 must not count it again, whether planned whole or
+    /// from the recent end.
+    #[test]
+    fn late_results_do_not_bring_back_what_an_earlier_turn_cut() {
+        use Step::{Assistant, Calls, Mixed, User};
+        let late = Calls {
+            n: 1,
+            answered: 1,
+            late: true,
+        };
+        let steps = vec![
+            User(46),
+            Assistant(22),
+            User(28),
+            Assistant(25),
+            late.clone(),
+            Mixed(39),
+            late,
+            Assistant(39),
+            Mixed(23),
+            Assistant(1),
+            User(1),
+        ];
+        let (_, t, opts) = case(&steps, false, (277, 0, 0, false));
+        let profile = CacheProfile::anthropic();
+        let mut inc = CacheSession::new(opts.clone(), profile.clone());
+        let mut whole = CacheSession::new(opts, profile);
+        let mut last = String::new();
+        for &end in &request_ends(t.messages()) {
+            let r = &t.messages()[..end];
+            let (a, b) = (inc.next(r), whole.next_whole(r));
+            let show = |x: &Result<CacheTurn<'_>, CacheError>| match x {
+                Ok(t) => format!("{t}\n{}", t.rows_text()),
+                Err(e) => e.to_string(),
+            };
+            assert_eq!(show(&a), show(&b));
+            last = show(&a);
+        }
+        // Turn 9 keeps #0 and exchange 4 (#15-#17). What the turn had:
+        // the system prompt 7, exchanges 2-3 (#3-#14) 452, exchange 4 140,
+        // reply priming 3: 7 + 452 + 140 + 3 = 602. Exchange 1 (#1-#2,
+        // 144 tokens) went at turn 5.
+        assert!(
+            last.contains("window reached 602 of 277; removed exchanges 2–3 (452 tokens)"),
+            "{last}"
+        );
+        assert!(
+            last.contains("#1–#2: 2 messages removed by earlier turns' cuts"),
+            "{last}"
+        );
+    }
+
     /// A long conversation: most turns take the recent end, and every turn
     /// is the whole request's.
     #[test]
