@@ -85,6 +85,39 @@ fn joined(s: &[u8], i: usize) -> bool {
     }
 }
 
+/// The end of the run of ASCII letters and digits that starts at `i` in
+/// the ASCII `bytes`: eight bytes at a time while eight remain.
+fn alnum_end(bytes: &[u8], mut i: usize) -> usize {
+    while let Some(chunk) = bytes.get(i..).and_then(<[u8]>::first_chunk::<8>) {
+        let others = not_alnum(u64::from_le_bytes(*chunk));
+        if others != 0 {
+            return i + (others.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
+        i += 1;
+    }
+    i
+}
+
+/// The high bit of every byte of `x` (eight ASCII bytes) that is not an
+/// ASCII letter or digit. With every byte below 0x80, adding `0x80 - c`
+/// to a byte sets its high bit exactly when the byte is at least `c`, and
+/// never carries into the next byte.
+fn not_alnum(x: u64) -> u64 {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const fn at_least(x: u64, c: u8) -> u64 {
+        x.wrapping_add(0x0101_0101_0101_0101 * (0x80 - c as u64)) & HIGH
+    }
+    let digit = at_least(x, b'0') & !at_least(x, b'9' + 1);
+    // Setting bit 0x20 maps upper case onto lower case (and keeps every
+    // byte below 0x80).
+    let lower = x | 0x2020_2020_2020_2020;
+    let letter = at_least(lower, b'a') & !at_least(lower, b'z' + 1);
+    !(digit | letter) & HIGH
+}
+
 /// Calls `f` with every word of the ASCII `text` that holds a letter or a
 /// digit, in order: what `unicode_words` yields.
 pub(super) fn words<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
@@ -106,9 +139,7 @@ pub(super) fn words<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
             alnum = true;
             // Two letters or digits are always joined (WB5, WB8-WB10): the
             // rules are read only around the other bytes.
-            while i < n && bytes[i].is_ascii_alphanumeric() {
-                i += 1;
-            }
+            i = alnum_end(bytes, i);
         }
     }
     if alnum {
@@ -142,8 +173,41 @@ mod tests {
         }
     }
 
+    /// Every ASCII byte at every place of an eight-byte chunk.
+    #[test]
+    fn not_alnum_marks_exactly_the_other_bytes() {
+        for b in 0u8..128 {
+            for k in 0..8 {
+                let mut chunk = *b"aZ09zA9a";
+                chunk[k] = b;
+                let want = if b.is_ascii_alphanumeric() {
+                    0
+                } else {
+                    0x80u64 << (8 * k)
+                };
+                assert_eq!(
+                    super::not_alnum(u64::from_le_bytes(chunk)),
+                    want,
+                    "{b} at {k}"
+                );
+            }
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4000))]
+        /// Eight bytes at a time finds the byte-by-byte run end.
+        #[test]
+        fn alnum_end_reads_eight_bytes_as_one(t in "[\\x00-\\x7f]{0,40}", at in 0usize..40) {
+            let b = t.as_bytes();
+            let i = at.min(b.len());
+            let mut want = i;
+            while want < b.len() && b[want].is_ascii_alphanumeric() {
+                want += 1;
+            }
+            prop_assert_eq!(super::alnum_end(b, i), want);
+        }
+
         /// Dense in the characters the rules look at.
         #[test]
         fn random_ascii_matches_unicode_words(t in "[aZ09 .,:;'\"_\\-\r\n\t\u{b}\u{c}!@#]{0,24}") {

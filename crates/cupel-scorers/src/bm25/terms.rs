@@ -72,6 +72,13 @@ pub(super) struct Terms<'t> {
     /// terms interned before (bit `min(len, 63)`): a term of another
     /// length is none of them, without a lookup.
     closed: Option<(usize, u64)>,
+    /// Set by [`close`](Self::close): a bit per ASCII first byte of the
+    /// terms interned before. An ASCII word's term begins with the word's
+    /// first byte, lower-cased (folding lower-cases; the Snowball rules
+    /// rewrite endings only: `first_byte_survives_stemming`), so a word
+    /// whose first byte has no bit is none of them: it is only told apart
+    /// from a stop word, with no memo lookup and no stemming.
+    firsts: u128,
 }
 
 /// Documents as term ids: document `i` is `terms[ends[i - 1]..ends[i]]`.
@@ -163,6 +170,12 @@ impl<'t> Terms<'t> {
         single: bool,
     ) -> usize {
         let (ids, names, closed) = (&mut self.ids, &mut self.names, self.closed);
+        if let Some((other, _)) = closed
+            && !single
+            && let Some(id) = Self::outside(self.firsts, other, piece)
+        {
+            return id;
+        }
         // A number is its own term (no letter to fold or stem, never a stop
         // word): no analysis and no memo entry, which would mostly hold
         // ids, counters and dates seen once.
@@ -214,6 +227,23 @@ impl<'t> Terms<'t> {
         id
     }
 
+    /// In a closed table, the id of an ASCII `piece` whose first byte
+    /// begins none of the interned terms: `other`, or [`STOP`] for a stop
+    /// word. `None` when the piece may be an interned term (or is not
+    /// ASCII): the caller analyses it.
+    fn outside(firsts: u128, other: usize, piece: &str) -> Option<usize> {
+        let bytes = piece.as_bytes();
+        let first = bytes.first()?.to_ascii_lowercase();
+        if first >= 128 || firsts & (1 << first) != 0 || !piece.is_ascii() {
+            return None;
+        }
+        Some(if super::is_stop_ascii(bytes) {
+            STOP
+        } else {
+            other
+        })
+    }
+
     /// Appends the term ids of `text` to `out`.
     fn text(
         &mut self,
@@ -238,6 +268,13 @@ impl<'t> Terms<'t> {
     pub(super) fn close(&mut self) {
         let lens = self.names.iter().fold(0, |m, t| m | length_bit(t));
         self.closed = Some((self.names.len(), lens));
+        self.firsts = self
+            .names
+            .iter()
+            .fold(0, |m, t| match t.as_bytes().first() {
+                Some(&b) if b < 128 => m | 1 << b,
+                _ => m,
+            });
         self.names.push(Cow::Borrowed(""));
     }
 
