@@ -10,7 +10,7 @@
 use arbitrary::Arbitrary;
 use chrono::{DateTime, TimeDelta, Utc};
 use cupel_core::{BudgetPhase, Deadline, ManualTimeProvider, RunBudget, TokenLimit, TokenUsage};
-use cupel_run::{BudgetRequest, BudgetTracker, Reservation};
+use cupel_run::{RunRequest, LocalTracker, Reservation};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Debug, Arbitrary)]
@@ -97,10 +97,10 @@ fuzz_target!(|run: Run| {
     let Some(root_budget) = budget(&clock, run.input, run.output, run.seconds) else {
         return;
     };
-    let Ok(root) = BudgetTracker::new(root_budget, clock.clone()) else {
+    let Ok(root) = LocalTracker::new(root_budget, clock.clone()) else {
         return;
     };
-    let mut trackers: Vec<BudgetTracker> = vec![root.clone()];
+    let mut trackers: Vec<LocalTracker> = vec![root.clone()];
     let mut reservations: Vec<Reservation> = Vec::new();
     // Everything that must end up in the root's books.
     let (mut spent_in, mut spent_out) = (0i64, 0i64);
@@ -186,7 +186,7 @@ fuzz_target!(|run: Run| {
             Op::Probe { tracker, input } => {
                 if let Some(t) = pick(trackers.len(), tracker) {
                     let _ =
-                        trackers[t].would_fit(&BudgetRequest::provider_request(usage(input, 0)));
+                        trackers[t].would_fit(&RunRequest::provider_request(usage(input, 0)));
                 }
             }
             Op::Finalize { tracker } => {

@@ -92,8 +92,11 @@ mod sweep;
 pub use cupel_run::InvalidRecorderState;
 #[doc(no_inline)]
 pub use cupel_run::{
-    BudgetCandidates, BudgetSuggestion, SuggestionRule, USAGE_WINDOW, UsageError, UsageRecorder,
+    AdaptiveCandidates, AdaptiveSuggestion, SuggestionRule, USAGE_WINDOW, UsageError, UsageRecorder,
 };
+#[doc(no_inline)]
+#[allow(deprecated)]
+pub use cupel_run::{BudgetCandidates, BudgetSuggestion};
 pub use metrics::{
     KindQuotaUtilization, VariantSavings, budget_utilization, kind_diversity, quota_utilization,
     timestamp_coverage, variant_savings,

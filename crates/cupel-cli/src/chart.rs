@@ -1,7 +1,7 @@
 //! Charts as SVG, for the commands that draw one (`--plot FILE`).
 //!
 //! A [`LineChart`] is a title, two axis labels and some named series of
-//! integer points (`cupel budget simulate`); a [`StackedChart`] is one or more
+//! integer points (`cupel adaptive simulate`); a [`StackedChart`] is one or more
 //! panels of bands stacked over a shared x axis (`cupel sweep`). Both render
 //! with plotters' SVG backend and the same frame, fonts, palette and legend.
 //! Text is written as SVG `<text>` elements (plotters is built without its

@@ -9,8 +9,9 @@
 //! * `cupel explain INPUT` — every item with its status, score, tokens, kind
 //!   and reason, totals, budget utilisation and a bar of the budget by kind;
 //! * `cupel presets` — the named policies and what they configure;
-//! * `cupel budget simulate` — adaptive token budgets for constant usage or a
-//!   recorded CSV trace (text, JSON, an SVG chart).
+//! * `cupel adaptive simulate` — adaptive token budgets for constant usage or
+//!   a recorded CSV trace (text, JSON, an SVG chart); `cupel budget
+//!   simulate`, its old name, still works (hidden alias);
 //! * `cupel gate FILE` — the context gate's decision for a context, a
 //!   retrieval buffer and a gate configuration;
 //! * `cupel sweep INPUT` — the window at each of many budgets (table, JSON,
@@ -39,7 +40,7 @@
 // terminal (`[policy]` is a TOML table there, not an intra-doc link).
 #![allow(rustdoc::broken_intra_doc_links)]
 
-mod budget;
+mod adaptive;
 #[cfg(feature = "chat")]
 mod cache_sim;
 mod chart;
@@ -146,7 +147,11 @@ enum Command {
     /// List the named presets and what each configures.
     Presets,
     /// Adaptive token budgets: simulate how the budget follows usage.
-    Budget(budget::BudgetArgs),
+    ///
+    /// `budget` is the old name, kept as a hidden alias: the `[budget]` table
+    /// of an INPUT file is the context budget, this is the adaptive one.
+    #[command(alias = "budget")]
+    Adaptive(adaptive::AdaptiveArgs),
     /// Admit retrieval nodes into a context under a token budget, or say "over".
     #[command(after_help = with_exit_pointer(gate::GATE_AFTER_HELP))]
     Gate(gate::GateArgs),
@@ -466,7 +471,7 @@ pub fn main() -> ExitCode {
         Command::Select(a) => run_input(&a, Mode::Select),
         Command::Explain(a) => run_input(&a, Mode::Explain),
         Command::Presets => Ok(render::presets()),
-        Command::Budget(a) => budget::run(&a),
+        Command::Adaptive(a) => adaptive::run(&a),
         Command::Gate(a) => gate::run(&a),
         Command::Sweep(a) => sweep::run(&a),
         Command::Marginal(a) => marginal::run(&a),
@@ -612,13 +617,13 @@ pub mod harness {
         Ok(a + &b)
     }
 
-    /// `cupel budget simulate --trace` on a CSV trace held in memory, with
+    /// `cupel adaptive simulate --trace` on a CSV trace held in memory, with
     /// margin `margin` (a decimal such as `0.1`): the explained text and the
     /// JSON joined; the chart is drawn in memory. `Err` is the message
     /// `cupel` would print.
     pub fn budget_trace(text: &str, margin: &str) -> Result<String, String> {
         let margin: rust_decimal::Decimal = margin.parse().map_err(|e| format!("{e}"))?;
-        crate::budget::simulate_trace_text(text, margin).map_err(|e| e.to_string())
+        crate::adaptive::simulate_trace_text(text, margin).map_err(|e| e.to_string())
     }
 
     /// Reads `text` as a TOML INPUT twice — one `[[items]]` table at a time

@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! `cupel budget simulate`, run for real: the seed's outputs byte for byte,
+//! `cupel adaptive simulate` (old name `cupel budget simulate`), run for real: the seed's outputs byte for byte,
 //! hand-derived budgets, snapshots of text, JSON and every input error.
 
 mod common;
@@ -37,7 +37,7 @@ fn input_error(args: &[&str], stdin: Option<&str>) -> String {
 /// `--trace -` with `csv` on stdin.
 fn trace_error(csv: &str) -> String {
     input_error(
-        &["budget", "simulate", "--trace", "-", "--margin", "0.1"],
+        &["adaptive", "simulate", "--trace", "-", "--margin", "0.1"],
         Some(csv),
     )
 }
@@ -64,20 +64,39 @@ final budget: 60
 fn constant_usage_prints_exactly_the_seed_output() {
     let out = ok(
         &[
-            "budget", "simulate", "--steps", "5", "--usage", "50", "--margin", "0.2",
+            "adaptive", "simulate", "--steps", "5", "--usage", "50", "--margin", "0.2",
         ],
         None,
     );
     // Byte for byte: six lines, no header, nothing on stderr (`ok` checks).
     assert_eq!(out, SEED_002_SIMULATION);
     assert_eq!(out.lines().count(), 6);
+    // The old name, kept as a hidden alias (issue 50, item 3): the seed's
+    // call as earlier releases spelled it prints the same bytes.
+    let old = ok(
+        &[
+            "budget", "simulate", "--steps", "5", "--usage", "50", "--margin", "0.2",
+        ],
+        None,
+    );
+    assert_eq!(old, SEED_002_SIMULATION);
+}
+
+#[test]
+fn the_old_name_budget_is_hidden_from_the_command_list() {
+    let help = ok(&["--help"], None);
+    assert!(help.contains("adaptive"), "{help}");
+    assert!(
+        !help.lines().any(|l| l.trim_start().starts_with("budget ")),
+        "{help}"
+    );
 }
 
 #[test]
 fn verbose_opens_with_a_header_line() {
     let out = ok(
         &[
-            "budget",
+            "adaptive",
             "simulate",
             "--steps",
             "5",
@@ -100,7 +119,7 @@ fn verbose_opens_with_a_header_line() {
 fn usage_100_with_margin_0_1_is_110_not_111() {
     let out = ok(
         &[
-            "budget", "simulate", "--steps", "2", "--usage", "100", "--margin", "0.1",
+            "adaptive", "simulate", "--steps", "2", "--usage", "100", "--margin", "0.1",
         ],
         None,
     );
@@ -113,7 +132,7 @@ fn json_prints_the_margin_unrounded() {
     // changed the budget, so the JSON must not show it as 0.
     let out = ok(
         &[
-            "budget",
+            "adaptive",
             "simulate",
             "--steps",
             "1",
@@ -134,10 +153,13 @@ fn json_prints_the_margin_unrounded() {
 #[test]
 fn steps_default_to_ten_and_margin_to_0_1() {
     // ceil(10 × 1.1) = 11.
-    let out = ok(&["budget", "simulate", "--usage", "10"], None);
+    let out = ok(&["adaptive", "simulate", "--usage", "10"], None);
     assert_eq!(out.lines().count(), 11);
     assert!(out.lines().take(10).all(|l| l.ends_with(": 11")));
-    let out = ok(&["budget", "simulate", "--usage", "10", "--verbose"], None);
+    let out = ok(
+        &["adaptive", "simulate", "--usage", "10", "--verbose"],
+        None,
+    );
     assert_eq!(out.lines().next(), Some("margin 0.1, initial budget 10"));
 }
 
@@ -147,7 +169,7 @@ fn zero_usage_keeps_the_initial_budget() {
     // --usage raised to 1).
     let out = ok(
         &[
-            "budget",
+            "adaptive",
             "simulate",
             "--usage",
             "0",
@@ -166,7 +188,7 @@ fn zero_usage_keeps_the_initial_budget() {
     );
     let out = ok(
         &[
-            "budget",
+            "adaptive",
             "simulate",
             "--usage",
             "0",
@@ -187,7 +209,7 @@ fn zero_usage_keeps_the_initial_budget() {
 fn negative_margins_count_as_zero() {
     let out = ok(
         &[
-            "budget",
+            "adaptive",
             "simulate",
             "--steps",
             "1",
@@ -211,7 +233,7 @@ fn negative_margins_count_as_zero() {
 #[test]
 fn worked_example_trace_text() {
     let out = ok(
-        &["budget", "simulate", "--trace", WORKED, "--margin", "0.1"],
+        &["adaptive", "simulate", "--trace", WORKED, "--margin", "0.1"],
         None,
     );
     // 6 = ceil(5 × 1.1), 33 = ceil(30 × 1.1), 17 = ceil(15 × 1.1) (ā_B = 30 / 2).
@@ -232,7 +254,7 @@ fn worked_example_trace_text() {
 fn worked_example_trace_json() {
     let out = ok(
         &[
-            "budget", "simulate", "--trace", WORKED, "--margin", "0.1", "--format", "json",
+            "adaptive", "simulate", "--trace", WORKED, "--margin", "0.1", "--format", "json",
         ],
         None,
     );
@@ -257,7 +279,7 @@ fn worked_example_trace_json() {
 fn constant_usage_json_has_the_same_shape() {
     let out = ok(
         &[
-            "budget", "simulate", "--steps", "2", "--usage", "50", "--margin", "0.2", "--format",
+            "adaptive", "simulate", "--steps", "2", "--usage", "50", "--margin", "0.2", "--format",
             "json",
         ],
         None,
@@ -266,7 +288,7 @@ fn constant_usage_json_has_the_same_shape() {
     // The header is text output: --verbose leaves the JSON as it is.
     let verbose = ok(
         &[
-            "budget",
+            "adaptive",
             "simulate",
             "--steps",
             "2",
@@ -293,7 +315,7 @@ fn an_idle_spell_drops_to_1_and_a_trace_with_no_usage_keeps_initial() {
     }
     let out = ok(
         &[
-            "budget",
+            "adaptive",
             "simulate",
             "--trace",
             "-",
@@ -315,7 +337,7 @@ fn an_idle_spell_drops_to_1_and_a_trace_with_no_usage_keeps_initial() {
 
     let out = ok(
         &[
-            "budget",
+            "adaptive",
             "simulate",
             "--trace",
             "-",
@@ -339,7 +361,7 @@ fn cycle_numbers_are_labels_and_gaps_are_not_cycles() {
     // them, so A's mean is (4 + 0) / 2 = 2 (B reported in cycle 20), not 4 / 11.
     let out = ok(
         &[
-            "budget", "simulate", "--trace", "-", "--margin", "0", "--format", "json",
+            "adaptive", "simulate", "--trace", "-", "--margin", "0", "--format", "json",
         ],
         Some("cycle,agent,tokens\n10,A,4\n20,B,1\n"),
     );
@@ -362,7 +384,7 @@ fn example_trace_and_its_committed_chart() {
     let svg_arg = svg.to_str().unwrap();
     let out = ok(
         &[
-            "budget",
+            "adaptive",
             "simulate",
             "--trace",
             EXAMPLE,
@@ -397,7 +419,7 @@ fn example_trace_and_its_committed_chart() {
 
 #[test]
 fn help_describes_the_rule_and_the_trace_format() {
-    insta::assert_snapshot!(ok(&["budget", "simulate", "--help"], None));
+    insta::assert_snapshot!(ok(&["adaptive", "simulate", "--help"], None));
 }
 
 // ----- errors --------------------------------------------------------------------------------
@@ -406,7 +428,7 @@ fn help_describes_the_rule_and_the_trace_format() {
 fn error_negative_tokens_names_the_file_and_line() {
     let err = input_error(
         &[
-            "budget",
+            "adaptive",
             "simulate",
             "--trace",
             "tests/fixtures/budget/negative-tokens.csv",
@@ -468,7 +490,7 @@ fn error_cycle_total_overflows() {
 fn error_unreadable_trace() {
     insta::assert_snapshot!(input_error(
         &[
-            "budget",
+            "adaptive",
             "simulate",
             "--trace",
             "tests/fixtures/budget/missing.csv"
@@ -481,7 +503,7 @@ fn error_unreadable_trace() {
 fn error_unwritable_chart() {
     let err = input_error(
         &[
-            "budget",
+            "adaptive",
             "simulate",
             "--trace",
             WORKED,
@@ -502,19 +524,19 @@ fn error_unwritable_chart() {
 fn flag_errors_exit_2() {
     // clap reports these (with its usage lines); the exit code is still 2.
     for args in [
-        &["budget", "simulate", "--usage", "5", "--margin", "lots"][..],
-        &["budget", "simulate", "--usage", "-5"],
-        &["budget", "simulate", "--usage", "5", "--steps", "0"],
-        &["budget", "simulate", "--trace", WORKED, "--steps", "3"],
-        &["budget", "simulate", "--usage", "5", "--initial", "0"],
-        &["budget", "simulate"],
+        &["adaptive", "simulate", "--usage", "5", "--margin", "lots"][..],
+        &["adaptive", "simulate", "--usage", "-5"],
+        &["adaptive", "simulate", "--usage", "5", "--steps", "0"],
+        &["adaptive", "simulate", "--trace", WORKED, "--steps", "3"],
+        &["adaptive", "simulate", "--usage", "5", "--initial", "0"],
+        &["adaptive", "simulate"],
     ] {
         let o = cupel(args, None);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
         assert!(text(&o.stderr).starts_with("error: "), "{args:?}");
     }
     let o = cupel(
-        &["budget", "simulate", "--usage", "5", "--margin", "lots"],
+        &["adaptive", "simulate", "--usage", "5", "--margin", "lots"],
         None,
     );
     assert!(text(&o.stderr).contains("`lots` is not a decimal number"));

@@ -909,7 +909,7 @@ fn the_exit_code_table_is_in_the_top_level_help_once() {
             "{cmd}"
         );
     }
-    let help = ok(&["budget", "simulate", "--help"]);
+    let help = ok(&["adaptive", "simulate", "--help"]);
     assert!(!help.contains("  2  usage or input error"), "{help}");
 }
 

@@ -579,7 +579,7 @@ fn names_from_input_cannot_forge_lines_or_break_the_svg() {
     let trace = "cycle,agent,tokens\n1,\"A\nstep 9: 999999\",5\n";
     let path = temp("forged-agent.csv", trace.as_bytes());
     let o = cupel(
-        &["budget", "simulate", "--trace", path.to_str().unwrap()],
+        &["adaptive", "simulate", "--trace", path.to_str().unwrap()],
         None,
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

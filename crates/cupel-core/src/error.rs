@@ -297,7 +297,7 @@ pub enum CupelError {
         now: DateTime<Utc>,
     },
 
-    /// A `BudgetRequest` (in `cupel_run`) was given a negative
+    /// A `RunRequest` (in `cupel_run`) was given a negative
     /// projected duration.
     #[error("run budget projected duration must be >= 0 (got {})", millis(.duration))]
     NegativeProjectedDuration {
@@ -311,7 +311,7 @@ pub enum CupelError {
     /// passed where a total was expected). Nothing was recorded.
     #[error(
         "run budget cumulative {dimension} token counter went backwards (from {previous} to \
-         {observed}); pass deltas to BudgetTracker::record, or start a new meter after a reset"
+         {observed}); pass deltas to LocalTracker::record, or start a new meter after a reset"
     )]
     UsageCounterDecreased {
         /// The dimension whose counter went down (`input` or `output`).

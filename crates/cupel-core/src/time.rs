@@ -50,7 +50,7 @@ impl TimeProvider for FixedTimeProvider {
 /// A clock that moves only when told to: for tests of deadlines.
 ///
 /// Clones share one reading, so a test keeps a clone and advances the clock
-/// that a `cupel_run::BudgetTracker` (or any other component)
+/// that a `cupel_run::LocalTracker` (or any other component)
 /// reads.
 ///
 /// ```

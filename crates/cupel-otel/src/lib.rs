@@ -38,11 +38,11 @@
 //! [`DiagnosticTraceCollector`](cupel_core::DiagnosticTraceCollector) from
 //! one run with [`FanOut`](cupel_core::FanOut).
 //!
-//! A run budget shows on your own spans too: [`record_budget`] sets a
-//! [`BudgetTracker`](cupel_run::BudgetTracker)'s remaining time and tokens
+//! A run budget shows on your own spans too: [`record_run_budget`] sets a
+//! [`LocalTracker`](cupel_run::LocalTracker)'s remaining time and tokens
 //! as attributes (`budget_remaining_time`, `budget_remaining_tokens.input`,
 //! `budget_remaining_tokens.output` — the field names of the tracker's own
-//! `tracing` events), and [`record_budget_exceeded`] records a failed
+//! `tracing` events), and [`record_run_budget_exceeded`] records a failed
 //! checkpoint as an event.
 //!
 //! With the `gate` feature a context-gate decision shows on your spans too:
@@ -133,9 +133,11 @@ pub use names::{TRACER_NAME, exclusion_reason_name};
 pub use run_budget::{
     BUDGET_DIMENSION, BUDGET_EXCEEDED_EVENT, BUDGET_PHASE, BUDGET_REMAINING_TIME,
     BUDGET_REMAINING_TOKENS_INPUT, BUDGET_REMAINING_TOKENS_OUTPUT, BUDGET_REQUESTER_DEPTH,
-    BUDGET_REQUESTER_LABEL, BUDGET_SCOPE_DEPTH, BUDGET_STATE, budget_attributes, record_budget,
-    record_budget_exceeded,
+    BUDGET_REQUESTER_LABEL, BUDGET_SCOPE_DEPTH, BUDGET_STATE, budget_attributes, record_run_budget,
+    record_run_budget_exceeded,
 };
+#[allow(deprecated)]
+pub use run_budget::{record_budget, record_budget_exceeded};
 #[cfg(feature = "tracing")]
 pub use tracing_collector::TracingCollector;
 pub use verbosity::CupelVerbosity;

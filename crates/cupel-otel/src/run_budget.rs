@@ -1,13 +1,13 @@
 //! Run-budget state as OpenTelemetry span attributes and events.
 //!
-//! A [`BudgetTracker`](cupel_run::BudgetTracker) already emits a `tracing`
+//! A [`LocalTracker`](cupel_run::LocalTracker) already emits a `tracing`
 //! event at every checkpoint; applications that trace with OpenTelemetry
 //! directly attach the same numbers to their own spans (the provider call,
-//! the tool call) with [`record_budget`], and record a failed checkpoint with
-//! [`record_budget_exceeded`].
+//! the tool call) with [`record_run_budget`], and record a failed checkpoint with
+//! [`record_run_budget_exceeded`].
 
 use cupel_core::BudgetExceededError;
-use cupel_run::BudgetSnapshot;
+use cupel_run::RunSnapshot;
 use opentelemetry::KeyValue;
 use opentelemetry::trace::Span;
 
@@ -19,7 +19,7 @@ pub const BUDGET_REMAINING_TOKENS_INPUT: &str = "budget_remaining_tokens.input";
 pub const BUDGET_REMAINING_TOKENS_OUTPUT: &str = "budget_remaining_tokens.output";
 /// `0` for the run's own tracker, `n` for a subagent scope `n` levels down.
 pub const BUDGET_SCOPE_DEPTH: &str = "budget_scope_depth";
-/// The event recorded by [`record_budget_exceeded`].
+/// The event recorded by [`record_run_budget_exceeded`].
 pub const BUDGET_EXCEEDED_EVENT: &str = "cupel.run_budget.exceeded";
 /// The failed checkpoint (`preflight`, `provider_request`, ...), on the event.
 pub const BUDGET_PHASE: &str = "budget_phase";
@@ -31,7 +31,7 @@ pub const BUDGET_STATE: &str = "budget_state";
 /// the run's own tracker; compare with the depth in [`BUDGET_STATE`]).
 pub const BUDGET_REQUESTER_DEPTH: &str = "budget_requester_depth";
 /// Label of the requesting scope, on the event when it has one
-/// (`BudgetTracker::child_named`).
+/// (`LocalTracker::child_named`).
 pub const BUDGET_REQUESTER_LABEL: &str = "budget_requester_label";
 
 /// The attributes describing `snapshot`: [`BUDGET_REMAINING_TIME`],
@@ -41,11 +41,11 @@ pub const BUDGET_REQUESTER_LABEL: &str = "budget_requester_label";
 ///
 /// ```
 /// use cupel_core::{FixedTimeProvider, RunBudget, TokenLimit};
-/// use cupel_run::{BudgetTracker};
+/// use cupel_run::{LocalTracker};
 /// use opentelemetry::KeyValue;
 ///
 /// let clock = FixedTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
-/// let run = BudgetTracker::new(
+/// let run = LocalTracker::new(
 ///     RunBudget::new(None, Some(TokenLimit::new(Some(500), None)?), &clock)?,
 ///     clock,
 /// )?;
@@ -59,7 +59,7 @@ pub const BUDGET_REQUESTER_LABEL: &str = "budget_requester_label";
 /// );
 /// # Ok::<(), cupel_core::CupelError>(())
 /// ```
-pub fn budget_attributes(snapshot: &BudgetSnapshot) -> Vec<KeyValue> {
+pub fn budget_attributes(snapshot: &RunSnapshot) -> Vec<KeyValue> {
     let mut attributes = Vec::with_capacity(4);
     if let Some(ms) = snapshot.remaining_time_ms() {
         attributes.push(KeyValue::new(BUDGET_REMAINING_TIME, ms));
@@ -78,17 +78,29 @@ pub fn budget_attributes(snapshot: &BudgetSnapshot) -> Vec<KeyValue> {
 }
 
 /// Sets [`budget_attributes`] on `span`.
-pub fn record_budget<S: Span + ?Sized>(span: &mut S, snapshot: &BudgetSnapshot) {
+pub fn record_run_budget<S: Span + ?Sized>(span: &mut S, snapshot: &RunSnapshot) {
     for attribute in budget_attributes(snapshot) {
         span.set_attribute(attribute);
     }
+}
+
+/// The old name of [`record_run_budget`].
+#[deprecated(since = "0.2.0", note = "renamed `record_run_budget`")]
+pub fn record_budget<S: Span + ?Sized>(span: &mut S, snapshot: &RunSnapshot) {
+    record_run_budget(span, snapshot);
+}
+
+/// The old name of [`record_run_budget_exceeded`].
+#[deprecated(since = "0.2.0", note = "renamed `record_run_budget_exceeded`")]
+pub fn record_budget_exceeded<S: Span + ?Sized>(span: &mut S, error: &BudgetExceededError) {
+    record_run_budget_exceeded(span, error);
 }
 
 /// Adds a [`BUDGET_EXCEEDED_EVENT`] event to `span` with the phase, the
 /// dimension, the requesting scope ([`BUDGET_REQUESTER_DEPTH`], and
 /// [`BUDGET_REQUESTER_LABEL`] when it has a label) and the JSON state of
 /// `error`.
-pub fn record_budget_exceeded<S: Span + ?Sized>(span: &mut S, error: &BudgetExceededError) {
+pub fn record_run_budget_exceeded<S: Span + ?Sized>(span: &mut S, error: &BudgetExceededError) {
     let depth = i64::try_from(error.requester_depth()).unwrap_or(i64::MAX);
     let mut attributes = vec![
         KeyValue::new(BUDGET_PHASE, error.phase().as_str()),

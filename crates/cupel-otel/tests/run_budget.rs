@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 use cupel_core::{BudgetPhase, Deadline, ManualTimeProvider, RunBudget, TokenLimit, TokenUsage};
-use cupel_run::BudgetTracker;
+use cupel_run::LocalTracker;
 use opentelemetry::trace::{Span, Tracer, TracerProvider};
 use opentelemetry::{KeyValue, Value};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
@@ -26,7 +26,7 @@ fn provider_call_span_carries_the_budget_state() {
         .token_limit(TokenLimit::new(Some(1_000), Some(200)).unwrap())
         .build(&clock)
         .unwrap();
-    let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+    let run = LocalTracker::new(budget, clock.clone()).unwrap();
 
     let mut span = tracer.start("provider.call");
     clock.advance(TimeDelta::seconds(12));
@@ -37,13 +37,13 @@ fn provider_call_span_carries_the_budget_state() {
         )
         .unwrap();
     // After the reservation: 1000 - 300 = 700 in, 200 - 50 = 150 out, 30 - 12 = 18 s.
-    cupel_otel::record_budget(&mut span, &run.snapshot());
+    cupel_otel::record_run_budget(&mut span, &run.snapshot());
     reservation.settle(TokenUsage::new(290, 60).unwrap());
     // 200 - 60 = 140 out left; a tool call projected at 150 out does not fit.
     let err = run
         .reserve(BudgetPhase::ToolExecution, TokenUsage::new(0, 150).unwrap())
         .unwrap_err();
-    cupel_otel::record_budget_exceeded(&mut span, &err);
+    cupel_otel::record_run_budget_exceeded(&mut span, &err);
     span.end();
 
     let spans = exporter.get_finished_spans().unwrap();
@@ -108,7 +108,7 @@ fn exceeded_event_names_the_subagent_that_broke_the_run_limit() {
         &clock,
     )
     .unwrap();
-    let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+    let run = LocalTracker::new(budget, clock.clone()).unwrap();
     let researcher = run
         .child_named("researcher", RunBudget::unlimited())
         .unwrap();
@@ -121,7 +121,7 @@ fn exceeded_event_names_the_subagent_that_broke_the_run_limit() {
         .unwrap_err();
 
     let mut span = tracer.start("subagent.call");
-    cupel_otel::record_budget_exceeded(&mut span, &err);
+    cupel_otel::record_run_budget_exceeded(&mut span, &err);
     span.end();
 
     let spans = exporter.get_finished_spans().unwrap();
@@ -144,4 +144,49 @@ fn exceeded_event_names_the_subagent_that_broke_the_run_limit() {
             .as_str()
             .starts_with(r#"{"scope_depth":0,"requester_depth":1,"requester_label":"researcher","#)
     );
+}
+
+/// `record_budget` / `record_budget_exceeded`, the names before issue 50's
+/// renames, are deprecated wrappers that record exactly what the new names
+/// record.
+#[test]
+#[allow(deprecated)]
+fn the_old_names_record_what_the_new_names_record() {
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let tracer = provider.tracer("agent");
+    let clock = ManualTimeProvider::new(t0());
+    let budget = RunBudget::builder()
+        .token_limit(TokenLimit::new(Some(100), None).unwrap())
+        .build(&clock)
+        .unwrap();
+    let run = LocalTracker::new(budget, clock).unwrap();
+    let err = run
+        .reserve(
+            BudgetPhase::ProviderRequest,
+            TokenUsage::new(101, 0).unwrap(),
+        )
+        .unwrap_err();
+    let mut old = tracer.start("old");
+    cupel_otel::record_budget(&mut old, &run.snapshot());
+    cupel_otel::record_budget_exceeded(&mut old, &err);
+    old.end();
+    let mut new = tracer.start("new");
+    cupel_otel::record_run_budget(&mut new, &run.snapshot());
+    cupel_otel::record_run_budget_exceeded(&mut new, &err);
+    new.end();
+    let spans = exporter.get_finished_spans().unwrap();
+    let (a, b) = (&spans[0], &spans[1]);
+    assert!(!a.attributes.is_empty());
+    assert_eq!(a.attributes, b.attributes);
+    assert_eq!(a.events.len(), 1);
+    let names = |s: &opentelemetry_sdk::trace::SpanData| {
+        s.events
+            .iter()
+            .map(|e| (e.name.clone(), e.attributes.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(a), names(b));
 }

@@ -33,7 +33,7 @@ use cupel_core::{
 };
 use cupel_pipeline::{Pipeline, RunOptions};
 use cupel_placers::ChronologicalPlacer;
-use cupel_run::{BudgetTracker, UsageMeter};
+use cupel_run::{LocalTracker, UsageMeter};
 use cupel_scorers::RecencyScorer;
 use cupel_slicers::GreedySlice;
 
@@ -117,7 +117,7 @@ enum Report {
 fn summariser(
     pipeline: &Pipeline,
     articles: &[ContextItem],
-    scope: &BudgetTracker,
+    scope: &LocalTracker,
     rounds: Receiver<()>,
     reports: Sender<Report>,
 ) -> Result<(), CupelError> {
@@ -144,12 +144,12 @@ fn summariser(
 
 /// The run's tracker: 60 s, 2,000 input and 600 output tokens, checked
 /// before the first round.
-fn tracker(clock: &ManualTimeProvider) -> Result<BudgetTracker, CupelError> {
+fn tracker(clock: &ManualTimeProvider) -> Result<LocalTracker, CupelError> {
     let budget = RunBudget::builder()
         .deadline(Deadline::after(clock, TimeDelta::seconds(60)))
         .token_limit(TokenLimit::new(Some(2_000), Some(600))?)
         .build(clock)?;
-    let run = BudgetTracker::new(budget, clock.clone())?;
+    let run = LocalTracker::new(budget, clock.clone())?;
     run.preflight()?;
     Ok(run)
 }
@@ -198,7 +198,7 @@ fn conversation(start: DateTime<Utc>) -> Result<(Vec<ContextItem>, Vec<ContextIt
 }
 
 /// The log line of the run's use and what is left after round `round`.
-fn usage_line(round: usize, s: &cupel_run::BudgetSnapshot) -> String {
+fn usage_line(round: usize, s: &cupel_run::RunSnapshot) -> String {
     let (input, output) = s
         .remaining_tokens
         .map_or((None, None), |r| (r.input(), r.output()));

@@ -187,7 +187,8 @@ pub use policy::{Policy, PolicyBuilder};
 pub use presets::{Preset, preset, presets};
 #[cfg(feature = "config")]
 pub use registry::{ComponentRegistry, PlacerConstructor, ScorerConstructor, SlicerConstructor};
-pub use run_budget::BudgetedWindow;
+#[allow(deprecated)]
+pub use run_budget::{BudgetedWindow, ReservedWindow};
 /// The `serde_json` crate, whose `Value` is the parameter table passed to registry constructors.
 #[cfg(feature = "config")]
 pub use serde_json;

@@ -562,7 +562,7 @@ impl<'a, C: TraceCollector + ?Sized, R> RunOptions<'a, C, R> {
     }
 
     /// Selects under the run budget tracked by `tracker` ([`RunOutput::hold`]):
-    /// any [`RunTracker`] — the in-process `cupel_run::BudgetTracker`, or a
+    /// any [`RunTracker`] — the in-process `cupel_run::LocalTracker`, or a
     /// `cupel_run::store::SharedTracker` whose books are in a store (e.g.
     /// Redis) shared across processes. For a shared tracker every step below
     /// is checked and held in the store; a store failure is
@@ -617,7 +617,7 @@ impl<'a, C: TraceCollector + ?Sized, R> RunOptions<'a, C, R> {
     /// # Projected duration
     /// The window's reservation carries no duration. To refuse a request
     /// that would outlive the deadline, check the time first:
-    /// `tracker.check_request(&BudgetRequest::provider_request(TokenUsage::ZERO)
+    /// `tracker.check_request(&RunRequest::provider_request(TokenUsage::ZERO)
     /// .with_duration(expected)?)` — the time rule does not depend on the
     /// tokens.
     ///
@@ -633,14 +633,14 @@ impl<'a, C: TraceCollector + ?Sized, R> RunOptions<'a, C, R> {
     /// use cupel_core::{
     ///     ContextBudget, ContextItem, FixedTimeProvider, RunBudget, TokenLimit, TokenUsage,
     /// };
-    /// use cupel_run::BudgetTracker;
+    /// use cupel_run::LocalTracker;
     /// use cupel_pipeline::{Pipeline, RunOptions};
     /// use cupel_placers::ChronologicalPlacer;
     /// use cupel_scorers::ReflexiveScorer;
     /// use cupel_slicers::GreedySlice;
     ///
     /// let clock = FixedTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
-    /// let run = BudgetTracker::new(
+    /// let run = LocalTracker::new(
     ///     RunBudget::new(None, Some(TokenLimit::new(Some(100), Some(1_000))?), &clock)?,
     ///     clock,
     /// )?;

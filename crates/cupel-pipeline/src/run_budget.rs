@@ -10,7 +10,7 @@
 use cupel_core::{
     BudgetPhase, ContextBudget, ContextItem, CupelError, TokenSign, TokenUsage, TraceCollector,
 };
-use cupel_run::{BudgetRequest, BudgetTracker, Reservation, RunTracker};
+use cupel_run::{LocalTracker, Reservation, RunRequest, RunTracker};
 
 use crate::pipeline::{OverflowObserver, RunHold, RunOptions, RunOutput, select};
 use crate::{Pipeline, Policy};
@@ -27,7 +27,7 @@ use crate::{Pipeline, Policy};
 /// without settling releases the tokens, as if the request was never made.
 #[derive(Debug)]
 #[non_exhaustive]
-pub struct BudgetedWindow {
+pub struct ReservedWindow {
     /// The selected items, in placement order.
     pub items: Vec<ContextItem>,
     /// The sum of the selected items' tokens (reserved as input usage).
@@ -64,10 +64,10 @@ impl Pipeline {
     pub fn run_within(
         &self,
         items: &[ContextItem],
-        tracker: &BudgetTracker,
-    ) -> Result<BudgetedWindow, CupelError> {
+        tracker: &LocalTracker,
+    ) -> Result<ReservedWindow, CupelError> {
         let out = self.run_with(items, RunOptions::new().run_budget(tracker))?;
-        BudgetedWindow::from_output(out)
+        ReservedWindow::from_output(out)
     }
 
     /// Like [`run_within`](Self::run_within), reporting the selection to
@@ -82,20 +82,20 @@ impl Pipeline {
     pub fn run_within_traced<C: TraceCollector + ?Sized>(
         &self,
         items: &[ContextItem],
-        tracker: &BudgetTracker,
+        tracker: &LocalTracker,
         collector: &mut C,
-    ) -> Result<BudgetedWindow, CupelError> {
+    ) -> Result<ReservedWindow, CupelError> {
         let options = RunOptions::new().run_budget(tracker).collector(collector);
-        BudgetedWindow::from_output(self.run_with(items, options)?)
+        ReservedWindow::from_output(self.run_with(items, options)?)
     }
 }
 
-impl BudgetedWindow {
+impl ReservedWindow {
     fn from_output(out: RunOutput) -> Result<Self, CupelError> {
         let hold = out.hold.ok_or_else(|| {
             CupelError::PipelineConfig("a run under a run budget returned no hold".into())
         })?;
-        Ok(BudgetedWindow {
+        Ok(ReservedWindow {
             items: out.items,
             input_tokens: hold.input_tokens,
             max_output_tokens: hold.max_output_tokens,
@@ -132,7 +132,7 @@ pub(crate) fn select_within<R, C: TraceCollector + ?Sized>(
             // input allowance: that is a run-budget failure. Only ask
             // (no halt): nothing was requested, and the caller may
             // retry with fewer pins.
-            let projected = BudgetRequest::new(
+            let projected = RunRequest::new(
                 BudgetPhase::ProviderRequest,
                 TokenUsage::new(pinned_tokens, 0)?,
             );
@@ -202,3 +202,8 @@ fn clamp(
         .build()?;
     Ok((clamped, true))
 }
+
+/// The old name of [`ReservedWindow`] (renamed so that a name holding "Budget"
+/// alone means the context budget; ARCHITECTURE.md, Glossary).
+#[deprecated(since = "0.2.0", note = "renamed `ReservedWindow`")]
+pub type BudgetedWindow = ReservedWindow;

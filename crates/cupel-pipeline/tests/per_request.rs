@@ -14,7 +14,7 @@ use cupel_core::{
 };
 use cupel_pipeline::{Pipeline, RunOptions};
 use cupel_placers::ChronologicalPlacer;
-use cupel_run::BudgetTracker;
+use cupel_run::LocalTracker;
 use cupel_scorers::ReflexiveScorer;
 use cupel_slicers::GreedySlice;
 
@@ -358,7 +358,7 @@ fn a_dry_run_calls_no_overflow_observer_and_holds_no_run_budget() {
     assert_eq!(*seen.lock().unwrap(), [5]);
 
     let clock = FixedTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
-    let run = BudgetTracker::new(RunBudget::new(None, None, &clock).unwrap(), clock).unwrap();
+    let run = LocalTracker::new(RunBudget::new(None, None, &clock).unwrap(), clock).unwrap();
     let err = pipeline
         .run_with(&items(), RunOptions::new().run_budget(&run).dry(true))
         .unwrap_err();
@@ -371,7 +371,7 @@ fn run_with_a_run_budget_clamps_a_per_request_budget_and_reports() {
     let clock = FixedTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
     let limits = TokenLimit::new(Some(50), None).unwrap();
     let run =
-        BudgetTracker::new(RunBudget::new(None, Some(limits), &clock).unwrap(), clock).unwrap();
+        LocalTracker::new(RunBudget::new(None, Some(limits), &clock).unwrap(), clock).unwrap();
     // Request budget 100 / 80; the run has 50 input tokens left, below
     // 100 - 0, so the selection runs under max 50, target min(80, 50) = 50.
     // Effective target 50 - 10 = 40: b 30 (10 left); a 40, d 60, c 20 do not fit.

@@ -8,7 +8,7 @@ use cupel_core::{
 };
 use cupel_pipeline::Pipeline;
 use cupel_placers::ChronologicalPlacer;
-use cupel_run::BudgetTracker;
+use cupel_run::LocalTracker;
 use cupel_scorers::ReflexiveScorer;
 use cupel_slicers::GreedySlice;
 
@@ -20,14 +20,14 @@ fn usage(input: i64, output: i64) -> TokenUsage {
     TokenUsage::new(input, output).unwrap()
 }
 
-fn tracker(input: Option<i64>, output: Option<i64>) -> (BudgetTracker, ManualTimeProvider) {
+fn tracker(input: Option<i64>, output: Option<i64>) -> (LocalTracker, ManualTimeProvider) {
     let clock = ManualTimeProvider::new(t0());
     let budget = RunBudget::builder()
         .deadline(Deadline::after(&clock, TimeDelta::seconds(60)))
         .token_limit(TokenLimit::new(input, output).unwrap())
         .build(&clock)
         .unwrap();
-    (BudgetTracker::new(budget, clock.clone()).unwrap(), clock)
+    (LocalTracker::new(budget, clock.clone()).unwrap(), clock)
 }
 
 fn pipeline(max: i64, target: i64, reserve: i64) -> Pipeline {

@@ -19,7 +19,7 @@ use std::process::{Command, ExitCode};
 use std::sync::Arc;
 
 use chrono::TimeDelta;
-use cupel_run::store::{BudgetStore, RedisStore, SharedTracker};
+use cupel_run::store::{RedisStore, RunStore, SharedTracker};
 use cupel_run::{BudgetPhase, CupelError, Deadline, RunBudget, RunTracker, TokenLimit, TokenUsage};
 
 fn main() -> ExitCode {
@@ -40,7 +40,7 @@ fn main() -> ExitCode {
 
 type Failure = Box<dyn std::error::Error>;
 
-fn store(url: &str) -> Result<Arc<dyn BudgetStore>, Failure> {
+fn store(url: &str) -> Result<Arc<dyn RunStore>, Failure> {
     let store = RedisStore::open(url)?;
     if let Err(e) = store.now() {
         return Err(format!(

@@ -75,7 +75,7 @@ impl From<UsageError> for CupelError {
     }
 }
 
-/// Which rule produced a [`BudgetSuggestion`].
+/// Which rule produced a [`AdaptiveSuggestion`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(
     feature = "serde",
@@ -100,7 +100,7 @@ pub enum SuggestionRule {
 /// so it never depends on how a repeating decimal was cut off.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct BudgetCandidates {
+pub struct AdaptiveCandidates {
     /// `u`: the last cycle's total usage (the sum over agents).
     pub total: i64,
     /// `ū`: the mean of the last ten non-zero cycle totals (0 when there are none).
@@ -116,7 +116,7 @@ pub struct BudgetCandidates {
     pub max_agent_mean_name: Option<String>,
 }
 
-impl BudgetCandidates {
+impl AdaptiveCandidates {
     /// `max(u, ū, a, ā)` as shown (the means rounded to 28 digits).
     pub fn peak(&self) -> Decimal {
         Decimal::from(self.total.max(self.max_agent))
@@ -128,7 +128,7 @@ impl BudgetCandidates {
 /// The next budget, the rule that produced it and the candidates behind it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct BudgetSuggestion {
+pub struct AdaptiveSuggestion {
     /// The suggested budget; always at least 1.
     pub budget: i64,
     /// Which rule applied.
@@ -136,7 +136,7 @@ pub struct BudgetSuggestion {
     /// The margin actually used (a negative margin becomes 0).
     pub margin: Decimal,
     /// The candidates after the last recorded cycle (`None` before the first).
-    pub candidates: Option<BudgetCandidates>,
+    pub candidates: Option<AdaptiveCandidates>,
 }
 
 /// Per-cycle token usage of a multi-agent loop, and the budget it suggests.
@@ -279,8 +279,8 @@ impl Exact<'_> {
         })
     }
 
-    fn to_candidates(&self) -> BudgetCandidates {
-        BudgetCandidates {
+    fn to_candidates(&self) -> AdaptiveCandidates {
+        AdaptiveCandidates {
             total: self.total,
             mean_total: self.mean_total.to_decimal(),
             max_agent: self.max_agent.0,
@@ -447,7 +447,7 @@ impl UsageRecorder {
 
     /// The candidates `u`, `ū`, `a`, `ā` after the last cycle; `None` before
     /// the first.
-    pub fn candidates(&self) -> Option<BudgetCandidates> {
+    pub fn candidates(&self) -> Option<AdaptiveCandidates> {
         self.exact().map(|e| e.to_candidates())
     }
 
@@ -480,7 +480,7 @@ impl UsageRecorder {
 
     /// [`suggest_token_budget`](Self::suggest_token_budget) with the rule that
     /// applied and the candidates, for explanations and charts.
-    pub fn suggest(&self, current: i64, margin: Decimal) -> BudgetSuggestion {
+    pub fn suggest(&self, current: i64, margin: Decimal) -> AdaptiveSuggestion {
         let margin = if margin > Decimal::ZERO {
             margin
         } else {
@@ -498,7 +498,7 @@ impl UsageRecorder {
             // floor applies only after activity. A negative budget is read as 0.
             _ => (current.max(0), SuggestionRule::NoUsage),
         };
-        BudgetSuggestion {
+        AdaptiveSuggestion {
             budget,
             rule,
             margin,
@@ -739,6 +739,16 @@ impl TryFrom<RecorderState> for UsageRecorder {
         })
     }
 }
+
+/// The old name of [`AdaptiveSuggestion`] (renamed so that a name holding "Budget"
+/// alone means the context budget; ARCHITECTURE.md, Glossary).
+#[deprecated(since = "0.2.0", note = "renamed `AdaptiveSuggestion`")]
+pub type BudgetSuggestion = AdaptiveSuggestion;
+
+/// The old name of [`AdaptiveCandidates`] (renamed so that a name holding "Budget"
+/// alone means the context budget; ARCHITECTURE.md, Glossary).
+#[deprecated(since = "0.2.0", note = "renamed `AdaptiveCandidates`")]
+pub type BudgetCandidates = AdaptiveCandidates;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

@@ -1,6 +1,6 @@
 //! The bridge between the run budget and the adaptive budget: a cycle's
 //! demand, read from the trackers that ran it, recorded into a
-//! [`UsageRecorder`]; and a [`BudgetSuggestion`] turned into the budget types
+//! [`UsageRecorder`]; and a [`AdaptiveSuggestion`] turned into the budget types
 //! that enforce it.
 //!
 //! Demand, not usage: a request the tracker refused was still needed. If the
@@ -16,14 +16,14 @@ use cupel_core::{
     TokenUsage,
 };
 
-use crate::adaptive::{BudgetSuggestion, UsageError, UsageRecorder};
-use crate::tracker::BudgetTracker;
+use crate::adaptive::{AdaptiveSuggestion, UsageError, UsageRecorder};
+use crate::tracker::LocalTracker;
 
 /// One cycle of a multi-agent loop, read from the agents' trackers: each
 /// agent's demand since it was [`track`](Self::track)ed, recorded into a
 /// [`UsageRecorder`] with [`record_into`](Self::record_into).
 ///
-/// An agent's demand is its tracker's [`demand`](BudgetTracker::demand)
+/// An agent's demand is its tracker's [`demand`](LocalTracker::demand)
 /// (settled usage plus refused requests) in one dimension — input tokens
 /// ([`input`](Self::input)) or output tokens ([`output`](Self::output)) —
 /// counted from the moment it was tracked, so a tracker that lives across
@@ -33,12 +33,12 @@ use crate::tracker::BudgetTracker;
 ///
 /// ```
 /// use cupel_run::{
-///     BudgetDimension, BudgetPhase, BudgetTracker, CycleDemand, Decimal, ManualTimeProvider,
+///     BudgetDimension, BudgetPhase, LocalTracker, CycleDemand, Decimal, ManualTimeProvider,
 ///     RunBudget, TokenLimit, TokenUsage, UsageRecorder,
 /// };
 ///
 /// let clock = ManualTimeProvider::new("2026-03-01T09:00:00Z".parse()?);
-/// let run = BudgetTracker::new(RunBudget::unlimited(), clock.clone())?;
+/// let run = LocalTracker::new(RunBudget::unlimited(), clock.clone())?;
 /// let mut usage = UsageRecorder::new();
 ///
 /// // Cycle 1: the coder may use 1,000 input tokens.
@@ -63,7 +63,7 @@ use crate::tracker::BudgetTracker;
 pub struct CycleDemand {
     dimension: BudgetDimension,
     /// Every tracked agent with the demand its tracker showed when tracked.
-    tracked: Vec<(String, BudgetTracker, TokenUsage)>,
+    tracked: Vec<(String, LocalTracker, TokenUsage)>,
 }
 
 impl CycleDemand {
@@ -94,7 +94,7 @@ impl CycleDemand {
     /// agent name on several trackers adds their demands up (the recorder
     /// adds repeated names, A-1). The tracker is shared, not copied: the
     /// cycle holds a handle to it until recorded.
-    pub fn track(&mut self, agent: impl Into<String>, tracker: &BudgetTracker) -> &mut Self {
+    pub fn track(&mut self, agent: impl Into<String>, tracker: &LocalTracker) -> &mut Self {
         self.tracked
             .push((agent.into(), tracker.clone(), tracker.demand()));
         self
@@ -140,7 +140,7 @@ impl CycleDemand {
     }
 }
 
-impl BudgetSuggestion {
+impl AdaptiveSuggestion {
     /// The suggested budget as a ceiling on one token dimension
     /// ([`BudgetDimension::Input`] or [`BudgetDimension::Output`]; the other
     /// is unlimited).
@@ -161,7 +161,7 @@ impl BudgetSuggestion {
     /// The suggested budget as a [`RunBudget`] for the next cycle: a ceiling
     /// on `dimension` (see [`token_limit`](Self::token_limit)) and, if given,
     /// a deadline. Hand it to
-    /// [`BudgetTracker::child_named`](crate::BudgetTracker::child_named) to
+    /// [`LocalTracker::child_named`](crate::LocalTracker::child_named) to
     /// cap an agent inside the run.
     ///
     /// # Errors

@@ -3,11 +3,11 @@
 //! how large the next cycle's budget should be given what the run has used.
 //!
 //! * **The run budget** (`spec/15-run-budget.md`): a [`RunBudget`] (a
-//!   [`Deadline`] and a [`TokenLimit`]) is the contract; a [`BudgetTracker`]
-//!   is the ledger every holder charges — [`check`](BudgetTracker::check) or
-//!   [`reserve`](BudgetTracker::reserve) before a provider request or a tool
+//!   [`Deadline`] and a [`TokenLimit`]) is the contract; a [`LocalTracker`]
+//!   is the ledger every holder charges — [`check`](LocalTracker::check) or
+//!   [`reserve`](LocalTracker::reserve) before a provider request or a tool
 //!   call, [`settle`](Reservation::settle) with what the provider reports,
-//!   [`child_named`](BudgetTracker::child_named) for a subagent with its own
+//!   [`child_named`](LocalTracker::child_named) for a subagent with its own
 //!   ceilings inside the parent's. A [`UsageMeter`] turns a provider's running
 //!   totals into deltas. Every overage is one error,
 //!   [`BudgetExceededError`], tagged with a [`BudgetPhase`] and a
@@ -16,7 +16,7 @@
 //!   [`UsageRecorder`] learns each cycle's usage per agent and
 //!   [`suggest`s](UsageRecorder::suggest) the next cycle's budget.
 //! * **Across processes** ([`store`]): a [`SharedTracker`](store::SharedTracker)
-//!   charges books kept in a [`BudgetStore`](store::BudgetStore) — Redis
+//!   charges books kept in a [`RunStore`](store::RunStore) — Redis
 //!   (`RedisStore`, feature `redis`) or memory — so worker processes on
 //!   several machines share one run budget (`spec/21-shared-run-budget.md`).
 //!   Both trackers implement [`RunTracker`], the one tracker API: code
@@ -25,17 +25,17 @@
 //! * **The bridge** between them: a [`CycleDemand`] records what trackers saw
 //!   in a cycle into a recorder — refused requests count as demand, so a
 //!   suggestion used as a hard cap does not shrink itself — and a
-//!   [`BudgetSuggestion`] becomes a [`RunBudget`] or a
+//!   [`AdaptiveSuggestion`] becomes a [`RunBudget`] or a
 //!   [`ContextBudget`](cupel_core::ContextBudget) in one call.
 //!
 //! ```
-//! use cupel_run::{BudgetPhase, BudgetTracker, ManualTimeProvider, RunBudget, TokenLimit, TokenUsage};
+//! use cupel_run::{BudgetPhase, LocalTracker, ManualTimeProvider, RunBudget, TokenLimit, TokenUsage};
 //!
 //! let clock = ManualTimeProvider::new("2026-03-01T09:00:00Z".parse()?);
 //! let budget = RunBudget::builder()
 //!     .token_limit(TokenLimit::new(Some(10_000), Some(2_000))?)
 //!     .build(&clock)?;
-//! let run = BudgetTracker::new(budget, clock.clone())?;
+//! let run = LocalTracker::new(budget, clock.clone())?;
 //!
 //! // A subagent gets its own ceiling inside the run's.
 //! let child = RunBudget::builder()
@@ -78,16 +78,21 @@ mod tracker;
 #[cfg(feature = "serde")]
 pub use adaptive::InvalidRecorderState;
 pub use adaptive::{
-    BudgetCandidates, BudgetSuggestion, SuggestionRule, USAGE_WINDOW, UsageError, UsageRecorder,
+    AdaptiveCandidates, AdaptiveSuggestion, SuggestionRule, USAGE_WINDOW, UsageError, UsageRecorder,
 };
+#[allow(deprecated)]
+pub use adaptive::{BudgetCandidates, BudgetSuggestion};
 pub use bridge::CycleDemand;
 pub use meter::UsageMeter;
-pub use request::BudgetRequest;
+#[allow(deprecated)]
+pub use request::{BudgetRequest, RunRequest};
 pub use run_tracker::RunTracker;
 #[allow(deprecated)]
 pub use run_tracker::WindowLedger;
 pub use store::Checkpoint;
-pub use tracker::{BudgetSnapshot, BudgetTracker, RUN_BUDGET_TRACING_TARGET, Reservation};
+#[allow(deprecated)]
+pub use tracker::{BudgetSnapshot, BudgetTracker};
+pub use tracker::{LocalTracker, RUN_BUDGET_TRACING_TARGET, Reservation, RunSnapshot};
 
 // The values and the error live in `cupel-core` so that every crate returning
 // a `CupelError` can name them; this crate is their home for users.

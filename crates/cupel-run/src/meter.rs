@@ -1,23 +1,23 @@
 //! [`UsageMeter`]: turns a provider's cumulative usage counter into the
-//! deltas a [`BudgetTracker`] records.
+//! deltas a [`LocalTracker`] records.
 
 use cupel_core::{BudgetDimension, CupelError, TokenUsage};
 
-use crate::tracker::{BudgetTracker, Reservation};
+use crate::tracker::{LocalTracker, Reservation};
 
 /// Feeds a provider's *cumulative* usage counter into a tracker.
 ///
 /// Providers (and the seed) report usage as running totals for a session:
 /// after three calls the counter says what all three used together.
-/// [`BudgetTracker::record`] and [`Reservation::settle`] take the usage of
+/// [`LocalTracker::record`] and [`Reservation::settle`] take the usage of
 /// *one* step, so passing a running total to them counts every earlier call
 /// again. A meter remembers the last total it saw and charges only the
 /// increase (R-18):
 ///
 /// ```
-/// use cupel_run::{BudgetTracker, FixedTimeProvider, RunBudget, TokenUsage};
+/// use cupel_run::{LocalTracker, FixedTimeProvider, RunBudget, TokenUsage};
 /// let clock = FixedTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
-/// let run = BudgetTracker::new(RunBudget::unlimited(), clock)?;
+/// let run = LocalTracker::new(RunBudget::unlimited(), clock)?;
 /// let mut meter = run.meter();
 /// // The session counter after the first and the second call:
 /// assert_eq!(meter.observe_total(TokenUsage::new(1_000, 200)?)?, TokenUsage::new(1_000, 200)?);
@@ -37,7 +37,7 @@ use crate::tracker::{BudgetTracker, Reservation};
 /// `&mut self`: a counter is read in order by whoever owns it.
 #[derive(Debug)]
 pub struct UsageMeter {
-    tracker: BudgetTracker,
+    tracker: LocalTracker,
     last: TokenUsage,
 }
 
@@ -59,7 +59,7 @@ pub(crate) fn increase(last: TokenUsage, total: TokenUsage) -> Result<TokenUsage
     TokenUsage::new(total.input() - last.input(), total.output() - last.output())
 }
 
-impl BudgetTracker {
+impl LocalTracker {
     /// A [`UsageMeter`] for a counter that starts at zero, recording through
     /// this tracker's scope.
     pub fn meter(&self) -> UsageMeter {
@@ -84,7 +84,7 @@ impl UsageMeter {
     }
 
     /// The tracker the meter records through.
-    pub fn tracker(&self) -> &BudgetTracker {
+    pub fn tracker(&self) -> &LocalTracker {
         &self.tracker
     }
 

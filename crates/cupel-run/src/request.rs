@@ -1,4 +1,4 @@
-//! [`BudgetRequest`]: what a checkpoint is asked to admit.
+//! [`RunRequest`]: what a checkpoint is asked to admit.
 
 use chrono::TimeDelta;
 
@@ -7,12 +7,12 @@ use cupel_core::{BudgetPhase, CupelError, TokenUsage};
 /// One request to a run-budget checkpoint: the phase, the projected token
 /// cost and, optionally, how long the request is expected to take.
 ///
-/// [`BudgetTracker::check`](crate::BudgetTracker::check) and
-/// [`reserve`](crate::BudgetTracker::reserve) take the phase and the tokens
-/// directly; build a `BudgetRequest` to add a projected duration and pass it
-/// to [`check_request`](crate::BudgetTracker::check_request),
-/// [`reserve_request`](crate::BudgetTracker::reserve_request) or the
-/// non-latching probe [`would_fit`](crate::BudgetTracker::would_fit).
+/// [`LocalTracker::check`](crate::LocalTracker::check) and
+/// [`reserve`](crate::LocalTracker::reserve) take the phase and the tokens
+/// directly; build a `RunRequest` to add a projected duration and pass it
+/// to [`check_request`](crate::LocalTracker::check_request),
+/// [`reserve_request`](crate::LocalTracker::reserve_request) or the
+/// non-latching probe [`would_fit`](crate::LocalTracker::would_fit).
 ///
 /// With a duration, a request that would still be running when a deadline
 /// on the tracker's path passes is refused before it is issued, on the
@@ -21,23 +21,23 @@ use cupel_core::{BudgetPhase, CupelError, TokenUsage};
 ///
 /// ```
 /// use chrono::TimeDelta;
-/// use cupel_run::{BudgetPhase, BudgetRequest, TokenUsage};
-/// let call = BudgetRequest::new(BudgetPhase::ProviderRequest, TokenUsage::new(800, 200)?)
+/// use cupel_run::{BudgetPhase, RunRequest, TokenUsage};
+/// let call = RunRequest::new(BudgetPhase::ProviderRequest, TokenUsage::new(800, 200)?)
 ///     .with_duration(TimeDelta::seconds(20))?;
 /// assert_eq!(call.duration(), Some(TimeDelta::seconds(20)));
-/// assert!(BudgetRequest::tool_execution(TokenUsage::ZERO)
+/// assert!(RunRequest::tool_execution(TokenUsage::ZERO)
 ///     .with_duration(TimeDelta::seconds(-1))
 ///     .is_err());
 /// # Ok::<(), cupel_run::CupelError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct BudgetRequest {
+pub struct RunRequest {
     phase: BudgetPhase,
     tokens: TokenUsage,
     duration: Option<TimeDelta>,
 }
 
-impl BudgetRequest {
+impl RunRequest {
     /// A request at `phase` projected to cost `tokens`, with no duration.
     pub fn new(phase: BudgetPhase, tokens: TokenUsage) -> Self {
         Self {
@@ -86,3 +86,8 @@ impl BudgetRequest {
         self.duration
     }
 }
+
+/// The old name of [`RunRequest`] (renamed so that a name holding "Budget"
+/// alone means the context budget; ARCHITECTURE.md, Glossary).
+#[deprecated(since = "0.2.0", note = "renamed `RunRequest`")]
+pub type BudgetRequest = RunRequest;

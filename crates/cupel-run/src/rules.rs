@@ -1,5 +1,5 @@
 //! The checkpoint rules of `spec/15-run-budget.md` as pure functions over a
-//! scope path's books. The in-process [`BudgetTracker`](crate::BudgetTracker)
+//! scope path's books. The in-process [`LocalTracker`](crate::LocalTracker)
 //! decides with them (and so does [`MemoryStore`](crate::store::MemoryStore),
 //! which is trackers behind the store contract); a
 //! [`SharedTracker`](crate::store::SharedTracker) builds its snapshots with
@@ -10,7 +10,7 @@
 use chrono::{DateTime, TimeDelta, Utc};
 use cupel_core::{Breach, BudgetDimension, RemainingTokens, RunBudget, TokenUsage};
 
-use crate::tracker::BudgetSnapshot;
+use crate::tracker::RunSnapshot;
 
 /// The input and output dimensions, in the order the rules check them.
 pub(crate) const DIMS: [BudgetDimension; 2] = [BudgetDimension::Input, BudgetDimension::Output];
@@ -91,7 +91,7 @@ pub(crate) fn final_breach(path: &[Books]) -> Option<(usize, BudgetDimension)> {
 }
 
 /// The snapshot of the last scope of `path`.
-pub(crate) fn snapshot(path: &[Books], halted: bool, now: DateTime<Utc>) -> BudgetSnapshot {
+pub(crate) fn snapshot(path: &[Books], halted: bool, now: DateTime<Utc>) -> RunSnapshot {
     let deadline = path
         .iter()
         .filter_map(|s| s.budget.deadline().map(|d| d.expires_at()))
@@ -111,7 +111,7 @@ pub(crate) fn snapshot(path: &[Books], halted: bool, now: DateTime<Utc>) -> Budg
         used: [0; 2],
         reserved: [0; 2],
     });
-    BudgetSnapshot {
+    RunSnapshot {
         now,
         deadline,
         remaining_time: deadline.map(|d| d.signed_duration_since(now)),

@@ -1,22 +1,22 @@
 //! [`RunTracker`]: the one run-budget API, implemented by the in-process
-//! [`BudgetTracker`] and by the cross-process [`SharedTracker`].
+//! [`LocalTracker`] and by the cross-process [`SharedTracker`].
 
 use std::fmt;
 
 use cupel_core::{BudgetPhase, CupelError, RemainingTokens, RunBudget, TokenUsage};
 
-use crate::request::BudgetRequest;
+use crate::request::RunRequest;
 use crate::store::Checkpoint;
 #[cfg(doc)]
 use crate::store::SharedTracker;
-use crate::tracker::{BudgetSnapshot, BudgetTracker, Reservation};
+use crate::tracker::{LocalTracker, Reservation, RunSnapshot};
 
 /// A run-budget tracker: the checkpoints of `spec/15-run-budget.md` and the
 /// books they keep, whatever holds the books.
 ///
-/// Two implementations: [`BudgetTracker`] (books behind a lock in this
+/// Two implementations: [`LocalTracker`] (books behind a lock in this
 /// process) and [`SharedTracker`] (books in a
-/// [`BudgetStore`](crate::store::BudgetStore), shared by every process of a
+/// [`RunStore`](crate::store::RunStore), shared by every process of a
 /// run). Code written against `RunTracker` — a generic `T: RunTracker` or a
 /// `&dyn RunTracker<Reservation = R>` — runs under either; a pipeline
 /// selects under either with `cupel_pipeline::RunOptions::run_budget`.
@@ -25,9 +25,9 @@ use crate::tracker::{BudgetSnapshot, BudgetTracker, Reservation};
 /// [`Checkpoint`] (always [`Checkpoint::Passed`] in process; `Unverified`
 /// only for a shared tracker that fails open), and every error is a
 /// [`CupelError`] (a refusal is [`CupelError::RunBudgetExceeded`], a store
-/// failure [`CupelError::BudgetStoreFailed`]). [`BudgetTracker`] also has
+/// failure [`CupelError::BudgetStoreFailed`]). [`LocalTracker`] also has
 /// inherent methods of the same names with the in-process types (an
-/// infallible [`usage`](BudgetTracker::usage), a
+/// infallible [`usage`](LocalTracker::usage), a
 /// [`BudgetExceededError`](cupel_core::BudgetExceededError)); method-call
 /// syntax picks those, and `RunTracker::usage(&tracker)` the trait's.
 ///
@@ -39,11 +39,11 @@ use crate::tracker::{BudgetSnapshot, BudgetTracker, Reservation};
 /// [`demand`](Self::demand)), the scope ([`depth`](Self::depth),
 /// [`label`](Self::label), [`child`](Self::child),
 /// [`child_named`](Self::child_named)). Provided: [`check`](Self::check)
-/// and [`reserve`](Self::reserve) (a [`BudgetRequest`] without a duration)
+/// and [`reserve`](Self::reserve) (a [`RunRequest`] without a duration)
 /// and [`preflight_allowance`](Self::preflight_allowance).
 ///
 /// ```
-/// use cupel_run::{BudgetPhase, BudgetTracker, FixedTimeProvider, RunBudget, RunTracker, TokenLimit, TokenUsage};
+/// use cupel_run::{BudgetPhase, LocalTracker, FixedTimeProvider, RunBudget, RunTracker, TokenLimit, TokenUsage};
 ///
 /// /// Holds `tokens` on any run budget, in process or shared.
 /// fn hold<T: RunTracker>(run: &T, tokens: TokenUsage) -> Result<T::Reservation, cupel_run::CupelError> {
@@ -51,7 +51,7 @@ use crate::tracker::{BudgetSnapshot, BudgetTracker, Reservation};
 /// }
 ///
 /// let clock = FixedTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
-/// let run = BudgetTracker::new(RunBudget::new(None, Some(TokenLimit::new(Some(100), None)?), &clock)?, clock)?;
+/// let run = LocalTracker::new(RunBudget::new(None, Some(TokenLimit::new(Some(100), None)?), &clock)?, clock)?;
 /// let held = hold(&run, TokenUsage::new(60, 0)?)?;
 /// assert!(hold(&run, TokenUsage::new(60, 0)?).is_err());
 /// held.settle(TokenUsage::new(55, 10)?);
@@ -105,14 +105,14 @@ pub trait RunTracker {
     ///
     /// # Errors
     /// As [`preflight`](Self::preflight).
-    fn check_request(&self, request: &BudgetRequest) -> Result<Checkpoint, CupelError>;
+    fn check_request(&self, request: &RunRequest) -> Result<Checkpoint, CupelError>;
 
     /// Asks whether `request` would pass its checkpoint now, without
     /// halting, counting or reserving anything (R-19).
     ///
     /// # Errors
     /// The error the checkpoint would return.
-    fn would_fit(&self, request: &BudgetRequest) -> Result<Checkpoint, CupelError>;
+    fn would_fit(&self, request: &RunRequest) -> Result<Checkpoint, CupelError>;
 
     /// The atomic form of [`check_request`](Self::check_request): if the
     /// request fits, its tokens are reserved on this scope and every
@@ -120,7 +120,7 @@ pub trait RunTracker {
     ///
     /// # Errors
     /// As [`preflight`](Self::preflight); nothing is reserved.
-    fn reserve_request(&self, request: &BudgetRequest) -> Result<Self::Reservation, CupelError>;
+    fn reserve_request(&self, request: &RunRequest) -> Result<Self::Reservation, CupelError>;
 
     /// The finalization checkpoint: fails if the scope was halted or its
     /// final tally is over a ceiling (a tally at the ceiling fits; the
@@ -142,7 +142,7 @@ pub trait RunTracker {
     ///
     /// # Errors
     /// [`CupelError::BudgetStoreFailed`] when a store fails.
-    fn snapshot(&self) -> Result<BudgetSnapshot, CupelError>;
+    fn snapshot(&self) -> Result<RunSnapshot, CupelError>;
 
     /// Settled usage of this scope (and its children).
     ///
@@ -170,7 +170,7 @@ pub trait RunTracker {
     /// # Errors
     /// As [`check_request`](Self::check_request).
     fn check(&self, phase: BudgetPhase, projected: TokenUsage) -> Result<Checkpoint, CupelError> {
-        self.check_request(&BudgetRequest::new(phase, projected))
+        self.check_request(&RunRequest::new(phase, projected))
     }
 
     /// [`reserve_request`](Self::reserve_request) for `projected` tokens
@@ -183,7 +183,7 @@ pub trait RunTracker {
         phase: BudgetPhase,
         projected: TokenUsage,
     ) -> Result<Self::Reservation, CupelError> {
-        self.reserve_request(&BudgetRequest::new(phase, projected))
+        self.reserve_request(&RunRequest::new(phase, projected))
     }
 
     /// The [`preflight`](Self::preflight) checkpoint, then what a new
@@ -201,53 +201,53 @@ pub trait RunTracker {
     }
 }
 
-impl RunTracker for BudgetTracker {
+impl RunTracker for LocalTracker {
     type Reservation = Reservation;
 
     fn depth(&self) -> usize {
-        BudgetTracker::depth(self)
+        LocalTracker::depth(self)
     }
     fn label(&self) -> Option<&str> {
-        BudgetTracker::label(self)
+        LocalTracker::label(self)
     }
     fn child(&self, budget: RunBudget) -> Result<Self, CupelError> {
-        BudgetTracker::child(self, budget)
+        LocalTracker::child(self, budget)
     }
     fn child_named(&self, label: &str, budget: RunBudget) -> Result<Self, CupelError> {
-        BudgetTracker::child_named(self, label, budget)
+        LocalTracker::child_named(self, label, budget)
     }
     fn preflight(&self) -> Result<Checkpoint, CupelError> {
-        Ok(Checkpoint::Passed(BudgetTracker::preflight(self)?))
+        Ok(Checkpoint::Passed(LocalTracker::preflight(self)?))
     }
-    fn check_request(&self, request: &BudgetRequest) -> Result<Checkpoint, CupelError> {
-        Ok(Checkpoint::Passed(BudgetTracker::check_request(
+    fn check_request(&self, request: &RunRequest) -> Result<Checkpoint, CupelError> {
+        Ok(Checkpoint::Passed(LocalTracker::check_request(
             self, request,
         )?))
     }
-    fn would_fit(&self, request: &BudgetRequest) -> Result<Checkpoint, CupelError> {
-        Ok(Checkpoint::Passed(BudgetTracker::would_fit(self, request)?))
+    fn would_fit(&self, request: &RunRequest) -> Result<Checkpoint, CupelError> {
+        Ok(Checkpoint::Passed(LocalTracker::would_fit(self, request)?))
     }
-    fn reserve_request(&self, request: &BudgetRequest) -> Result<Reservation, CupelError> {
-        Ok(BudgetTracker::reserve_request(self, request)?)
+    fn reserve_request(&self, request: &RunRequest) -> Result<Reservation, CupelError> {
+        Ok(LocalTracker::reserve_request(self, request)?)
     }
     fn finalize(&self) -> Result<Checkpoint, CupelError> {
-        Ok(Checkpoint::Passed(BudgetTracker::finalize(self)?))
+        Ok(Checkpoint::Passed(LocalTracker::finalize(self)?))
     }
     fn record(&self, usage: TokenUsage) -> Result<(), CupelError> {
-        BudgetTracker::record(self, usage);
+        LocalTracker::record(self, usage);
         Ok(())
     }
-    fn snapshot(&self) -> Result<BudgetSnapshot, CupelError> {
-        Ok(BudgetTracker::snapshot(self))
+    fn snapshot(&self) -> Result<RunSnapshot, CupelError> {
+        Ok(LocalTracker::snapshot(self))
     }
     fn usage(&self) -> Result<TokenUsage, CupelError> {
-        Ok(BudgetTracker::usage(self))
+        Ok(LocalTracker::usage(self))
     }
     fn refused(&self) -> Result<TokenUsage, CupelError> {
-        Ok(BudgetTracker::refused(self))
+        Ok(LocalTracker::refused(self))
     }
     fn demand(&self) -> Result<TokenUsage, CupelError> {
-        Ok(BudgetTracker::demand(self))
+        Ok(LocalTracker::demand(self))
     }
 }
 
@@ -270,7 +270,7 @@ pub trait WindowLedger {
     ///
     /// # Errors
     /// The error the checkpoint would return.
-    fn ask_fit(&self, request: &BudgetRequest) -> Result<(), CupelError>;
+    fn ask_fit(&self, request: &RunRequest) -> Result<(), CupelError>;
 
     /// [`RunTracker::reserve`] for a provider request.
     ///
@@ -289,7 +289,7 @@ where
     fn preflight_allowance(&self) -> Result<Option<RemainingTokens>, CupelError> {
         RunTracker::preflight_allowance(self)
     }
-    fn ask_fit(&self, request: &BudgetRequest) -> Result<(), CupelError> {
+    fn ask_fit(&self, request: &RunRequest) -> Result<(), CupelError> {
         RunTracker::would_fit(self, request).map(|_| ())
     }
     fn hold_window(&self, tokens: TokenUsage) -> Result<T::Reservation, CupelError> {
@@ -304,7 +304,7 @@ mod tests {
     use super::RunTracker;
     use crate::store::{MemoryStore, SharedTracker};
     use crate::{
-        BudgetPhase, BudgetRequest, BudgetTracker, CupelError, ManualTimeProvider, RunBudget,
+        BudgetPhase, CupelError, LocalTracker, ManualTimeProvider, RunBudget, RunRequest,
         TokenLimit, TokenUsage,
     };
 
@@ -328,7 +328,7 @@ mod tests {
     /// A subagent's turn written once against `RunTracker`.
     fn run<T: RunTracker>(root: &T) -> Result<Seen, CupelError> {
         let child = root.child_named("worker", RunBudget::unlimited())?;
-        let sixty = BudgetRequest::provider_request(usage(60, 0));
+        let sixty = RunRequest::provider_request(usage(60, 0));
         let held = child.reserve(BudgetPhase::ProviderRequest, usage(60, 0))?;
         let fits_while_held = child.would_fit(&sixty).is_ok();
         drop(held);
@@ -359,7 +359,7 @@ mod tests {
             &clock,
         )
         .unwrap();
-        let local = BudgetTracker::new(budget, clock.clone()).unwrap();
+        let local = LocalTracker::new(budget, clock.clone()).unwrap();
         let store = Arc::new(MemoryStore::new(clock));
         let shared = SharedTracker::create(store, "run", budget).unwrap();
 

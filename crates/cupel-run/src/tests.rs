@@ -26,8 +26,8 @@ fn tokens_budget(input: Option<i64>, output: Option<i64>) -> RunBudget {
     .unwrap()
 }
 
-fn tracker(budget: RunBudget, clock: &ManualTimeProvider) -> BudgetTracker {
-    BudgetTracker::new(budget, clock.clone()).unwrap()
+fn tracker(budget: RunBudget, clock: &ManualTimeProvider) -> LocalTracker {
+    LocalTracker::new(budget, clock.clone()).unwrap()
 }
 
 // ----- construction ---------------------------------------------------------
@@ -87,7 +87,7 @@ fn expired_deadline_is_rejected_at_the_boundary() {
     let ok = RunBudget::new(Some(later), None, &clock).unwrap();
     clock2.advance(TimeDelta::seconds(1));
     assert!(matches!(
-        BudgetTracker::new(ok, clock2),
+        LocalTracker::new(ok, clock2),
         Err(CupelError::RunBudgetExceeded(e)) if e.phase() == BudgetPhase::Preflight
     ));
 }
@@ -451,7 +451,7 @@ fn child_deadline_earlier_than_parent() {
 
 // ----- projected durations (R-17) ----------------------------------------------
 
-fn deadline_tracker(seconds: i64, clock: &ManualTimeProvider) -> BudgetTracker {
+fn deadline_tracker(seconds: i64, clock: &ManualTimeProvider) -> LocalTracker {
     let budget = RunBudget::new(
         Some(Deadline::after(clock, TimeDelta::seconds(seconds))),
         Some(limit(Some(1_000), None)),
@@ -461,8 +461,8 @@ fn deadline_tracker(seconds: i64, clock: &ManualTimeProvider) -> BudgetTracker {
     tracker(budget, clock)
 }
 
-fn call(input: i64, duration: TimeDelta) -> BudgetRequest {
-    BudgetRequest::provider_request(usage(input, 0))
+fn call(input: i64, duration: TimeDelta) -> RunRequest {
+    RunRequest::provider_request(usage(input, 0))
         .with_duration(duration)
         .unwrap()
 }
@@ -549,7 +549,7 @@ fn durations_check_every_deadline_on_the_path() {
 
 #[test]
 fn negative_projected_duration_is_an_error() {
-    let err = BudgetRequest::tool_execution(usage(1, 0))
+    let err = RunRequest::tool_execution(usage(1, 0))
         .with_duration(TimeDelta::seconds(-5))
         .unwrap_err();
     assert_eq!(
@@ -562,7 +562,7 @@ fn negative_projected_duration_is_an_error() {
         err.to_string(),
         "run budget projected duration must be >= 0 (got -5000 ms)"
     );
-    let tiny = BudgetRequest::tool_execution(usage(1, 0))
+    let tiny = RunRequest::tool_execution(usage(1, 0))
         .with_duration(TimeDelta::nanoseconds(-1))
         .unwrap_err();
     assert_eq!(
@@ -570,7 +570,7 @@ fn negative_projected_duration_is_an_error() {
         "run budget projected duration must be >= 0 (got -0.000001 ms)"
     );
     // Zero is a valid projection.
-    let zero = BudgetRequest::tool_execution(usage(1, 0))
+    let zero = RunRequest::tool_execution(usage(1, 0))
         .with_duration(TimeDelta::zero())
         .unwrap();
     assert_eq!(
@@ -592,7 +592,7 @@ fn would_fit_answers_without_halting_or_reserving() {
     run.record(usage(30, 0));
     // 100 - 30 = 70 input left: 71 does not fit, 70 does.
     let no = run
-        .would_fit(&BudgetRequest::provider_request(usage(71, 0)))
+        .would_fit(&RunRequest::provider_request(usage(71, 0)))
         .unwrap_err();
     assert_eq!(
         (no.dimension(), no.remaining(), no.requested()),
@@ -600,7 +600,7 @@ fn would_fit_answers_without_halting_or_reserving() {
     );
     assert!(!run.is_halted());
     let yes = run
-        .would_fit(&BudgetRequest::provider_request(usage(70, 50)))
+        .would_fit(&RunRequest::provider_request(usage(70, 50)))
         .unwrap();
     // Nothing was reserved by asking.
     assert_eq!(yes.reserved, TokenUsage::ZERO);
@@ -615,7 +615,7 @@ fn would_fit_answers_without_halting_or_reserving() {
         .unwrap_err();
     assert!(run.is_halted());
     assert_eq!(
-        run.would_fit(&BudgetRequest::tool_execution(TokenUsage::ZERO))
+        run.would_fit(&RunRequest::tool_execution(TokenUsage::ZERO))
             .unwrap_err(),
         halted
     );
@@ -658,7 +658,7 @@ fn a_meter_records_only_the_increase_of_a_running_total() {
     assert_eq!(
         err.to_string(),
         "run budget cumulative output token counter went backwards (from 260 to 250); pass \
-         deltas to BudgetTracker::record, or start a new meter after a reset"
+         deltas to LocalTracker::record, or start a new meter after a reset"
     );
     assert_eq!(run.usage(), usage(1_500, 260));
     assert_eq!(meter.last_total(), usage(1_500, 260));
@@ -860,7 +860,7 @@ fn seed_tags() {
 fn tracker_is_send_sync_and_reservation_is_send() {
     fn assert_send_sync<T: Send + Sync>() {}
     fn assert_send<T: Send>() {}
-    assert_send_sync::<BudgetTracker>();
+    assert_send_sync::<LocalTracker>();
     assert_send::<Reservation>();
     assert_send_sync::<BudgetExceededError>();
 }
@@ -882,7 +882,7 @@ fn serde_round_trip_and_validation() {
     );
     assert_eq!(serde_json::from_str::<RunBudget>(&json).unwrap(), budget);
     // The error payload's "budget" member is that same serde form.
-    let run = BudgetTracker::new(budget, clock).unwrap();
+    let run = LocalTracker::new(budget, clock).unwrap();
     let err = run
         .reserve(BudgetPhase::ProviderRequest, usage(101, 0))
         .unwrap_err();
@@ -964,7 +964,7 @@ fn a_scope_lives_while_any_handle_or_descendant_lives() {
     let again = reservation.tracker().clone();
     assert!(
         again
-            .would_fit(&BudgetRequest::provider_request(usage(25, 0)))
+            .would_fit(&RunRequest::provider_request(usage(25, 0)))
             .is_err()
     );
     // Settling charges 30 to the whole path; dropping every handle frees both.
@@ -1061,12 +1061,12 @@ fn a_deadline_gone_before_the_run_starts_is_a_preflight_run_budget_error() {
     );
     // 3. A tracker started with a budget made earlier (or deserialised).
     expect(
-        BudgetTracker::new(budget, clock.clone()).unwrap_err(),
+        LocalTracker::new(budget, clock.clone()).unwrap_err(),
         0,
         None,
     );
     // 4 and 5. Children, named or not, of a live run.
-    let run = BudgetTracker::new(RunBudget::unlimited(), clock.clone()).unwrap();
+    let run = LocalTracker::new(RunBudget::unlimited(), clock.clone()).unwrap();
     expect(run.child(budget).unwrap_err(), 1, None);
     expect(
         run.child_named("researcher", budget).unwrap_err(),
@@ -1076,7 +1076,7 @@ fn a_deadline_gone_before_the_run_starts_is_a_preflight_run_budget_error() {
     // 6. A run whose deadline passes after it started fails its pre-flight
     // check with the same error.
     let clock = ManualTimeProvider::new(t0());
-    let run = BudgetTracker::new(
+    let run = LocalTracker::new(
         RunBudget::new(Some(deadline), None, &clock).unwrap(),
         clock.clone(),
     )
@@ -1088,7 +1088,7 @@ fn a_deadline_gone_before_the_run_starts_is_a_preflight_run_budget_error() {
         (BudgetPhase::Preflight, BudgetDimension::Deadline)
     );
     // 7. Depleted tokens at pre-flight: same type, dimension input.
-    let limited = BudgetTracker::new(
+    let limited = LocalTracker::new(
         RunBudget::new(None, Some(TokenLimit::new(Some(10), None).unwrap()), &clock).unwrap(),
         clock.clone(),
     )
@@ -1137,7 +1137,7 @@ fn remaining_tokens_time_and_tracker_state_display() {
         &clock,
     )
     .unwrap();
-    let run = BudgetTracker::new(budget, clock).unwrap();
+    let run = LocalTracker::new(budget, clock).unwrap();
     run.record(usage(10, 5));
     // 100 - 10 = 90 input left; output unbounded; 90 s to the deadline.
     assert_eq!(
@@ -1152,7 +1152,7 @@ fn remaining_tokens_time_and_tracker_state_display() {
          tokens left: input 90, output unbounded; time: 1m 30s left (deadline 2026-01-01T12:01:30Z)"
     );
     let unlimited =
-        BudgetTracker::new(RunBudget::unlimited(), FixedTimeProvider::new(t0())).unwrap();
+        LocalTracker::new(RunBudget::unlimited(), FixedTimeProvider::new(t0())).unwrap();
     assert_eq!(
         unlimited.to_string(),
         "run budget (depth 0): used input 0, output 0 (reserved input 0, output 0); \
@@ -1180,7 +1180,7 @@ fn refused_requests_count_as_demand_on_the_requester_and_its_ancestors() {
     assert!(sub.check(BudgetPhase::ToolExecution, usage(40, 0)).is_err());
     // A probe is a question, not a request: not counted.
     assert!(
-        sub.would_fit(&BudgetRequest::provider_request(usage(999, 0)))
+        sub.would_fit(&RunRequest::provider_request(usage(999, 0)))
             .is_err()
     );
     // refused = (150 + 40, 5 + 0); demand = usage + refused = (180 + 190, 20 + 5).
@@ -1311,7 +1311,7 @@ fn a_suggestion_becomes_a_run_budget_or_a_context_budget() {
         s.context_budget(-1),
         Err(CupelError::InvalidArgument(_))
     ));
-    let huge = BudgetSuggestion {
+    let huge = AdaptiveSuggestion {
         budget: i64::MAX,
         ..s
     };
@@ -1352,4 +1352,30 @@ fn a_suggestion_used_as_a_cap_grows_back_to_the_demand() {
         caps.push(cap);
     }
     assert_eq!(caps, [500, 600, 700, 800, 900, 1_000, 1_000, 1_000]);
+}
+
+/// The names before issue 50's renames still compile, as deprecated
+/// aliases of the new ones (ARCHITECTURE.md, Glossary), until 0.3.
+#[test]
+#[allow(deprecated)]
+fn the_old_budget_names_are_aliases_of_the_new() {
+    use crate::store::{BudgetStore, MemoryStore, RunStore};
+    let clock = ManualTimeProvider::new("2026-03-01T09:00:00Z".parse().unwrap());
+    let budget = RunBudget::builder()
+        .token_limit(TokenLimit::new(Some(100), None).unwrap())
+        .build(&clock)
+        .unwrap();
+    let old: crate::BudgetTracker = LocalTracker::new(budget, clock.clone()).unwrap();
+    let snapshot: crate::BudgetSnapshot = old.snapshot();
+    let _: &RunSnapshot = &snapshot;
+    let _: Option<crate::BudgetRequest> = None::<RunRequest>;
+    let _: Option<crate::BudgetSuggestion> = None::<AdaptiveSuggestion>;
+    let _: Option<crate::BudgetCandidates> = None::<AdaptiveCandidates>;
+    // Every `RunStore` is a `BudgetStore`: old bounds and trait objects work.
+    fn old_bound<S: BudgetStore>(store: &S) -> &dyn RunStore {
+        store
+    }
+    let store = MemoryStore::new(clock);
+    let _: &dyn BudgetStore = &store;
+    assert!(format!("{:?}", old_bound(&store)).contains("MemoryStore"));
 }

@@ -1,4 +1,4 @@
-//! [`BudgetTracker`]: the shared, thread-safe consumption ledger of a run.
+//! [`LocalTracker`]: the shared, thread-safe consumption ledger of a run.
 //!
 //! # Concurrency design
 //!
@@ -24,7 +24,7 @@ use cupel_core::{
     TokenUsage,
 };
 
-use crate::request::BudgetRequest;
+use crate::request::RunRequest;
 use crate::rules::{self, Books};
 
 /// The tracing target of every budget event.
@@ -61,12 +61,7 @@ impl Scope {
             reserved: self.reserved,
         }
     }
-    fn state(
-        &self,
-        request: &BudgetRequest,
-        now: DateTime<Utc>,
-        requester: &ScopeId,
-    ) -> BreachState {
+    fn state(&self, request: &RunRequest, now: DateTime<Utc>, requester: &ScopeId) -> BreachState {
         BreachState {
             budget: self.budget,
             usage: self.usage(),
@@ -141,7 +136,7 @@ impl Shared {
 /// A point-in-time view of a tracker, as seen from its scope.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct BudgetSnapshot {
+pub struct RunSnapshot {
     /// The clock reading.
     pub now: DateTime<Utc>,
     /// The earliest deadline of this scope and its ancestors.
@@ -171,7 +166,7 @@ pub struct BudgetSnapshot {
 ///
 /// `tokens left: unlimited` without a token limit, `time: no deadline`
 /// without a deadline, and `; halted` at the end once a check failed.
-impl fmt::Display for BudgetSnapshot {
+impl fmt::Display for RunSnapshot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -199,9 +194,9 @@ impl fmt::Display for BudgetSnapshot {
     }
 }
 
-/// The tracker's current state: its [`snapshot`](BudgetTracker::snapshot)'s
+/// The tracker's current state: its [`snapshot`](LocalTracker::snapshot)'s
 /// one line, with the scope's label in front when it has one.
-impl fmt::Display for BudgetTracker {
+impl fmt::Display for LocalTracker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(label) = self.label() {
             write!(f, "[{}] ", label.escape_debug())?;
@@ -210,7 +205,7 @@ impl fmt::Display for BudgetTracker {
     }
 }
 
-impl BudgetSnapshot {
+impl RunSnapshot {
     /// `remaining_time` in whole milliseconds (the `budget_remaining_time`
     /// telemetry value).
     pub fn remaining_time_ms(&self) -> Option<i64> {
@@ -248,7 +243,7 @@ impl BudgetSnapshot {
 /// ```
 /// use chrono::TimeDelta;
 /// use cupel_run::{
-///     BudgetPhase, BudgetTracker, Deadline, ManualTimeProvider, RunBudget, TokenLimit,
+///     BudgetPhase, LocalTracker, Deadline, ManualTimeProvider, RunBudget, TokenLimit,
 ///     TokenUsage,
 /// };
 /// let clock = ManualTimeProvider::new("2026-01-01T12:00:00Z".parse().unwrap());
@@ -256,7 +251,7 @@ impl BudgetSnapshot {
 ///     .deadline(Deadline::after(&clock, TimeDelta::seconds(60)))
 ///     .token_limit(TokenLimit::new(Some(1_000), Some(200))?)
 ///     .build(&clock)?;
-/// let run = BudgetTracker::new(budget, clock.clone())?;
+/// let run = LocalTracker::new(budget, clock.clone())?;
 /// run.preflight()?;
 ///
 /// // A provider call projected at 600 in / 100 out: reserve, call, settle.
@@ -278,7 +273,7 @@ impl BudgetSnapshot {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
-pub struct BudgetTracker {
+pub struct LocalTracker {
     shared: Arc<Shared>,
     /// Scope indices from the root down to this tracker's scope.
     path: Arc<[usize]>,
@@ -289,7 +284,7 @@ pub struct BudgetTracker {
     lease: Option<Arc<ScopeLease>>,
 }
 
-/// What [`BudgetTracker::admit`] does with a request that fits, and with one
+/// What [`LocalTracker::admit`] does with a request that fits, and with one
 /// that does not.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -301,9 +296,9 @@ enum Mode {
     Probe,
 }
 
-impl fmt::Debug for BudgetTracker {
+impl fmt::Debug for LocalTracker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BudgetTracker")
+        f.debug_struct("LocalTracker")
             .field("label", &self.label)
             .field("budget", &self.budget())
             .field("snapshot", &self.snapshot())
@@ -311,7 +306,7 @@ impl fmt::Debug for BudgetTracker {
     }
 }
 
-impl BudgetTracker {
+impl LocalTracker {
     /// A root tracker for `budget`, reading time from `clock`.
     ///
     /// # Errors
@@ -364,7 +359,7 @@ impl BudgetTracker {
     /// [`CupelError::RunBudgetExceeded`] (phase `preflight`, dimension
     /// `deadline`, naming the child's depth and label) when the child's
     /// deadline is not after now.
-    pub fn child(&self, budget: RunBudget) -> Result<BudgetTracker, CupelError> {
+    pub fn child(&self, budget: RunBudget) -> Result<LocalTracker, CupelError> {
         self.add_child(None, budget)
     }
 
@@ -377,9 +372,9 @@ impl BudgetTracker {
     /// any string is accepted (it is escaped in the JSON state).
     ///
     /// ```
-    /// use cupel_run::{BudgetPhase, BudgetTracker, FixedTimeProvider, RunBudget, TokenLimit, TokenUsage};
+    /// use cupel_run::{BudgetPhase, LocalTracker, FixedTimeProvider, RunBudget, TokenLimit, TokenUsage};
     /// let clock = FixedTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
-    /// let run = BudgetTracker::new(
+    /// let run = LocalTracker::new(
     ///     RunBudget::new(None, Some(TokenLimit::new(Some(100), None)?), &clock)?,
     ///     clock,
     /// )?;
@@ -407,7 +402,7 @@ impl BudgetTracker {
         &self,
         label: impl Into<String>,
         budget: RunBudget,
-    ) -> Result<BudgetTracker, CupelError> {
+    ) -> Result<LocalTracker, CupelError> {
         self.add_child(Some(Arc::from(label.into())), budget)
     }
 
@@ -415,7 +410,7 @@ impl BudgetTracker {
         &self,
         label: Option<Arc<str>>,
         budget: RunBudget,
-    ) -> Result<BudgetTracker, CupelError> {
+    ) -> Result<LocalTracker, CupelError> {
         let id = ScopeId {
             depth: self.path.len(),
             label: label.clone(),
@@ -537,7 +532,7 @@ impl BudgetTracker {
     }
 
     /// What a new reservation could take (see
-    /// [`BudgetSnapshot::remaining_tokens`]).
+    /// [`RunSnapshot::remaining_tokens`]).
     pub fn remaining_tokens(&self) -> Option<RemainingTokens> {
         self.snapshot().remaining_tokens
     }
@@ -549,13 +544,13 @@ impl BudgetTracker {
     }
 
     /// The state of this scope as seen at the clock's current reading.
-    pub fn snapshot(&self) -> BudgetSnapshot {
+    pub fn snapshot(&self) -> RunSnapshot {
         let now = self.shared.clock.now();
         let ledger = self.shared.lock();
         self.snapshot_locked(&ledger, now)
     }
 
-    fn snapshot_locked(&self, ledger: &Ledger, now: DateTime<Utc>) -> BudgetSnapshot {
+    fn snapshot_locked(&self, ledger: &Ledger, now: DateTime<Utc>) -> RunSnapshot {
         let books: Vec<Books> = self
             .path
             .iter()
@@ -571,9 +566,9 @@ impl BudgetTracker {
     ///
     /// # Errors
     /// [`BudgetExceededError`] with phase [`BudgetPhase::Preflight`].
-    pub fn preflight(&self) -> Result<BudgetSnapshot, BudgetExceededError> {
+    pub fn preflight(&self) -> Result<RunSnapshot, BudgetExceededError> {
         self.admit(
-            &BudgetRequest::new(BudgetPhase::Preflight, TokenUsage::ZERO),
+            &RunRequest::new(BudgetPhase::Preflight, TokenUsage::ZERO),
             Mode::Check,
         )
     }
@@ -595,21 +590,18 @@ impl BudgetTracker {
         &self,
         phase: BudgetPhase,
         projected: TokenUsage,
-    ) -> Result<BudgetSnapshot, BudgetExceededError> {
-        self.check_request(&BudgetRequest::new(phase, projected))
+    ) -> Result<RunSnapshot, BudgetExceededError> {
+        self.check_request(&RunRequest::new(phase, projected))
     }
 
-    /// [`check`](Self::check) for a [`BudgetRequest`], which may carry a
+    /// [`check`](Self::check) for a [`RunRequest`], which may carry a
     /// projected duration: the request must also end no later than every
     /// deadline on the path (`duration <= deadline - now`, R-17).
     ///
     /// # Errors
     /// [`BudgetExceededError`] with the request's phase; the breached scope
     /// is halted.
-    pub fn check_request(
-        &self,
-        request: &BudgetRequest,
-    ) -> Result<BudgetSnapshot, BudgetExceededError> {
+    pub fn check_request(&self, request: &RunRequest) -> Result<RunSnapshot, BudgetExceededError> {
         self.admit(request, Mode::Check)
     }
 
@@ -622,26 +614,23 @@ impl BudgetTracker {
     /// [`reserve`](Self::reserve) what you then send (R-19).
     ///
     /// ```
-    /// use cupel_run::{BudgetRequest, BudgetTracker, FixedTimeProvider, RunBudget, TokenLimit, TokenUsage};
+    /// use cupel_run::{RunRequest, LocalTracker, FixedTimeProvider, RunBudget, TokenLimit, TokenUsage};
     /// let clock = FixedTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
-    /// let run = BudgetTracker::new(
+    /// let run = LocalTracker::new(
     ///     RunBudget::new(None, Some(TokenLimit::new(Some(100), None)?), &clock)?,
     ///     clock,
     /// )?;
-    /// let big = BudgetRequest::provider_request(TokenUsage::new(150, 0)?);
+    /// let big = RunRequest::provider_request(TokenUsage::new(150, 0)?);
     /// assert_eq!(run.would_fit(&big).unwrap_err().remaining(), Some(100));
     /// // Asking did not halt the run: a smaller request still goes through.
     /// assert!(!run.is_halted());
-    /// assert!(run.reserve_request(&BudgetRequest::provider_request(TokenUsage::new(90, 0)?)).is_ok());
+    /// assert!(run.reserve_request(&RunRequest::provider_request(TokenUsage::new(90, 0)?)).is_ok());
     /// # Ok::<(), cupel_run::CupelError>(())
     /// ```
     ///
     /// # Errors
     /// The [`BudgetExceededError`] the checkpoint would return.
-    pub fn would_fit(
-        &self,
-        request: &BudgetRequest,
-    ) -> Result<BudgetSnapshot, BudgetExceededError> {
+    pub fn would_fit(&self, request: &RunRequest) -> Result<RunSnapshot, BudgetExceededError> {
         self.admit(request, Mode::Probe)
     }
 
@@ -660,23 +649,23 @@ impl BudgetTracker {
         phase: BudgetPhase,
         projected: TokenUsage,
     ) -> Result<Reservation, BudgetExceededError> {
-        self.reserve_request(&BudgetRequest::new(phase, projected))
+        self.reserve_request(&RunRequest::new(phase, projected))
     }
 
-    /// [`reserve`](Self::reserve) for a [`BudgetRequest`], which may carry a
+    /// [`reserve`](Self::reserve) for a [`RunRequest`], which may carry a
     /// projected duration (see [`check_request`](Self::check_request)).
     ///
     /// ```
     /// use chrono::TimeDelta;
     /// use cupel_run::{
-    ///     BudgetDimension, BudgetRequest, BudgetTracker, Deadline, ManualTimeProvider, RunBudget,
+    ///     BudgetDimension, RunRequest, LocalTracker, Deadline, ManualTimeProvider, RunBudget,
     ///     TokenUsage,
     /// };
     /// let clock = ManualTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
     /// let budget = RunBudget::new(Some(Deadline::after(&clock, TimeDelta::seconds(30))), None, &clock)?;
-    /// let run = BudgetTracker::new(budget, clock.clone())?;
+    /// let run = LocalTracker::new(budget, clock.clone())?;
     /// clock.advance(TimeDelta::seconds(10)); // 20 s left
-    /// let call = BudgetRequest::provider_request(TokenUsage::new(500, 100)?);
+    /// let call = RunRequest::provider_request(TokenUsage::new(500, 100)?);
     /// // A call expected to take 25 s would outlive the deadline: refused before it is made.
     /// let err = run
     ///     .reserve_request(&call.with_duration(TimeDelta::seconds(25))?)
@@ -691,7 +680,7 @@ impl BudgetTracker {
     /// is halted and nothing is reserved.
     pub fn reserve_request(
         &self,
-        request: &BudgetRequest,
+        request: &RunRequest,
     ) -> Result<Reservation, BudgetExceededError> {
         self.admit(request, Mode::Reserve)?;
         Ok(Reservation {
@@ -709,11 +698,11 @@ impl BudgetTracker {
     /// # Errors
     /// The halting error, or a [`BudgetExceededError`] with phase
     /// [`BudgetPhase::Response`].
-    pub fn finalize(&self) -> Result<BudgetSnapshot, BudgetExceededError> {
+    pub fn finalize(&self) -> Result<RunSnapshot, BudgetExceededError> {
         let phase = BudgetPhase::Response;
         let now = self.shared.clock.now();
         let ledger = self.shared.lock();
-        let request = BudgetRequest::new(phase, TokenUsage::ZERO);
+        let request = RunRequest::new(phase, TokenUsage::ZERO);
         let outcome = self.halted_error(&ledger).or_else(|| {
             rules::final_breach(&self.path_books(&ledger))
                 .map(|(at, d)| self.breach_at(&ledger, at, &request, now, d, Breach::Overshot))
@@ -735,11 +724,7 @@ impl BudgetTracker {
     /// Deadline, depletion and fit checks on every scope of the path (root
     /// first; per scope: deadline, projected duration, input, output), then —
     /// for [`Mode::Reserve`] — the reservation, all under one lock.
-    fn admit(
-        &self,
-        request: &BudgetRequest,
-        mode: Mode,
-    ) -> Result<BudgetSnapshot, BudgetExceededError> {
+    fn admit(&self, request: &RunRequest, mode: Mode) -> Result<RunSnapshot, BudgetExceededError> {
         let now = self.shared.clock.now();
         let mut ledger = self.shared.lock();
         let outcome = self.evaluate(&ledger, request, now);
@@ -775,7 +760,7 @@ impl BudgetTracker {
     fn evaluate(
         &self,
         ledger: &Ledger,
-        request: &BudgetRequest,
+        request: &RunRequest,
         now: DateTime<Utc>,
     ) -> Option<(Option<usize>, BudgetExceededError)> {
         self.halted_error(ledger).or_else(|| {
@@ -799,7 +784,7 @@ impl BudgetTracker {
         &self,
         ledger: &Ledger,
         at: usize,
-        request: &BudgetRequest,
+        request: &RunRequest,
         now: DateTime<Utc>,
         dimension: BudgetDimension,
         breach: Breach,
@@ -821,7 +806,7 @@ impl BudgetTracker {
         now: DateTime<Utc>,
         phase: BudgetPhase,
         outcome: Option<(Option<usize>, BudgetExceededError)>,
-    ) -> Result<BudgetSnapshot, BudgetExceededError> {
+    ) -> Result<RunSnapshot, BudgetExceededError> {
         if let Some((Some(i), err)) = &outcome
             && let Some(scope) = ledger.scopes.get_mut(*i)
             && scope.halted.is_none()
@@ -855,7 +840,7 @@ impl BudgetTracker {
 
 /// The `tracing` event of one checkpoint.
 #[cfg(feature = "tracing")]
-pub(crate) fn emit(phase: BudgetPhase, s: &BudgetSnapshot, error: Option<&BudgetExceededError>) {
+pub(crate) fn emit(phase: BudgetPhase, s: &RunSnapshot, error: Option<&BudgetExceededError>) {
     let input = s.remaining_tokens.and_then(|r| r.input());
     let output = s.remaining_tokens.and_then(|r| r.output());
     match error {
@@ -887,9 +872,9 @@ pub(crate) fn emit(phase: BudgetPhase, s: &BudgetSnapshot, error: Option<&Budget
 /// Without the `tracing` feature a checkpoint emits nothing.
 #[cfg(not(feature = "tracing"))]
 #[allow(clippy::needless_pass_by_value)]
-pub(crate) fn emit(_: BudgetPhase, _: &BudgetSnapshot, _: Option<&BudgetExceededError>) {}
+pub(crate) fn emit(_: BudgetPhase, _: &RunSnapshot, _: Option<&BudgetExceededError>) {}
 
-/// Tokens held for one in-flight request by [`BudgetTracker::reserve`].
+/// Tokens held for one in-flight request by [`LocalTracker::reserve`].
 ///
 /// Settle it with the actual usage ([`settle`](Self::settle)) or give the
 /// tokens back ([`release`](Self::release)); dropping an unsettled
@@ -897,7 +882,7 @@ pub(crate) fn emit(_: BudgetPhase, _: &BudgetSnapshot, _: Option<&BudgetExceeded
 /// leaks budget.
 #[must_use = "dropping a reservation releases it; settle it with the actual usage"]
 pub struct Reservation {
-    tracker: BudgetTracker,
+    tracker: LocalTracker,
     amount: TokenUsage,
     open: bool,
 }
@@ -919,7 +904,7 @@ impl Reservation {
     }
 
     /// The tracker the reservation was taken from.
-    pub fn tracker(&self) -> &BudgetTracker {
+    pub fn tracker(&self) -> &LocalTracker {
         &self.tracker
     }
 
@@ -947,3 +932,13 @@ impl Drop for Reservation {
         }
     }
 }
+
+/// The old name of [`LocalTracker`] (renamed so that a name holding "Budget"
+/// alone means the context budget; ARCHITECTURE.md, Glossary).
+#[deprecated(since = "0.2.0", note = "renamed `LocalTracker`")]
+pub type BudgetTracker = LocalTracker;
+
+/// The old name of [`RunSnapshot`] (renamed so that a name holding "Budget"
+/// alone means the context budget; ARCHITECTURE.md, Glossary).
+#[deprecated(since = "0.2.0", note = "renamed `RunSnapshot`")]
+pub type BudgetSnapshot = RunSnapshot;

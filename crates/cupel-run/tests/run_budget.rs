@@ -8,8 +8,8 @@ use std::thread;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use cupel_run::{
-    BudgetDimension, BudgetExceededError, BudgetPhase, BudgetRequest, BudgetTracker, Deadline,
-    ManualTimeProvider, RunBudget, TokenLimit, TokenUsage,
+    BudgetDimension, BudgetExceededError, BudgetPhase, Deadline, LocalTracker, ManualTimeProvider,
+    RunBudget, RunRequest, TokenLimit, TokenUsage,
 };
 use proptest::prelude::*;
 
@@ -24,7 +24,7 @@ fn usage(input: i64, output: i64) -> TokenUsage {
 /// One subagent turn: a provider call then a tool call, each reserved, run
 /// and settled. Returns the first budget error.
 fn subagent_turn(
-    budget: &BudgetTracker,
+    budget: &LocalTracker,
     call: TokenUsage,
     tool: TokenUsage,
 ) -> Result<(), BudgetExceededError> {
@@ -44,7 +44,7 @@ fn parent_and_three_subagents_share_one_budget() {
         .token_limit(TokenLimit::new(Some(1_000), Some(300)).unwrap())
         .build(&clock)
         .unwrap();
-    let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+    let run = LocalTracker::new(budget, clock.clone()).unwrap();
     run.preflight().unwrap();
 
     // The parent's own first call: projected 200/50, actual 180/40.
@@ -125,10 +125,10 @@ fn child_scopes_on_threads_charge_the_parent() {
         .token_limit(TokenLimit::new(Some(1_000), None).unwrap())
         .build(&clock)
         .unwrap();
-    let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+    let run = LocalTracker::new(budget, clock.clone()).unwrap();
 
     // Three subagents, each capped at 200 input tokens and 30 s.
-    let children: Vec<BudgetTracker> = (0..3)
+    let children: Vec<LocalTracker> = (0..3)
         .map(|_| {
             let child_budget = RunBudget::builder()
                 .deadline(Deadline::after(&clock, TimeDelta::seconds(30)))
@@ -195,7 +195,7 @@ fn stress(limit: i64, costs: &[Vec<(i64, i64)>]) -> StressOutcome {
         &clock,
     )
     .unwrap();
-    let run = BudgetTracker::new(budget, clock).unwrap();
+    let run = LocalTracker::new(budget, clock).unwrap();
     let settled = Arc::new(AtomicI64::new(0));
     let start = Barrier::new(costs.len());
     let violations = Mutex::new(Vec::new());
@@ -290,8 +290,8 @@ fn child_stress(run_limit: i64, child_limits: &[i64], costs: &[i64]) -> Vec<i64>
         &clock,
     )
     .unwrap();
-    let run = BudgetTracker::new(budget, clock.clone()).unwrap();
-    let children: Vec<BudgetTracker> = child_limits
+    let run = LocalTracker::new(budget, clock.clone()).unwrap();
+    let children: Vec<LocalTracker> = child_limits
         .iter()
         .enumerate()
         .map(|(i, &cap)| {
@@ -381,7 +381,7 @@ fn the_deadline_passing_mid_run_stops_every_holder() {
         .token_limit(TokenLimit::new(Some(i64::MAX), None).unwrap())
         .build(&clock)
         .unwrap();
-    let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+    let run = LocalTracker::new(budget, clock.clone()).unwrap();
     // Four subagents: two clones of the run, a named child, and a grandchild.
     let child = run
         .child_named("researcher", RunBudget::unlimited())
@@ -441,7 +441,7 @@ fn the_deadline_passing_mid_run_stops_every_holder() {
             *first
         );
         assert_eq!(
-            h.would_fit(&BudgetRequest::tool_execution(TokenUsage::ZERO))
+            h.would_fit(&RunRequest::tool_execution(TokenUsage::ZERO))
                 .unwrap_err(),
             *first
         );
@@ -539,7 +539,7 @@ fn checkpoints_emit_remaining_time_and_tokens() {
             .token_limit(TokenLimit::new(Some(100), None).unwrap())
             .build(&clock)
             .unwrap();
-        let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+        let run = LocalTracker::new(budget, clock.clone()).unwrap();
         run.preflight().unwrap();
         clock.advance(TimeDelta::milliseconds(2_500));
         // Reserve 30: after the reservation 100 - 30 = 70 remain, 7.5 s left.
@@ -548,11 +548,11 @@ fn checkpoints_emit_remaining_time_and_tokens() {
             .unwrap();
         // Asking is not a checkpoint: would_fit emits nothing.
         assert!(
-            run.would_fit(&BudgetRequest::tool_execution(usage(70, 0)))
+            run.would_fit(&RunRequest::tool_execution(usage(70, 0)))
                 .is_ok()
         );
         assert!(
-            run.would_fit(&BudgetRequest::tool_execution(usage(71, 0)))
+            run.would_fit(&RunRequest::tool_execution(usage(71, 0)))
                 .is_err()
         );
         let _ = run.reserve(BudgetPhase::ToolExecution, usage(71, 0));
@@ -623,7 +623,7 @@ proptest! {
         let clock = ManualTimeProvider::new(t0());
         let budget = RunBudget::new(None, Some(TokenLimit::new(Some(limit), None).unwrap()), &clock)
             .unwrap();
-        let run = BudgetTracker::new(budget, clock).unwrap();
+        let run = LocalTracker::new(budget, clock).unwrap();
         let (mut used, mut held): (i64, Vec<(i64, cupel_run::Reservation)>) = (0, Vec::new());
         let mut halted = false;
         for op in ops {
@@ -715,7 +715,7 @@ fn error_messages_are_pinned() {
     let mut lines = Vec::new();
 
     // Does not fit: 30 used, a request for 71 input tokens (100 - 30 = 70 left).
-    let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+    let run = LocalTracker::new(budget, clock.clone()).unwrap();
     run.record(usage(30, 0));
     let e = run
         .reserve(BudgetPhase::ProviderRequest, usage(71, 0))
@@ -725,7 +725,7 @@ fn error_messages_are_pinned() {
 
     // Depleted: 40 output tokens used of 40, in a child scope two levels down
     // (the root is unlimited, so the child's own ceiling is the one reported).
-    let run = BudgetTracker::new(RunBudget::unlimited(), clock.clone()).unwrap();
+    let run = LocalTracker::new(RunBudget::unlimited(), clock.clone()).unwrap();
     let sub = run.child(RunBudget::unlimited()).unwrap();
     let sub2 = sub
         .child(
@@ -741,7 +741,7 @@ fn error_messages_are_pinned() {
 
     // A named child's request breaks the run's ceiling: the message names
     // the child as the requester; the JSON state carries its depth and label.
-    let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+    let run = LocalTracker::new(budget, clock.clone()).unwrap();
     run.record(usage(90, 0));
     let researcher = run
         .child_named("researcher", RunBudget::unlimited())
@@ -753,7 +753,7 @@ fn error_messages_are_pinned() {
     lines.push(e.budget_json().to_owned());
 
     // An unnamed grandchild breaks a named child's ceiling.
-    let run = BudgetTracker::new(RunBudget::unlimited(), clock.clone()).unwrap();
+    let run = LocalTracker::new(RunBudget::unlimited(), clock.clone()).unwrap();
     let writer = run
         .child_named(
             "writer",
@@ -769,10 +769,10 @@ fn error_messages_are_pinned() {
     );
 
     // A request projected to take 6 s with 5 s left.
-    let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+    let run = LocalTracker::new(budget, clock.clone()).unwrap();
     let e = run
         .reserve_request(
-            &BudgetRequest::provider_request(usage(10, 0))
+            &RunRequest::provider_request(usage(10, 0))
                 .with_duration(TimeDelta::seconds(6))
                 .unwrap(),
         )
@@ -781,12 +781,12 @@ fn error_messages_are_pinned() {
     lines.push(e.budget_json().to_owned());
 
     // Final tally over: 130 input tokens of 100.
-    let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+    let run = LocalTracker::new(budget, clock.clone()).unwrap();
     run.record(usage(130, 0));
     lines.push(run.finalize().unwrap_err().to_string());
 
     // Deadline: 5 s budget, clock at +7.25 s.
-    let run = BudgetTracker::new(budget, clock.clone()).unwrap();
+    let run = LocalTracker::new(budget, clock.clone()).unwrap();
     clock.advance(TimeDelta::milliseconds(7_250));
     lines.push(run.preflight().unwrap_err().to_string());
 
@@ -794,12 +794,12 @@ fn error_messages_are_pinned() {
     lines.push(TokenLimit::new(Some(-5), None).unwrap_err().to_string());
     lines.push(TokenUsage::new(0, -1).unwrap_err().to_string());
     lines.push(
-        BudgetRequest::tool_execution(TokenUsage::ZERO)
+        RunRequest::tool_execution(TokenUsage::ZERO)
             .with_duration(TimeDelta::milliseconds(-1_500))
             .unwrap_err()
             .to_string(),
     );
-    let mut meter = BudgetTracker::new(RunBudget::unlimited(), clock.clone())
+    let mut meter = LocalTracker::new(RunBudget::unlimited(), clock.clone())
         .unwrap()
         .meter_from(usage(500, 20));
     lines.push(meter.observe_total(usage(400, 20)).unwrap_err().to_string());
@@ -818,7 +818,7 @@ fn subscribers_can_call_back_into_the_tracker() {
     use std::sync::OnceLock;
     use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 
-    struct Reader(Arc<OnceLock<BudgetTracker>>, Arc<Mutex<Vec<TokenUsage>>>);
+    struct Reader(Arc<OnceLock<LocalTracker>>, Arc<Mutex<Vec<TokenUsage>>>);
     impl<S: tracing::Subscriber> Layer<S> for Reader {
         fn on_event(&self, _event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
             if let Some(t) = self.0.get() {
@@ -837,7 +837,7 @@ fn subscribers_can_call_back_into_the_tracker() {
         // that this one is (tracing caches it per callsite).
         tracing::callsite::rebuild_interest_cache();
         let clock = ManualTimeProvider::new(t0());
-        let run = BudgetTracker::new(RunBudget::unlimited(), clock).unwrap();
+        let run = LocalTracker::new(RunBudget::unlimited(), clock).unwrap();
         cell.set(run.clone()).unwrap();
         let _r = run
             .reserve(BudgetPhase::ProviderRequest, usage(12, 3))

@@ -12,13 +12,13 @@ use std::sync::Arc;
 
 use chrono::TimeDelta;
 use cupel_run::store::{
-    Admission, BudgetStore, Checkpoint, FailurePolicy, HistoryError, MemoryStore, PathState,
+    Admission, Checkpoint, FailurePolicy, HistoryError, MemoryStore, PathState, RunStore,
     ScopeInfo, SharedOptions, SharedTracker, StoreError, StoreRequest,
 };
 use cupel_run::{
-    BudgetDimension, BudgetPhase, BudgetRequest, BudgetTracker, CupelError, Deadline,
-    ManualTimeProvider, RunBudget, RunTracker, SystemTimeProvider, TokenLimit, TokenUsage,
-    UsageError, UsageRecorder,
+    BudgetDimension, BudgetPhase, CupelError, Deadline, LocalTracker, ManualTimeProvider,
+    RunBudget, RunRequest, RunTracker, SystemTimeProvider, TokenLimit, TokenUsage, UsageError,
+    UsageRecorder,
 };
 
 fn usage(input: i64, output: i64) -> TokenUsage {
@@ -48,7 +48,7 @@ fn run_name(test: &str) -> String {
 /// The suite, for one store. Time is the store's real clock (the Redis
 /// server's `TIME`, the system clock for the memory store), so the timed
 /// cases wait a few hundred milliseconds.
-fn suite(store: &Arc<dyn BudgetStore>) {
+fn suite(store: &Arc<dyn RunStore>) {
     same_answers_as_the_in_process_tracker(store);
     a_breach_halts_every_process_of_the_scope(store);
     probes_neither_latch_nor_count(store);
@@ -64,7 +64,7 @@ fn suite(store: &Arc<dyn BudgetStore>) {
 /// A settle repeated with the same reservation number, and a record
 /// repeated with the same request id, count once (what a retry after a
 /// lost reply does).
-fn settles_and_records_count_once(store: &Arc<dyn BudgetStore>) {
+fn settles_and_records_count_once(store: &Arc<dyn RunStore>) {
     let t =
         SharedTracker::create(store.clone(), &run_name("once"), limited(Some(100), None)).unwrap();
     let hold = t
@@ -83,7 +83,7 @@ fn settles_and_records_count_once(store: &Arc<dyn BudgetStore>) {
     assert_eq!(t.usage().unwrap(), usage(28, 0));
 }
 
-fn a_meter_records_only_increases(store: &Arc<dyn BudgetStore>) {
+fn a_meter_records_only_increases(store: &Arc<dyn RunStore>) {
     let t =
         SharedTracker::create(store.clone(), &run_name("meter"), RunBudget::unlimited()).unwrap();
     let mut meter = t.meter();
@@ -113,13 +113,13 @@ fn a_meter_records_only_increases(store: &Arc<dyn BudgetStore>) {
     assert_eq!(t.usage().unwrap(), usage(1_500, 260));
 }
 
-/// The same sequence of operations on the in-process `BudgetTracker` and on a
+/// The same sequence of operations on the in-process `LocalTracker` and on a
 /// `SharedTracker`: the same outcomes, the same error messages and JSON
 /// payloads (the payloads carry `now`, which differs between the two
 /// clocks, so it is compared without it).
-fn same_answers_as_the_in_process_tracker(store: &Arc<dyn BudgetStore>) {
+fn same_answers_as_the_in_process_tracker(store: &Arc<dyn RunStore>) {
     let clock = ManualTimeProvider::new("2026-03-01T09:00:00Z".parse().unwrap());
-    let local = BudgetTracker::new(limited(Some(1_000), Some(300)), clock).unwrap();
+    let local = LocalTracker::new(limited(Some(1_000), Some(300)), clock).unwrap();
     let shared = SharedTracker::create(
         store.clone(),
         &run_name("same"),
@@ -184,7 +184,7 @@ fn same_answers_as_the_in_process_tracker(store: &Arc<dyn BudgetStore>) {
     assert_eq!(shared.demand().unwrap(), usage(410, 40)); // 330 + 80, 40 + 0
 }
 
-fn a_breach_halts_every_process_of_the_scope(store: &Arc<dyn BudgetStore>) {
+fn a_breach_halts_every_process_of_the_scope(store: &Arc<dyn RunStore>) {
     let run = run_name("halt");
     let orchestrator =
         SharedTracker::create(store.clone(), &run, limited(Some(100), None)).unwrap();
@@ -203,10 +203,10 @@ fn a_breach_halts_every_process_of_the_scope(store: &Arc<dyn BudgetStore>) {
     assert!(orchestrator.snapshot().unwrap().halted);
 }
 
-fn probes_neither_latch_nor_count(store: &Arc<dyn BudgetStore>) {
+fn probes_neither_latch_nor_count(store: &Arc<dyn RunStore>) {
     let t =
         SharedTracker::create(store.clone(), &run_name("probe"), limited(Some(100), None)).unwrap();
-    let big = BudgetRequest::provider_request(usage(150, 0));
+    let big = RunRequest::provider_request(usage(150, 0));
     assert_eq!(exceeded(t.would_fit(&big)).remaining(), Some(100));
     assert!(!t.snapshot().unwrap().halted);
     assert_eq!(t.refused().unwrap(), TokenUsage::ZERO);
@@ -216,7 +216,7 @@ fn probes_neither_latch_nor_count(store: &Arc<dyn BudgetStore>) {
     );
 }
 
-fn finalize_reports_an_overshoot(store: &Arc<dyn BudgetStore>) {
+fn finalize_reports_an_overshoot(store: &Arc<dyn RunStore>) {
     let t =
         SharedTracker::create(store.clone(), &run_name("final"), limited(None, Some(50))).unwrap();
     // Exactly at the ceiling fits (R-2) ...
@@ -231,7 +231,7 @@ fn finalize_reports_an_overshoot(store: &Arc<dyn BudgetStore>) {
     );
 }
 
-fn an_abandoned_reservation_comes_back_when_its_lease_ends(store: &Arc<dyn BudgetStore>) {
+fn an_abandoned_reservation_comes_back_when_its_lease_ends(store: &Arc<dyn RunStore>) {
     let t = SharedTracker::create(
         store.clone(),
         &run_name("lease"),
@@ -248,7 +248,7 @@ fn an_abandoned_reservation_comes_back_when_its_lease_ends(store: &Arc<dyn Budge
     // 800 held + 300 > 1,000: does not fit while the lease runs (a probe, so
     // nothing latches).
     assert!(
-        t.would_fit(&BudgetRequest::provider_request(usage(300, 0)))
+        t.would_fit(&RunRequest::provider_request(usage(300, 0)))
             .is_err()
     );
     std::thread::sleep(std::time::Duration::from_millis(450));
@@ -259,7 +259,7 @@ fn an_abandoned_reservation_comes_back_when_its_lease_ends(store: &Arc<dyn Budge
     );
 }
 
-fn a_deadline_passing_mid_run_halts_every_worker(store: &Arc<dyn BudgetStore>) {
+fn a_deadline_passing_mid_run_halts_every_worker(store: &Arc<dyn RunStore>) {
     let now = store.now().unwrap();
     let deadline = Deadline::at(now + TimeDelta::milliseconds(400));
     let budget = RunBudget::from_parts(Some(deadline), None);
@@ -272,7 +272,7 @@ fn a_deadline_passing_mid_run_halts_every_worker(store: &Arc<dyn BudgetStore>) {
     let w2 = SharedTracker::attach(store.clone(), &run, 0).unwrap();
     assert!(w1.preflight().is_ok());
     // A call projected to take longer than what is left is refused before it starts.
-    let long = BudgetRequest::provider_request(usage(1, 0))
+    let long = RunRequest::provider_request(usage(1, 0))
         .with_duration(TimeDelta::seconds(5))
         .unwrap();
     assert!(w2.would_fit(&long).is_err());
@@ -285,7 +285,7 @@ fn a_deadline_passing_mid_run_halts_every_worker(store: &Arc<dyn BudgetStore>) {
     assert_eq!(exceeded(w2.preflight()), e1);
 }
 
-fn history_is_one_for_the_fleet(store: &Arc<dyn BudgetStore>) {
+fn history_is_one_for_the_fleet(store: &Arc<dyn RunStore>) {
     let key = run_name("history");
     let t = SharedTracker::create(store.clone(), &run_name("hist-run"), RunBudget::unlimited())
         .unwrap();
@@ -304,7 +304,7 @@ fn history_is_one_for_the_fleet(store: &Arc<dyn BudgetStore>) {
     assert_eq!(store.update_history(&key, &mut noop).unwrap().cycles(), 2);
 }
 
-fn unknown_runs_and_duplicate_runs_are_errors(store: &Arc<dyn BudgetStore>) {
+fn unknown_runs_and_duplicate_runs_are_errors(store: &Arc<dyn RunStore>) {
     let run = run_name("dup");
     SharedTracker::create(store.clone(), &run, RunBudget::unlimited()).unwrap();
     let e = SharedTracker::create(store.clone(), &run, RunBudget::unlimited()).unwrap_err();
@@ -325,7 +325,7 @@ fn unknown_runs_and_duplicate_runs_are_errors(store: &Arc<dyn BudgetStore>) {
 
 #[test]
 fn the_memory_store_passes_the_suite() {
-    let store: Arc<dyn BudgetStore> = Arc::new(MemoryStore::new(SystemTimeProvider));
+    let store: Arc<dyn RunStore> = Arc::new(MemoryStore::new(SystemTimeProvider));
     suite(&store);
 }
 
@@ -333,7 +333,7 @@ fn the_memory_store_passes_the_suite() {
 #[test]
 fn the_redis_store_passes_the_suite() {
     let server = redis_server::RedisServer::start();
-    let store: Arc<dyn BudgetStore> =
+    let store: Arc<dyn RunStore> =
         Arc::new(cupel_run::store::RedisStore::open(&server.url()).unwrap());
     suite(&store);
 }
@@ -351,7 +351,7 @@ fn down(operation: &'static str) -> StoreError {
     }
 }
 
-impl BudgetStore for DownStore {
+impl RunStore for DownStore {
     fn now(&self) -> Result<chrono::DateTime<chrono::Utc>, StoreError> {
         Err(down("time"))
     }
@@ -409,7 +409,7 @@ impl BudgetStore for DownStore {
 
 #[test]
 fn a_failing_store_fails_closed_by_default_and_open_on_request() {
-    let store: Arc<dyn BudgetStore> = Arc::new(DownStore);
+    let store: Arc<dyn RunStore> = Arc::new(DownStore);
     let closed = SharedTracker::attach(store.clone(), "run", 0).unwrap();
     match closed.reserve(BudgetPhase::ToolExecution, usage(1, 0)) {
         Err(CupelError::BudgetStoreFailed { phase, message }) => {
@@ -453,7 +453,7 @@ fn an_unreachable_redis_is_an_error_with_the_phase() {
     let store = cupel_run::store::RedisStore::open(&format!("redis://127.0.0.1:{port}/"))
         .unwrap()
         .with_timeout(std::time::Duration::from_millis(300));
-    let store: Arc<dyn BudgetStore> = Arc::new(store);
+    let store: Arc<dyn RunStore> = Arc::new(store);
     match SharedTracker::create(store, "r", RunBudget::unlimited()) {
         Err(CupelError::BudgetStoreFailed { phase, message }) => {
             assert_eq!(phase, BudgetPhase::Preflight);
@@ -467,7 +467,7 @@ fn an_unreachable_redis_is_an_error_with_the_phase() {
 #[test]
 fn the_redis_store_refuses_counts_it_cannot_compare_exactly() {
     let server = redis_server::RedisServer::start();
-    let store: Arc<dyn BudgetStore> =
+    let store: Arc<dyn RunStore> =
         Arc::new(cupel_run::store::RedisStore::open(&server.url()).unwrap());
     let t = SharedTracker::create(store.clone(), "exact", RunBudget::unlimited()).unwrap();
     // 2^53 is one past the largest exact count.
@@ -518,7 +518,7 @@ mod processes {
             parts.next().unwrap(),
             parts.next().unwrap(),
         );
-        let store: Arc<dyn BudgetStore> = Arc::new(RedisStore::open(url).unwrap());
+        let store: Arc<dyn RunStore> = Arc::new(RedisStore::open(url).unwrap());
         let t = SharedTracker::attach(store, run, 0).unwrap();
         match mode {
             "reserve" => {
@@ -556,7 +556,7 @@ mod processes {
     #[test]
     fn eight_processes_never_pass_the_ceiling_together() {
         let server = redis_server::RedisServer::start();
-        let store: Arc<dyn BudgetStore> = Arc::new(RedisStore::open(&server.url()).unwrap());
+        let store: Arc<dyn RunStore> = Arc::new(RedisStore::open(&server.url()).unwrap());
         let run = run_name("eight");
         let t = SharedTracker::create(store, &run, limited(Some(30_000), None)).unwrap();
         let children: Vec<_> = (0..8)
@@ -592,7 +592,7 @@ mod processes {
     #[test]
     fn a_killed_worker_gives_its_tokens_back_after_the_lease() {
         let server = redis_server::RedisServer::start();
-        let store: Arc<dyn BudgetStore> = Arc::new(RedisStore::open(&server.url()).unwrap());
+        let store: Arc<dyn RunStore> = Arc::new(RedisStore::open(&server.url()).unwrap());
         let run = run_name("killed");
         let t = SharedTracker::create(store, &run, limited(Some(1_000), None)).unwrap();
         let mut child = worker(&server.url(), &run, "hold").spawn().unwrap();
@@ -609,7 +609,7 @@ mod processes {
         assert_eq!(t.snapshot().unwrap().reserved, usage(500, 0));
         // 500 held + 600 > 1,000 while the lease runs.
         assert!(
-            t.would_fit(&BudgetRequest::provider_request(usage(600, 0)))
+            t.would_fit(&RunRequest::provider_request(usage(600, 0)))
                 .is_err()
         );
         std::thread::sleep(std::time::Duration::from_millis(800));
@@ -627,7 +627,7 @@ mod processes {
         let mut server = redis_server::RedisServer::start_persistent();
         let run = run_name("restart");
         {
-            let store: Arc<dyn BudgetStore> = Arc::new(RedisStore::open(&server.url()).unwrap());
+            let store: Arc<dyn RunStore> = Arc::new(RedisStore::open(&server.url()).unwrap());
             let t = SharedTracker::create(store, &run, limited(Some(1_000), None)).unwrap();
             t.reserve(BudgetPhase::ProviderRequest, usage(600, 0))
                 .unwrap()
@@ -640,13 +640,13 @@ mod processes {
             );
         }
         server.restart();
-        let store: Arc<dyn BudgetStore> = Arc::new(RedisStore::open(&server.url()).unwrap());
+        let store: Arc<dyn RunStore> = Arc::new(RedisStore::open(&server.url()).unwrap());
         let t = SharedTracker::attach(store, &run, 0).unwrap();
         let snap = t.snapshot().unwrap();
         assert_eq!((snap.usage, snap.reserved), (usage(600, 0), usage(300, 0)));
         // 600 + 300 + 101 > 1,000: the 100 left are all there is.
         assert!(
-            t.would_fit(&BudgetRequest::provider_request(usage(101, 0)))
+            t.would_fit(&RunRequest::provider_request(usage(101, 0)))
                 .is_err()
         );
         assert!(
@@ -666,7 +666,7 @@ mod processes {
                     grace: TimeDelta::milliseconds(300),
                     idle: TimeDelta::days(1),
                 });
-        let store: Arc<dyn BudgetStore> = Arc::new(store);
+        let store: Arc<dyn RunStore> = Arc::new(store);
         let deadline = Deadline::at(store.now().unwrap() + TimeDelta::milliseconds(200));
         let run = run_name("expiry");
         SharedTracker::create(
@@ -761,7 +761,7 @@ mod processes {
     fn a_settle_whose_reply_is_lost_is_retried_without_counting_twice() {
         let server = redis_server::RedisServer::start();
         let proxy = DropProxy::start(port_of(&server.url()));
-        let store: Arc<dyn BudgetStore> = Arc::new(
+        let store: Arc<dyn RunStore> = Arc::new(
             RedisStore::open(&proxy.url())
                 .unwrap()
                 .with_timeout(std::time::Duration::from_secs(1)),
@@ -779,7 +779,7 @@ mod processes {
             "{lost}"
         );
         // The settle did run: seen directly on the server, 18 are used.
-        let direct: Arc<dyn BudgetStore> = Arc::new(RedisStore::open(&server.url()).unwrap());
+        let direct: Arc<dyn RunStore> = Arc::new(RedisStore::open(&server.url()).unwrap());
         let seen = SharedTracker::attach(direct, t.run(), 0).unwrap();
         assert_eq!(seen.usage().unwrap(), usage(18, 0));
         t.settle_reservation(id, usage(18, 0)).unwrap();

@@ -71,11 +71,11 @@
 //! # A run budget shared with subagents
 //!
 //! ```
-//! use cupel::{BudgetPhase, BudgetTracker, ManualTimeProvider, RunBudget, TokenLimit, TokenUsage};
+//! use cupel::{BudgetPhase, LocalTracker, ManualTimeProvider, RunBudget, TokenLimit, TokenUsage};
 //!
 //! let clock = ManualTimeProvider::new("2026-01-01T12:00:00Z".parse()?);
 //! let budget = RunBudget::builder().token_limit(TokenLimit::new(Some(8_000), None)?).build(&clock)?;
-//! let run = BudgetTracker::new(budget, clock.clone())?;
+//! let run = LocalTracker::new(budget, clock.clone())?;
 //! // The subagent charges the run's ledger under a tighter ceiling of its own.
 //! let sub = run.child_named("researcher", RunBudget::new(None, Some(TokenLimit::new(Some(2_000), None)?), &clock)?)?;
 //! sub.reserve(BudgetPhase::ProviderRequest, TokenUsage::new(1_500, 0)?)?
@@ -205,8 +205,11 @@ pub use cupel_pipeline::{
 };
 
 // The run budget (cupel-run): everyday names here, all of it in `cupel::run`.
+/// The old name of [`LocalTracker`].
+#[allow(deprecated)]
+pub use cupel_run::BudgetTracker;
 pub use cupel_run::{
-    BudgetDimension, BudgetExceededError, BudgetPhase, BudgetTracker, Deadline, Reservation,
+    BudgetDimension, BudgetExceededError, BudgetPhase, Deadline, LocalTracker, Reservation,
     RunBudget, TokenLimit, TokenUsage,
 };
 
@@ -233,7 +236,7 @@ pub mod config {
 }
 
 /// Budgets across an agent run (`cupel-rs-run`): the run budget an agent
-/// shares with its subagents (`BudgetTracker`, `spec/15-run-budget.md`),
+/// shares with its subagents (`LocalTracker`, `spec/15-run-budget.md`),
 /// adaptive per-cycle budgets (`UsageRecorder`, `spec/16-adaptive-budget.md`)
 /// and the bridge between them (`CycleDemand`).
 ///
@@ -304,14 +307,14 @@ pub use cupel_gate::{
 };
 #[doc(hidden)]
 pub use cupel_pipeline::{
-    BudgetedWindow, ComponentRegistry, ComponentType, CountQuotaConfig, CurveConfig, InnerScorer,
-    KindWeightConfig, MAX_SCORER_DEPTH, OverflowObserver, PipelineParts, PlacerConstructor,
-    PlacerType, QuotaConfig, ScorerConfig, ScorerConstructor, ScorerType, SlicerConfig,
-    SlicerConstructor, SlicerType, StepWindowConfig, TagWeightConfig, overflow_strategy_name,
-    samples, scarcity_behavior_name, serde_json,
+    ComponentRegistry, ComponentType, CountQuotaConfig, CurveConfig, InnerScorer, KindWeightConfig,
+    MAX_SCORER_DEPTH, OverflowObserver, PipelineParts, PlacerConstructor, PlacerType, QuotaConfig,
+    ReservedWindow, ScorerConfig, ScorerConstructor, ScorerType, SlicerConfig, SlicerConstructor,
+    SlicerType, StepWindowConfig, TagWeightConfig, overflow_strategy_name, samples,
+    scarcity_behavior_name, serde_json,
 };
 #[doc(hidden)]
-pub use cupel_run::{BudgetRequest, BudgetSnapshot, RUN_BUDGET_TRACING_TARGET, UsageMeter};
+pub use cupel_run::{RUN_BUDGET_TRACING_TARGET, RunRequest, RunSnapshot, UsageMeter};
 #[doc(hidden)]
 pub use cupel_slicers::{
     DEFAULT_BUCKET_SIZE, DEFAULT_MAX_TABLE_CELLS, KnapsackTableSize, SCORE_SCALE, StreamSelection,

@@ -135,7 +135,7 @@ pub struct BreachState {
 }
 
 /// A scope as an error names it: its depth and, for a child created with
-/// `BudgetTracker::child_named` (in `cupel_run`), its label.
+/// `LocalTracker::child_named` (in `cupel_run`), its label.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ScopeId {
     /// 0 for the run, 1 for a child, and so on.
@@ -257,7 +257,7 @@ impl BudgetExceededError {
     }
 
     /// The projected duration of the rejected request, when it gave one
-    /// (`BudgetRequest::with_duration` in `cupel_run`).
+    /// (`RunRequest::with_duration` in `cupel_run`).
     pub fn requested_duration(&self) -> Option<TimeDelta> {
         self.0.requested_duration
     }
@@ -269,7 +269,7 @@ impl BudgetExceededError {
     }
 
     /// Label of the scope whose limit broke, if it is a child created with
-    /// `BudgetTracker::child_named` (in `cupel_run`).
+    /// `LocalTracker::child_named` (in `cupel_run`).
     pub fn scope_label(&self) -> Option<&str> {
         self.0.scope.label.as_deref()
     }

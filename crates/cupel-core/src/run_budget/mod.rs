@@ -2,7 +2,7 @@
 //!
 //! A run budget (a wall-clock deadline and input/output token ceilings shared
 //! by an agent run and its subagents) is enforced by the `cupel-rs-run` crate
-//! (`cupel_run::BudgetTracker`). What lives here is what a
+//! (`cupel_run::LocalTracker`). What lives here is what a
 //! [`CupelError`](crate::CupelError) carries when a run runs out — the
 //! immutable contract ([`RunBudget`], [`Deadline`], [`TokenLimit`]), usage
 //! ([`TokenUsage`], [`RemainingTokens`]) and [`BudgetExceededError`] with its

@@ -355,7 +355,7 @@ impl RemainingTokens {
 /// [`TokenLimit`], validated at construction and immutable afterwards.
 ///
 /// `RunBudget` is the *contract*; the consumption lives in a
-/// `BudgetTracker` (in `cupel_run`), which every step and subagent of
+/// `LocalTracker` (in `cupel_run`), which every step and subagent of
 /// a run shares. Without a token limit the budget is a pure deadline budget;
 /// with neither part it enforces nothing.
 ///

@@ -1,5 +1,5 @@
-//! [`MemoryStore`]: the [`BudgetStore`] contract over in-process
-//! [`BudgetTracker`]s.
+//! [`MemoryStore`]: the [`RunStore`] contract over in-process
+//! [`LocalTracker`]s.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -9,19 +9,19 @@ use chrono::{DateTime, Utc};
 use cupel_core::{BudgetExceededError, RunBudget, TimeProvider, TokenUsage};
 
 use super::{
-    Admission, AdmitMode, BreachRecord, BudgetStore, HistoryError, PathState, ScopeBooks,
-    ScopeInfo, StoreError, StoreRequest,
+    Admission, AdmitMode, BreachRecord, HistoryError, PathState, RunStore, ScopeBooks, ScopeInfo,
+    StoreError, StoreRequest,
 };
-use crate::request::BudgetRequest;
-use crate::tracker::{BudgetTracker, Reservation};
+use crate::request::RunRequest;
+use crate::tracker::{LocalTracker, Reservation};
 use crate::{UsageError, UsageRecorder};
 
-/// A [`BudgetStore`] in this process's memory, deciding at the clock it is
+/// A [`RunStore`] in this process's memory, deciding at the clock it is
 /// given.
 ///
-/// It is the in-process [`BudgetTracker`] behind the store contract: each
+/// It is the in-process [`LocalTracker`] behind the store contract: each
 /// scope of a run is a tracker (the root, and a child per
-/// [`create_child`](BudgetStore::create_child)), and every operation is the
+/// [`create_child`](RunStore::create_child)), and every operation is the
 /// tracker's own, so the rules, the latching and the books are the ones the
 /// in-process tracker has always had — one implementation, whichever API a
 /// program uses. What the store adds is what a tracker in one process never
@@ -58,7 +58,7 @@ struct Run {
 }
 
 struct Scope {
-    tracker: BudgetTracker,
+    tracker: LocalTracker,
     info: ScopeInfo,
     parent: Option<u64>,
 }
@@ -131,7 +131,7 @@ impl Run {
 
     /// The tracker of the last scope of `path`, after checking that `path`
     /// is the chain from the root to it.
-    fn tracker(&self, run: &str, path: &[u64]) -> Result<&BudgetTracker, StoreError> {
+    fn tracker(&self, run: &str, path: &[u64]) -> Result<&LocalTracker, StoreError> {
         let Some(&last) = path.last() else {
             return Err(malformed(run, "empty scope path"));
         };
@@ -175,7 +175,7 @@ impl Run {
     }
 }
 
-impl BudgetStore for MemoryStore {
+impl RunStore for MemoryStore {
     fn now(&self) -> Result<DateTime<Utc>, StoreError> {
         Ok(self.clock.now())
     }
@@ -187,7 +187,7 @@ impl BudgetStore for MemoryStore {
                 run: run.to_string(),
             });
         }
-        let tracker = BudgetTracker::new(*budget, Arc::clone(&self.clock))
+        let tracker = LocalTracker::new(*budget, Arc::clone(&self.clock))
             .map_err(|e| malformed(run, e.to_string()))?;
         inner.runs.insert(
             run.to_string(),
@@ -264,7 +264,7 @@ impl BudgetStore for MemoryStore {
         let r = inner.runs.get_mut(run).ok_or_else(|| unknown_run(run))?;
         r.expire_holds(now);
         let tracker = r.tracker(run, path)?.clone();
-        let mut asked = BudgetRequest::new(request.phase, request.tokens);
+        let mut asked = RunRequest::new(request.phase, request.tokens);
         if let Some(d) = request.duration {
             asked = asked
                 .with_duration(d)

@@ -1,12 +1,12 @@
-//! One run budget across processes and machines: a [`BudgetStore`] holds the
+//! One run budget across processes and machines: a [`RunStore`] holds the
 //! books, and a [`SharedTracker`] on any process charges them.
 //!
-//! The in-process [`BudgetTracker`](crate::BudgetTracker) keeps its books
+//! The in-process [`LocalTracker`](crate::LocalTracker) keeps its books
 //! behind a lock in memory: threads and tasks of one process share it. When
 //! subagents run as worker processes, queue jobs or replicas on several
 //! machines, the books move to a store they all reach:
 //!
-//! * [`MemoryStore`] — the in-process [`BudgetTracker`](crate::BudgetTracker)
+//! * [`MemoryStore`] — the in-process [`LocalTracker`](crate::LocalTracker)
 //!   behind the store contract, with a clock you choose: tests,
 //!   single-process use of the shared API, and the reference the Redis store
 //!   is tested against.
@@ -256,7 +256,7 @@ pub enum StoreError {
 /// Implementations decide with the rules of `spec/15-run-budget.md` at their
 /// own clock. [`MemoryStore`] is the reference; the behaviour suite in
 /// `tests/shared_budget.rs` runs against every store.
-pub trait BudgetStore: Send + Sync + fmt::Debug {
+pub trait RunStore: Send + Sync + fmt::Debug {
     /// The store's clock.
     ///
     /// # Errors
@@ -381,6 +381,16 @@ pub trait BudgetStore: Send + Sync + fmt::Debug {
         update: &mut dyn FnMut(&mut crate::UsageRecorder) -> Result<(), crate::UsageError>,
     ) -> Result<crate::UsageRecorder, HistoryError>;
 }
+
+/// The old name of [`RunStore`] (renamed so that a name holding "Budget"
+/// alone means the context budget; ARCHITECTURE.md, Glossary). Every
+/// [`RunStore`] is one, so bounds and `dyn BudgetStore` keep compiling;
+/// an implementation is written `impl RunStore for ...`.
+#[deprecated(since = "0.2.0", note = "renamed `RunStore`")]
+pub trait BudgetStore: RunStore {}
+
+#[allow(deprecated)]
+impl<T: RunStore + ?Sized> BudgetStore for T {}
 
 /// Why a shared adaptive history could not be updated.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -12,7 +12,7 @@ use cupel_core::{
 use redis::Value;
 
 use super::{
-    Admission, AdmitMode, BreachRecord, BudgetStore, Expiry, HistoryError, PathState, ScopeBooks,
+    Admission, AdmitMode, BreachRecord, Expiry, HistoryError, PathState, RunStore, ScopeBooks,
     ScopeInfo, StoreError, StoreRequest,
 };
 use crate::{UsageError, UsageRecorder};
@@ -23,7 +23,7 @@ pub const REDIS_MAX_TOKENS: i64 = (1 << 53) - 1;
 
 const SCRIPT: &str = include_str!("redis/budget.lua");
 
-/// A [`BudgetStore`] in Redis or Valkey (feature `redis`).
+/// A [`RunStore`] in Redis or Valkey (feature `redis`).
 ///
 /// * **Atomic.** Every operation is one Lua script run by the server, which
 ///   runs scripts one at a time: a check-and-reserve against every ancestor
@@ -34,7 +34,7 @@ const SCRIPT: &str = include_str!("redis/budget.lua");
 ///   at the next operation on the run: a worker that dies mid-call does not
 ///   hold its tokens forever.
 /// * **Exactly once.** A settle counts once per reservation, and a
-///   [`record_once`](BudgetStore::record_once) once per request id: the
+///   [`record_once`](RunStore::record_once) once per request id: the
 ///   script remembers both (in `cupel:{<run>}:done`, for the run's
 ///   lifetime), so a retry after a lost reply counts nothing twice.
 /// * **Expiry.** A run's four keys (`cupel:{<run>}:scopes`, `:leases`,
@@ -421,7 +421,7 @@ fn budget_args(budget: &RunBudget) -> Result<[String; 3], StoreError> {
     Ok([opt_arg(dl), opt_arg(li), opt_arg(lo)])
 }
 
-impl BudgetStore for RedisStore {
+impl RunStore for RedisStore {
     fn now(&self) -> Result<DateTime<Utc>, StoreError> {
         let mut guard = self.connection("time")?;
         let Some(conn) = guard.as_mut() else {

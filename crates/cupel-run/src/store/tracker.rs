@@ -1,4 +1,4 @@
-//! [`SharedTracker`]: the run-budget checkpoints over a [`BudgetStore`].
+//! [`SharedTracker`]: the run-budget checkpoints over a [`RunStore`].
 
 use std::fmt;
 use std::sync::Arc;
@@ -9,13 +9,13 @@ use cupel_core::{
 };
 
 use super::{
-    Admission, AdmitMode, BreachRecord, BudgetStore, PathState, ScopeInfo, StoreError,
-    StoreRequest, store_error,
+    Admission, AdmitMode, BreachRecord, PathState, RunStore, ScopeInfo, StoreError, StoreRequest,
+    store_error,
 };
-use crate::request::BudgetRequest;
+use crate::request::RunRequest;
 use crate::rules::{self, Books};
 use crate::run_tracker::RunTracker;
-use crate::tracker::{BudgetSnapshot, emit};
+use crate::tracker::{RunSnapshot, emit};
 
 /// What a checkpoint does when the store itself fails (unreachable, timing
 /// out, answering with an error).
@@ -79,7 +79,7 @@ impl SharedOptions {
 #[non_exhaustive]
 pub enum Checkpoint {
     /// The store checked the request and it fits.
-    Passed(BudgetSnapshot),
+    Passed(RunSnapshot),
     /// The store failed and the tracker fails open
     /// ([`FailurePolicy::Open`]): nothing was checked.
     Unverified(StoreError),
@@ -87,7 +87,7 @@ pub enum Checkpoint {
 
 impl Checkpoint {
     /// The snapshot, when the store checked the request.
-    pub fn snapshot(&self) -> Option<&BudgetSnapshot> {
+    pub fn snapshot(&self) -> Option<&RunSnapshot> {
         match self {
             Checkpoint::Passed(s) => Some(s),
             Checkpoint::Unverified(_) => None,
@@ -95,18 +95,18 @@ impl Checkpoint {
     }
 }
 
-/// A run-budget tracker whose books live in a [`BudgetStore`], so that every
+/// A run-budget tracker whose books live in a [`RunStore`], so that every
 /// process of a run — and every machine — charges the same budget.
 ///
 /// The checkpoints and their rules are those of
-/// [`BudgetTracker`](crate::BudgetTracker); each one is a single atomic step
+/// [`LocalTracker`](crate::LocalTracker); each one is a single atomic step
 /// in the store. The differences: every call can meet a store failure (see
 /// [`FailurePolicy`]), reservations hold their tokens under a lease
 /// ([`SharedOptions::lease`]), and time is the store's clock. Cloning is
 /// cheap; a clone is the same scope.
 #[derive(Clone)]
 pub struct SharedTracker {
-    store: Arc<dyn BudgetStore>,
+    store: Arc<dyn RunStore>,
     run: Arc<str>,
     /// The scopes from the root down to this one.
     path: Arc<[ScopeInfo]>,
@@ -141,7 +141,7 @@ impl SharedTracker {
     /// [`CupelError::BudgetStoreFailed`] when the store fails or the run
     /// exists already.
     pub fn create(
-        store: Arc<dyn BudgetStore>,
+        store: Arc<dyn RunStore>,
         run: &str,
         budget: RunBudget,
     ) -> Result<Self, CupelError> {
@@ -169,7 +169,7 @@ impl SharedTracker {
     /// # Errors
     /// [`CupelError::BudgetStoreFailed`] when the store fails or has no such
     /// run or scope.
-    pub fn attach(store: Arc<dyn BudgetStore>, run: &str, scope: u64) -> Result<Self, CupelError> {
+    pub fn attach(store: Arc<dyn RunStore>, run: &str, scope: u64) -> Result<Self, CupelError> {
         let path = store
             .scope_path(run, scope)
             .map_err(failed(BudgetPhase::Preflight))?;
@@ -290,7 +290,7 @@ impl SharedTracker {
         BudgetExceededError::new(b.phase, b.dimension, b.breach, &state)
     }
 
-    fn snapshot_of(&self, state: &PathState) -> BudgetSnapshot {
+    fn snapshot_of(&self, state: &PathState) -> RunSnapshot {
         let books: Vec<Books> = self
             .path
             .iter()
@@ -308,7 +308,7 @@ impl SharedTracker {
     /// Runs one checkpoint and turns the answer into the caller's result.
     fn checkpoint(
         &self,
-        request: &BudgetRequest,
+        request: &RunRequest,
         mode: AdmitMode,
     ) -> Result<(Checkpoint, Option<u64>), CupelError> {
         let phase = request.phase();
@@ -372,7 +372,7 @@ impl SharedTracker {
 }
 
 /// The checkpoints and books of a shared run budget: the rules of the
-/// in-process [`BudgetTracker`](crate::BudgetTracker), each one a single
+/// in-process [`LocalTracker`](crate::LocalTracker), each one a single
 /// atomic step in the store, judged at the store's clock.
 impl RunTracker for SharedTracker {
     type Reservation = SharedReservation;
@@ -388,7 +388,7 @@ impl RunTracker for SharedTracker {
     }
 
     /// A child scope with its own budget inside this one (see
-    /// [`BudgetTracker::child`](crate::BudgetTracker::child)).
+    /// [`LocalTracker::child`](crate::LocalTracker::child)).
     ///
     /// # Errors
     /// As [`child_named`](Self::child_named).
@@ -407,40 +407,40 @@ impl RunTracker for SharedTracker {
     }
 
     /// The pre-flight checkpoint (see
-    /// [`BudgetTracker::preflight`](crate::BudgetTracker::preflight)).
+    /// [`LocalTracker::preflight`](crate::LocalTracker::preflight)).
     ///
     /// # Errors
     /// [`CupelError::RunBudgetExceeded`], or
     /// [`CupelError::BudgetStoreFailed`] when the store fails and the
     /// tracker fails closed.
     fn preflight(&self) -> Result<Checkpoint, CupelError> {
-        let request = BudgetRequest::new(BudgetPhase::Preflight, TokenUsage::ZERO);
+        let request = RunRequest::new(BudgetPhase::Preflight, TokenUsage::ZERO);
         self.checkpoint(&request, AdmitMode::Check).map(|(c, _)| c)
     }
 
-    /// [`check`](Self::check) for a [`BudgetRequest`] (with a projected
+    /// [`check`](Self::check) for a [`RunRequest`] (with a projected
     /// duration, judged at the store's clock).
     ///
     /// # Errors
     /// As [`preflight`](Self::preflight).
-    fn check_request(&self, request: &BudgetRequest) -> Result<Checkpoint, CupelError> {
+    fn check_request(&self, request: &RunRequest) -> Result<Checkpoint, CupelError> {
         self.checkpoint(request, AdmitMode::Check).map(|(c, _)| c)
     }
 
     /// Asks whether `request` would pass, without latching, counting or
-    /// reserving (see [`BudgetTracker::would_fit`](crate::BudgetTracker::would_fit)).
+    /// reserving (see [`LocalTracker::would_fit`](crate::LocalTracker::would_fit)).
     ///
     /// # Errors
     /// As [`preflight`](Self::preflight).
-    fn would_fit(&self, request: &BudgetRequest) -> Result<Checkpoint, CupelError> {
+    fn would_fit(&self, request: &RunRequest) -> Result<Checkpoint, CupelError> {
         self.checkpoint(request, AdmitMode::Probe).map(|(c, _)| c)
     }
 
-    /// [`reserve`](Self::reserve) for a [`BudgetRequest`].
+    /// [`reserve`](Self::reserve) for a [`RunRequest`].
     ///
     /// # Errors
     /// As [`reserve`](Self::reserve).
-    fn reserve_request(&self, request: &BudgetRequest) -> Result<SharedReservation, CupelError> {
+    fn reserve_request(&self, request: &RunRequest) -> Result<SharedReservation, CupelError> {
         let (checkpoint, id) = self.checkpoint(request, AdmitMode::Reserve)?;
         Ok(SharedReservation {
             tracker: self.clone(),
@@ -452,7 +452,7 @@ impl RunTracker for SharedTracker {
     }
 
     /// The finalization checkpoint (see
-    /// [`BudgetTracker::finalize`](crate::BudgetTracker::finalize)).
+    /// [`LocalTracker::finalize`](crate::LocalTracker::finalize)).
     ///
     /// # Errors
     /// As [`preflight`](Self::preflight).
@@ -489,7 +489,7 @@ impl RunTracker for SharedTracker {
     ///
     /// # Errors
     /// [`CupelError::BudgetStoreFailed`].
-    fn snapshot(&self) -> Result<BudgetSnapshot, CupelError> {
+    fn snapshot(&self) -> Result<RunSnapshot, CupelError> {
         let state = self
             .store
             .read(&self.run, &self.ids)

@@ -1,4 +1,5 @@
-//! `cupel budget simulate`: replays token usage through the adaptive budget
+//! `cupel adaptive simulate` (the old name `cupel budget simulate` still
+//! works, as a hidden alias): replays token usage through the adaptive budget
 //! rule of `cupel_run::UsageRecorder` and prints the budget after each cycle
 //! (spec chapter 16). With `--usage` the text output is exactly the seed's
 //! lines (`step N: B` ..., `final budget: B`); the header line naming the
@@ -7,7 +8,7 @@
 use std::fmt::Write as _;
 
 use clap::{Args, Subcommand};
-use cupel_run::{BudgetSuggestion, Decimal, SuggestionRule, UsageError, UsageRecorder};
+use cupel_run::{AdaptiveSuggestion, Decimal, SuggestionRule, UsageError, UsageRecorder};
 use rust_decimal::RoundingStrategy;
 use serde::Serialize;
 
@@ -42,15 +43,15 @@ Trace CSV: the header `cycle,agent,tokens`, then one row per agent per
 cycle, cycles ascending. An agent seen before with no row in a cycle was
 idle (0 tokens).";
 
-/// `cupel budget ...`
+/// `cupel adaptive ...`
 #[derive(Debug, Args)]
-pub(crate) struct BudgetArgs {
+pub(crate) struct AdaptiveArgs {
     #[command(subcommand)]
-    command: BudgetCommand,
+    command: AdaptiveCommand,
 }
 
 #[derive(Debug, Subcommand)]
-enum BudgetCommand {
+enum AdaptiveCommand {
     /// Simulate adaptive token budgets for constant usage or a recorded trace.
     #[command(after_help = crate::with_exit_pointer(SIMULATE_AFTER_HELP))]
     Simulate(SimulateArgs),
@@ -126,10 +127,10 @@ fn parse_margin(s: &str) -> Result<Decimal, String> {
         .map_err(|_| format!("`{s}` is not a decimal number (e.g. 0.1)"))
 }
 
-/// Runs `cupel budget <command>`.
-pub(crate) fn run(a: &BudgetArgs) -> Result<String, CliError> {
+/// Runs `cupel adaptive <command>`.
+pub(crate) fn run(a: &AdaptiveArgs) -> Result<String, CliError> {
     match &a.command {
-        BudgetCommand::Simulate(s) => simulate(s),
+        AdaptiveCommand::Simulate(s) => simulate(s),
     }
 }
 
@@ -141,7 +142,7 @@ struct Step {
     /// The cycle number of the trace (the position with --usage).
     cycle: u64,
     /// The budget suggested after the cycle, with its candidates.
-    suggestion: BudgetSuggestion,
+    suggestion: AdaptiveSuggestion,
 }
 
 fn simulate(a: &SimulateArgs) -> Result<String, CliError> {
@@ -176,7 +177,7 @@ fn simulate(a: &SimulateArgs) -> Result<String, CliError> {
     }
 }
 
-/// `cupel budget simulate --trace --verbose` on a trace held in memory: the
+/// `cupel adaptive simulate --trace --verbose` on a trace held in memory: the
 /// explained text and the JSON, joined (the fuzz harness's entry).
 pub(crate) fn simulate_trace_text(text: &str, margin: Decimal) -> Result<String, CliError> {
     let cycles = trace::parse("trace", text)?;
