@@ -3,7 +3,8 @@
 //! head and tail, then a one-line placeholder — before its unit is dropped.
 //! The tool call is never touched, so the transcript stays valid.
 
-use cupel_core::{ContextItem, ContextKind, CupelError, HeadTail, Placeholder, TokenCounter};
+use crate::error::ChatError;
+use cupel_core::{ContextItem, ContextKind, HeadTail, Placeholder, TokenCounter};
 
 use crate::count::MessageCounter;
 use crate::message::{Content, Message, Part, Role};
@@ -67,8 +68,9 @@ impl AgeToolResults {
     /// overhead included), as the trim's counter counts them.
     ///
     /// # Errors
-    /// [`CupelError::InvalidArgument`] for `tokens <= 0`.
-    pub fn truncate_to(mut self, tokens: i64) -> Result<Self, CupelError> {
+    /// [`ChatError::Core`] holding [`CupelError::InvalidArgument`](cupel_core::CupelError::InvalidArgument) for
+    /// `tokens <= 0`.
+    pub fn truncate_to(mut self, tokens: i64) -> Result<Self, ChatError> {
         HeadTail::new(tokens)?;
         self.truncate_to = tokens;
         Ok(self)
@@ -82,8 +84,8 @@ impl AgeToolResults {
     /// result an equal share of the size.
     ///
     /// # Errors
-    /// As [`Placeholder::parse`].
-    pub fn placeholder(mut self, template: &str) -> Result<Self, CupelError> {
+    /// [`ChatError::Core`] holding [`Placeholder::parse`]'s error.
+    pub fn placeholder(mut self, template: &str) -> Result<Self, ChatError> {
         self.placeholder = Some(Placeholder::parse(template)?);
         Ok(self)
     }

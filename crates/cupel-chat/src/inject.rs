@@ -21,11 +21,11 @@
 //!   user message) is accepted; what Anthropic refuses in a combined turn
 //!   is `tool_result` blocks after other content, so the message is never
 //!   placed right before a message that starts with tool results
-//!   ([`InjectError::BeforeToolResults`]).
+//!   ([`ChatError::BeforeToolResults`]).
 //!
 //! In both formats the message is never placed between an assistant
 //! message that calls tools and the results answering it
-//! ([`InjectError::InsideToolGroup`]): after the pinned prefix no call is
+//! ([`ChatError::InsideToolGroup`]): after the pinned prefix no call is
 //! open, since pinned messages take no part in tool traffic.
 //!
 //! ```
@@ -38,58 +38,19 @@
 //! let at = inject::place_after_pinned(&mut window, 1, summary, Format::Anthropic)?;
 //! assert_eq!(at, 1);
 //! assert_eq!(window[1].role, cupel_chat::Role::User);
-//! # Ok::<(), cupel_chat::inject::InjectError>(())
+//! # Ok::<(), cupel_chat::ChatError>(())
 //! ```
 
+use crate::error::ChatError;
 use crate::message::{Content, Extra, Message, Part, Role};
 use crate::wire::Format;
 
-/// Why a synthesized message cannot go where it was asked to.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum InjectError {
-    /// The pinned prefix is longer than the window.
-    #[error("the window holds {len} messages, fewer than its {pinned} pinned messages")]
-    PinnedBeyondWindow {
-        /// Pinned messages claimed.
-        pinned: usize,
-        /// Messages in the window.
-        len: usize,
-    },
-    /// The message before the place makes tool calls whose results follow:
-    /// nothing may come between them.
-    #[error(
-        "window message #{at} calls tools ({calls}) whose results must follow it directly; a synthesized message cannot go after it"
-    )]
-    InsideToolGroup {
-        /// Window index of the calling message.
-        at: usize,
-        /// Its call ids.
-        calls: String,
-    },
-    /// The message after the place starts with tool results, which must
-    /// directly follow their calls (and, in Anthropic's combined user
-    /// turn, come first).
-    #[error(
-        "window message #{at} starts with tool results; a synthesized message cannot go before it"
-    )]
-    BeforeToolResults {
-        /// Window index of the result message.
-        at: usize,
-    },
-    /// The message's role is not the one [`synthesize`] gives the format
-    /// (e.g. a `system` message in an Anthropic window, which would be
-    /// written into the top-level system prompt).
-    #[error("a synthesized {format} message must have role {expected}, not {found}")]
-    WrongRole {
-        /// The format.
-        format: &'static str,
-        /// The role it must have.
-        expected: &'static str,
-        /// The role it has.
-        found: String,
-    },
-}
+/// The old name of [`ChatError`] for placements: its variants
+/// (`PinnedBeyondWindow`, `InsideToolGroup`, `BeforeToolResults`,
+/// `WrongRole`) are [`ChatError`]'s, so `InjectError::BeforeToolResults { .. }`
+/// still names one.
+#[deprecated(since = "0.2.0", note = "use `ChatError`, the crate's one error type")]
+pub type InjectError = ChatError;
 
 /// The role a synthesized message takes in `format`, given the window's
 /// pinned messages: Anthropic `user`; OpenAI (Chat Completions and
@@ -152,17 +113,17 @@ pub fn synthesize(format: Format, pinned: &[Message], text: &str) -> Message {
 /// (before the message now at `at`) in `format`.
 ///
 /// # Errors
-/// [`InjectError::WrongRole`], [`InjectError::InsideToolGroup`],
-/// [`InjectError::BeforeToolResults`], [`InjectError::PinnedBeyondWindow`]
+/// [`ChatError::WrongRole`], [`ChatError::InsideToolGroup`],
+/// [`ChatError::BeforeToolResults`], [`ChatError::PinnedBeyondWindow`]
 /// for `at` past the end.
 pub fn check_placement(
     window: &[Message],
     at: usize,
     message: &Message,
     format: Format,
-) -> Result<(), InjectError> {
+) -> Result<(), ChatError> {
     if at > window.len() {
-        return Err(InjectError::PinnedBeyondWindow {
+        return Err(ChatError::PinnedBeyondWindow {
             pinned: at,
             len: window.len(),
         });
@@ -173,7 +134,7 @@ pub fn check_placement(
         Format::Gemini => message.role == Role::System,
     };
     if !ok_role {
-        return Err(InjectError::WrongRole {
+        return Err(ChatError::WrongRole {
             format: format.as_str(),
             expected: match format {
                 Format::Anthropic => "user",
@@ -186,7 +147,7 @@ pub fn check_placement(
     if let Some(prev) = at.checked_sub(1).and_then(|i| window.get(i)) {
         let calls: Vec<&str> = prev.calls().map(|c| c.id.as_str()).collect();
         if !calls.is_empty() || prev.legacy_call().is_some() {
-            return Err(InjectError::InsideToolGroup {
+            return Err(ChatError::InsideToolGroup {
                 at: at - 1,
                 calls: calls.join(", "),
             });
@@ -196,7 +157,7 @@ pub fn check_placement(
         let starts_with_results = next.is_tool_result()
             || matches!(next.content.parts().first(), Some(Part::ToolResult(_)));
         if starts_with_results {
-            return Err(InjectError::BeforeToolResults { at });
+            return Err(ChatError::BeforeToolResults { at });
         }
     }
     Ok(())
@@ -215,7 +176,7 @@ pub fn place_after_pinned(
     pinned: usize,
     message: Message,
     format: Format,
-) -> Result<usize, InjectError> {
+) -> Result<usize, ChatError> {
     place_at(window, pinned, message, format)
 }
 
@@ -228,7 +189,7 @@ pub fn place_at(
     at: usize,
     message: Message,
     format: Format,
-) -> Result<usize, InjectError> {
+) -> Result<usize, ChatError> {
     check_placement(window, at, &message, format)?;
     window.insert(at, message);
     Ok(at)
@@ -291,7 +252,7 @@ mod tests {
         let m = synthesize(Format::OpenAi, &window[..1], "x");
         assert_eq!(
             place_at(&mut window, 3, m.clone(), Format::OpenAi),
-            Err(InjectError::InsideToolGroup {
+            Err(ChatError::InsideToolGroup {
                 at: 2,
                 calls: "c1".into()
             })
@@ -300,7 +261,7 @@ mod tests {
         let mut w2 = vec![Message::system("s"), Message::tool("c1", "r")];
         assert_eq!(
             place_at(&mut w2, 1, m.clone(), Format::OpenAi),
-            Err(InjectError::BeforeToolResults { at: 1 })
+            Err(ChatError::BeforeToolResults { at: 1 })
         );
         assert_eq!(window.len(), 4, "unchanged on error");
         assert_eq!(place_at(&mut window, 1, m, Format::OpenAi), Ok(1));
@@ -312,12 +273,12 @@ mod tests {
         let sys = Message::system("x");
         assert!(matches!(
             place_at(&mut window, 0, sys, Format::Anthropic),
-            Err(InjectError::WrongRole { .. })
+            Err(ChatError::WrongRole { .. })
         ));
         let u = Message::user("x");
         assert_eq!(
             place_at(&mut window, 5, u, Format::Anthropic),
-            Err(InjectError::PinnedBeyondWindow { pinned: 5, len: 1 })
+            Err(ChatError::PinnedBeyondWindow { pinned: 5, len: 1 })
         );
     }
 }

@@ -82,6 +82,7 @@ pub use aging::AgeToolResults;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use cache::RedisSessionStore;
+#[allow(deprecated)]
 pub use cache::{
     AttributeValue, Block, CacheError, CacheMode, CacheProfile, CacheRow, CacheSession,
     CacheStatus, CacheTurn, CacheUsage, Cut, CutFront, Expiry, LowWater, MAX_CACHE_MARKERS,
@@ -89,6 +90,7 @@ pub use cache::{
     cache_marker_paths, count_cache_markers, plan_breakpoints, request_ends, simulate,
     simulate_with,
 };
+#[allow(deprecated)]
 pub use cache::{
     FileSessionStore, MemorySessionStore, Planned, Replan, SESSION_STATE_FORMAT, SessionError,
     SessionLedger, SessionPlan, SessionState, SessionStore, SessionStoreError, StoredTurn,

@@ -4,8 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use cupel_chat::{
-    AgeToolResults, Block, CacheError, CacheProfile, CacheSession, CacheStatus, CacheUsage,
-    ChatError, CutFront, Format, LowWater, MAX_CACHE_MARKERS, Message, MessageCounter, PrefixBreak,
+    AgeToolResults, Block, CacheProfile, CacheSession, CacheStatus, CacheUsage, ChatError,
+    CutFront, Format, LowWater, MAX_CACHE_MARKERS, Message, MessageCounter, PrefixBreak,
     PromptCache, SimStrategy, Transcript, Trim, apply_breakpoints, cache_marker_paths,
     count_cache_markers, plan_breakpoints, request_ends, simulate_with, trim,
 };
@@ -450,7 +450,7 @@ fn invalid_low_water_marks_are_refused_with_the_numbers() {
     let e = s.next(&all[..2]).unwrap_err();
     assert_eq!(
         e,
-        CacheError::InvalidLowWater {
+        ChatError::InvalidLowWater {
             low_water: 150,
             max_tokens: 100
         }
@@ -458,7 +458,7 @@ fn invalid_low_water_marks_are_refused_with_the_numbers() {
     let mut s = session().low_water(LowWater::Fraction(0.0));
     assert!(matches!(
         s.next(&all[..2]).unwrap_err(),
-        CacheError::InvalidLowWaterFraction { .. }
+        ChatError::InvalidLowWaterFraction { .. }
     ));
 }
 
@@ -792,10 +792,10 @@ fn a_request_that_cannot_be_windowed_is_reported_and_the_replay_goes_on() {
         // The history is still counted: 20 + 10 + 10 + 120 = 160.
         assert_eq!(r2.history_tokens, 160);
         match r2.error() {
-            Some(CacheError::Request {
+            Some(ChatError::Request {
                 request, messages, ..
             }) => assert_eq!((request, messages), (2, 4)),
-            other => panic!("{strategy}: expected CacheError::Request, got {other:?}"),
+            other => panic!("{strategy}: expected ChatError::Request, got {other:?}"),
         }
         // Request 3: U3 10 and A2 10 fit the 80, U2 does not; the window
         // starts on a user message: S U3, 20 + 10 = 30 tokens (the
@@ -866,11 +866,11 @@ fn a_failed_turn_keeps_the_previous_window() {
     all.push(t(Message::user("a long question"), 120));
     assert!(matches!(
         s.next(&all),
-        Err(CacheError::Chat(ChatError::NothingFits {
+        Err(ChatError::NothingFits {
             unit_tokens: 120,
             available_tokens: 90,
             ..
-        }))
+        })
     ));
     all[3] = t(Message::user("a short question"), 10);
     let turn = s.next(&all).unwrap();

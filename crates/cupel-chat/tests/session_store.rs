@@ -10,7 +10,7 @@
 mod redis_server;
 
 use cupel_chat::{
-    CacheProfile, FileSessionStore, MemorySessionStore, Message, Planned, Replan, SessionError,
+    CacheProfile, ChatError, FileSessionStore, MemorySessionStore, Message, Planned, Replan,
     SessionPlan, SessionState, SessionStore, SessionStoreError, Trim, serve_loaded, serve_turn,
 };
 
@@ -159,7 +159,7 @@ fn a_duplicate_request_loses_the_race(store: &dyn SessionStore) {
     let lost = serve_loaded(store, "dup", &plan(), b, &t2).unwrap_err();
     assert_eq!(
         lost,
-        SessionError::Store(SessionStoreError::Conflict {
+        ChatError::Store(SessionStoreError::Conflict {
             key: "dup".to_string(),
             expected: Some(1),
             current: Some(2)
@@ -320,7 +320,7 @@ mod redis_store {
                     pipe.cmd("INCR").arg("done");
                     pipe.exec(&mut queue).unwrap();
                 }
-                Err(SessionError::Store(SessionStoreError::Conflict { .. })) => conflicts += 1,
+                Err(ChatError::Store(SessionStoreError::Conflict { .. })) => conflicts += 1,
                 Err(e) => panic!("worker {name}: {e}"),
             }
         }
@@ -407,7 +407,7 @@ mod redis_store {
         assert!(
             matches!(
                 err,
-                SessionError::Store(SessionStoreError::Unavailable {
+                ChatError::Store(SessionStoreError::Unavailable {
                     operation: "load",
                     ..
                 })

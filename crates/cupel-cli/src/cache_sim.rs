@@ -6,9 +6,9 @@ use std::time::SystemTime;
 
 use clap::Args;
 use cupel_chat::{
-    CacheError, CacheProfile, CacheSession, ChatError, FileSessionStore, Granularity, LowWater,
-    Planned, SessionState, SessionStore, SessionStoreError, SimStrategy, Simulation, Transcript,
-    Trim, apply_breakpoints, request_ends, simulate_with,
+    CacheProfile, CacheSession, ChatError, FileSessionStore, Granularity, LowWater, Planned,
+    SessionState, SessionStore, SessionStoreError, SimStrategy, Simulation, Transcript, Trim,
+    apply_breakpoints, request_ends, simulate_with,
 };
 
 use crate::chart::{LineChart, Series};
@@ -122,28 +122,26 @@ fn profile(name: &str) -> Result<CacheProfile, CliError> {
     })
 }
 
-pub(crate) fn map_cache_err(e: CacheError, input: &str) -> CliError {
+pub(crate) fn map_cache_err(e: ChatError, input: &str) -> CliError {
     match e {
         // The session's turn fails as the chat trim does, with its hints.
-        CacheError::Chat(
-            c @ (ChatError::PinnedOverBudget { .. } | ChatError::NothingFits { .. }),
-        ) => crate::chat::map_err(c, input),
-        CacheError::Chat(c @ ChatError::SummaryReserve { .. }) => {
-            CliError::selection(c.to_string())
-                .hint("lower --summary-max-tokens, or raise --max-tokens")
+        c @ (ChatError::PinnedOverBudget { .. } | ChatError::NothingFits { .. }) => {
+            crate::chat::map_err(c, input)
         }
-        CacheError::Request { ref source, .. } => request_error(&e, source, input),
-        CacheError::Chat(c @ (ChatError::Json { .. } | ChatError::Shape { .. })) => {
+        c @ ChatError::SummaryReserve { .. } => CliError::selection(c.to_string())
+            .hint("lower --summary-max-tokens, or raise --max-tokens"),
+        ChatError::Request { ref source, .. } => request_error(&e, source, input),
+        c @ (ChatError::Json { .. } | ChatError::Shape { .. }) => {
             CliError::input(format!("{input}: {c}"))
         }
         other => CliError::input(other.to_string()),
     }
 }
 
-/// The error of one request of a replay (`e`, a [`CacheError::Request`]
+/// The error of one request of a replay (`e`, a [`ChatError::Request`]
 /// about `source`): its message, and the exit code `cupel chat` gives
 /// `source` on that request's messages.
-fn request_error(e: &CacheError, source: &ChatError, input: &str) -> CliError {
+fn request_error(e: &ChatError, source: &ChatError, input: &str) -> CliError {
     let chat = crate::chat::map_err(source.clone(), input);
     let hint = match source {
         ChatError::NothingFits { .. } => Some(
@@ -342,8 +340,7 @@ pub(crate) fn run(a: &CacheSimArgs) -> Result<String, CliError> {
         )));
     }
     let profile = profile(&a.provider)?;
-    let doc = Transcript::parse(&read(&a.input)?)
-        .map_err(|e| map_cache_err(CacheError::Chat(e), name))?;
+    let doc = Transcript::parse(&read(&a.input)?).map_err(|e| map_cache_err(e, name))?;
     let opts = Trim::new(doc.format(), a.max_tokens);
     let mut opts = match doc.tools() {
         Some(t) => opts.tools(t.clone()),
@@ -469,8 +466,7 @@ pub(crate) fn run_with_state(
         .get("model")
         .and_then(|m| m.as_str())
         .map(str::to_string);
-    let planned =
-        Planned::of(&opts, model.as_deref()).map_err(|e| map_cache_err(e.into(), name))?;
+    let planned = Planned::of(&opts, model.as_deref()).map_err(|e| map_cache_err(e, name))?;
     let run = StateRun {
         doc,
         opts,

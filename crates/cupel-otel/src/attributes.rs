@@ -24,7 +24,7 @@ use opentelemetry::trace::Span;
 /// let attributes = cupel_otel::attribute_values(turn.attributes());
 /// assert!(attributes.contains(&KeyValue::new("cupel.cache.turn", 1_i64)));
 /// assert!(attributes.contains(&KeyValue::new("cupel.cache.read_tokens", 0_i64)));
-/// # Ok::<(), cupel_chat::CacheError>(())
+/// # Ok::<(), cupel_chat::ChatError>(())
 /// ```
 pub fn attribute_values(
     pairs: impl IntoIterator<Item = (&'static str, AttributeValue)>,

@@ -31,7 +31,7 @@ use opentelemetry::trace::Span;
 /// let attributes = cupel_otel::cache_turn_attributes(&turn);
 /// assert!(attributes.contains(&KeyValue::new("cupel.cache.turn", 1_i64)));
 /// assert!(attributes.contains(&KeyValue::new("cupel.cache.read_tokens", 0_i64)));
-/// # Ok::<(), cupel_chat::CacheError>(())
+/// # Ok::<(), cupel_chat::ChatError>(())
 /// ```
 #[deprecated(
     since = "0.2.0",

@@ -18,6 +18,7 @@ mod suffix;
 pub use anthropic::{
     MAX_CACHE_MARKERS, apply_breakpoints, cache_marker_paths, count_cache_markers,
 };
+#[allow(deprecated)]
 pub use error::CacheError;
 pub use profile::{CacheMode, CacheProfile, CacheUsage};
 pub(crate) use prompt::Frame;
@@ -25,6 +26,7 @@ pub use prompt::{Block, PromptCache, plan_breakpoints};
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis_store::RedisSessionStore;
+#[allow(deprecated)]
 pub use serve::{
     SessionError, SessionPlan, StoredTurn, serve_loaded, serve_turn, serve_turn_retrying,
 };

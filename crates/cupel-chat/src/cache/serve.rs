@@ -1,11 +1,11 @@
 //! [`serve_turn`]: one turn of a conversation whose cache-session state
 //! lives in a [`SessionStore`] — load, check, plan, commit.
 
-use crate::cache::error::CacheError;
 use crate::cache::profile::CacheProfile;
 use crate::cache::session::{CacheSession, CacheTurn, LowWater};
 use crate::cache::state::{Planned, Replan, SessionState};
 use crate::cache::store::{SessionStore, SessionStoreError};
+use crate::error::ChatError;
 use crate::message::Message;
 use crate::trim::{Granularity, Trim};
 
@@ -64,18 +64,11 @@ impl SessionPlan {
     }
 }
 
-/// Why a stored turn was not committed.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SessionError {
-    /// The store refused or failed (a conflict: another replica committed
-    /// first — call again to re-plan from its state).
-    #[error(transparent)]
-    Store(#[from] SessionStoreError),
-    /// The window could not be made.
-    #[error(transparent)]
-    Cache(#[from] CacheError),
-}
+/// The old name of [`ChatError`] for stored sessions: `SessionError::Store`
+/// still names [`ChatError::Store`]; `SessionError::Cache(e)` is gone (the
+/// error is `e` itself).
+#[deprecated(since = "0.2.0", note = "use `ChatError`, the crate's one error type")]
+pub type SessionError = ChatError;
 
 /// A committed turn.
 #[derive(Debug, Clone)]
@@ -107,19 +100,19 @@ pub struct StoredTurn<'a> {
 /// t.push(Message::user("And now?"));
 /// let second = serve_turn(&store, "conv-1", &plan, &t)?;
 /// assert_eq!((second.version, second.turn.turn, second.turn.kept_prefix), (2, 2, 2));
-/// # Ok::<(), cupel_chat::SessionError>(())
+/// # Ok::<(), cupel_chat::ChatError>(())
 /// ```
 ///
 /// # Errors
-/// [`SessionError::Store`] ([`SessionStoreError::Conflict`] when another
+/// [`ChatError::Store`] ([`SessionStoreError::Conflict`] when another
 /// writer committed first; unreadable state; store unavailable);
-/// [`SessionError::Cache`] as [`CacheSession::next`].
+/// otherwise as [`CacheSession::next`].
 pub fn serve_turn<'a, S: SessionStore + ?Sized>(
     store: &S,
     key: &str,
     plan: &SessionPlan,
     messages: &'a [Message],
-) -> Result<StoredTurn<'a>, SessionError> {
+) -> Result<StoredTurn<'a>, ChatError> {
     let stored = store.load(key)?;
     serve_loaded(store, key, plan, stored, messages)
 }
@@ -139,9 +132,8 @@ pub fn serve_loaded<'a, S: SessionStore + ?Sized>(
     plan: &SessionPlan,
     stored: Option<SessionState>,
     messages: &'a [Message],
-) -> Result<StoredTurn<'a>, SessionError> {
-    let planned = Planned::of(&plan.opts, plan.model.as_deref())
-        .map_err(|e| SessionError::Cache(e.into()))?;
+) -> Result<StoredTurn<'a>, ChatError> {
+    let planned = Planned::of(&plan.opts, plan.model.as_deref())?;
     let mut session = plan.session();
     let mut replanned = None;
     let expected = stored.as_ref().map(|s| s.version);
@@ -185,11 +177,11 @@ pub fn serve_turn_retrying<'a, S: SessionStore + ?Sized>(
     plan: &SessionPlan,
     messages: &'a [Message],
     attempts: usize,
-) -> Result<StoredTurn<'a>, SessionError> {
+) -> Result<StoredTurn<'a>, ChatError> {
     let mut left = attempts.max(1);
     loop {
         match serve_turn(store, key, plan, messages) {
-            Err(SessionError::Store(SessionStoreError::Conflict { .. })) if left > 1 => left -= 1,
+            Err(ChatError::Store(SessionStoreError::Conflict { .. })) if left > 1 => left -= 1,
             other => return other,
         }
     }

@@ -7,7 +7,6 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::aging::AgeToolResults;
-use crate::cache::error::CacheError;
 use crate::cache::profile::{CacheProfile, CacheUsage};
 use crate::cache::prompt::{Block, Frame, PromptCache};
 use crate::compact::{
@@ -383,7 +382,7 @@ impl CacheTurn<'_> {
     /// let t = vec![Message::system("Be terse."), Message::user("Hi")];
     /// let text = s.next(&t)?.rows_text();
     /// assert!(text.starts_with("#0 system kept: pinned prompt"));
-    /// # Ok::<(), cupel_chat::CacheError>(())
+    /// # Ok::<(), cupel_chat::ChatError>(())
     /// ```
     pub fn rows_text(&self) -> String {
         let mut out = String::new();
@@ -434,7 +433,7 @@ impl CacheTurn<'_> {
     /// let t = vec![Message::user("hi")];
     /// let attrs = s.next(&t)?.attributes();
     /// assert_eq!(attrs[0], ("cupel.cache.turn", AttributeValue::Int(1)));
-    /// # Ok::<(), cupel_chat::CacheError>(())
+    /// # Ok::<(), cupel_chat::ChatError>(())
     /// ```
     pub fn attributes(&self) -> Vec<(&'static str, AttributeValue)> {
         use AttributeValue::{Int, Str};
@@ -608,7 +607,7 @@ impl fmt::Display for CacheTurn<'_> {
 /// assert_eq!(t2.kept_prefix, 2); // the first window, byte for byte
 /// assert_eq!(t2.positions, vec![0, 1, 2, 3]);
 /// println!("{t2}");
-/// # Ok::<(), cupel_chat::CacheError>(())
+/// # Ok::<(), cupel_chat::ChatError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct CacheSession {
@@ -773,7 +772,7 @@ impl CacheSession {
     /// let mut s = CacheSession::new(Trim::openai(1_000), CacheProfile::openai())
     ///     .turn_number(turn);
     /// assert_eq!(s.next(&transcript)?.turn, 2);
-    /// # Ok::<(), cupel_chat::CacheError>(())
+    /// # Ok::<(), cupel_chat::ChatError>(())
     /// ```
     pub fn turn_number(mut self, turn: usize) -> Self {
         self.next_turn = Some(turn.max(1));
@@ -810,7 +809,7 @@ impl CacheSession {
     /// assert_eq!(turn.usage.read, 0);
     /// assert!(turn.to_string().starts_with(
     ///     "turn 2: the cache had expired (7m since the previous request; a prefix lives 5m unused)"));
-    /// # Ok::<(), cupel_chat::CacheError>(())
+    /// # Ok::<(), cupel_chat::ChatError>(())
     /// ```
     pub fn idle(&mut self, since_previous: Duration) -> bool {
         self.expired = self
@@ -843,7 +842,7 @@ impl CacheSession {
     }
 
     /// Seeds the modelled cache with a resumed window, as if it was sent.
-    fn seed(&mut self, opts: &Trim) -> Result<(), CacheError> {
+    fn seed(&mut self, opts: &Trim) -> Result<(), ChatError> {
         self.seed_pending = false;
         let Some(prev) = self.previous.clone() else {
             return Ok(());
@@ -870,10 +869,10 @@ impl CacheSession {
     }
 
     /// The options of this turn's trims; refuses a budget that is not positive.
-    fn turn_options(&self) -> Result<Trim, CacheError> {
+    fn turn_options(&self) -> Result<Trim, ChatError> {
         let max = self.opts.max_tokens();
         if max <= 0 {
-            return Err(ChatError::InvalidBudget { max_tokens: max }.into());
+            return Err(ChatError::InvalidBudget { max_tokens: max });
         }
         let opts = self
             .opts
@@ -895,12 +894,12 @@ impl CacheSession {
     /// sent), then the cache accounting and the rows.
     ///
     /// # Errors
-    /// [`CacheError::Chat`] as [`trim`] (invalid budget, unknown encoding,
+    /// As [`trim`] (invalid budget, unknown encoding,
     /// pinned prompts over the budget, not even the newest unit fits);
-    /// [`CacheError::InvalidLowWater`] / [`CacheError::InvalidLowWaterFraction`].
+    /// [`ChatError::InvalidLowWater`] / [`ChatError::InvalidLowWaterFraction`].
     /// A turn that fails sends nothing: the session keeps its previous
     /// window and turn number for the next call.
-    pub fn next<'a>(&mut self, messages: &'a [Message]) -> Result<CacheTurn<'a>, CacheError> {
+    pub fn next<'a>(&mut self, messages: &'a [Message]) -> Result<CacheTurn<'a>, ChatError> {
         self.next_checked(messages, Check::All)
     }
 
@@ -910,7 +909,7 @@ impl CacheSession {
         &mut self,
         messages: &'a [Message],
         check: Check,
-    ) -> Result<CacheTurn<'a>, CacheError> {
+    ) -> Result<CacheTurn<'a>, ChatError> {
         if let Some(turn) = self.next_recent(messages, check) {
             return Ok(turn);
         }
@@ -952,7 +951,7 @@ impl CacheSession {
     ///     assert_eq!(turn.rows.len(), transcript.len());
     ///     transcript.push(Message::assistant(format!("Answer {k}.")));
     /// }
-    /// # Ok::<(), cupel_chat::CacheError>(())
+    /// # Ok::<(), cupel_chat::ChatError>(())
     /// ```
     ///
     /// # Errors
@@ -960,7 +959,7 @@ impl CacheSession {
     pub fn next_appended<'a>(
         &mut self,
         messages: &'a [Message],
-    ) -> Result<CacheTurn<'a>, CacheError> {
+    ) -> Result<CacheTurn<'a>, ChatError> {
         self.next_checked(messages, Check::Appended)
     }
 
@@ -1001,7 +1000,7 @@ impl CacheSession {
     ///     .resume(window)
     ///     .resume_ledger(ledger);
     /// assert_eq!(resumed.next(&t)?.positions, live.next(&t)?.positions);
-    /// # Ok::<(), cupel_chat::CacheError>(())
+    /// # Ok::<(), cupel_chat::ChatError>(())
     /// ```
     pub fn resume_ledger(mut self, ledger: SessionLedger) -> Self {
         self.ledger = self
@@ -1013,7 +1012,7 @@ impl CacheSession {
 
     /// The options a ledger depends on, fingerprinted (any change plans
     /// the whole transcript again).
-    fn plan_key(&self) -> Result<String, CacheError> {
+    fn plan_key(&self) -> Result<String, ChatError> {
         let opts = self.turn_options()?;
         let text = format!("{opts:?} {:?}", self.granularity);
         Ok(format!(
@@ -1069,7 +1068,7 @@ impl CacheSession {
     pub(crate) fn next_whole<'a>(
         &mut self,
         messages: &'a [Message],
-    ) -> Result<CacheTurn<'a>, CacheError> {
+    ) -> Result<CacheTurn<'a>, ChatError> {
         let (plan, previous, opts) = self.prepare(messages)?;
         let compaction = self.compaction.clone();
         let report = match &compaction {
@@ -1087,7 +1086,7 @@ impl CacheSession {
     pub(crate) fn next_found<'a>(
         &mut self,
         messages: &'a [Message],
-    ) -> Result<Option<CacheTurn<'a>>, CacheError> {
+    ) -> Result<Option<CacheTurn<'a>>, ChatError> {
         if self.seed_pending || self.compaction.is_some() {
             return Ok(None);
         }
@@ -1114,7 +1113,7 @@ impl CacheSession {
         &mut self,
         messages: &'a [Message],
         summarizer: &dyn AsyncSummarizer,
-    ) -> Result<CacheTurn<'a>, CacheError> {
+    ) -> Result<CacheTurn<'a>, ChatError> {
         self.ledger = None;
         let (plan, previous, opts) = self.prepare(messages)?;
         let compaction = self.compaction.clone();
@@ -1131,7 +1130,7 @@ impl CacheSession {
     fn prepare<'a>(
         &mut self,
         messages: &'a [Message],
-    ) -> Result<(Plan<'a>, Option<Vec<Message>>, Trim), CacheError> {
+    ) -> Result<(Plan<'a>, Option<Vec<Message>>, Trim), ChatError> {
         let opts = self.turn_options()?;
         if self.seed_pending {
             self.seed(&opts)?;
@@ -1178,7 +1177,7 @@ impl CacheSession {
         plan: &Plan<'c>,
         c: &'c Compaction,
         opts: &Trim,
-    ) -> Result<Folding<'c>, CacheError> {
+    ) -> Result<Folding<'c>, ChatError> {
         let pinned: Vec<Message> = plan
             .pinned
             .iter()
@@ -1224,7 +1223,7 @@ impl CacheSession {
         previous: Option<Vec<Message>>,
         opts: &Trim,
         report: Option<SummaryReport>,
-    ) -> Result<CacheTurn<'a>, CacheError> {
+    ) -> Result<CacheTurn<'a>, ChatError> {
         let mut w = plan.window();
         if let Some(r) = &report {
             if let Some(m) = &r.message {
@@ -1245,7 +1244,7 @@ impl CacheSession {
         previous: Option<Vec<Message>>,
         opts: &Trim,
         summary: Option<SummaryReport>,
-    ) -> Result<CacheTurn<'a>, CacheError> {
+    ) -> Result<CacheTurn<'a>, ChatError> {
         let kept_prefix = match &previous {
             Some(prev) => prev
                 .iter()
@@ -1423,7 +1422,7 @@ impl<'a> Plan<'a> {
         messages: &'a [Message],
         opts: &Trim,
         memo: Memo,
-    ) -> Result<Self, CacheError> {
+    ) -> Result<Self, ChatError> {
         let max = opts.max_tokens();
         let full = trim(messages, &opts.clone().with_max_tokens(UNLIMITED))?;
         let overhead = full.tokens.overhead;
@@ -1451,8 +1450,7 @@ impl<'a> Plan<'a> {
                 overhead_tokens: overhead,
                 total: fixed,
                 max_tokens: max,
-            }
-            .into());
+            });
         }
         // A session with compaction holds the summary's bound back.
         let reserve = session.compaction.as_ref().map_or(0, |c| c.max_tokens);
@@ -1460,8 +1458,7 @@ impl<'a> Plan<'a> {
             return Err(ChatError::SummaryReserve {
                 reserve,
                 max_tokens: max,
-            }
-            .into());
+            });
         }
         let available = max - fixed - reserve;
         let low_conv = match session.low_water {
@@ -1472,7 +1469,7 @@ impl<'a> Plan<'a> {
             LowWater::Auto => session.profile.default_low_water(available),
             LowWater::Tokens(t) => {
                 if !(0..=max).contains(&t) {
-                    return Err(CacheError::InvalidLowWater {
+                    return Err(ChatError::InvalidLowWater {
                         low_water: t,
                         max_tokens: max,
                     });
@@ -1481,7 +1478,7 @@ impl<'a> Plan<'a> {
             }
             LowWater::Fraction(f) => {
                 if !(f > 0.0 && f <= 1.0) {
-                    return Err(CacheError::InvalidLowWaterFraction { fraction: f });
+                    return Err(ChatError::InvalidLowWaterFraction { fraction: f });
                 }
                 ((available as f64 * f).floor() as i64).clamp(0, available)
             }
@@ -1665,7 +1662,7 @@ impl<'a> Plan<'a> {
     /// window is over the budget or stays at or above the low-water mark
     /// without them; then the provider rules; then (ageing) old results
     /// shortened at the cut.
-    fn cut(&mut self, opts: &Trim) -> Result<(), CacheError> {
+    fn cut(&mut self, opts: &Trim) -> Result<(), ChatError> {
         let (start, available, low_conv) = (self.start, self.available, self.low_conv);
         let n = self.eligible.len();
         let conv = self.conversation_tokens();
@@ -1748,7 +1745,7 @@ impl<'a> Plan<'a> {
         idx: usize,
         remaining: i64,
         opts: &Trim,
-    ) -> Result<usize, CacheError> {
+    ) -> Result<usize, ChatError> {
         let mut subset: Vec<Message> = self
             .pinned
             .iter()
@@ -1776,7 +1773,7 @@ impl<'a> Plan<'a> {
                 .copied()
                 .find(|&p| p >= self.pinned.len()),
             Err(ChatError::NoConversation { .. }) => None,
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e),
         };
         match first_kept.and_then(|f| starts.get(f - self.pinned.len())) {
             Some(&front) => Ok(front),
@@ -1786,7 +1783,7 @@ impl<'a> Plan<'a> {
 
     /// Nothing fits from `eligible[at]` on: `tokens` over `available`,
     /// named by the transcript's own positions.
-    fn nothing_fits(&self, at: usize, tokens: i64) -> CacheError {
+    fn nothing_fits(&self, at: usize, tokens: i64) -> ChatError {
         let first = self.eligible.get(at).map_or(0, |e| e.pos);
         let last = self.eligible.last().map_or(first, |e| e.pos);
         ChatError::NothingFits {
@@ -1802,7 +1799,6 @@ impl<'a> Plan<'a> {
             unit_tokens: tokens,
             available_tokens: self.available,
         }
-        .into()
     }
 
     /// Ageing at the cut: everything after the pinned prompts is sent

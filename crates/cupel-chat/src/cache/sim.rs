@@ -3,7 +3,6 @@
 
 use std::fmt;
 
-use crate::cache::error::CacheError;
 use crate::cache::profile::{CacheProfile, CacheUsage};
 use crate::cache::prompt::{Block, Frame, PromptCache};
 use crate::cache::session::{CacheSession, SUMMARY_KEEP_MESSAGES};
@@ -133,7 +132,7 @@ impl SimTurn {
     }
 
     /// The failure as an error naming the request: a
-    /// [`CacheError::Request`] with its number, its messages and why.
+    /// [`ChatError::Request`] with its number, its messages and why.
     ///
     /// ```
     /// use cupel_chat::{CacheProfile, Message, SimStrategy, Trim, simulate};
@@ -150,13 +149,13 @@ impl SimTurn {
     /// assert_eq!(chat.failed, 1);
     /// let e = chat.turns[1].error().unwrap().to_string();
     /// assert!(e.starts_with("request 2 (the first 3 messages) cannot be windowed: nothing fits"), "{e}");
-    /// # Ok::<(), cupel_chat::CacheError>(())
+    /// # Ok::<(), cupel_chat::ChatError>(())
     /// ```
-    pub fn error(&self) -> Option<CacheError> {
-        self.failure.clone().map(|source| CacheError::Request {
+    pub fn error(&self) -> Option<ChatError> {
+        self.failure.clone().map(|source| ChatError::Request {
             request: self.turn,
             messages: self.end,
-            source,
+            source: Box::new(source),
         })
     }
 }
@@ -316,14 +315,14 @@ impl Sender {
 /// assert_eq!(sim.runs.len(), 3);
 /// assert_eq!(sim.run(SimStrategy::CacheAware).unwrap().turns.len(), 6);
 /// assert_eq!(sim.failed(), 0);
-/// # Ok::<(), cupel_chat::CacheError>(())
+/// # Ok::<(), cupel_chat::ChatError>(())
 /// ```
 ///
 /// # Errors
-/// [`CacheError::NoRequests`] when there is nothing to replay;
-/// [`CacheError::Chat`] when the whole transcript cannot be counted (an
+/// [`ChatError::NoRequests`] when there is nothing to replay;
+/// the trim's own errors when the whole transcript cannot be counted (an
 /// unknown encoding, a pinned prompt that makes a tool call, a budget that
-/// is not positive); [`CacheError::Request`] (naming the request) when
+/// is not positive); [`ChatError::Request`] (naming the request) when
 /// [`trim`] or [`CacheSession::next`] refuses one for another reason than
 /// its window; the session's own errors (an invalid low-water mark) as
 /// they are.
@@ -331,7 +330,7 @@ pub fn simulate(
     messages: &[Message],
     opts: &Trim,
     profile: &CacheProfile,
-) -> Result<Simulation, CacheError> {
+) -> Result<Simulation, ChatError> {
     simulate_with(
         messages,
         opts,
@@ -340,11 +339,11 @@ pub fn simulate(
 }
 
 /// The error of request `k` (0-based), which ends before message `end`.
-fn at(k: usize, end: usize, source: ChatError) -> CacheError {
-    CacheError::Request {
+fn at(k: usize, end: usize, source: ChatError) -> ChatError {
+    ChatError::Request {
         request: k + 1,
         messages: end,
-        source,
+        source: Box::new(source),
     }
 }
 
@@ -372,7 +371,7 @@ pub fn simulate_with(
     messages: &[Message],
     opts: &Trim,
     session: CacheSession,
-) -> Result<Simulation, CacheError> {
+) -> Result<Simulation, ChatError> {
     replay(messages, opts, session, true)
 }
 
@@ -384,11 +383,11 @@ fn replay(
     opts: &Trim,
     mut session: CacheSession,
     recent_ends: bool,
-) -> Result<Simulation, CacheError> {
+) -> Result<Simulation, ChatError> {
     let profile = session.profile().clone();
     let ends = request_ends(messages);
     if ends.is_empty() {
-        return Err(CacheError::NoRequests {
+        return Err(ChatError::NoRequests {
             messages: messages.len(),
             assistant: messages
                 .iter()
@@ -398,7 +397,7 @@ fn replay(
     }
     let max = opts.max_tokens();
     if max <= 0 {
-        return Err(ChatError::InvalidBudget { max_tokens: max }.into());
+        return Err(ChatError::InvalidBudget { max_tokens: max });
     }
     let compaction = opts.compaction.clone();
     let mut plain = opts.clone();
@@ -533,7 +532,7 @@ impl Replay<'_> {
         &self,
         strategy: SimStrategy,
         session: &mut CacheSession,
-    ) -> Result<StrategyRun, CacheError> {
+    ) -> Result<StrategyRun, ChatError> {
         let mut sender = Sender {
             cache: PromptCache::new(self.profile.clone()),
             frame: self.frame,
@@ -584,7 +583,7 @@ impl Replay<'_> {
                                     (extra, usize::from(extra > 0)),
                                 ))
                             }
-                            Err(CacheError::Chat(e)) if is_window_failure(&e) => {
+                            Err(e) if is_window_failure(&e) => {
                                 // This request takes a number; the next one the one after.
                                 let next = match last_turn {
                                     Some((k0, t0)) => t0 + (k - k0) + 1,
@@ -593,8 +592,12 @@ impl Replay<'_> {
                                 session.set_turn_number(next);
                                 Err(e)
                             }
-                            Err(CacheError::Chat(e)) => return Err(at(k, end, e)),
-                            Err(e) => return Err(e),
+                            // The session's own options: not about this request.
+                            Err(
+                                e @ (ChatError::InvalidLowWaterFraction { .. }
+                                | ChatError::InvalidLowWater { .. }),
+                            ) => return Err(e),
+                            Err(e) => return Err(at(k, end, e)),
                         }
                     }
                 }
@@ -645,7 +648,7 @@ impl Replay<'_> {
         sender: &mut Sender,
         state: &mut (Option<RunningSummary>, usize),
         stateful: bool,
-    ) -> Result<Result<Windowed, ChatError>, CacheError> {
+    ) -> Result<Result<Windowed, ChatError>, ChatError> {
         let Some(c) = self.compaction else {
             return Ok(Err(ChatError::InvalidBudget {
                 max_tokens: self.max,
@@ -773,7 +776,7 @@ impl Replay<'_> {
         sender: &mut Sender,
         recall: bool,
         roll: &mut Option<Composite>,
-    ) -> Result<Result<Windowed, ChatError>, CacheError> {
+    ) -> Result<Result<Windowed, ChatError>, ChatError> {
         let opts = if recall {
             &self.recall_turn
         } else {
@@ -1121,8 +1124,8 @@ mod recent_end_tests {
     /// The first difference between two replays, if any (readable where a
     /// whole `Debug` is not).
     fn first_difference(
-        a: &Result<Simulation, CacheError>,
-        b: &Result<Simulation, CacheError>,
+        a: &Result<Simulation, ChatError>,
+        b: &Result<Simulation, ChatError>,
     ) -> Option<String> {
         let (Ok(a), Ok(b)) = (a, b) else {
             return (format!("{a:?}") != format!("{b:?}")).then(|| format!("{a:?}\n{b:?}"));
@@ -1281,7 +1284,7 @@ mod recent_end_tests {
             };
             recent += RECENT_TURNS.load(std::sync::atomic::Ordering::Relaxed) - before;
             let b = whole.next_whole(request);
-            let show = |t: &Result<CacheTurn<'_>, CacheError>| match t {
+            let show = |t: &Result<CacheTurn<'_>, ChatError>| match t {
                 Ok(t) => format!("{t:?}\n{t}\n{}", t.rows_text()),
                 Err(e) => format!("{e:?}"),
             };
@@ -1332,7 +1335,7 @@ mod recent_end_tests {
         for &end in &request_ends(t.messages()) {
             let r = &t.messages()[..end];
             let (a, b) = (inc.next(r), whole.next_whole(r));
-            let show = |x: &Result<CacheTurn<'_>, CacheError>| match x {
+            let show = |x: &Result<CacheTurn<'_>, ChatError>| match x {
                 Ok(t) => format!("{t}\n{}", t.rows_text()),
                 Err(e) => e.to_string(),
             };

@@ -455,12 +455,14 @@ impl Compaction {
     /// tokens back from the budget whenever compaction is on.
     ///
     /// # Errors
+    /// [`ChatError::Core`](crate::ChatError::Core) holding
     /// [`cupel_core::CupelError::InvalidArgument`] for a bound below 1.
-    pub fn max_tokens(mut self, tokens: i64) -> Result<Self, cupel_core::CupelError> {
+    pub fn max_tokens(mut self, tokens: i64) -> Result<Self, crate::ChatError> {
         if tokens < 1 {
             return Err(cupel_core::CupelError::InvalidArgument(format!(
                 "a summary bound must be at least 1 token; got {tokens}"
-            )));
+            ))
+            .into());
         }
         self.max_tokens = tokens;
         Ok(self)
