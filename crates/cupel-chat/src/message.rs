@@ -263,6 +263,20 @@ impl Message {
         }
     }
 
+    /// A message of content parts with its own extra fields and no
+    /// OpenAI-style call fields: what a format whose calls and results are
+    /// parts (Gemini, rig) reads.
+    pub(crate) fn with_parts(role: Role, parts: Vec<Part>, extra: Extra) -> Self {
+        Message {
+            role,
+            content: Content::Parts(parts),
+            name: None,
+            tool_calls: None,
+            tool_call_id: None,
+            extra,
+        }
+    }
+
     /// A system message.
     pub fn system(text: impl Into<String>) -> Self {
         Self::new(Role::System, text)

@@ -163,14 +163,7 @@ fn rig_message_from_value(value: Value, path: &str) -> Result<Message, ChatError
         .enumerate()
         .map(|(j, p)| part_from_rig(p, &format!("{path}.content[{j}]")))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Message {
-        role,
-        content: Content::Parts(parts),
-        name: None,
-        tool_calls: None,
-        tool_call_id: None,
-        extra: obj,
-    })
+    Ok(Message::with_parts(role, parts, obj))
 }
 
 fn part_from_rig(value: Value, path: &str) -> Result<Part, ChatError> {

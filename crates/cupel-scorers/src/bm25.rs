@@ -741,10 +741,7 @@ impl Scorer for Bm25Scorer {
     /// The whole pass's score of `items[index]` (BM25 is relative: IDF and
     /// the normalisation depend on every item).
     fn score(&self, index: usize, items: &[&ContextItem]) -> f64 {
-        self.score_all(items)
-            .get(index)
-            .copied()
-            .unwrap_or(f64::NAN)
+        crate::of_pass(&self.score_all(items), index)
     }
 
     /// Scores against the scorer's own query (all 0 without one).

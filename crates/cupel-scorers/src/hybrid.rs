@@ -195,10 +195,7 @@ fn ranks(scores: &[f64]) -> Vec<(usize, usize)> {
 impl Scorer for HybridScorer {
     /// The whole pass's score of `items[index]` (fusion is relative).
     fn score(&self, index: usize, items: &[&ContextItem]) -> f64 {
-        self.score_all(items)
-            .get(index)
-            .copied()
-            .unwrap_or(f64::NAN)
+        crate::of_pass(&self.score_all(items), index)
     }
 
     /// The fused scores without a query (NaN for every item when a child

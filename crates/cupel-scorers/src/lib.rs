@@ -78,6 +78,13 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
+/// A relative scorer's score of `items[index]`: its place in the whole
+/// pass's scores (IDF, fusion and cosine against the query all read every
+/// item); `NaN` for an index out of range, as every scorer gives.
+pub(crate) fn of_pass(scores: &[f64], index: usize) -> f64 {
+    scores.get(index).copied().unwrap_or(f64::NAN)
+}
+
 mod bm25;
 mod composite;
 mod decay;

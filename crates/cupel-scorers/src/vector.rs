@@ -127,10 +127,7 @@ impl Scorer for VectorScorer {
     /// The whole pass's score of `items[index]` without a query: NaN (a
     /// vector scorer needs a query embedding).
     fn score(&self, index: usize, items: &[&ContextItem]) -> f64 {
-        self.score_all(items)
-            .get(index)
-            .copied()
-            .unwrap_or(f64::NAN)
+        crate::of_pass(&self.score_all(items), index)
     }
 
     /// Without a query: NaN for every item (see

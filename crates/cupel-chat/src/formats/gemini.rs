@@ -93,14 +93,7 @@ pub(crate) fn content_from_value(v: Value, path: &str) -> Result<Message, ChatEr
         .enumerate()
         .map(|(i, p)| part_from(p, &format!("{path}.parts[{i}]")))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Message {
-        role,
-        content: Content::Parts(parts),
-        name: None,
-        tool_calls: None,
-        tool_call_id: None,
-        extra: obj,
-    })
+    Ok(Message::with_parts(role, parts, obj))
 }
 
 fn part_from(v: Value, path: &str) -> Result<Part, ChatError> {

@@ -338,12 +338,7 @@ impl RunStore for MemoryStore {
         request: &str,
         usage: TokenUsage,
     ) -> Result<bool, StoreError> {
-        if request.is_empty() {
-            return Err(StoreError::Malformed {
-                run: run.to_string(),
-                message: "record_once needs a non-empty request id".to_string(),
-            });
-        }
+        super::require_request_id(run, request)?;
         let mut inner = self.lock();
         let r = inner.runs.get_mut(run).ok_or_else(|| unknown_run(run))?;
         let tracker = r.tracker(run, path)?.clone();

@@ -415,6 +415,18 @@ impl From<HistoryError> for cupel_core::CupelError {
 
 /// A store failure as the [`CupelError`](cupel_core::CupelError) a caller
 /// sees, tagged with the checkpoint it happened in.
+/// `record_once`'s check, the same in every store: a request id is never
+/// empty ([`StoreError::Malformed`] otherwise).
+pub(crate) fn require_request_id(run: &str, request: &str) -> Result<(), StoreError> {
+    if request.is_empty() {
+        return Err(StoreError::Malformed {
+            run: run.to_string(),
+            message: "record_once needs a non-empty request id".to_string(),
+        });
+    }
+    Ok(())
+}
+
 pub(crate) fn store_error(phase: BudgetPhase, e: &StoreError) -> cupel_core::CupelError {
     cupel_core::CupelError::BudgetStoreFailed {
         phase,

@@ -604,12 +604,7 @@ impl RunStore for RedisStore {
         request: &str,
         usage: TokenUsage,
     ) -> Result<bool, StoreError> {
-        if request.is_empty() {
-            return Err(StoreError::Malformed {
-                run: run.to_string(),
-                message: "record_once needs a non-empty request id".to_string(),
-            });
-        }
+        super::require_request_id(run, request)?;
         self.record_with(run, path, request, usage)
     }
 

@@ -468,10 +468,7 @@ impl IndexedBm25Scorer {
 
 impl Scorer for IndexedBm25Scorer {
     fn score(&self, index: usize, items: &[&ContextItem]) -> f64 {
-        self.score_all(items)
-            .get(index)
-            .copied()
-            .unwrap_or(f64::NAN)
+        crate::of_pass(&self.score_all(items), index)
     }
 
     fn score_all(&self, items: &[&ContextItem]) -> Vec<f64> {
