@@ -7,7 +7,6 @@
 use std::borrow::Cow;
 
 use clap::Args;
-use cupel_core::CupelError;
 use cupel_gate::{
     ContextGate, GateOutcome, GateReport, GateSpec, GateState, InboxMessage, RetrievalNode,
     header_value,
@@ -194,7 +193,7 @@ pub(crate) fn evaluate(
     let outcome = gate
         .admit(GateState::new(file.context, nodes), &file.inbox)
         .map_err(|e| match e.into_error() {
-            err @ CupelError::PipelineBudgetMisconfig { .. } => {
+            err @ cupel_gate::GateFailure::PipelineBudgetMisconfig { .. } => {
                 CliError::selection(err.to_string())
                     .hint("fetch fewer or shorter nodes, or raise gate.max_context_tokens")
             }

@@ -337,29 +337,6 @@ pub enum CupelError {
         /// What failed (the operation and the store's message).
         message: String,
     },
-
-    // ----- the context gate ---------------------------------------------------------
-    /// The context gate's retrieval buffer needs more tokens on its own than
-    /// the whole context budget allows: compacting the existing context can
-    /// never make room, so the pipeline's limits are inconsistent (the
-    /// retrieval budget is larger than the global one).
-    #[error(
-        "PIPELINE_BUDGET_MISCONFIG: fetch_node_texts produced retrieval texts that cannot fit \
-         into settings.max_context_tokens (gate '{gate_id}': the retrieval texts alone need \
-         {retrieval_tokens} tokens (nodes: {nodes}), more than max_context_tokens = {max_context_tokens}); \
-         the retrieval budget must be below the global context budget"
-    )]
-    PipelineBudgetMisconfig {
-        /// The gate's id.
-        gate_id: String,
-        /// How many retrieval nodes were waiting.
-        nodes: usize,
-        /// Tokens of the buffer as it would be appended (formatted, compacted
-        /// where a rule says so, the divider included).
-        retrieval_tokens: i64,
-        /// The gate's global budget.
-        max_context_tokens: i64,
-    },
 }
 
 impl From<ConfigError> for CupelError {

@@ -14,8 +14,8 @@
 use cupel_core::{CupelError, TokenCounter};
 use cupel_gate::CodeLanguage;
 use cupel_gate::{
-    CompactionRule, ContextCompactor, ContextGate, GateConfig, GateState, InboxMessage, LoopGuard,
-    LoopOutcome, RetrievalNode,
+    CompactionRule, ContextCompactor, ContextGate, GateConfig, GateFailure, GateState,
+    InboxMessage, LoopGuard, LoopOutcome, RetrievalNode,
 };
 
 /// Counts whitespace-separated words (a stand-in for a real tokenizer).
@@ -61,7 +61,7 @@ pub fn run(
     state: GateState,
     inbox: Vec<InboxMessage>,
     max_attempts: usize,
-) -> Result<LoopOutcome, CupelError> {
+) -> Result<LoopOutcome, GateFailure> {
     let guard = LoopGuard::new(max_attempts)?;
     Ok(gate.admit_with_retry(state, inbox, &HalfSummary, guard)?)
 }
@@ -88,7 +88,7 @@ pub fn scenario() -> (ContextGate, GateState, Vec<InboxMessage>) {
     (gate, GateState::new(history, nodes), inbox)
 }
 
-fn main() -> Result<(), CupelError> {
+fn main() -> Result<(), GateFailure> {
     let (gate, state, inbox) = scenario();
     match run(&gate, state, inbox, 3)? {
         LoopOutcome::Admitted { admitted, attempts } => {

@@ -12,7 +12,7 @@
 //!   [`TokenCounter`] as it would be appended;
 //! * if the buffer alone (its blocks plus the divider) needs more than
 //!   `max_context_tokens`, that is a pipeline misconfiguration
-//!   ([`CupelError::PipelineBudgetMisconfig`], message starting with
+//!   ([`GateFailure::PipelineBudgetMisconfig`], message starting with
 //!   `PIPELINE_BUDGET_MISCONFIG`);
 //! * if the context plus the buffer fits, the outcome is
 //!   [`GateOutcome::Admitted`]: the divider (if configured) and the blocks are
@@ -89,6 +89,7 @@ mod classify;
 mod code;
 mod compact;
 mod config;
+mod error;
 mod format;
 mod report;
 mod retry;
@@ -103,6 +104,7 @@ use serde::{Deserialize, Serialize};
 use cupel_core::{CupelError, TokenCounter};
 
 pub use code::{CodeLanguage, CodeNode, Compactor, LanguageClassifier};
+pub use error::GateFailure;
 pub use report::{
     CompactionPolicyKind, GATE_EVENT, GateDecision, GateReport, NodeReport, Unmatched,
 };
@@ -442,14 +444,15 @@ impl GateOutcome {
 pub struct GateError {
     /// Boxed: the state is large already, and results carrying this error
     /// should stay small.
-    error: Box<CupelError>,
+    error: Box<GateFailure>,
     state: GateState,
 }
 
 impl GateError {
-    /// What went wrong ([`CupelError::PipelineBudgetMisconfig`], or
-    /// [`CupelError::InvalidArgument`] for a negative token count).
-    pub fn error(&self) -> &CupelError {
+    /// What went wrong ([`GateFailure::PipelineBudgetMisconfig`], or
+    /// [`GateFailure::Core`] holding [`CupelError::InvalidArgument`] for a
+    /// negative token count).
+    pub fn error(&self) -> &GateFailure {
         &self.error
     }
 
@@ -459,7 +462,7 @@ impl GateError {
     }
 
     /// The error, dropping the state.
-    pub fn into_error(self) -> CupelError {
+    pub fn into_error(self) -> GateFailure {
         *self.error
     }
 }
@@ -476,7 +479,7 @@ impl std::error::Error for GateError {
     }
 }
 
-impl From<GateError> for CupelError {
+impl From<GateError> for GateFailure {
     fn from(e: GateError) -> Self {
         *e.error
     }
@@ -616,7 +619,7 @@ impl ContextGate {
         context: &[String],
         nodes: &[RetrievalNode],
         consumed: &[InboxMessage],
-    ) -> Result<GateReport, CupelError> {
+    ) -> Result<GateReport, GateFailure> {
         self.plan_inner(context, nodes, consumed).map(|p| p.report)
     }
 
@@ -626,10 +629,11 @@ impl ContextGate {
     /// entered; only those with `target` = this gate's id count.
     ///
     /// # Errors
-    /// [`CupelError::PipelineBudgetMisconfig`] when the buffer alone (its
+    /// [`GateFailure::PipelineBudgetMisconfig`] when the buffer alone (its
     /// blocks as they would be appended, plus the divider) needs more than
-    /// `max_context_tokens`; [`CupelError::InvalidArgument`] when the counter
-    /// returns a negative count. Either way the [`GateError`] hands the state
+    /// `max_context_tokens`; [`GateFailure::Core`] holding
+    /// [`CupelError::InvalidArgument`] when the counter returns a negative
+    /// count. Either way the [`GateError`] hands the state
     /// back untouched.
     pub fn admit(
         &self,
@@ -685,7 +689,7 @@ impl ContextGate {
         context: &[String],
         nodes: &[RetrievalNode],
         consumed: &[InboxMessage],
-    ) -> Result<Plan, CupelError> {
+    ) -> Result<Plan, GateFailure> {
         let result = self.plan_inner(context, nodes, consumed);
         match &result {
             Ok(plan) => emit(&plan.report),
@@ -702,7 +706,7 @@ impl ContextGate {
         node: &RetrievalNode,
         running: i128,
         demanded: &[&str],
-    ) -> Result<(String, i128, NodeReport), CupelError> {
+    ) -> Result<(String, i128, NodeReport), GateFailure> {
         let cfg = &self.config;
         let language = self.classifier.classify_node(
             CodeNode::new(node.text())
@@ -747,7 +751,7 @@ impl ContextGate {
         context: &[String],
         nodes: &[RetrievalNode],
         consumed: &[InboxMessage],
-    ) -> Result<Plan, CupelError> {
+    ) -> Result<Plan, GateFailure> {
         let cfg = &self.config;
         let max = i128::from(cfg.max_context_tokens());
         let mut context_tokens: i128 = 0;
@@ -787,7 +791,7 @@ impl ContextGate {
         let buffer_tokens = divider_tokens + retrieval_tokens;
         // G-2: "alone" is measured after compaction, divider included.
         if buffer_tokens > max {
-            return Err(CupelError::PipelineBudgetMisconfig {
+            return Err(GateFailure::PipelineBudgetMisconfig {
                 gate_id: cfg.id().to_string(),
                 nodes: nodes.len(),
                 retrieval_tokens: saturate(buffer_tokens),
@@ -884,11 +888,8 @@ fn emit(r: &GateReport) {
 
 /// A failed call: no transition, so no `decision` (nor `outcome`); the
 /// `verdict` says which failure.
-fn emit_error(gate_id: &str, consumed: usize, e: &CupelError) {
-    let verdict = match e {
-        CupelError::PipelineBudgetMisconfig { .. } => "pipeline_budget_misconfig",
-        _ => "error",
-    };
+fn emit_error(gate_id: &str, consumed: usize, e: &GateFailure) {
+    let verdict = e.verdict();
     tracing::event!(
         name: "MANAGE_CONTEXT_BUDGET",
         target: "cupel::gate",

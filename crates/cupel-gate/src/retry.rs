@@ -340,7 +340,7 @@ impl ContextGate {
                 Err(error) => {
                     let (state, _) = over.into_parts();
                     return Err(GateError {
-                        error: Box::new(error),
+                        error: Box::new(error.into()),
                         state,
                     });
                 }
@@ -352,7 +352,7 @@ impl ContextGate {
                     Err(error) => {
                         let (state, _) = over.into_parts();
                         return Err(GateError {
-                            error: Box::new(error),
+                            error: Box::new(error.into()),
                             state,
                         });
                     }

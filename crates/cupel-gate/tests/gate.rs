@@ -9,8 +9,8 @@
 use cupel_core::{CupelError, TokenCounter};
 use cupel_gate::CodeLanguage;
 use cupel_gate::{
-    CompactionPolicyKind, CompactionRule, ContextGate, GateConfig, GateDecision, GateOutcome,
-    GateState, InboxMessage, RetrievalNode,
+    CompactionPolicyKind, CompactionRule, ContextGate, GateConfig, GateDecision, GateFailure,
+    GateOutcome, GateState, InboxMessage, RetrievalNode,
 };
 use proptest::prelude::*;
 
@@ -111,7 +111,7 @@ fn a_buffer_that_cannot_fit_alone_is_a_misconfiguration() {
     let err = g.admit(input.clone(), &[]).unwrap_err();
     assert_eq!(
         err.error(),
-        &CupelError::PipelineBudgetMisconfig {
+        &GateFailure::PipelineBudgetMisconfig {
             gate_id: "manage_budget".into(),
             nodes: 1,
             retrieval_tokens: 10,
@@ -148,7 +148,7 @@ fn the_misconfiguration_is_measured_after_compaction() {
         .unwrap_err();
     assert!(matches!(
         e.error(),
-        CupelError::PipelineBudgetMisconfig {
+        GateFailure::PipelineBudgetMisconfig {
             retrieval_tokens: 14,
             max_context_tokens: 13,
             ..
@@ -168,7 +168,7 @@ fn the_divider_counts_towards_the_buffer_alone() {
         .unwrap_err();
     assert!(matches!(
         e.error(),
-        CupelError::PipelineBudgetMisconfig {
+        GateFailure::PipelineBudgetMisconfig {
             retrieval_tokens: 12,
             ..
         }
@@ -186,7 +186,9 @@ fn a_negative_count_from_a_custom_counter_is_an_error_not_a_panic() {
     let g = ContextGate::new(GateConfig::builder("g", 10).build().unwrap(), Negative);
     let input = state(&["x"], vec![]);
     let e = g.admit(input.clone(), &[]).unwrap_err();
-    assert!(matches!(e.error(), CupelError::InvalidArgument(m) if m.contains("-1")));
+    assert!(
+        matches!(e.error(), GateFailure::Core(CupelError::InvalidArgument(m)) if m.contains("-1"))
+    );
     assert_eq!(e.into_state(), input);
 }
 

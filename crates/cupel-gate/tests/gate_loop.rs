@@ -85,7 +85,7 @@ fn a_single_attempt_gives_back_the_original_context_and_zero_is_refused() {
     let (gate, state, inbox) = scenario();
     assert!(matches!(
         run(&gate, state, inbox, 0),
-        Err(CupelError::InvalidArgument(m)) if m.contains("max_attempts must be >= 1 (got 0)")
+        Err(cupel_gate::GateFailure::Core(CupelError::InvalidArgument(m))) if m.contains("max_attempts must be >= 1 (got 0)")
     ));
 }
 

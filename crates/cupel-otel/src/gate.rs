@@ -10,8 +10,7 @@
 //! The report type lives in `cupel-gate` (which depends on `cupel-core`
 //! only), the one optional dependency this module (feature `gate`) adds.
 
-use cupel_core::CupelError;
-use cupel_gate::{GATE_EVENT, GateReport};
+use cupel_gate::{GATE_EVENT, GateFailure, GateReport};
 use opentelemetry::trace::Span;
 use opentelemetry::{Array, KeyValue, StringValue, Value};
 
@@ -123,15 +122,12 @@ pub fn record_gate_report<S: Span + ?Sized>(span: &mut S, report: &GateReport) {
 
 /// Adds a [`GATE_EVENT_NAME`] event for a call of gate `gate_id` that failed
 /// with `error`: `event_type`, `gate_id`, `verdict`
-/// (`pipeline_budget_misconfig` for [`CupelError::PipelineBudgetMisconfig`],
-/// else `error`) and `error` (the message) — the fields of the gate's own
-/// `tracing` event for a failure. A failure is no transition, so there is no
-/// `decision`.
-pub fn record_gate_error<S: Span + ?Sized>(span: &mut S, gate_id: &str, error: &CupelError) {
-    let verdict = match error {
-        CupelError::PipelineBudgetMisconfig { .. } => "pipeline_budget_misconfig",
-        _ => "error",
-    };
+/// ([`GateFailure::verdict`]: `pipeline_budget_misconfig` for
+/// [`GateFailure::PipelineBudgetMisconfig`], else `error`) and `error` (the
+/// message) — the fields of the gate's own `tracing` event for a failure. A
+/// failure is no transition, so there is no `decision`.
+pub fn record_gate_error<S: Span + ?Sized>(span: &mut S, gate_id: &str, error: &GateFailure) {
+    let verdict = error.verdict();
     span.add_event(
         GATE_EVENT_NAME,
         vec![

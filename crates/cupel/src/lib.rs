@@ -214,7 +214,9 @@ pub use cupel_run::{
 };
 
 // The context gate (cupel-gate): everyday names here, all of it in `cupel::gate`.
-pub use cupel_gate::{ContextGate, GateConfig, GateError, GateOutcome, GateReport, RetrievalNode};
+pub use cupel_gate::{
+    ContextGate, GateConfig, GateError, GateFailure, GateOutcome, GateReport, RetrievalNode,
+};
 
 #[cfg(feature = "tiktoken")]
 pub use cupel_tokens::TiktokenCounter;
