@@ -5,7 +5,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use cupel_core::strict::{self, KeyPath, StrictError, field_names, line_col, one_line};
+use cupel_core::strict::{self, KeyPath, Located, field_names, line_col, one_line};
 use cupel_core::{
     ConfigError, ContextItem, CupelError, HeadTail, OverflowStrategy, Placeholder, TokenCounter,
     VariantGenerator, with_generated_variants,
@@ -896,10 +896,7 @@ impl PolicyConfig {
             }
             err.with_source(e)
         })?;
-        strict(de, |e: toml::de::Error| {
-            let at = e.span().map(|span| line_col(s, span.start));
-            (one_line(e.message()), at, e)
-        })
+        strict(de, |e: &toml::de::Error| toml_located(s, e))
     }
 
     /// Parses a JSON policy, rejecting unknown or misplaced keys.
@@ -916,8 +913,8 @@ impl PolicyConfig {
             ));
         }
         let mut de = serde_json::Deserializer::from_str(s);
-        let cfg = strict(&mut de, json_parts)?;
-        de.end().map_err(|e| json_error(json_parts(e)))?;
+        let cfg = strict(&mut de, json_located)?;
+        de.end().map_err(|e| json_error(json_located(&e), e))?;
         Ok(cfg)
     }
 
@@ -1018,19 +1015,29 @@ impl PolicyConfig {
     }
 }
 
-/// A parser error as (message without position, line and column, the error).
-type Parts<E> = (String, Option<(usize, usize)>, E);
-
-fn json_parts(e: serde_json::Error) -> Parts<serde_json::Error> {
-    let full = e.to_string();
-    let message = strict::without_position(&full, e.line(), e.column()).to_owned();
-    let at = (e.line() > 0).then(|| (e.line(), e.column()));
-    (message, at, e)
+/// A TOML error of the document `s` as a strict read reports it.
+pub(crate) fn toml_located(s: &str, e: &toml::de::Error) -> Located {
+    Located {
+        message: one_line(e.message()),
+        at: e.span().map(|span| line_col(s, span.start)),
+        syntax: false,
+    }
 }
 
-fn json_error((message, at, e): Parts<serde_json::Error>) -> ConfigError {
-    let mut err = ConfigError::new(format!("invalid JSON: {message}"));
-    if let Some((line, column)) = at {
+/// A JSON error as a strict read reports it (the message without
+/// serde_json's position suffix).
+pub(crate) fn json_located(e: &serde_json::Error) -> Located {
+    let full = e.to_string();
+    Located {
+        message: strict::without_position(&full, e.line(), e.column()).to_owned(),
+        at: (e.line() > 0).then(|| (e.line(), e.column())),
+        syntax: e.is_syntax() || e.is_eof(),
+    }
+}
+
+fn json_error(located: Located, e: serde_json::Error) -> ConfigError {
+    let mut err = ConfigError::new(format!("invalid JSON: {}", located.message));
+    if let Some((line, column)) = located.at {
         err = err.with_position(line, column);
     }
     err.with_source(e)
@@ -1071,34 +1078,14 @@ impl PolicyConfig {
     }
 }
 
-fn strict<'de, D, F, E>(de: D, parts: F) -> Result<PolicyConfig, CupelError>
+fn strict<'de, D, F, E>(de: D, locate: F) -> Result<PolicyConfig, CupelError>
 where
     D: serde::Deserializer<'de, Error = E>,
-    F: Fn(E) -> Parts<E>,
+    F: FnOnce(&E) -> Located,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let cfg: PolicyConfig = match strict::deserialize(de) {
-        Ok(cfg) => cfg,
-        Err(StrictError::Invalid { path, error }) => {
-            let (message, at, e) = parts(error);
-            let mut err = if path.is_empty() {
-                ConfigError::new(format!("invalid policy: {message}"))
-            } else {
-                ConfigError::new(format!("invalid policy: `{path}`: {message}"))
-                    .with_key_path(path.to_string())
-            };
-            if let Some((line, column)) = at {
-                err = err.with_position(line, column);
-            }
-            return Err(err.with_source(e).into());
-        }
-        Err(StrictError::UnknownKey { path }) => {
-            return Err(ConfigError::new(format!("unknown policy key `{path}`"))
-                .with_expected(PolicyConfig::expected_keys(&path))
-                .with_key_path(path.to_string())
-                .into());
-        }
-    };
+    let cfg: PolicyConfig = strict::deserialize(de)
+        .map_err(|e| e.into_config_error("policy", PolicyConfig::expected_keys, locate))?;
     cfg.check_keys()?;
     Ok(cfg)
 }
