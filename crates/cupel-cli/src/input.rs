@@ -19,7 +19,7 @@ use std::path::Path;
 use cupel_core::{
     ContextBudget, ContextItem, ContextKind, CupelError, ItemRecord, TokenCounter, TokensOf,
 };
-use cupel_pipeline::{Policy, PolicyConfig};
+use cupel_pipeline::{Policy, PolicyConfig, PolicyTable};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
@@ -379,7 +379,7 @@ struct InputFile {
     #[serde(default)]
     budget: Option<BudgetInput>,
     #[serde(default)]
-    policy: Option<PolicyConfig>,
+    policy: Option<PolicyTable>,
     #[serde(default)]
     items: Option<Vec<InputItem>>,
 }
@@ -397,7 +397,7 @@ struct HeaderFile {
     #[serde(default)]
     budget: Option<BudgetInput>,
     #[serde(default)]
-    policy: Option<PolicyConfig>,
+    policy: Option<PolicyTable>,
 }
 
 /// `[budget]`: the fields of [`ContextBudget`], each optional so flags can
@@ -525,10 +525,10 @@ fn read_policy_file(path: &str) -> Result<PolicyConfig, CliError> {
     // table under it is the policy (issue 31: it used to fail with "missing
     // field `scorers`"). Only a document whose one top-level key is a
     // `policy` table is read this way.
-    let cfg: PolicyConfig = if src.is_wrapped_in("policy") {
+    let table: PolicyTable = if src.is_wrapped_in("policy") {
         #[derive(serde::Deserialize)]
         struct Wrapped {
-            policy: PolicyConfig,
+            policy: PolicyTable,
         }
         let w: Wrapped = src.parse_strict(|p| match p.segments() {
             [Seg::Key(k), rest @ ..] if k == "policy" && !rest.is_empty() => {
@@ -540,8 +540,15 @@ fn read_policy_file(path: &str) -> Result<PolicyConfig, CliError> {
     } else {
         src.parse_strict(unknown_policy_key)?
     };
-    cfg.check_keys()
-        .map_err(|e| CliError::input(format!("{path}: invalid policy: {}", config_message(&e))))?;
+    checked_policy(table)
+        .map_err(|e| CliError::input(format!("{path}: invalid policy: {}", config_message(&e))))
+}
+
+/// The policy a table describes, every key checked against the component
+/// it sits on (and the nesting depth against its limit).
+fn checked_policy(table: PolicyTable) -> Result<PolicyConfig, CupelError> {
+    let cfg = PolicyConfig::try_from(table)?;
+    cfg.check_keys()?;
     Ok(cfg)
 }
 
@@ -766,12 +773,12 @@ fn finish(
     // Policy: --policy (a preset or a file) > [policy] > the default preset.
     let (config, origin) = if let Some(spec) = &settings.policy {
         config_from_spec(spec)?
-    } else if let Some(cfg) = header.policy {
+    } else if let Some(table) = header.policy {
         let at = match &origin_table {
             PolicyOrigin::Table(f) => f.clone(),
             _ => name.to_string(),
         };
-        cfg.check_keys().map_err(|e| {
+        let cfg = checked_policy(table).map_err(|e| {
             CliError::input(format!("{at}: invalid [policy]: {}", config_message(&e)))
         })?;
         (cfg, origin_table)

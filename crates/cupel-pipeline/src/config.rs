@@ -86,7 +86,7 @@ fn is_default_overflow(o: &OverflowStrategy) -> bool {
 /// # Ok::<(), cupel_core::CupelError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "RawPolicy", into = "RawPolicy")]
+#[serde(try_from = "PolicyTable", into = "PolicyTable")]
 #[non_exhaustive]
 pub struct PolicyConfig {
     /// One entry means that scorer alone (its weight is irrelevant); several
@@ -162,10 +162,26 @@ impl VariantsConfig {
     }
 }
 
-/// The flat wire shape of [`PolicyConfig`] (serde's `flatten` would hide unknown keys).
-#[derive(Clone, Serialize, Deserialize)]
+/// A policy table as the file holds it: every key read (unknown keys
+/// named by the strict reader), but no scorer or slicer checked against
+/// its type yet. [`PolicyConfig::try_from`] converts it, rejecting a key
+/// that does not apply to the component it sits on with the key's path
+/// and the keys that do apply. A reader that reports that error in its
+/// own words (the command-line tool) reads this table, then converts;
+/// most callers read a [`PolicyConfig`] directly.
+///
+/// ```
+/// use cupel_pipeline::{PolicyConfig, PolicyTable};
+/// let table: PolicyTable =
+///     toml::from_str("slicer = \"greedy\"\nbucket_size = 10\n[[scorers]]\ntype = \"kind\"\n").unwrap();
+/// let e = PolicyConfig::try_from(table).unwrap_err();
+/// assert_eq!(e.to_string(), "key `bucket_size` does not apply to slicer `greedy`");
+/// assert_eq!(e.key_path(), Some("bucket_size"));
+/// ```
+// The flat wire shape of `PolicyConfig` (serde's `flatten` would hide unknown keys).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(expecting = "a policy table (scorers, slicer, placer, ...)")]
-pub(crate) struct RawPolicy {
+pub struct PolicyTable {
     scorers: Vec<RawScorer>,
     #[serde(default = "default_slicer")]
     slicer: ComponentType<SlicerType>,
@@ -205,12 +221,12 @@ pub(crate) struct RawPolicy {
     variants: Option<VariantsConfig>,
 }
 
-impl TryFrom<RawPolicy> for PolicyConfig {
+impl TryFrom<PolicyTable> for PolicyConfig {
     type Error = ConfigError;
 
     /// Converts each scorer and the slicer into the variant its type
     /// names, rejecting a key the variant has no field for.
-    fn try_from(r: RawPolicy) -> Result<Self, ConfigError> {
+    fn try_from(r: PolicyTable) -> Result<Self, ConfigError> {
         let scorers = r
             .scorers
             .into_iter()
@@ -252,10 +268,10 @@ fn misplaced_placer_params(placer: &ComponentType<PlacerType>) -> ConfigError {
     .with_key_path("placer_params")
 }
 
-impl From<PolicyConfig> for RawPolicy {
+impl From<PolicyConfig> for PolicyTable {
     fn from(c: PolicyConfig) -> Self {
         let slicer = RawSlicer::from(c.slicer);
-        RawPolicy {
+        PolicyTable {
             scorers: c.scorers.into_iter().map(RawScorer::from).collect(),
             slicer: slicer.slicer,
             slicer_params: slicer.slicer_params,
@@ -822,7 +838,7 @@ impl PolicyConfig {
     /// ```
     pub fn expected_keys(path: &KeyPath) -> Vec<&'static str> {
         match path.parent_field() {
-            None => field_names::<RawPolicy>(),
+            None => field_names::<PolicyTable>(),
             Some("scorers" | "children" | "inner_scorer") => field_names::<RawScorer>(),
             Some("curve") => field_names::<CurveConfig>(),
             Some("windows") => field_names::<StepWindowConfig>(),
@@ -841,7 +857,7 @@ where
     F: FnOnce(&E) -> Located,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let raw: RawPolicy = strict::deserialize(de)
+    let raw: PolicyTable = strict::deserialize(de)
         .map_err(|e| e.into_config_error("policy", PolicyConfig::expected_keys, locate))?;
     let cfg = PolicyConfig::try_from(raw)?;
     cfg.check_keys()?;

@@ -154,7 +154,8 @@ pub use config::{
     CountQuotaConfig, CountQuotaSlicerConfig, CurveConfig, CustomScorerConfig, CustomSlicerConfig,
     DecayScorerConfig, FusionConfig, HybridScorerConfig, InnerScorer, KindScorerConfig,
     KindWeightConfig, KnapsackSlicerConfig, MAX_SCORER_DEPTH, MetadataKeyScorerConfig,
-    MetadataTrustScorerConfig, PlainScorerConfig, PolicyConfig, QuotaConfig, QuotaSlicerConfig,
+    MetadataTrustScorerConfig, PlainScorerConfig, PolicyConfig, PolicyTable, QuotaConfig,
+    QuotaSlicerConfig,
     ScaledScorerConfig, ScorerConfig, SlicerConfig, StepWindowConfig, TagScorerConfig,
     TagWeightConfig, VariantsConfig, overflow_strategy_name, scarcity_behavior_name,
 };

@@ -471,7 +471,7 @@ impl From<ScorerType> for ScorerConfig {
 /// the file holds them. Read field by field, so the strict reader
 /// (`cupel_core::strict`) names unknown keys by their path, here and in
 /// nested scorers.
-#[derive(Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct RawScorer {
     #[serde(rename = "type")]
     scorer_type: TypeName,
@@ -542,7 +542,7 @@ pub(crate) struct RawScorer {
 
 /// The `type` key of a wire table (a newtype only so that [`RawScorer`]
 /// can derive `Default`; read and written as the bare name).
-#[derive(Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(transparent)]
 struct TypeName(ComponentType<ScorerType>);
 
@@ -560,7 +560,7 @@ fn nested_children<'de, D: serde::Deserializer<'de>>(
 }
 
 /// The wire shape of [`InnerScorer`].
-#[derive(Clone, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub(crate) enum RawInner {
     Name(ScorerType),
