@@ -14,7 +14,8 @@ use chrono::{TimeZone, Utc};
 use cupel_core::{ContextBudget, ContextItem};
 use cupel_pipeline::{
     CountQuotaConfig, CurveConfig, InnerScorer, KindWeightConfig, Pipeline, PlacerType,
-    PolicyConfig, QuotaConfig, ScorerConfig, ScorerType, SlicerConfig, SlicerType, TagWeightConfig,
+    KnapsackSlicerConfig, PolicyConfig, QuotaConfig, ScorerConfig, ScorerType, SlicerConfig,
+    SlicerType, TagWeightConfig,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -118,22 +119,23 @@ fn scorer(s: &Scorer, depth: usize) -> ScorerConfig {
     ];
     let name = names[usize::from(s.kind) % names.len()];
     let t = ScorerType::from_name(name).unwrap_or(ScorerType::Priority);
-    let mut c = ScorerConfig::new(t).weight(f64::from(s.weight % 5) + 0.5);
-    match name {
-        "kind" if s.weight % 2 == 0 => {
-            c.weights = Some(vec![KindWeightConfig::new(
+    let c = match (name, ScorerConfig::new(t)) {
+        ("kind", ScorerConfig::Kind(mut k)) if s.weight % 2 == 0 => {
+            k.weights = Some(vec![KindWeightConfig::new(
                 KINDS[usize::from(s.weight) % KINDS.len()],
                 0.7,
             )]);
+            ScorerConfig::Kind(k)
         }
-        "tag" => {
-            c.tag_weights = Some(vec![
+        (_, ScorerConfig::Tag(mut tag)) => {
+            tag.tag_weights = Some(vec![
                 TagWeightConfig::new("urgent", 2.0),
                 TagWeightConfig::new("t1", 1.0),
             ]);
-            c.case_insensitive_tags = Some(s.weight % 2 == 0);
+            tag.case_insensitive_tags = Some(s.weight % 2 == 0);
+            ScorerConfig::Tag(tag)
         }
-        "composite" => {
+        (_, ScorerConfig::Composite(mut comp)) => {
             let mut children: Vec<ScorerConfig> = if depth < 3 {
                 s.children
                     .iter()
@@ -146,18 +148,20 @@ fn scorer(s: &Scorer, depth: usize) -> ScorerConfig {
             if children.is_empty() {
                 children.push(ScorerConfig::new(ScorerType::Priority));
             }
-            c.children = Some(children);
+            comp.children = Some(children);
+            ScorerConfig::Composite(comp)
         }
-        "scaled" => {
+        (_, ScorerConfig::Scaled(mut scaled)) => {
             let inner = match (&s.nested, depth < 3) {
                 (Some(n), true) => scorer(n, depth + 1),
                 _ => ScorerConfig::new(ScorerType::Recency),
             };
-            c.inner_scorer = Some(InnerScorer::Config(Box::new(inner)));
+            scaled.inner_scorer = Some(InnerScorer::Config(Box::new(inner)));
+            ScorerConfig::Scaled(scaled)
         }
-        "decay" => {
-            c.reference_time = Some(reference());
-            c.curve = Some(match s.weight % 3 {
+        (_, ScorerConfig::Decay(mut d)) => {
+            d.reference_time = Some(reference());
+            d.curve = Some(match s.weight % 3 {
                 0 => CurveConfig::Exponential {
                     half_life_secs: 600.0,
                 },
@@ -168,15 +172,17 @@ fn scorer(s: &Scorer, depth: usize) -> ScorerConfig {
                     windows: vec![cupel_pipeline::StepWindowConfig::new(1000.0, 0.9)],
                 },
             });
+            ScorerConfig::Decay(d)
         }
-        "metadata_key" => {
-            c.key = Some("src".into());
-            c.value = Some("a".into());
-            c.boost = Some(2.0);
+        (_, ScorerConfig::MetadataKey(mut m)) => {
+            m.key = Some("src".into());
+            m.value = Some("a".into());
+            m.boost = Some(2.0);
+            ScorerConfig::MetadataKey(m)
         }
-        _ => {}
-    }
-    c
+        (_, other) => other,
+    };
+    c.weight(f64::from(s.weight % 5) + 0.5)
 }
 
 fn policy(p: &Policy) -> PolicyConfig {
@@ -192,42 +198,44 @@ fn policy(p: &Policy) -> PolicyConfig {
         "count_constrained_knapsack",
     ];
     let name = slicers[usize::from(p.slicer) % slicers.len()];
-    let mut slicer = SlicerConfig::new(SlicerType::from_name(name).unwrap_or(SlicerType::Greedy));
     let kind = KINDS[usize::from(p.quota_kind) % KINDS.len()].to_string();
-    match name {
-        "knapsack" | "count_constrained_knapsack" => {
-            slicer.bucket_size = Some(i64::from(p.bucket % 50) + 1);
-        }
-        _ => {}
-    }
-    match name {
-        "quota" => {
+    let mut bucket = KnapsackSlicerConfig::default();
+    bucket.bucket_size = Some(i64::from(p.bucket % 50) + 1);
+    let scarcity = Some(if p.throw_scarcity {
+        cupel_slicers::ScarcityBehavior::Throw
+    } else {
+        cupel_slicers::ScarcityBehavior::Degrade
+    });
+    let require = i64::from(p.require % 4);
+    let count = vec![CountQuotaConfig::new(
+        kind.clone(),
+        require,
+        require + i64::from(p.cap % 4),
+    )];
+    let inner = p.inner_knapsack.then_some(SlicerType::Knapsack);
+    let slicer = match SlicerConfig::new(SlicerType::from_name(name).unwrap_or(SlicerType::Greedy)) {
+        SlicerConfig::Quota(mut q) => {
             let require = f64::from(p.require % 60);
-            slicer.quotas = vec![QuotaConfig::new(
-                kind,
-                require,
-                require + f64::from(p.cap % 40),
-            )];
+            q.quotas = vec![QuotaConfig::new(kind, require, require + f64::from(p.cap % 40))];
+            q.inner_slicer = inner;
+            SlicerConfig::Quota(q)
         }
-        "count_quota" | "count_constrained_knapsack" => {
-            let require = i64::from(p.require % 4);
-            slicer.entries = vec![CountQuotaConfig::new(
-                kind,
-                require,
-                require + i64::from(p.cap % 4),
-            )];
-            slicer.scarcity_behavior = Some(if p.throw_scarcity {
-                cupel_slicers::ScarcityBehavior::Throw
-            } else {
-                cupel_slicers::ScarcityBehavior::Degrade
-            });
+        SlicerConfig::CountQuota(mut q) => {
+            (q.entries, q.scarcity_behavior, q.inner_slicer) = (count, scarcity, inner);
+            SlicerConfig::CountQuota(q)
         }
-        _ => {}
-    }
-    if matches!(name, "quota" | "count_quota") && p.inner_knapsack {
-        slicer.inner_slicer = Some(SlicerType::Knapsack);
-        slicer.bucket_size = Some(i64::from(p.bucket % 50) + 1);
-    }
+        SlicerConfig::CountConstrainedKnapsack(mut q) => {
+            (q.entries, q.scarcity_behavior) = (count, scarcity);
+            SlicerConfig::CountConstrainedKnapsack(q)
+        }
+        other => other,
+    };
+    // A knapsack, or a decorator over a knapsack, gets a bucket size.
+    let slicer = if matches!(name, "knapsack" | "count_constrained_knapsack") || inner.is_some() {
+        slicer.with_knapsack_keys(&bucket)
+    } else {
+        slicer
+    };
     let mut cfg = PolicyConfig::from_toml_str("scorers = [{ type = \"priority\" }]")
         .unwrap_or_else(|_| unreachable!());
     cfg.scorers = scorers;

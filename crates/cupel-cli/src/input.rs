@@ -19,13 +19,14 @@ use std::path::Path;
 use cupel_core::{
     ContextBudget, ContextItem, ContextKind, CupelError, ItemRecord, TokenCounter, TokensOf,
 };
-use cupel_pipeline::{Policy, PolicyConfig};
+use cupel_pipeline::{Policy, PolicyConfig, PolicyTable};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use cupel_core::strict::{
-    self, KeyPath, PathSegment as Seg, StrictError, field_names, line_col, one_line,
+    self, KeyPath, Located, PathSegment as Seg, field_names, line_col, one_line,
 };
+use cupel_core::{ConfigError, ConfigErrorKind};
 
 use crate::error::CliError;
 
@@ -147,16 +148,14 @@ impl Source {
         paths: bool,
     ) -> Result<T, CliError> {
         let to_file = |at: usize| offset + at;
-        let result = match self.format {
+        let result: Result<T, ConfigError> = match self.format {
             Format::Toml => {
                 let de = toml::de::Deserializer::parse(text)
                     .map_err(|e| self.toml_error_at(&e, true, to_file, None))?;
-                strict::deserialize(de).map_err(|e| match e {
-                    StrictError::UnknownKey { path } => StrictError::UnknownKey { path },
-                    StrictError::Invalid { path, error } => StrictError::Invalid {
-                        path,
-                        error: DataError::Toml(error),
-                    },
+                strict::deserialize(de).map_err(|e| {
+                    e.into_config_error("input", |_| Vec::new(), |e| {
+                        self.toml_located(e, to_file)
+                    })
                 })
             }
             Format::Jsonl => {
@@ -175,33 +174,55 @@ impl Source {
                 }
                 crate::json_check::check(text).map_err(|e| self.json_error(&e, None))?;
                 let mut de = serde_json::Deserializer::from_str(text);
-                let v = strict::deserialize(&mut de).map_err(|e| match e {
-                    StrictError::UnknownKey { path } => StrictError::UnknownKey { path },
-                    StrictError::Invalid { path, error } => StrictError::Invalid {
-                        path,
-                        error: DataError::Json(error),
-                    },
-                });
+                let v = strict::deserialize(&mut de)
+                    .map_err(|e| e.into_config_error("input", |_| Vec::new(), json_located));
                 if v.is_ok() {
                     de.end().map_err(|e| self.json_error(&e, None))?;
                 }
                 v
             }
         };
-        match result {
-            Ok(value) => Ok(value),
-            Err(StrictError::UnknownKey { path }) => {
-                let mut e = unknown(&path);
-                e.message = format!("{}: {}", self.name, e.message);
-                Err(e)
-            }
-            Err(StrictError::Invalid { path, error }) => {
-                let path = (paths && !path.is_empty()).then(|| path.to_string());
-                Err(match error {
-                    DataError::Toml(e) => self.toml_error_at(&e, false, to_file, path.as_deref()),
-                    DataError::Json(e) => self.json_error(&e, path.as_deref()),
-                })
-            }
+        result.map_err(|e| self.strict_error(&e, unknown, paths))
+    }
+
+    /// The error for a strict read's failure (see
+    /// `StrictError::into_config_error`): an unknown key through `unknown`,
+    /// prefixed with the file's name; a bad value as
+    /// `NAME:LINE:COL: message`, naming its key path with `paths`.
+    fn strict_error(
+        &self,
+        e: &ConfigError,
+        unknown: impl Fn(&KeyPath) -> CliError,
+        paths: bool,
+    ) -> CliError {
+        if e.kind() == ConfigErrorKind::UnknownKey {
+            let mut err = unknown(&KeyPath::parse(e.key_path().unwrap_or_default()));
+            err.message = format!("{}: {}", self.name, err.message);
+            return err;
+        }
+        let at = e
+            .line()
+            .zip(e.column())
+            .map_or_else(String::new, |(line, col)| format!(":{line}:{col}"));
+        let key = match e.key_path() {
+            Some(p) if paths => format!("`{p}`: "),
+            _ => String::new(),
+        };
+        let what = if e.kind() == ConfigErrorKind::Syntax {
+            "invalid JSON: "
+        } else {
+            ""
+        };
+        CliError::input(format!("{}{at}: {key}{what}{}", self.name, e.detail()))
+    }
+
+    /// A TOML error as a strict read reports it: `to_file` maps an offset
+    /// in the parsed text to one in the file.
+    fn toml_located(&self, e: &toml::de::Error, to_file: impl Fn(usize) -> usize) -> Located {
+        Located {
+            message: one_line(e.message()),
+            at: e.span().map(|s| line_col(&self.text, to_file(s.start))),
+            syntax: false,
         }
     }
 
@@ -244,10 +265,16 @@ impl Source {
     }
 }
 
-/// A data error from either parser, kept until its key path is known.
-enum DataError {
-    Toml(toml::de::Error),
-    Json(serde_json::Error),
+/// A JSON error as a strict read reports it.
+fn json_located(e: &serde_json::Error) -> Located {
+    Located {
+        message: one_line(&json_message(e)),
+        at: (e.line() > 0).then(|| (e.line(), e.column())),
+        syntax: matches!(
+            e.classify(),
+            serde_json::error::Category::Syntax | serde_json::error::Category::Eof
+        ),
+    }
 }
 
 /// serde_json's message without its ` at line L column C` suffix.
@@ -352,7 +379,7 @@ struct InputFile {
     #[serde(default)]
     budget: Option<BudgetInput>,
     #[serde(default)]
-    policy: Option<PolicyConfig>,
+    policy: Option<PolicyTable>,
     #[serde(default)]
     items: Option<Vec<InputItem>>,
 }
@@ -370,7 +397,7 @@ struct HeaderFile {
     #[serde(default)]
     budget: Option<BudgetInput>,
     #[serde(default)]
-    policy: Option<PolicyConfig>,
+    policy: Option<PolicyTable>,
 }
 
 /// `[budget]`: the fields of [`ContextBudget`], each optional so flags can
@@ -498,10 +525,10 @@ fn read_policy_file(path: &str) -> Result<PolicyConfig, CliError> {
     // table under it is the policy (issue 31: it used to fail with "missing
     // field `scorers`"). Only a document whose one top-level key is a
     // `policy` table is read this way.
-    let cfg: PolicyConfig = if src.is_wrapped_in("policy") {
+    let table: PolicyTable = if src.is_wrapped_in("policy") {
         #[derive(serde::Deserialize)]
         struct Wrapped {
-            policy: PolicyConfig,
+            policy: PolicyTable,
         }
         let w: Wrapped = src.parse_strict(|p| match p.segments() {
             [Seg::Key(k), rest @ ..] if k == "policy" && !rest.is_empty() => {
@@ -513,8 +540,15 @@ fn read_policy_file(path: &str) -> Result<PolicyConfig, CliError> {
     } else {
         src.parse_strict(unknown_policy_key)?
     };
-    cfg.check_keys()
-        .map_err(|e| CliError::input(format!("{path}: invalid policy: {}", config_message(&e))))?;
+    checked_policy(table)
+        .map_err(|e| CliError::input(format!("{path}: invalid policy: {}", config_message(&e))))
+}
+
+/// The policy a table describes, every key checked against the component
+/// it sits on (and the nesting depth against its limit).
+fn checked_policy(table: PolicyTable) -> Result<PolicyConfig, CupelError> {
+    let cfg = PolicyConfig::try_from(table)?;
+    cfg.check_keys()?;
     Ok(cfg)
 }
 
@@ -586,15 +620,11 @@ fn parse_toml_split(
     let rest: InputFile = {
         let de = toml::de::Deserializer::parse(&rest_text)
             .map_err(|e| src.toml_error_at(&e, true, |at| map.to_file(at), None))?;
-        strict::deserialize(de).map_err(|e| match e {
-            StrictError::UnknownKey { path } => {
-                let mut e = unknown_input_key(&path);
-                e.message = format!("{}: {}", src.name, e.message);
-                e
-            }
-            StrictError::Invalid { error, .. } => {
-                src.toml_error_at(&error, false, |at| map.to_file(at), None)
-            }
+        strict::deserialize(de).map_err(|e| {
+            let e = e.into_config_error("input", |_| Vec::new(), |e| {
+                src.toml_located(e, |at| map.to_file(at))
+            });
+            src.strict_error(&e, unknown_input_key, false)
         })?
     };
     drop(rest_text);
@@ -694,17 +724,13 @@ fn parse_jsonl_line(
     number: usize,
     index: usize,
 ) -> Result<InputItem, CliError> {
-    let relocate = |e: &serde_json::Error| {
-        use serde_json::error::Category;
-        let msg = one_line(&json_message(e));
-        let what = match e.classify() {
-            Category::Syntax | Category::Eof => "invalid JSON: ",
-            Category::Data | Category::Io => "",
-        };
+    let relocate = |e: &Located| {
+        let what = if e.syntax { "invalid JSON: " } else { "" };
         CliError::input(format!(
-            "{}:{number}:{}: items[{index}]: {what}{msg}",
+            "{}:{number}:{}: items[{index}]: {what}{}",
             src.name,
-            e.column()
+            e.at.map_or(0, |(_, col)| col),
+            e.message
         ))
     };
     if let Some((_, column, what)) = crate::json_check::top_level_problem(text) {
@@ -714,20 +740,25 @@ fn parse_jsonl_line(
             src.name
         )));
     }
-    crate::json_check::check(text).map_err(|e| relocate(&e))?;
+    crate::json_check::check(text).map_err(|e| relocate(&json_located(&e)))?;
     let mut de = serde_json::Deserializer::from_str(text);
-    let item: InputItem = strict::deserialize(&mut de).map_err(|e| match e {
-        StrictError::UnknownKey { path } => {
-            let mut full = KeyPath::new();
-            full.push_key("items");
-            full.push_index(index);
-            let mut e = unknown_input_key(&full.join(&path));
-            e.message = format!("{}:{number}: {}", src.name, e.message);
-            e
+    let item: InputItem = strict::deserialize(&mut de).map_err(|e| {
+        let e = e.into_config_error("input", |_| Vec::new(), json_located);
+        if e.kind() != ConfigErrorKind::UnknownKey {
+            return relocate(&Located {
+                message: e.detail().to_owned(),
+                at: e.line().zip(e.column()),
+                syntax: e.kind() == ConfigErrorKind::Syntax,
+            });
         }
-        StrictError::Invalid { error, .. } => relocate(&error),
+        let mut full = KeyPath::new();
+        full.push_key("items");
+        full.push_index(index);
+        let mut err = unknown_input_key(&full.join(&KeyPath::parse(e.key_path().unwrap_or_default())));
+        err.message = format!("{}:{number}: {}", src.name, err.message);
+        err
     })?;
-    de.end().map_err(|e| relocate(&e))?;
+    de.end().map_err(|e| relocate(&json_located(&e)))?;
     Ok(item)
 }
 
@@ -742,12 +773,12 @@ fn finish(
     // Policy: --policy (a preset or a file) > [policy] > the default preset.
     let (config, origin) = if let Some(spec) = &settings.policy {
         config_from_spec(spec)?
-    } else if let Some(cfg) = header.policy {
+    } else if let Some(table) = header.policy {
         let at = match &origin_table {
             PolicyOrigin::Table(f) => f.clone(),
             _ => name.to_string(),
         };
-        cfg.check_keys().map_err(|e| {
+        let cfg = checked_policy(table).map_err(|e| {
             CliError::input(format!("{at}: invalid [policy]: {}", config_message(&e)))
         })?;
         (cfg, origin_table)

@@ -289,7 +289,7 @@ fn text(
             ))
         }
         (Binary::Found(b), Some(Some(e))) => {
-            let slicer = p.config.slicer.slicer.to_string();
+            let slicer = p.config.slicer.slicer_type().to_string();
             let gap_text =
                 gap.map_or_else(String::new, |g| format!(" (selected at {e}, not at {g})"));
             let found = b.map_or_else(|| "finds no budget".to_string(), |b| format!("answers {b}"));

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use cupel_core::{ContextItem, ExclusionReason, IncludedItem, InclusionReason, SelectionReport};
 use cupel_pipeline::{
-    CurveConfig, InnerScorer, PolicyConfig, ScorerConfig, ScorerType, SlicerType,
+    CurveConfig, InnerScorer, PolicyConfig, ScorerConfig, SlicerConfig,
 };
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
@@ -163,9 +163,9 @@ fn weight(w: f64) -> String {
 }
 
 /// `(name, detail)`: `("decay", Some("half-life 900s"))`.
-fn scorer_parts(s: &ScorerConfig) -> (&str, Option<String>) {
-    let detail = match s.scorer_type.builtin() {
-        Some(ScorerType::Decay) => s.curve.as_ref().map(|c| match c {
+fn scorer_parts(s: &ScorerConfig) -> (String, Option<String>) {
+    let detail = match s {
+        ScorerConfig::Decay(d) => d.curve.as_ref().map(|c| match c {
             CurveConfig::Exponential { half_life_secs } => {
                 format!("half-life {half_life_secs}s")
             }
@@ -173,36 +173,36 @@ fn scorer_parts(s: &ScorerConfig) -> (&str, Option<String>) {
             CurveConfig::Step { windows } => format!("{} steps", windows.len()),
             _ => "curve".to_owned(),
         }),
-        Some(ScorerType::Kind) => s
+        ScorerConfig::Kind(k) => k
             .weights
             .as_ref()
             .map(|w| format!("{} custom weights", w.len())),
-        Some(ScorerType::Tag) => s.tag_weights.as_ref().map(|w| format!("{} tags", w.len())),
-        Some(ScorerType::MetadataKey) => match (&s.key, &s.value) {
+        ScorerConfig::Tag(t) => t.tag_weights.as_ref().map(|w| format!("{} tags", w.len())),
+        ScorerConfig::MetadataKey(m) => match (&m.key, &m.value) {
             (Some(k), Some(v)) => Some(format!("{k}={v}")),
             _ => None,
         },
-        Some(ScorerType::Scaled) => s.inner_scorer.as_ref().map(|i| match i {
+        ScorerConfig::Scaled(c) => c.inner_scorer.as_ref().map(|i| match i {
             InnerScorer::Name(t) => t.as_str().to_string(),
             InnerScorer::Config(c) => scorer_label(c),
         }),
-        Some(ScorerType::Composite) => s.children.as_ref().map(|c| scorers_text(c)),
-        Some(ScorerType::Hybrid) => s.children.as_ref().map(|c| {
-            let fusion = match s.fusion {
+        ScorerConfig::Composite(c) => c.children.as_ref().map(|c| scorers_text(c)),
+        ScorerConfig::Hybrid(h) => h.children.as_ref().map(|c| {
+            let fusion = match h.fusion {
                 Some(cupel_pipeline::FusionConfig::Weighted) => "weighted".to_string(),
-                _ => format!("rrf k {}", s.rrf_k.unwrap_or(60.0)),
+                _ => format!("rrf k {}", h.rrf_k.unwrap_or(60.0)),
             };
             format!("{fusion}: {}", scorers_text(c))
         }),
         _ => None,
     };
-    (s.scorer_type.as_str(), detail)
+    (s.scorer_type().to_string(), detail)
 }
 
 fn scorer_label(s: &ScorerConfig) -> String {
     match scorer_parts(s) {
         (name, Some(d)) => format!("{name} ({d})"),
-        (name, None) => name.to_string(),
+        (name, None) => name,
     }
 }
 
@@ -214,8 +214,8 @@ pub(crate) fn scorers_text(scorers: &[ScorerConfig]) -> String {
         many => many
             .iter()
             .map(|s| match scorer_parts(s) {
-                (name, Some(d)) => format!("{name} {} ({d})", weight(s.weight)),
-                (name, None) => format!("{name} {}", weight(s.weight)),
+                (name, Some(d)) => format!("{name} {} ({d})", weight(s.weight_value())),
+                (name, None) => format!("{name} {}", weight(s.weight_value())),
             })
             .collect::<Vec<_>>()
             .join(", "),
@@ -226,27 +226,33 @@ pub(crate) fn scorers_text(scorers: &[ScorerConfig]) -> String {
 pub(crate) fn slicer_text(cfg: &PolicyConfig) -> String {
     let s = &cfg.slicer;
     let mut parts: Vec<String> = Vec::new();
-    if let Some(b) = s.bucket_size {
+    if let Some(b) = s.knapsack_keys().bucket_size {
         parts.push(format!("bucket {b}"));
     } else if matches!(
-        s.slicer.builtin(),
-        Some(SlicerType::Knapsack | SlicerType::CountConstrainedKnapsack)
+        s,
+        SlicerConfig::Knapsack(_) | SlicerConfig::CountConstrainedKnapsack(_)
     ) {
         parts.push("bucket 100".into());
     }
-    for q in &s.quotas {
+    let (quotas, entries, inner) = match s {
+        SlicerConfig::Quota(q) => (&q.quotas[..], &[][..], q.inner_slicer),
+        SlicerConfig::CountQuota(q) => (&[][..], &q.entries[..], q.inner_slicer),
+        SlicerConfig::CountConstrainedKnapsack(q) => (&[][..], &q.entries[..], None),
+        _ => (&[][..], &[][..], None),
+    };
+    for q in quotas {
         parts.push(format!("{} {}-{}%", q.kind, q.require, q.cap));
     }
-    for e in &s.entries {
+    for e in entries {
         parts.push(format!("{} {}..{}", e.kind, e.require_count, e.cap_count));
     }
-    if let Some(i) = s.inner_slicer {
+    if let Some(i) = inner {
         parts.push(format!("inner {i}"));
     }
     if parts.is_empty() {
-        s.slicer.to_string()
+        s.slicer_type().to_string()
     } else {
-        format!("{} ({})", s.slicer, parts.join("; "))
+        format!("{} ({})", s.slicer_type(), parts.join("; "))
     }
 }
 
@@ -943,16 +949,16 @@ fn weighted_shares(scorers: &[ScorerConfig]) -> String {
     if scorers.len() < 2 {
         return scorers_text(scorers);
     }
-    let total: f64 = scorers.iter().map(|s| s.weight).sum();
+    let total: f64 = scorers.iter().map(ScorerConfig::weight_value).sum();
     scorers
         .iter()
         .map(|s| {
             let share = if total > 0.0 {
-                format!(" ({:.0}%)", s.weight / total * 100.0)
+                format!(" ({:.0}%)", s.weight_value() / total * 100.0)
             } else {
                 String::new()
             };
-            format!("{} {}{share}", scorer_label(s), weight(s.weight))
+            format!("{} {}{share}", scorer_label(s), weight(s.weight_value()))
         })
         .collect::<Vec<_>>()
         .join(", ")

@@ -371,6 +371,8 @@ pub struct ConfigError(Box<ConfigErrorInner>);
 #[derive(Debug, Clone)]
 struct ConfigErrorInner {
     message: String,
+    kind: ConfigErrorKind,
+    detail: Option<String>,
     key_path: Option<String>,
     position: Option<(usize, usize)>,
     expected: Vec<String>,
@@ -382,11 +384,39 @@ impl ConfigError {
     pub fn new(message: impl Into<String>) -> Self {
         Self(Box::new(ConfigErrorInner {
             message: message.into(),
+            kind: ConfigErrorKind::Other,
+            detail: None,
             key_path: None,
             position: None,
             expected: Vec::new(),
             source: None,
         }))
+    }
+
+    /// Sets what kind of error this is (default [`ConfigErrorKind::Other`]).
+    pub fn with_kind(mut self, kind: ConfigErrorKind) -> Self {
+        self.0.kind = kind;
+        self
+    }
+
+    /// Sets the parser's own words, without the prefix naming where the
+    /// error sits (see [`detail`](Self::detail)).
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+        self.0.detail = Some(detail.into());
+        self
+    }
+
+    /// What kind of error this is: an unknown key, a syntax error, a value
+    /// of the wrong type or shape, or another problem.
+    pub fn kind(&self) -> ConfigErrorKind {
+        self.0.kind
+    }
+
+    /// The parser's own words on one line, without the prefix naming the
+    /// key or the position (`invalid type: string "x", expected f64`); the
+    /// [`message`](Self::message) when no separate detail was set.
+    pub fn detail(&self) -> &str {
+        self.0.detail.as_deref().unwrap_or(&self.0.message)
     }
 
     /// Replaces the message (e.g. to prefix where the error sits).
@@ -469,7 +499,23 @@ impl std::error::Error for ConfigError {
     }
 }
 
-/// Equal when everything but the source is equal.
+/// What kind of problem a [`ConfigError`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ConfigErrorKind {
+    /// A key no field of the table's type matches; the error's
+    /// [`key_path`](ConfigError::key_path) ends with it.
+    UnknownKey,
+    /// The document is not well-formed (a missing bracket, an early end).
+    Syntax,
+    /// A value of the wrong type or shape, or a required key missing.
+    Invalid,
+    /// Anything else (a misplaced key, a value out of range, ...).
+    Other,
+}
+
+/// Equal when the message, key path, position and expected keys are equal
+/// (the kind, detail and source follow from those and are not compared).
 impl PartialEq for ConfigError {
     fn eq(&self, other: &Self) -> bool {
         self.0.message == other.0.message

@@ -50,6 +50,8 @@ use std::fmt;
 use serde::Deserialize;
 use serde::de::{self, Visitor};
 
+use crate::{ConfigError, ConfigErrorKind};
+
 /// One step of a [`KeyPath`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum PathSegment {
@@ -193,6 +195,106 @@ pub enum StrictError<E> {
         /// The deserializer's error, with whatever position it carries.
         error: E,
     },
+}
+
+/// What a strict read's report needs from a parser's error, as the caller's
+/// `locate` function gives it to [`StrictError::into_config_error`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Located {
+    /// The parser's message on one line, without its own position suffix
+    /// (see [`one_line`] and [`without_position`]).
+    pub message: String,
+    /// The 1-based line and column (in characters), where known.
+    pub at: Option<(usize, usize)>,
+    /// Whether the document itself is malformed (a syntax error), rather
+    /// than a value being of the wrong type.
+    pub syntax: bool,
+}
+
+impl<E: std::error::Error + Send + Sync + 'static> StrictError<E> {
+    /// The one conversion of a strict read's failure into a
+    /// [`ConfigError`], for every reader: what differs between readers is
+    /// passed in.
+    ///
+    /// * `what` names the document: an unknown key reads
+    ///   ``unknown {what} key `{path}` `` (kind
+    ///   [`ConfigErrorKind::UnknownKey`], with the key path and
+    ///   `expected(path)` as the expected keys);
+    /// * `locate` reads the parser's error: a bad value reads
+    ///   ``invalid {what}: `{path}`: {message}`` (or
+    ///   `invalid {what}: {message}` when it concerns no one value), with
+    ///   the key path, the position, the message alone as
+    ///   [`detail`](ConfigError::detail), the kind
+    ///   [`Syntax`](ConfigErrorKind::Syntax) or
+    ///   [`Invalid`](ConfigErrorKind::Invalid), and the parser's error as
+    ///   the source.
+    ///
+    /// A reader with its own error type converts from the result once
+    /// (by [`kind`](ConfigError::kind)), instead of matching on this enum.
+    ///
+    /// ```
+    /// use cupel_core::ConfigErrorKind;
+    /// use cupel_core::strict::{self, Located};
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Scorer { weight: f64 }
+    ///
+    /// let locate = |e: &serde_json::Error| Located {
+    ///     message: strict::without_position(&e.to_string(), e.line(), e.column()).to_owned(),
+    ///     at: (e.line() > 0).then(|| (e.line(), e.column())),
+    ///     syntax: e.is_syntax() || e.is_eof(),
+    /// };
+    /// let read = |json: &str| {
+    ///     let mut de = serde_json::Deserializer::from_str(json);
+    ///     strict::deserialize::<Scorer, _>(&mut de).map_err(|e| {
+    ///         e.into_config_error("scorer", |_| strict::field_names::<Scorer>(), locate)
+    ///     })
+    /// };
+    /// let e = read(r#"{"weight": 1.0, "wieght": 2.0}"#).err().unwrap();
+    /// assert_eq!(e.to_string(), "unknown scorer key `wieght`");
+    /// assert_eq!((e.kind(), e.expected()), (ConfigErrorKind::UnknownKey, &["weight".to_string()][..]));
+    /// let e = read(r#"{"weight": "x"}"#).err().unwrap();
+    /// assert_eq!(e.kind(), ConfigErrorKind::Invalid);
+    /// assert_eq!(e.key_path(), Some("weight"));
+    /// assert_eq!(e.to_string(), format!("invalid scorer: `weight`: {} (line 1, column 14)", e.detail()));
+    /// ```
+    pub fn into_config_error(
+        self,
+        what: &str,
+        expected: impl FnOnce(&KeyPath) -> Vec<&'static str>,
+        locate: impl FnOnce(&E) -> Located,
+    ) -> ConfigError {
+        match self {
+            StrictError::UnknownKey { path } => {
+                ConfigError::new(format!("unknown {what} key `{path}`"))
+                    .with_kind(ConfigErrorKind::UnknownKey)
+                    .with_expected(expected(&path))
+                    .with_key_path(path.to_string())
+            }
+            StrictError::Invalid { path, error } => {
+                let Located {
+                    message,
+                    at,
+                    syntax,
+                } = locate(&error);
+                let mut err = if path.is_empty() {
+                    ConfigError::new(format!("invalid {what}: {message}"))
+                } else {
+                    ConfigError::new(format!("invalid {what}: `{path}`: {message}"))
+                        .with_key_path(path.to_string())
+                };
+                if let Some((line, column)) = at {
+                    err = err.with_position(line, column);
+                }
+                let kind = if syntax {
+                    ConfigErrorKind::Syntax
+                } else {
+                    ConfigErrorKind::Invalid
+                };
+                err.with_kind(kind).with_detail(message).with_source(error)
+            }
+        }
+    }
 }
 
 /// Deserializes `T` from `de`, rejecting unknown keys.

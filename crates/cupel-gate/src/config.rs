@@ -8,7 +8,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use cupel_core::CupelError;
 #[cfg(feature = "config")]
-use cupel_core::strict::{self, KeyPath, StrictError, line_col, one_line};
+use cupel_core::strict::{self, KeyPath, Located, line_col, one_line};
 
 use crate::{CodeLanguage, CompactionPolicyKind};
 
@@ -165,12 +165,14 @@ impl GateConfig {
         let de = toml::de::Deserializer::parse(s).map_err(|e| GateConfigError::Parse {
             message: format!("invalid TOML: {}", e.to_string().trim_end()),
         })?;
-        let spec: GateSpec = strict::deserialize(de).map_err(|e| match e {
-            StrictError::UnknownKey { path } => unknown_key(&path),
-            StrictError::Invalid { path, error } => {
-                let at = error.span().map(|span| line_col(s, span.start));
-                located(&path, error.message(), at)
-            }
+        let spec: GateSpec = strict::deserialize(de).map_err(|e| {
+            gate_error(&e.into_config_error("gate", GateSpec::expected_keys, |e| {
+                Located {
+                    message: one_line(e.message()),
+                    at: e.span().map(|span| line_col(s, span.start)),
+                    syntax: false,
+                }
+            }))
         })?;
         spec.build()
     }
@@ -183,19 +185,15 @@ impl GateConfig {
     #[cfg_attr(docsrs, doc(cfg(feature = "config")))]
     pub fn from_json_str(s: &str) -> Result<Self, GateConfigError> {
         let mut de = serde_json::Deserializer::from_str(s);
-        let spec: GateSpec = strict::deserialize(&mut de).map_err(|e| match e {
-            StrictError::UnknownKey { path } => unknown_key(&path),
-            StrictError::Invalid { path, error } => {
-                if error.is_syntax() || error.is_eof() {
-                    return GateConfigError::Parse {
-                        message: format!("invalid JSON: {error}"),
-                    };
+        let spec: GateSpec = strict::deserialize(&mut de).map_err(|e| {
+            gate_error(&e.into_config_error("gate", GateSpec::expected_keys, |e| {
+                let full = e.to_string();
+                Located {
+                    message: strict::without_position(&full, e.line(), e.column()).to_owned(),
+                    at: (e.line() > 0).then(|| (e.line(), e.column())),
+                    syntax: e.is_syntax() || e.is_eof(),
                 }
-                let full = error.to_string();
-                let message = strict::without_position(&full, error.line(), error.column());
-                let at = (error.line() > 0).then(|| (error.line(), error.column()));
-                located(&path, message, at)
-            }
+            }))
         })?;
         de.end().map_err(|e| GateConfigError::Parse {
             message: format!("invalid JSON: {e}"),
@@ -632,11 +630,25 @@ fn located(path: &KeyPath, message: &str, at: Option<(usize, usize)>) -> GateCon
     }
 }
 
+/// The gate's error for a strict read's failure (see
+/// [`StrictError::into_config_error`](cupel_core::strict::StrictError::into_config_error)).
 #[cfg(feature = "config")]
-fn unknown_key(path: &KeyPath) -> GateConfigError {
-    GateConfigError::UnknownKey {
-        path: path.to_string(),
-        expected: GateSpec::expected_keys(path),
+fn gate_error(e: &cupel_core::ConfigError) -> GateConfigError {
+    use cupel_core::ConfigErrorKind;
+    let path = KeyPath::parse(e.key_path().unwrap_or_default());
+    let at = e.line().zip(e.column());
+    match e.kind() {
+        ConfigErrorKind::UnknownKey => GateConfigError::UnknownKey {
+            path: path.to_string(),
+            expected: GateSpec::expected_keys(&path),
+        },
+        ConfigErrorKind::Syntax => GateConfigError::Parse {
+            message: match std::error::Error::source(e) {
+                Some(parser) => format!("invalid JSON: {parser}"),
+                None => format!("invalid JSON: {}", e.detail()),
+            },
+        },
+        _ => located(&path, e.detail(), at),
     }
 }
 

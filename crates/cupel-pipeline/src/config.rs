@@ -2,20 +2,31 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use cupel_core::strict::{self, KeyPath, StrictError, field_names, line_col, one_line};
+use cupel_core::strict::{self, KeyPath, Located, field_names, line_col, one_line};
 use cupel_core::{
     ConfigError, ContextItem, CupelError, HeadTail, OverflowStrategy, Placeholder, TokenCounter,
     VariantGenerator, with_generated_variants,
 };
 use cupel_slicers::ScarcityBehavior;
 
-use crate::names::{ComponentType, PlacerType, ScorerType, SlicerType};
+use crate::names::{ComponentType, PlacerType, SlicerType};
 use crate::registry::ComponentRegistry;
+pub use crate::scorer_config::{
+    Bm25ScorerConfig, CompositeScorerConfig, CustomScorerConfig, DecayScorerConfig, FusionConfig,
+    HybridScorerConfig, InnerScorer, KindScorerConfig, MetadataKeyScorerConfig,
+    MetadataTrustScorerConfig, PlainScorerConfig, ScaledScorerConfig, ScorerConfig,
+    TagScorerConfig,
+};
+use crate::scorer_config::RawScorer;
+pub use crate::slicer_config::{
+    CountConstrainedKnapsackSlicerConfig, CountQuotaSlicerConfig, CustomSlicerConfig,
+    KnapsackSlicerConfig, QuotaSlicerConfig, SlicerConfig,
+};
+use crate::slicer_config::{RawSlicer, default_slicer};
 
-fn default_weight() -> f64 {
+pub(crate) fn default_weight() -> f64 {
     1.0
 }
 
@@ -75,7 +86,7 @@ fn is_default_overflow(o: &OverflowStrategy) -> bool {
 /// # Ok::<(), cupel_core::CupelError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(from = "RawPolicy", into = "RawPolicy")]
+#[serde(try_from = "PolicyTable", into = "PolicyTable")]
 #[non_exhaustive]
 pub struct PolicyConfig {
     /// One entry means that scorer alone (its weight is irrelevant); several
@@ -151,11 +162,27 @@ impl VariantsConfig {
     }
 }
 
-/// The flat wire shape of [`PolicyConfig`] (serde's `flatten` would hide unknown keys).
-#[derive(Clone, Serialize, Deserialize)]
+/// A policy table as the file holds it: every key read (unknown keys
+/// named by the strict reader), but no scorer or slicer checked against
+/// its type yet. [`PolicyConfig::try_from`] converts it, rejecting a key
+/// that does not apply to the component it sits on with the key's path
+/// and the keys that do apply. A reader that reports that error in its
+/// own words (the command-line tool) reads this table, then converts;
+/// most callers read a [`PolicyConfig`] directly.
+///
+/// ```
+/// use cupel_pipeline::{PolicyConfig, PolicyTable};
+/// let table: PolicyTable =
+///     toml::from_str("slicer = \"greedy\"\nbucket_size = 10\n[[scorers]]\ntype = \"kind\"\n").unwrap();
+/// let e = PolicyConfig::try_from(table).unwrap_err();
+/// assert_eq!(e.to_string(), "key `bucket_size` does not apply to slicer `greedy`");
+/// assert_eq!(e.key_path(), Some("bucket_size"));
+/// ```
+// The flat wire shape of `PolicyConfig` (serde's `flatten` would hide unknown keys).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(expecting = "a policy table (scorers, slicer, placer, ...)")]
-struct RawPolicy {
-    scorers: Vec<ScorerConfig>,
+pub struct PolicyTable {
+    scorers: Vec<RawScorer>,
     #[serde(default = "default_slicer")]
     slicer: ComponentType<SlicerType>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -194,43 +221,67 @@ struct RawPolicy {
     variants: Option<VariantsConfig>,
 }
 
-impl From<RawPolicy> for PolicyConfig {
-    fn from(r: RawPolicy) -> Self {
-        PolicyConfig {
-            scorers: r.scorers,
-            slicer: SlicerConfig {
-                slicer: r.slicer,
-                slicer_params: r.slicer_params,
-                bucket_size: r.bucket_size,
-                max_table_cells: r.max_table_cells,
-                max_table_bytes: r.max_table_bytes,
-                inner_slicer: r.inner_slicer,
-                quotas: r.quotas,
-                entries: r.entries,
-                scarcity_behavior: r.scarcity_behavior,
-            },
-            placer: r.placer,
+impl TryFrom<PolicyTable> for PolicyConfig {
+    type Error = ConfigError;
+
+    /// Converts each scorer and the slicer into the variant its type
+    /// names, rejecting a key the variant has no field for.
+    fn try_from(r: PolicyTable) -> Result<Self, ConfigError> {
+        let scorers = r
+            .scorers
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| s.into_config(&format!("scorers[{i}]")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let placer = r.placer;
+        if r.placer_params.is_some() && placer.builtin().is_some() {
+            return Err(misplaced_placer_params(&placer));
+        }
+        let slicer = RawSlicer {
+            slicer: r.slicer,
+            slicer_params: r.slicer_params,
+            bucket_size: r.bucket_size,
+            max_table_cells: r.max_table_cells,
+            max_table_bytes: r.max_table_bytes,
+            inner_slicer: r.inner_slicer,
+            quotas: r.quotas,
+            entries: r.entries,
+            scarcity_behavior: r.scarcity_behavior,
+        }
+        .into_config()?;
+        Ok(PolicyConfig {
+            scorers,
+            slicer,
+            placer,
             placer_params: r.placer_params,
             deduplication: r.deduplication,
             overflow_strategy: r.overflow_strategy,
             variants: r.variants,
-        }
+        })
     }
 }
 
-impl From<PolicyConfig> for RawPolicy {
+fn misplaced_placer_params(placer: &ComponentType<PlacerType>) -> ConfigError {
+    ConfigError::new(format!(
+        "key `placer_params` does not apply to placer `{placer}`"
+    ))
+    .with_key_path("placer_params")
+}
+
+impl From<PolicyConfig> for PolicyTable {
     fn from(c: PolicyConfig) -> Self {
-        RawPolicy {
-            scorers: c.scorers,
-            slicer: c.slicer.slicer,
-            slicer_params: c.slicer.slicer_params,
-            bucket_size: c.slicer.bucket_size,
-            max_table_cells: c.slicer.max_table_cells,
-            max_table_bytes: c.slicer.max_table_bytes,
-            inner_slicer: c.slicer.inner_slicer,
-            quotas: c.slicer.quotas,
-            entries: c.slicer.entries,
-            scarcity_behavior: c.slicer.scarcity_behavior,
+        let slicer = RawSlicer::from(c.slicer);
+        PolicyTable {
+            scorers: c.scorers.into_iter().map(RawScorer::from).collect(),
+            slicer: slicer.slicer,
+            slicer_params: slicer.slicer_params,
+            bucket_size: slicer.bucket_size,
+            max_table_cells: slicer.max_table_cells,
+            max_table_bytes: slicer.max_table_bytes,
+            inner_slicer: slicer.inner_slicer,
+            quotas: slicer.quotas,
+            entries: slicer.entries,
+            scarcity_behavior: slicer.scarcity_behavior,
             placer: c.placer,
             placer_params: c.placer_params,
             deduplication: c.deduplication,
@@ -298,11 +349,11 @@ mod overflow_wire {
 }
 
 /// `scarcity_behavior` on the wire (an `Option`): lowercase out, any ASCII case in.
-mod scarcity_wire {
+pub(crate) mod scarcity_wire {
     use cupel_slicers::ScarcityBehavior;
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub(super) fn serialize<S: Serializer>(
+    pub(crate) fn serialize<S: Serializer>(
         b: &Option<ScarcityBehavior>,
         s: S,
     ) -> Result<S::Ok, S::Error> {
@@ -312,7 +363,7 @@ mod scarcity_wire {
         }
     }
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
         d: D,
     ) -> Result<Option<ScarcityBehavior>, D::Error> {
         let s = String::deserialize(d)?;
@@ -322,66 +373,6 @@ mod scarcity_wire {
             _ => Err(serde::de::Error::custom(format!(
                 "unknown scarcity_behavior `{s}` (expected one of: degrade, throw)"
             ))),
-        }
-    }
-}
-
-/// A slicer and its keys.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct SlicerConfig {
-    /// The slicer type (default `greedy`): built in, or registered in a
-    /// [`ComponentRegistry`].
-    #[serde(default = "default_slicer")]
-    pub slicer: ComponentType<SlicerType>,
-    /// A custom slicer's own table (`slicer_params`), handed to its constructor.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slicer_params: Option<serde_json::Value>,
-    /// Knapsack bucket size (`knapsack`, `count_constrained_knapsack`; default 100).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bucket_size: Option<i64>,
-    /// Optional second knapsack guard, in keep-table cells (default: none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_table_cells: Option<u64>,
-    /// Knapsack guard in bytes of keep table (default 64 MiB,
-    /// [`DEFAULT_MAX_TABLE_BYTES`](cupel_core::DEFAULT_MAX_TABLE_BYTES)).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_table_bytes: Option<u64>,
-    /// The slicer a decorator delegates to (`quota`, `count_quota`; default `greedy`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub inner_slicer: Option<SlicerType>,
-    /// Percentage quotas (`quota`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub quotas: Vec<QuotaConfig>,
-    /// Count quotas (`count_quota`, `count_constrained_knapsack`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub entries: Vec<CountQuotaConfig>,
-    /// `degrade` (default) or `throw` on the wire (`count_quota`, `count_constrained_knapsack`).
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "scarcity_wire"
-    )]
-    pub scarcity_behavior: Option<ScarcityBehavior>,
-}
-
-fn default_slicer() -> ComponentType<SlicerType> {
-    ComponentType::Builtin(SlicerType::Greedy)
-}
-
-impl SlicerConfig {
-    /// A slicer of `slicer` type with every key at its default.
-    pub fn new(slicer: impl Into<ComponentType<SlicerType>>) -> Self {
-        Self {
-            slicer: slicer.into(),
-            slicer_params: None,
-            bucket_size: None,
-            max_table_cells: None,
-            max_table_bytes: None,
-            inner_slicer: None,
-            quotas: Vec::new(),
-            entries: Vec::new(),
-            scarcity_behavior: None,
         }
     }
 }
@@ -417,165 +408,6 @@ pub struct CountQuotaConfig {
     pub cap_count: i64,
 }
 
-/// A scorer and its keys.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct ScorerConfig {
-    /// The scorer type (the `type` key on the wire): built in, or registered
-    /// in a [`ComponentRegistry`].
-    #[serde(rename = "type")]
-    pub scorer_type: ComponentType<ScorerType>,
-    /// Relative weight inside a composite (default 1.0).
-    #[serde(default = "default_weight")]
-    pub weight: f64,
-    /// `kind`: use the spec's default weights (also the behaviour when no weights are given).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub use_default_weights: Option<bool>,
-    /// `kind`: custom weights.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub weights: Option<Vec<KindWeightConfig>>,
-    /// `tag`: tag weights.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tag_weights: Option<Vec<TagWeightConfig>>,
-    /// `tag`: fold ASCII case when looking tags up (default `false`: case-sensitive, as the spec says).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub case_insensitive_tags: Option<bool>,
-    /// `composite`: the children (also accepted as `scorers`).
-    #[serde(
-        default,
-        alias = "scorers",
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "nested_children"
-    )]
-    pub children: Option<Vec<ScorerConfig>>,
-    /// `scaled`: the inner scorer, by name or as a full scorer table.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub inner_scorer: Option<InnerScorer>,
-    /// `decay`: the clock's fixed "now"; absent means the system clock.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "cupel_core::serde_timestamp::option"
-    )]
-    pub reference_time: Option<DateTime<Utc>>,
-    /// `decay`: score of items without a timestamp (default 0.5).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub null_timestamp_score: Option<f64>,
-    /// `decay`: the curve.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub curve: Option<CurveConfig>,
-    /// `metadata_trust`: score when `cupel:trust` is missing or unusable (default 0.5).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default_score: Option<f64>,
-    /// `metadata_key`: the metadata key.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
-    /// `metadata_key`: the value to match.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub value: Option<String>,
-    /// `metadata_key`: the multiplier for matching items.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub boost: Option<f64>,
-    /// `bm25`: term-frequency saturation (default 1.2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub k1: Option<f64>,
-    /// `bm25`: length normalisation (default 0.75).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub b: Option<f64>,
-    /// `bm25`: English Snowball stemming (default `true`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stemming: Option<bool>,
-    /// `bm25`: the share of a hit's score its previous and next item take
-    /// at least (default 0: no neighbour lift).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub neighbours: Option<f64>,
-    /// `bm25`: the metadata key grouping items for the neighbour lift (a
-    /// session); absent: all items are one group.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group_key: Option<String>,
-    /// `bm25`: a query of the policy's own, used by runs that carry none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub query: Option<String>,
-    /// `bm25`: the weight of pseudo-relevance feedback terms, in `[0, 1]`
-    /// (default 0: off; 0.3 when only `feedback_docs` or `feedback_terms`
-    /// is given).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub feedback: Option<f64>,
-    /// `bm25`: how many first-pass items vote for feedback terms
-    /// (default 10).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub feedback_docs: Option<usize>,
-    /// `bm25`: how many feedback terms join the query (default 10).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub feedback_terms: Option<usize>,
-    /// `bm25`: the group prior's weight, in `[0, 1]` (default 0: off).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group_weight: Option<f64>,
-    /// `hybrid`: how the children are fused, `rrf` (reciprocal-rank
-    /// fusion, the default) or `weighted`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fusion: Option<FusionConfig>,
-    /// `hybrid` with `fusion = "rrf"`: the rank offset k (default 60).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rrf_k: Option<f64>,
-    /// A custom scorer's own table (`params`), handed to its constructor.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub params: Option<serde_json::Value>,
-}
-
-/// How a `hybrid` scorer fuses its children (`fusion` key).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum FusionConfig {
-    /// Reciprocal-rank fusion (`rrf`).
-    Rrf,
-    /// The weighted mean of the children's scores (`weighted`).
-    Weighted,
-}
-
-impl ScorerConfig {
-    /// A scorer of type `scorer_type`, weight 1.0, every key at its default.
-    pub fn new(scorer_type: impl Into<ComponentType<ScorerType>>) -> Self {
-        Self {
-            scorer_type: scorer_type.into(),
-            weight: 1.0,
-            use_default_weights: None,
-            weights: None,
-            tag_weights: None,
-            case_insensitive_tags: None,
-            children: None,
-            inner_scorer: None,
-            reference_time: None,
-            null_timestamp_score: None,
-            curve: None,
-            default_score: None,
-            key: None,
-            value: None,
-            boost: None,
-            k1: None,
-            b: None,
-            stemming: None,
-            neighbours: None,
-            group_key: None,
-            query: None,
-            feedback: None,
-            feedback_docs: None,
-            feedback_terms: None,
-            group_weight: None,
-            fusion: None,
-            rrf_k: None,
-            params: None,
-        }
-    }
-
-    /// Sets the weight.
-    pub fn weight(mut self, weight: f64) -> Self {
-        self.weight = weight;
-        self
-    }
-}
-
 /// A `kind` scorer weight.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -596,49 +428,6 @@ pub struct TagWeightConfig {
     pub weight: f64,
 }
 
-/// The inner scorer of a `scaled` scorer: a bare type name or a full table.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(untagged)]
-pub enum InnerScorer {
-    /// `inner_scorer = "priority"`.
-    Name(ScorerType),
-    /// `inner_scorer = { type = "kind", weights = [...] }`.
-    Config(Box<ScorerConfig>),
-}
-
-// Not `#[serde(untagged)]` on input: untagged buffering would hide unknown
-// keys of an inline table from the strict parser.
-impl<'de> Deserialize<'de> for InnerScorer {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let _level = NestingGuard::enter()?;
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = InnerScorer;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a scorer type name or a scorer table")
-            }
-            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<InnerScorer, E> {
-                ScorerType::from_name(s)
-                    .map(InnerScorer::Name)
-                    .ok_or_else(|| {
-                        E::custom(format!(
-                            "unknown scorer `{s}` (expected one of: {})",
-                            ScorerType::expected()
-                        ))
-                    })
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                map: A,
-            ) -> Result<InnerScorer, A::Error> {
-                ScorerConfig::deserialize(serde::de::value::MapAccessDeserializer::new(map))
-                    .map(|c| InnerScorer::Config(Box::new(c)))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
 /// How deep scorers may nest: a top-level scorer is level 1, each
 /// `children` / `inner_scorer` hop adds one. Deeper configurations are
 /// rejected while they are read (serde) and by [`PolicyConfig::check_keys`]
@@ -654,10 +443,10 @@ std::thread_local! {
 
 /// One `children` / `inner_scorer` hop being deserialized; refuses to go
 /// deeper than [`MAX_SCORER_DEPTH`] before serde recurses any further.
-struct NestingGuard;
+pub(crate) struct NestingGuard;
 
 impl NestingGuard {
-    fn enter<E: serde::de::Error>() -> Result<Self, E> {
+    pub(crate) fn enter<E: serde::de::Error>() -> Result<Self, E> {
         let hops = NESTING.with(|n| {
             let hops = n.get() + 1;
             n.set(hops);
@@ -684,13 +473,6 @@ fn too_deep() -> String {
     )
 }
 
-fn nested_children<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<Option<Vec<ScorerConfig>>, D::Error> {
-    let _level = NestingGuard::enter()?;
-    Option::<Vec<ScorerConfig>>::deserialize(d)
-}
-
 /// Checks [`MAX_SCORER_DEPTH`] without recursion: each scorer is visited at
 /// most once, and the walk stops at the first one too deep.
 fn check_depth<'a>(roots: impl IntoIterator<Item = &'a ScorerConfig>) -> Result<(), CupelError> {
@@ -699,12 +481,7 @@ fn check_depth<'a>(roots: impl IntoIterator<Item = &'a ScorerConfig>) -> Result<
         if depth > MAX_SCORER_DEPTH {
             return Err(CupelError::PipelineConfig(too_deep()));
         }
-        if let Some(children) = &s.children {
-            stack.extend(children.iter().map(|c| (c, depth + 1)));
-        }
-        if let Some(InnerScorer::Config(inner)) = &s.inner_scorer {
-            stack.push((inner, depth + 1));
-        }
+        stack.extend(s.nested().map(|c| (c, depth + 1)));
     }
     Ok(())
 }
@@ -896,10 +673,7 @@ impl PolicyConfig {
             }
             err.with_source(e)
         })?;
-        strict(de, |e: toml::de::Error| {
-            let at = e.span().map(|span| line_col(s, span.start));
-            (one_line(e.message()), at, e)
-        })
+        strict(de, |e: &toml::de::Error| toml_located(s, e))
     }
 
     /// Parses a JSON policy, rejecting unknown or misplaced keys.
@@ -916,30 +690,26 @@ impl PolicyConfig {
             ));
         }
         let mut de = serde_json::Deserializer::from_str(s);
-        let cfg = strict(&mut de, json_parts)?;
-        de.end().map_err(|e| json_error(json_parts(e)))?;
+        let cfg = strict(&mut de, json_located)?;
+        de.end().map_err(|e| json_error(json_located(&e), e))?;
         Ok(cfg)
     }
 
-    /// Checks that every key present applies to the component it sits on.
+    /// Checks what the types cannot: that scorers nest at most
+    /// [`MAX_SCORER_DEPTH`] levels deep, and that `placer_params` sits only
+    /// on a custom placer. (A scorer's or slicer's keys are its variant's
+    /// fields, so a key of another type cannot be held at all; reading a
+    /// file rejects one, naming it.)
     ///
     /// # Errors
-    /// [`CupelError::Config`] naming the first misplaced key (its path, and
-    /// the keys that do apply).
+    /// [`CupelError::PipelineConfig`] for scorers nested too deep;
+    /// [`CupelError::Config`] naming a misplaced `placer_params`.
     pub fn check_keys(&self) -> Result<(), CupelError> {
         check_depth(&self.scorers)?;
-        for (i, s) in self.scorers.iter().enumerate() {
-            s.check_keys(&format!("scorers[{i}]"))?;
-        }
         if self.placer_params.is_some() && self.placer.builtin().is_some() {
-            return Err(ConfigError::new(format!(
-                "key `placer_params` does not apply to placer `{}`",
-                self.placer
-            ))
-            .with_key_path("placer_params")
-            .into());
+            return Err(misplaced_placer_params(&self.placer).into());
         }
-        self.slicer.check_keys()
+        Ok(())
     }
 
     /// `items` with the variants the policy's `[variants]` table declares,
@@ -1018,19 +788,29 @@ impl PolicyConfig {
     }
 }
 
-/// A parser error as (message without position, line and column, the error).
-type Parts<E> = (String, Option<(usize, usize)>, E);
-
-fn json_parts(e: serde_json::Error) -> Parts<serde_json::Error> {
-    let full = e.to_string();
-    let message = strict::without_position(&full, e.line(), e.column()).to_owned();
-    let at = (e.line() > 0).then(|| (e.line(), e.column()));
-    (message, at, e)
+/// A TOML error of the document `s` as a strict read reports it.
+pub(crate) fn toml_located(s: &str, e: &toml::de::Error) -> Located {
+    Located {
+        message: one_line(e.message()),
+        at: e.span().map(|span| line_col(s, span.start)),
+        syntax: false,
+    }
 }
 
-fn json_error((message, at, e): Parts<serde_json::Error>) -> ConfigError {
-    let mut err = ConfigError::new(format!("invalid JSON: {message}"));
-    if let Some((line, column)) = at {
+/// A JSON error as a strict read reports it (the message without
+/// serde_json's position suffix).
+pub(crate) fn json_located(e: &serde_json::Error) -> Located {
+    let full = e.to_string();
+    Located {
+        message: strict::without_position(&full, e.line(), e.column()).to_owned(),
+        at: (e.line() > 0).then(|| (e.line(), e.column())),
+        syntax: e.is_syntax() || e.is_eof(),
+    }
+}
+
+fn json_error(located: Located, e: serde_json::Error) -> ConfigError {
+    let mut err = ConfigError::new(format!("invalid JSON: {}", located.message));
+    if let Some((line, column)) = located.at {
         err = err.with_position(line, column);
     }
     err.with_source(e)
@@ -1058,8 +838,8 @@ impl PolicyConfig {
     /// ```
     pub fn expected_keys(path: &KeyPath) -> Vec<&'static str> {
         match path.parent_field() {
-            None => field_names::<RawPolicy>(),
-            Some("scorers" | "children" | "inner_scorer") => field_names::<ScorerConfig>(),
+            None => field_names::<PolicyTable>(),
+            Some("scorers" | "children" | "inner_scorer") => field_names::<RawScorer>(),
             Some("curve") => field_names::<CurveConfig>(),
             Some("windows") => field_names::<StepWindowConfig>(),
             Some("quotas") => field_names::<QuotaConfig>(),
@@ -1071,34 +851,15 @@ impl PolicyConfig {
     }
 }
 
-fn strict<'de, D, F, E>(de: D, parts: F) -> Result<PolicyConfig, CupelError>
+fn strict<'de, D, F, E>(de: D, locate: F) -> Result<PolicyConfig, CupelError>
 where
     D: serde::Deserializer<'de, Error = E>,
-    F: Fn(E) -> Parts<E>,
+    F: FnOnce(&E) -> Located,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let cfg: PolicyConfig = match strict::deserialize(de) {
-        Ok(cfg) => cfg,
-        Err(StrictError::Invalid { path, error }) => {
-            let (message, at, e) = parts(error);
-            let mut err = if path.is_empty() {
-                ConfigError::new(format!("invalid policy: {message}"))
-            } else {
-                ConfigError::new(format!("invalid policy: `{path}`: {message}"))
-                    .with_key_path(path.to_string())
-            };
-            if let Some((line, column)) = at {
-                err = err.with_position(line, column);
-            }
-            return Err(err.with_source(e).into());
-        }
-        Err(StrictError::UnknownKey { path }) => {
-            return Err(ConfigError::new(format!("unknown policy key `{path}`"))
-                .with_expected(PolicyConfig::expected_keys(&path))
-                .with_key_path(path.to_string())
-                .into());
-        }
-    };
+    let raw: PolicyTable = strict::deserialize(de)
+        .map_err(|e| e.into_config_error("policy", PolicyConfig::expected_keys, locate))?;
+    let cfg = PolicyConfig::try_from(raw)?;
     cfg.check_keys()?;
     Ok(cfg)
 }
@@ -1123,98 +884,7 @@ impl ScorerConfig {
         registry: &ComponentRegistry,
     ) -> Result<Arc<dyn cupel_core::Scorer>, CupelError> {
         check_depth([self])?;
-        crate::construct::scorer(self, self.scorer_type.as_str(), registry)
-    }
-
-    fn check_keys(&self, at: &str) -> Result<(), CupelError> {
-        use ScorerType as T;
-        let present: [(&str, bool, &[ScorerType]); 26] = [
-            // Every built-in type rejects `params`: only a custom scorer has its own table.
-            ("params", self.params.is_some(), &[]),
-            (
-                "use_default_weights",
-                self.use_default_weights.is_some(),
-                &[T::Kind],
-            ),
-            ("weights", self.weights.is_some(), &[T::Kind]),
-            ("tag_weights", self.tag_weights.is_some(), &[T::Tag]),
-            (
-                "case_insensitive_tags",
-                self.case_insensitive_tags.is_some(),
-                &[T::Tag],
-            ),
-            (
-                "children",
-                self.children.is_some(),
-                &[T::Composite, T::Hybrid],
-            ),
-            ("inner_scorer", self.inner_scorer.is_some(), &[T::Scaled]),
-            ("reference_time", self.reference_time.is_some(), &[T::Decay]),
-            (
-                "null_timestamp_score",
-                self.null_timestamp_score.is_some(),
-                &[T::Decay],
-            ),
-            ("curve", self.curve.is_some(), &[T::Decay]),
-            (
-                "default_score",
-                self.default_score.is_some(),
-                &[T::MetadataTrust],
-            ),
-            ("key", self.key.is_some(), &[T::MetadataKey]),
-            ("value", self.value.is_some(), &[T::MetadataKey]),
-            ("boost", self.boost.is_some(), &[T::MetadataKey]),
-            ("k1", self.k1.is_some(), &[T::Bm25]),
-            ("b", self.b.is_some(), &[T::Bm25]),
-            ("stemming", self.stemming.is_some(), &[T::Bm25]),
-            ("neighbours", self.neighbours.is_some(), &[T::Bm25]),
-            ("group_key", self.group_key.is_some(), &[T::Bm25]),
-            ("query", self.query.is_some(), &[T::Bm25]),
-            ("feedback", self.feedback.is_some(), &[T::Bm25]),
-            ("feedback_docs", self.feedback_docs.is_some(), &[T::Bm25]),
-            ("feedback_terms", self.feedback_terms.is_some(), &[T::Bm25]),
-            ("group_weight", self.group_weight.is_some(), &[T::Bm25]),
-            ("fusion", self.fusion.is_some(), &[T::Hybrid]),
-            ("rrf_k", self.rrf_k.is_some(), &[T::Hybrid]),
-        ];
-        for (key, is_set, types) in present {
-            let applies = match self.scorer_type.builtin() {
-                Some(t) => types.contains(&t),
-                None => key == "params",
-            };
-            if is_set && !applies {
-                let expected = ["type", "weight"].into_iter().chain(
-                    present
-                        .iter()
-                        .filter(|(_, _, types)| match self.scorer_type.builtin() {
-                            Some(t) => types.contains(&t),
-                            None => false,
-                        })
-                        .map(|(k, _, _)| *k),
-                );
-                let expected: Vec<&str> = if self.scorer_type.builtin().is_some() {
-                    expected.collect()
-                } else {
-                    ["type", "weight", "params"].to_vec()
-                };
-                return Err(ConfigError::new(format!(
-                    "{at}: key `{key}` does not apply to scorer type `{}`",
-                    self.scorer_type
-                ))
-                .with_key_path(key_path(&format!("{at}.{key}")))
-                .with_expected(expected)
-                .into());
-            }
-        }
-        if let Some(children) = &self.children {
-            for (i, c) in children.iter().enumerate() {
-                c.check_keys(&format!("{at}.children[{i}]"))?;
-            }
-        }
-        if let Some(InnerScorer::Config(inner)) = &self.inner_scorer {
-            inner.check_keys(&format!("{at}.inner_scorer"))?;
-        }
-        Ok(())
+        crate::construct::scorer(self, self.scorer_type().as_str(), registry)
     }
 }
 
@@ -1237,84 +907,6 @@ impl SlicerConfig {
         registry: &ComponentRegistry,
     ) -> Result<Arc<dyn cupel_core::Slicer>, CupelError> {
         crate::construct::slicer(self, registry)
-    }
-
-    fn check_keys(&self) -> Result<(), CupelError> {
-        use SlicerType as T;
-        let present: [(&str, bool, &[SlicerType]); 8] = [
-            // Only a custom slicer has its own table.
-            ("slicer_params", self.slicer_params.is_some(), &[]),
-            (
-                "bucket_size",
-                self.bucket_size.is_some(),
-                &[
-                    T::Knapsack,
-                    T::CountConstrainedKnapsack,
-                    T::Quota,
-                    T::CountQuota,
-                ],
-            ),
-            (
-                "max_table_cells",
-                self.max_table_cells.is_some(),
-                &[
-                    T::Knapsack,
-                    T::CountConstrainedKnapsack,
-                    T::Quota,
-                    T::CountQuota,
-                ],
-            ),
-            (
-                "max_table_bytes",
-                self.max_table_bytes.is_some(),
-                &[
-                    T::Knapsack,
-                    T::CountConstrainedKnapsack,
-                    T::Quota,
-                    T::CountQuota,
-                ],
-            ),
-            (
-                "inner_slicer",
-                self.inner_slicer.is_some(),
-                &[T::Quota, T::CountQuota],
-            ),
-            ("quotas", !self.quotas.is_empty(), &[T::Quota]),
-            (
-                "entries",
-                !self.entries.is_empty(),
-                &[T::CountQuota, T::CountConstrainedKnapsack],
-            ),
-            (
-                "scarcity_behavior",
-                self.scarcity_behavior.is_some(),
-                &[T::CountQuota, T::CountConstrainedKnapsack],
-            ),
-        ];
-        for (key, is_set, types) in present {
-            let applies = match self.slicer.builtin() {
-                Some(t) => types.contains(&t),
-                None => key == "slicer_params",
-            };
-            if is_set && !applies {
-                let expected: Vec<&str> = match self.slicer.builtin() {
-                    Some(t) => present
-                        .iter()
-                        .filter(|(_, _, types)| types.contains(&t))
-                        .map(|(k, _, _)| *k)
-                        .collect(),
-                    None => vec!["slicer_params"],
-                };
-                return Err(ConfigError::new(format!(
-                    "key `{key}` does not apply to slicer `{}`",
-                    self.slicer
-                ))
-                .with_key_path(key)
-                .with_expected(expected)
-                .into());
-            }
-        }
-        Ok(())
     }
 }
 

@@ -14,13 +14,16 @@ use cupel_scorers::{
 };
 use cupel_slicers::{
     ContiguousSlice, CountConstrainedKnapsackSlice, CountQuotaEntry, CountQuotaSlice, GreedySlice,
-    KnapsackSlice, QuotaSet, QuotaSlice, ScarcityBehavior, ScoreOrderSlice,
+    KnapsackSlice, QuotaSet, QuotaSlice, ScoreOrderSlice,
 };
 
 use crate::config::{
-    CurveConfig, FusionConfig, InnerScorer, ScorerConfig, SlicerConfig, kind_weights,
+    Bm25ScorerConfig, CountQuotaConfig, CurveConfig, DecayScorerConfig, FusionConfig,
+    HybridScorerConfig, InnerScorer, KindScorerConfig, KnapsackSlicerConfig,
+    MetadataKeyScorerConfig, ScaledScorerConfig, ScorerConfig, SlicerConfig, TagScorerConfig,
+    kind_weights,
 };
-use crate::names::{ComponentType, PlacerType, ScorerType, SlicerType};
+use crate::names::{PlacerType, SlicerType};
 use crate::registry::ComponentRegistry;
 
 /// Prefixes a construction error with where it came from, keeping its variant.
@@ -51,55 +54,59 @@ pub(crate) fn scorer(
     path: &str,
     registry: &ComponentRegistry,
 ) -> Result<Arc<dyn Scorer>, CupelError> {
-    let scorer_type = match &cfg.scorer_type {
-        ComponentType::Builtin(t) => *t,
-        ComponentType::Custom(name) => {
+    let built: Arc<dyn Scorer> = match cfg {
+        ScorerConfig::Custom(c) => {
             return registry
-                .scorer(name, cfg.params.as_ref())
+                .scorer(&c.name, c.params.as_ref())
                 .map_err(|e| at(e, path));
         }
-    };
-    let built: Arc<dyn Scorer> = match scorer_type {
-        ScorerType::Recency => Arc::new(RecencyScorer::new()),
-        ScorerType::Priority => Arc::new(PriorityScorer::new()),
-        ScorerType::Frequency => Arc::new(FrequencyScorer::new()),
-        ScorerType::Reflexive => Arc::new(ReflexiveScorer::new()),
-        ScorerType::Position => Arc::new(PositionScorer::new()),
-        ScorerType::Kind => kind_scorer(cfg, path)?,
-        ScorerType::Tag => tag_scorer(cfg, path)?,
-        ScorerType::Composite => {
-            let children = cfg
+        ScorerConfig::Recency(_) => Arc::new(RecencyScorer::new()),
+        ScorerConfig::Priority(_) => Arc::new(PriorityScorer::new()),
+        ScorerConfig::Frequency(_) => Arc::new(FrequencyScorer::new()),
+        ScorerConfig::Reflexive(_) => Arc::new(ReflexiveScorer::new()),
+        ScorerConfig::Position(_) => Arc::new(PositionScorer::new()),
+        ScorerConfig::Vector(_) => Arc::new(VectorScorer::new()),
+        ScorerConfig::Kind(c) => kind_scorer(c, path)?,
+        ScorerConfig::Tag(c) => tag_scorer(c, path)?,
+        ScorerConfig::Composite(c) => {
+            let children = c
                 .children
                 .as_ref()
                 .ok_or_else(|| missing(path, "children", "composite"))?;
             composite(children, &format!("{path}.children"), registry)?
         }
-        ScorerType::Scaled => {
-            let inner = cfg
-                .inner_scorer
-                .as_ref()
-                .ok_or_else(|| missing(path, "inner_scorer", "scaled"))?;
-            let inner_path = format!("{path}.inner_scorer");
-            let inner = match inner {
-                InnerScorer::Name(t) => scorer(&ScorerConfig::new(*t), &inner_path, registry)?,
-                InnerScorer::Config(c) => scorer(c, &inner_path, registry)?,
-            };
-            Arc::new(ScaledScorer::new(inner))
-        }
-        ScorerType::Decay => decay_scorer(cfg, path)?,
-        ScorerType::MetadataTrust => Arc::new(
-            MetadataTrustScorer::new(cfg.default_score.unwrap_or(0.5)).map_err(|e| at(e, path))?,
+        ScorerConfig::Scaled(c) => scaled(c, path, registry)?,
+        ScorerConfig::Decay(c) => decay_scorer(c, path)?,
+        ScorerConfig::MetadataTrust(c) => Arc::new(
+            MetadataTrustScorer::new(c.default_score.unwrap_or(0.5)).map_err(|e| at(e, path))?,
         ),
-        ScorerType::MetadataKey => metadata_key_scorer(cfg, path)?,
-        ScorerType::Bm25 => bm25_scorer(cfg, path)?,
-        ScorerType::Vector => Arc::new(VectorScorer::new()),
-        ScorerType::Hybrid => hybrid(cfg, path, registry)?,
+        ScorerConfig::MetadataKey(c) => metadata_key_scorer(c, path)?,
+        ScorerConfig::Bm25(c) => bm25_scorer(c, path)?,
+        ScorerConfig::Hybrid(c) => hybrid(c, path, registry)?,
     };
     Ok(built)
 }
 
+/// A `scaled` scorer around its `inner_scorer`.
+fn scaled(
+    cfg: &ScaledScorerConfig,
+    path: &str,
+    registry: &ComponentRegistry,
+) -> Result<Arc<dyn Scorer>, CupelError> {
+    let inner = cfg
+        .inner_scorer
+        .as_ref()
+        .ok_or_else(|| missing(path, "inner_scorer", "scaled"))?;
+    let inner_path = format!("{path}.inner_scorer");
+    let inner = match inner {
+        InnerScorer::Name(t) => scorer(&ScorerConfig::new(*t), &inner_path, registry)?,
+        InnerScorer::Config(c) => scorer(c, &inner_path, registry)?,
+    };
+    Ok(Arc::new(ScaledScorer::new(inner)))
+}
+
 /// A `kind` scorer: custom `weights`, or the defaults.
-fn kind_scorer(cfg: &ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, CupelError> {
+fn kind_scorer(cfg: &KindScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, CupelError> {
     Ok(match (&cfg.weights, cfg.use_default_weights) {
         (Some(w), Some(true)) if !w.is_empty() => {
             return Err(CupelError::PipelineConfig(format!(
@@ -113,7 +120,7 @@ fn kind_scorer(cfg: &ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, CupelE
 }
 
 /// A `tag` scorer from `tag_weights` (and `case_insensitive_tags`).
-fn tag_scorer(cfg: &ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, CupelError> {
+fn tag_scorer(cfg: &TagScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, CupelError> {
     let weights = cfg
         .tag_weights
         .as_ref()
@@ -131,7 +138,7 @@ fn tag_scorer(cfg: &ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, CupelEr
 }
 
 /// A `decay` scorer from `curve`, `reference_time` and `null_timestamp_score`.
-fn decay_scorer(cfg: &ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, CupelError> {
+fn decay_scorer(cfg: &DecayScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, CupelError> {
     let curve_cfg = cfg
         .curve
         .as_ref()
@@ -160,7 +167,7 @@ fn decay_scorer(cfg: &ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, Cupel
 }
 
 /// A `metadata_key` scorer from `key`, `value` and `boost`.
-fn metadata_key_scorer(cfg: &ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, CupelError> {
+fn metadata_key_scorer(cfg: &MetadataKeyScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, CupelError> {
     let key = cfg
         .key
         .as_ref()
@@ -178,7 +185,7 @@ fn metadata_key_scorer(cfg: &ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>
 }
 
 /// A `bm25` scorer from its optional keys (the builder's defaults otherwise).
-fn bm25_scorer(cfg: &ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, CupelError> {
+fn bm25_scorer(cfg: &Bm25ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, CupelError> {
     let mut b = Bm25Scorer::builder();
     if let Some(k1) = cfg.k1 {
         b = b.k1(k1);
@@ -215,7 +222,7 @@ fn bm25_scorer(cfg: &ScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, CupelE
 /// A `hybrid` scorer: its `children` fused by `fusion` (default `rrf`,
 /// `rrf_k` default 60).
 fn hybrid(
-    cfg: &ScorerConfig,
+    cfg: &HybridScorerConfig,
     path: &str,
     registry: &ComponentRegistry,
 ) -> Result<Arc<dyn Scorer>, CupelError> {
@@ -237,7 +244,7 @@ fn hybrid(
     let mut children = Vec::with_capacity(entries.len());
     for (i, e) in entries.iter().enumerate() {
         let child_path = format!("{path}.children[{i}]");
-        children.push((scorer(e, &child_path, registry)?, e.weight));
+        children.push((scorer(e, &child_path, registry)?, e.weight_value()));
     }
     Ok(Arc::new(
         HybridScorer::new(children, fusion).map_err(|e| at(e, path))?,
@@ -251,7 +258,7 @@ pub(crate) fn composite(
 ) -> Result<Arc<dyn Scorer>, CupelError> {
     let mut children = Vec::with_capacity(entries.len());
     for (i, e) in entries.iter().enumerate() {
-        children.push((scorer(e, &format!("{path}[{i}]"), registry)?, e.weight));
+        children.push((scorer(e, &format!("{path}[{i}]"), registry)?, e.weight_value()));
     }
     Ok(Arc::new(
         CompositeScorer::new(children).map_err(|e| at(e, path))?,
@@ -287,7 +294,7 @@ fn count(v: i64, key: &str, path: &str) -> Result<usize, CupelError> {
         .map_err(|_| CupelError::SlicerConfig(format!("{path}.{key} must be >= 0 (got {v})")))
 }
 
-fn knapsack(cfg: &SlicerConfig) -> Result<KnapsackSlice, CupelError> {
+fn knapsack(cfg: &KnapsackSlicerConfig) -> Result<KnapsackSlice, CupelError> {
     let mut k =
         KnapsackSlice::new(cfg.bucket_size.unwrap_or(100)).map_err(|e| at(e, "bucket_size"))?;
     if let Some(cells) = cfg.max_table_cells {
@@ -299,8 +306,8 @@ fn knapsack(cfg: &SlicerConfig) -> Result<KnapsackSlice, CupelError> {
     Ok(k)
 }
 
-fn entries(cfg: &SlicerConfig) -> Result<Vec<CountQuotaEntry>, CupelError> {
-    cfg.entries
+fn entries(entries: &[CountQuotaConfig]) -> Result<Vec<CountQuotaEntry>, CupelError> {
+    entries
         .iter()
         .enumerate()
         .map(|(i, e)| {
@@ -315,16 +322,11 @@ fn entries(cfg: &SlicerConfig) -> Result<Vec<CountQuotaEntry>, CupelError> {
         .collect()
 }
 
-fn scarcity(cfg: &SlicerConfig) -> ScarcityBehavior {
-    cfg.scarcity_behavior.unwrap_or_default()
-}
-
-fn inner(cfg: &SlicerConfig) -> Result<Arc<dyn Slicer>, CupelError> {
-    let mut inner_cfg = SlicerConfig::new(cfg.inner_slicer.unwrap_or(SlicerType::Greedy));
-    // A knapsack inner slicer inherits the decorator's knapsack keys.
-    inner_cfg.bucket_size = cfg.bucket_size;
-    inner_cfg.max_table_cells = cfg.max_table_cells;
-    inner_cfg.max_table_bytes = cfg.max_table_bytes;
+/// The slicer a decorator delegates to (`inner_slicer`, default `greedy`);
+/// a knapsack inner slicer inherits the decorator's knapsack keys.
+fn inner(cfg: &SlicerConfig, inner_slicer: Option<SlicerType>) -> Result<Arc<dyn Slicer>, CupelError> {
+    let inner_cfg = SlicerConfig::new(inner_slicer.unwrap_or(SlicerType::Greedy))
+        .with_knapsack_keys(&cfg.knapsack_keys());
     slicer(&inner_cfg, &ComponentRegistry::new()).map_err(|e| at(e, "inner_slicer"))
 }
 
@@ -332,34 +334,39 @@ pub(crate) fn slicer(
     cfg: &SlicerConfig,
     registry: &ComponentRegistry,
 ) -> Result<Arc<dyn Slicer>, CupelError> {
-    let slicer_type = match &cfg.slicer {
-        ComponentType::Builtin(t) => *t,
-        ComponentType::Custom(name) => {
+    Ok(match cfg {
+        SlicerConfig::Custom(c) => {
             return registry
-                .slicer(name, cfg.slicer_params.as_ref())
+                .slicer(&c.name, c.slicer_params.as_ref())
                 .map_err(|e| at(e, "slicer"));
         }
-    };
-    Ok(match slicer_type {
-        SlicerType::Greedy => Arc::new(GreedySlice::new()),
-        SlicerType::ScoreOrder => Arc::new(ScoreOrderSlice::new()),
-        SlicerType::Contiguous => Arc::new(ContiguousSlice::new()),
-        SlicerType::Knapsack => Arc::new(knapsack(cfg)?),
-        SlicerType::Quota => {
+        SlicerConfig::Greedy => Arc::new(GreedySlice::new()),
+        SlicerConfig::ScoreOrder => Arc::new(ScoreOrderSlice::new()),
+        SlicerConfig::Contiguous => Arc::new(ContiguousSlice::new()),
+        SlicerConfig::Knapsack(k) => Arc::new(knapsack(k)?),
+        SlicerConfig::Quota(q) => {
             let mut b = QuotaSet::builder();
-            for (i, q) in cfg.quotas.iter().enumerate() {
+            for (i, q) in q.quotas.iter().enumerate() {
                 b = b.quota(kind(&q.kind, &format!("quotas[{i}]"))?, q.require, q.cap);
             }
             let set = b.build().map_err(|e| at(e, "quotas"))?;
-            Arc::new(QuotaSlice::new(set, inner(cfg)?))
+            Arc::new(QuotaSlice::new(set, inner(cfg, q.inner_slicer)?))
         }
-        SlicerType::CountQuota => Arc::new(
-            CountQuotaSlice::new(entries(cfg)?, inner(cfg)?, scarcity(cfg))
-                .map_err(|e| at(e, "count_quota"))?,
+        SlicerConfig::CountQuota(q) => Arc::new(
+            CountQuotaSlice::new(
+                entries(&q.entries)?,
+                inner(cfg, q.inner_slicer)?,
+                q.scarcity_behavior.unwrap_or_default(),
+            )
+            .map_err(|e| at(e, "count_quota"))?,
         ),
-        SlicerType::CountConstrainedKnapsack => Arc::new(
-            CountConstrainedKnapsackSlice::new(entries(cfg)?, knapsack(cfg)?, scarcity(cfg))
-                .map_err(|e| at(e, "count_constrained_knapsack"))?,
+        SlicerConfig::CountConstrainedKnapsack(q) => Arc::new(
+            CountConstrainedKnapsackSlice::new(
+                entries(&q.entries)?,
+                knapsack(&cfg.knapsack_keys())?,
+                q.scarcity_behavior.unwrap_or_default(),
+            )
+            .map_err(|e| at(e, "count_constrained_knapsack"))?,
         ),
     })
 }

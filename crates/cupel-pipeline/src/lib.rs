@@ -126,6 +126,10 @@ mod blame;
 #[cfg(feature = "config")]
 mod config;
 #[cfg(feature = "config")]
+mod scorer_config;
+#[cfg(feature = "config")]
+mod slicer_config;
+#[cfg(feature = "config")]
 mod construct;
 mod contract;
 mod dedup;
@@ -146,9 +150,14 @@ mod summary;
 
 #[cfg(feature = "config")]
 pub use config::{
-    CountQuotaConfig, CurveConfig, FusionConfig, InnerScorer, KindWeightConfig, MAX_SCORER_DEPTH,
-    PolicyConfig, QuotaConfig, ScorerConfig, SlicerConfig, StepWindowConfig, TagWeightConfig,
-    VariantsConfig, overflow_strategy_name, scarcity_behavior_name,
+    Bm25ScorerConfig, CompositeScorerConfig, CountConstrainedKnapsackSlicerConfig,
+    CountQuotaConfig, CountQuotaSlicerConfig, CurveConfig, CustomScorerConfig, CustomSlicerConfig,
+    DecayScorerConfig, FusionConfig, HybridScorerConfig, InnerScorer, KindScorerConfig,
+    KindWeightConfig, KnapsackSlicerConfig, MAX_SCORER_DEPTH, MetadataKeyScorerConfig,
+    MetadataTrustScorerConfig, PlainScorerConfig, PolicyConfig, PolicyTable, QuotaConfig,
+    QuotaSlicerConfig,
+    ScaledScorerConfig, ScorerConfig, SlicerConfig, StepWindowConfig, TagScorerConfig,
+    TagWeightConfig, VariantsConfig, overflow_strategy_name, scarcity_behavior_name,
 };
 #[cfg(feature = "config")]
 #[allow(deprecated)]

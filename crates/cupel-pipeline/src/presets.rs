@@ -29,7 +29,9 @@
 
 use cupel_core::CupelError;
 
-use crate::config::{PolicyConfig, ScorerConfig, SlicerConfig};
+use crate::config::{
+    Bm25ScorerConfig, KnapsackSlicerConfig, PolicyConfig, ScorerConfig, SlicerConfig,
+};
 use crate::names::{PlacerType, ScorerType, SlicerType};
 
 /// A named preset: its name, a one-line purpose, and its configuration.
@@ -73,11 +75,13 @@ fn config(scorers: &[(ScorerType, f64)], slicer: SlicerConfig, placer: PlacerTyp
 /// neighbours 0.5 and group weight 0.2 within the `session` metadata
 /// group) weight 1, recency weight 0.05.
 fn recall() -> PolicyConfig {
-    let mut bm25 = ScorerConfig::new(ScorerType::Bm25).weight(1.0);
-    bm25.neighbours = Some(0.5);
-    bm25.group_key = Some("session".to_owned());
-    bm25.feedback = Some(cupel_scorers::Bm25Feedback::STANDARD.weight);
-    bm25.group_weight = Some(0.2);
+    let bm25 = ScorerConfig::Bm25(Bm25ScorerConfig {
+        neighbours: Some(0.5),
+        group_key: Some("session".to_owned()),
+        feedback: Some(cupel_scorers::Bm25Feedback::STANDARD.weight),
+        group_weight: Some(0.2),
+        ..Bm25ScorerConfig::default()
+    });
     let mut c = config(
         &[],
         SlicerConfig::new(SlicerType::ScoreOrder),
@@ -93,8 +97,10 @@ pub fn presets() -> Vec<Preset> {
     use PlacerType::{Chronological, UShaped};
     use ScorerType::{Frequency, Kind, Priority, Recency, Reflexive};
     let greedy = || SlicerConfig::new(SlicerType::Greedy);
-    let mut knapsack = SlicerConfig::new(SlicerType::Knapsack);
-    knapsack.bucket_size = Some(100);
+    let knapsack = SlicerConfig::Knapsack(KnapsackSlicerConfig {
+        bucket_size: Some(100),
+        ..KnapsackSlicerConfig::default()
+    });
     vec![
         Preset {
             name: "newest-turns",

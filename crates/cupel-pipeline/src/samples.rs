@@ -52,11 +52,11 @@ struct SampleFile {
 pub fn support_chat() -> Result<Sample, CupelError> {
     let bad = |e: String| CupelError::PipelineConfig(format!("support-chat sample: {e}"));
     let de = toml::de::Deserializer::parse(SUPPORT_CHAT).map_err(|e| bad(e.to_string()))?;
-    let f: SampleFile = cupel_core::strict::deserialize(de).map_err(|e| match e {
-        cupel_core::strict::StrictError::UnknownKey { path } => {
-            bad(format!("unknown key `{path}`"))
-        }
-        cupel_core::strict::StrictError::Invalid { error, .. } => bad(error.to_string()),
+    let f: SampleFile = cupel_core::strict::deserialize(de).map_err(|e| {
+        let e = e.into_config_error("sample", |_| Vec::new(), |e| {
+            crate::config::toml_located(SUPPORT_CHAT, e)
+        });
+        bad(e.to_string())
     })?;
     f.policy.check_keys()?;
     Ok(Sample {

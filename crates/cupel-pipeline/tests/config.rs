@@ -2,7 +2,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use cupel_core::{ContextBudget, ContextItem, ContextKind, CupelError, Scorer, SlicerKind};
-use cupel_pipeline::{Pipeline, PolicyConfig, ScorerType, SlicerType, preset, presets};
+use cupel_pipeline::{
+    ComponentType, Pipeline, PolicyConfig, ScorerConfig, ScorerType, SlicerConfig, SlicerType,
+    preset, presets,
+};
 
 const FULL: &str = r#"
 slicer = "count_quota"
@@ -55,9 +58,9 @@ case_insensitive_tags = true
 #[test]
 fn every_component_can_be_expressed_and_built() {
     let cfg = PolicyConfig::from_toml_str(FULL).unwrap();
-    assert_eq!(cfg.slicer.slicer, SlicerType::CountQuota);
+    assert_eq!(cfg.slicer.slicer_type(), SlicerType::CountQuota);
     assert_eq!(cfg.scorers.len(), 6);
-    assert_eq!(cfg.scorers[1].scorer_type, ScorerType::Composite);
+    assert_eq!(cfg.scorers[1].scorer_type(), ScorerType::Composite);
     let policy = cfg.build().unwrap();
     assert_eq!(policy.slicer().slicer_kind(), SlicerKind::CountQuota);
     assert!(!policy.deduplication());
@@ -342,12 +345,12 @@ fn use_default_weights_wins_over_an_empty_weight_list() {
 
 /// `depth` scaled scorers, each wrapping the next, around a priority scorer.
 fn nested_scaled(depth: usize) -> cupel_pipeline::ScorerConfig {
-    use cupel_pipeline::{InnerScorer, ScorerConfig};
+    use cupel_pipeline::{InnerScorer, ScaledScorerConfig, ScorerConfig};
     let mut s = ScorerConfig::new(ScorerType::Priority);
     for _ in 1..depth {
-        let mut outer = ScorerConfig::new(ScorerType::Scaled);
+        let mut outer = ScaledScorerConfig::default();
         outer.inner_scorer = Some(InnerScorer::Config(Box::new(s)));
-        s = outer;
+        s = ScorerConfig::Scaled(outer);
     }
     s
 }
@@ -375,9 +378,12 @@ fn scorer_nesting_has_a_documented_depth_limit() {
     assert!(cfg.build().is_err());
     // Drop without recursion: let the nested boxes go level by level.
     let mut s = cfg.scorers.pop();
-    while let Some(mut c) = s {
-        s = match c.inner_scorer.take() {
-            Some(cupel_pipeline::InnerScorer::Config(b)) => Some(*b),
+    while let Some(c) = s {
+        s = match c {
+            cupel_pipeline::ScorerConfig::Scaled(mut c) => match c.inner_scorer.take() {
+                Some(cupel_pipeline::InnerScorer::Config(b)) => Some(*b),
+                _ => None,
+            },
             _ => None,
         };
     }
@@ -594,7 +600,10 @@ fn overflow_and_scarcity_use_the_core_enums_with_the_same_wire_names() {
     )
     .unwrap();
     assert_eq!(cfg.overflow_strategy, OverflowStrategy::Truncate);
-    assert_eq!(cfg.slicer.scarcity_behavior, Some(ScarcityBehavior::Throw));
+    let cupel_pipeline::SlicerConfig::CountQuota(slicer) = &cfg.slicer else {
+        panic!("{:?}", cfg.slicer)
+    };
+    assert_eq!(slicer.scarcity_behavior, Some(ScarcityBehavior::Throw));
     let json = serde_json::to_value(&cfg).unwrap();
     assert_eq!(json["overflow_strategy"], "truncate");
     assert_eq!(json["scarcity_behavior"], "throw");
@@ -749,9 +758,17 @@ fn the_unknown_key_hint_names_every_field_of_the_policy_and_scorer_types() {
     use cupel_core::strict::KeyPath;
     let cfg = PolicyConfig::from_toml_str("[[scorers]]\ntype = \"kind\"\n").unwrap();
     // The policy table on the wire: PolicyConfig's fields with the slicer's
-    // fields in place of `slicer`, the struct (its `slicer` field is the key).
+    // fields in place of `slicer` (its `slicer` field is the key), for every
+    // slicer type (one variant each) and a custom one.
     let mut policy_keys = debug_fields(&format!("{cfg:?}"));
-    policy_keys.extend(debug_fields(&format!("{:?}", cfg.slicer)));
+    let slicers = SlicerType::ALL
+        .iter()
+        .map(|&t| SlicerConfig::new(t))
+        .chain([SlicerConfig::new(ComponentType::Custom("mine".into()))]);
+    for slicer in slicers {
+        // A custom slicer's `name` is the `slicer` key itself.
+        policy_keys.extend(debug_fields(&format!("{slicer:?}")).into_iter().filter(|k| k != "name"));
+    }
     assert!(
         policy_keys.iter().any(|k| k == "slicer_params"),
         "{policy_keys:?}"
@@ -760,6 +777,7 @@ fn the_unknown_key_hint_names_every_field_of_the_policy_and_scorer_types() {
         policy_keys.iter().any(|k| k == "placer_params"),
         "{policy_keys:?}"
     );
+    assert!(policy_keys.iter().any(|k| k == "scarcity_behavior"), "{policy_keys:?}");
     let hint = PolicyConfig::expected_keys(&KeyPath::parse("slicr"));
     for key in &policy_keys {
         assert!(
@@ -767,16 +785,24 @@ fn the_unknown_key_hint_names_every_field_of_the_policy_and_scorer_types() {
             "`{key}` missing from {hint:?}"
         );
     }
-    // A scorer: `scorer_type` is `type` on the wire.
-    let scorer_keys = debug_fields(&format!("{:?}", cfg.scorers[0]));
-    assert!(scorer_keys.len() >= 16, "{scorer_keys:?}");
+    // A scorer: the fields of every type's variant struct (a custom
+    // scorer's `name` is `type` on the wire).
+    let mut scorer_keys: Vec<String> = Vec::new();
+    let scorers = ScorerType::ALL
+        .iter()
+        .map(|&t| ScorerConfig::new(t))
+        .chain([ScorerConfig::new(ComponentType::Custom("mine".into()))]);
+    for scorer in scorers {
+        scorer_keys.extend(debug_fields(&format!("{scorer:?}")));
+    }
+    scorer_keys.sort();
+    scorer_keys.dedup();
+    // `weight`, the 26 keys of the types (use_default_weights, ..., rrf_k,
+    // params) and the custom scorer's `name`: 1 + 26 + 1 = 28.
+    assert_eq!(scorer_keys.len(), 28, "{scorer_keys:?}");
     let hint = PolicyConfig::expected_keys(&KeyPath::parse("scorers[0].wieght"));
     for key in &scorer_keys {
-        let wire = if key == "scorer_type" {
-            "type"
-        } else {
-            key.as_str()
-        };
+        let wire = if key == "name" { "type" } else { key.as_str() };
         assert!(hint.contains(&wire), "`{wire}` missing from {hint:?}");
     }
     // And the error carries that list.

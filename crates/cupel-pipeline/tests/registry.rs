@@ -93,7 +93,7 @@ fn a_toml_policy_names_a_registered_scorer_with_its_own_table() {
     )
     .unwrap();
     assert_eq!(
-        cfg.scorers[0].scorer_type,
+        cfg.scorers[0].scorer_type(),
         ComponentType::Custom("keyword".into())
     );
     let policy = cfg.build_with(&registry()).unwrap();

@@ -229,11 +229,16 @@ pub use cupel_tokens::TiktokenCounter;
 /// custom components. See `spec/07-policy-config.md`.
 pub mod config {
     pub use cupel_pipeline::{
-        ComponentRegistry, ComponentType, CountQuotaConfig, CurveConfig, InnerScorer,
-        KindWeightConfig, MAX_SCORER_DEPTH, PlacerConstructor, PlacerType, PolicyConfig, Preset,
-        QuotaConfig, ScorerConfig, ScorerConstructor, ScorerType, SlicerConfig, SlicerConstructor,
-        SlicerType, StepWindowConfig, TagWeightConfig, overflow_strategy_name, preset, presets,
-        samples, scarcity_behavior_name, serde_json,
+        Bm25ScorerConfig, ComponentRegistry, ComponentType, CompositeScorerConfig,
+        CountConstrainedKnapsackSlicerConfig, CountQuotaConfig, CountQuotaSlicerConfig,
+        CurveConfig, CustomScorerConfig, CustomSlicerConfig, DecayScorerConfig, FusionConfig,
+        HybridScorerConfig, InnerScorer, KindScorerConfig, KindWeightConfig, KnapsackSlicerConfig,
+        MAX_SCORER_DEPTH, MetadataKeyScorerConfig, MetadataTrustScorerConfig, PlacerConstructor,
+        PlacerType, PlainScorerConfig, PolicyConfig, PolicyTable, Preset, QuotaConfig,
+        QuotaSlicerConfig, ScaledScorerConfig, ScorerConfig, ScorerConstructor, ScorerType,
+        SlicerConfig, SlicerConstructor, SlicerType, StepWindowConfig, TagScorerConfig,
+        TagWeightConfig, overflow_strategy_name, preset, presets, samples, scarcity_behavior_name,
+        serde_json,
     };
 }
 
