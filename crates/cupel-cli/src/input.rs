@@ -153,9 +153,7 @@ impl Source {
                 let de = toml::de::Deserializer::parse(text)
                     .map_err(|e| self.toml_error_at(&e, true, to_file, None))?;
                 strict::deserialize(de).map_err(|e| {
-                    e.into_config_error("input", |_| Vec::new(), |e| {
-                        self.toml_located(e, to_file)
-                    })
+                    e.into_config_error("input", |_| Vec::new(), |e| self.toml_located(e, to_file))
                 })
             }
             Format::Jsonl => {
@@ -621,9 +619,11 @@ fn parse_toml_split(
         let de = toml::de::Deserializer::parse(&rest_text)
             .map_err(|e| src.toml_error_at(&e, true, |at| map.to_file(at), None))?;
         strict::deserialize(de).map_err(|e| {
-            let e = e.into_config_error("input", |_| Vec::new(), |e| {
-                src.toml_located(e, |at| map.to_file(at))
-            });
+            let e = e.into_config_error(
+                "input",
+                |_| Vec::new(),
+                |e| src.toml_located(e, |at| map.to_file(at)),
+            );
             src.strict_error(&e, unknown_input_key, false)
         })?
     };
@@ -754,7 +754,8 @@ fn parse_jsonl_line(
         let mut full = KeyPath::new();
         full.push_key("items");
         full.push_index(index);
-        let mut err = unknown_input_key(&full.join(&KeyPath::parse(e.key_path().unwrap_or_default())));
+        let mut err =
+            unknown_input_key(&full.join(&KeyPath::parse(e.key_path().unwrap_or_default())));
         err.message = format!("{}:{number}: {}", src.name, err.message);
         err
     })?;

@@ -9,9 +9,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use cupel_core::{ContextItem, ExclusionReason, IncludedItem, InclusionReason, SelectionReport};
-use cupel_pipeline::{
-    CurveConfig, InnerScorer, PolicyConfig, ScorerConfig, SlicerConfig,
-};
+use cupel_pipeline::{CurveConfig, InnerScorer, PolicyConfig, ScorerConfig, SlicerConfig};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use crate::input::{PolicyOrigin, Prepared};

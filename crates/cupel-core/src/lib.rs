@@ -86,7 +86,9 @@ pub use diagnostics::{
     NullTraceCollector, OverflowEvent, PipelineStage, SelectionReport, StageTrace, TraceCollector,
     TraceDetailLevel, TraceEvent,
 };
-pub use error::{ConfigError, ConfigErrorKind, CupelError, DEFAULT_MAX_TABLE_BYTES, TableLimit, TokenSign};
+pub use error::{
+    ConfigError, ConfigErrorKind, CupelError, DEFAULT_MAX_TABLE_BYTES, TableLimit, TokenSign,
+};
 pub use generate::{HeadTail, Placeholder, VariantGenerator, with_generated_variants};
 pub use item::{ContextItem, ContextItemBuilder};
 pub use kind::{ContextKind, ContextSource};

@@ -166,13 +166,13 @@ impl GateConfig {
             message: format!("invalid TOML: {}", e.to_string().trim_end()),
         })?;
         let spec: GateSpec = strict::deserialize(de).map_err(|e| {
-            gate_error(&e.into_config_error("gate", GateSpec::expected_keys, |e| {
-                Located {
+            gate_error(
+                &e.into_config_error("gate", GateSpec::expected_keys, |e| Located {
                     message: one_line(e.message()),
                     at: e.span().map(|span| line_col(s, span.start)),
                     syntax: false,
-                }
-            }))
+                }),
+            )
         })?;
         spec.build()
     }

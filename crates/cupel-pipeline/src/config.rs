@@ -13,13 +13,13 @@ use cupel_slicers::ScarcityBehavior;
 
 use crate::names::{ComponentType, PlacerType, SlicerType};
 use crate::registry::ComponentRegistry;
+use crate::scorer_config::RawScorer;
 pub use crate::scorer_config::{
     Bm25ScorerConfig, CompositeScorerConfig, CustomScorerConfig, DecayScorerConfig, FusionConfig,
     HybridScorerConfig, InnerScorer, KindScorerConfig, MetadataKeyScorerConfig,
     MetadataTrustScorerConfig, PlainScorerConfig, ScaledScorerConfig, ScorerConfig,
     TagScorerConfig,
 };
-use crate::scorer_config::RawScorer;
 pub use crate::slicer_config::{
     CountConstrainedKnapsackSlicerConfig, CountQuotaSlicerConfig, CustomSlicerConfig,
     KnapsackSlicerConfig, QuotaSlicerConfig, SlicerConfig,
@@ -90,7 +90,7 @@ fn is_default_overflow(o: &OverflowStrategy) -> bool {
 #[non_exhaustive]
 pub struct PolicyConfig {
     /// One entry means that scorer alone (its weight is irrelevant); several
-    /// mean a [composite](ScorerType::Composite) of them with their weights.
+    /// mean a [composite](crate::ScorerType::Composite) of them with their weights.
     pub scorers: Vec<ScorerConfig>,
     /// The slicer type and its keys.
     pub slicer: SlicerConfig,

@@ -167,7 +167,10 @@ fn decay_scorer(cfg: &DecayScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, 
 }
 
 /// A `metadata_key` scorer from `key`, `value` and `boost`.
-fn metadata_key_scorer(cfg: &MetadataKeyScorerConfig, path: &str) -> Result<Arc<dyn Scorer>, CupelError> {
+fn metadata_key_scorer(
+    cfg: &MetadataKeyScorerConfig,
+    path: &str,
+) -> Result<Arc<dyn Scorer>, CupelError> {
     let key = cfg
         .key
         .as_ref()
@@ -258,7 +261,10 @@ pub(crate) fn composite(
 ) -> Result<Arc<dyn Scorer>, CupelError> {
     let mut children = Vec::with_capacity(entries.len());
     for (i, e) in entries.iter().enumerate() {
-        children.push((scorer(e, &format!("{path}[{i}]"), registry)?, e.weight_value()));
+        children.push((
+            scorer(e, &format!("{path}[{i}]"), registry)?,
+            e.weight_value(),
+        ));
     }
     Ok(Arc::new(
         CompositeScorer::new(children).map_err(|e| at(e, path))?,
@@ -324,7 +330,10 @@ fn entries(entries: &[CountQuotaConfig]) -> Result<Vec<CountQuotaEntry>, CupelEr
 
 /// The slicer a decorator delegates to (`inner_slicer`, default `greedy`);
 /// a knapsack inner slicer inherits the decorator's knapsack keys.
-fn inner(cfg: &SlicerConfig, inner_slicer: Option<SlicerType>) -> Result<Arc<dyn Slicer>, CupelError> {
+fn inner(
+    cfg: &SlicerConfig,
+    inner_slicer: Option<SlicerType>,
+) -> Result<Arc<dyn Slicer>, CupelError> {
     let inner_cfg = SlicerConfig::new(inner_slicer.unwrap_or(SlicerType::Greedy))
         .with_knapsack_keys(&cfg.knapsack_keys());
     slicer(&inner_cfg, &ComponentRegistry::new()).map_err(|e| at(e, "inner_slicer"))

@@ -126,10 +126,6 @@ mod blame;
 #[cfg(feature = "config")]
 mod config;
 #[cfg(feature = "config")]
-mod scorer_config;
-#[cfg(feature = "config")]
-mod slicer_config;
-#[cfg(feature = "config")]
 mod construct;
 mod contract;
 mod dedup;
@@ -146,6 +142,10 @@ mod run;
 mod run_budget;
 #[cfg(feature = "config")]
 pub mod samples;
+#[cfg(feature = "config")]
+mod scorer_config;
+#[cfg(feature = "config")]
+mod slicer_config;
 mod summary;
 
 #[cfg(feature = "config")]
@@ -155,9 +155,9 @@ pub use config::{
     DecayScorerConfig, FusionConfig, HybridScorerConfig, InnerScorer, KindScorerConfig,
     KindWeightConfig, KnapsackSlicerConfig, MAX_SCORER_DEPTH, MetadataKeyScorerConfig,
     MetadataTrustScorerConfig, PlainScorerConfig, PolicyConfig, PolicyTable, QuotaConfig,
-    QuotaSlicerConfig,
-    ScaledScorerConfig, ScorerConfig, SlicerConfig, StepWindowConfig, TagScorerConfig,
-    TagWeightConfig, VariantsConfig, overflow_strategy_name, scarcity_behavior_name,
+    QuotaSlicerConfig, ScaledScorerConfig, ScorerConfig, SlicerConfig, StepWindowConfig,
+    TagScorerConfig, TagWeightConfig, VariantsConfig, overflow_strategy_name,
+    scarcity_behavior_name,
 };
 #[cfg(feature = "config")]
 #[allow(deprecated)]

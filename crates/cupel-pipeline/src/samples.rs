@@ -53,9 +53,11 @@ pub fn support_chat() -> Result<Sample, CupelError> {
     let bad = |e: String| CupelError::PipelineConfig(format!("support-chat sample: {e}"));
     let de = toml::de::Deserializer::parse(SUPPORT_CHAT).map_err(|e| bad(e.to_string()))?;
     let f: SampleFile = cupel_core::strict::deserialize(de).map_err(|e| {
-        let e = e.into_config_error("sample", |_| Vec::new(), |e| {
-            crate::config::toml_located(SUPPORT_CHAT, e)
-        });
+        let e = e.into_config_error(
+            "sample",
+            |_| Vec::new(),
+            |e| crate::config::toml_located(SUPPORT_CHAT, e),
+        );
         bad(e.to_string())
     })?;
     f.policy.check_keys()?;

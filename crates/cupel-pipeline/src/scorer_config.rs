@@ -586,10 +586,7 @@ impl<'de> Deserialize<'de> for RawInner {
                     ))
                 })
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                map: A,
-            ) -> Result<RawInner, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RawInner, A::Error> {
                 RawScorer::deserialize(serde::de::value::MapAccessDeserializer::new(map))
                     .map(|c| RawInner::Config(Box::new(c)))
             }

@@ -767,7 +767,11 @@ fn the_unknown_key_hint_names_every_field_of_the_policy_and_scorer_types() {
         .chain([SlicerConfig::new(ComponentType::Custom("mine".into()))]);
     for slicer in slicers {
         // A custom slicer's `name` is the `slicer` key itself.
-        policy_keys.extend(debug_fields(&format!("{slicer:?}")).into_iter().filter(|k| k != "name"));
+        policy_keys.extend(
+            debug_fields(&format!("{slicer:?}"))
+                .into_iter()
+                .filter(|k| k != "name"),
+        );
     }
     assert!(
         policy_keys.iter().any(|k| k == "slicer_params"),
@@ -777,7 +781,10 @@ fn the_unknown_key_hint_names_every_field_of_the_policy_and_scorer_types() {
         policy_keys.iter().any(|k| k == "placer_params"),
         "{policy_keys:?}"
     );
-    assert!(policy_keys.iter().any(|k| k == "scarcity_behavior"), "{policy_keys:?}");
+    assert!(
+        policy_keys.iter().any(|k| k == "scarcity_behavior"),
+        "{policy_keys:?}"
+    );
     let hint = PolicyConfig::expected_keys(&KeyPath::parse("slicr"));
     for key in &policy_keys {
         assert!(

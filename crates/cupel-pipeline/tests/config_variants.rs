@@ -1,6 +1,7 @@
 //! Scorer and slicer configurations are tagged enums: a key of another type
 //! is rejected by the variant's struct, with the key's path and the keys
 //! the variant has; every type round-trips through TOML and JSON.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use cupel_core::{ConfigError, CupelError};
 use cupel_pipeline::{
@@ -44,7 +45,11 @@ fn a_key_of_another_scorer_type_names_its_path_and_the_variants_keys() {
             "boost = 2.0",
             &["type", "weight", "tag_weights", "case_insensitive_tags"],
         ),
-        ("composite", "fusion = \"rrf\"", &["type", "weight", "children"]),
+        (
+            "composite",
+            "fusion = \"rrf\"",
+            &["type", "weight", "children"],
+        ),
         (
             "scaled",
             "default_score = 0.5",
