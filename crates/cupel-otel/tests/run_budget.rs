@@ -12,12 +12,18 @@ fn t0() -> DateTime<Utc> {
     "2026-02-01T10:00:00Z".parse().unwrap()
 }
 
-#[test]
-fn provider_call_span_carries_the_budget_state() {
+/// A provider whose spans are kept in memory, and the exporter holding them.
+fn recording() -> (InMemorySpanExporter, SdkTracerProvider) {
     let exporter = InMemorySpanExporter::default();
     let provider = SdkTracerProvider::builder()
         .with_simple_exporter(exporter.clone())
         .build();
+    (exporter, provider)
+}
+
+#[test]
+fn provider_call_span_carries_the_budget_state() {
+    let (exporter, provider) = recording();
     let tracer = provider.tracer("agent");
 
     let clock = ManualTimeProvider::new(t0());
@@ -95,10 +101,7 @@ fn provider_call_span_carries_the_budget_state() {
 
 #[test]
 fn exceeded_event_names_the_subagent_that_broke_the_run_limit() {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
+    let (exporter, provider) = recording();
     let tracer = provider.tracer("agent");
 
     let clock = ManualTimeProvider::new(t0());
@@ -152,10 +155,7 @@ fn exceeded_event_names_the_subagent_that_broke_the_run_limit() {
 #[test]
 #[allow(deprecated)]
 fn the_old_names_record_what_the_new_names_record() {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
+    let (exporter, provider) = recording();
     let tracer = provider.tracer("agent");
     let clock = ManualTimeProvider::new(t0());
     let budget = RunBudget::builder()
