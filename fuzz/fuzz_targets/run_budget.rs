@@ -9,7 +9,7 @@
 
 use arbitrary::Arbitrary;
 use chrono::{DateTime, TimeDelta, Utc};
-use cupel_core::{BudgetPhase, Deadline, ManualTimeProvider, RunBudget, TokenLimit, TokenUsage};
+use cupel_run::{BudgetPhase, Deadline, ManualTimeProvider, RunBudget, TokenLimit, TokenUsage};
 use cupel_run::{RunRequest, LocalTracker, Reservation};
 use libfuzzer_sys::fuzz_target;
 

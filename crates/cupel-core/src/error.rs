@@ -2,10 +2,6 @@
 
 use std::fmt;
 
-use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
-
-use crate::run_budget::{BudgetDimension, BudgetExceededError};
-
 /// Every way a Cupel operation can fail.
 ///
 /// Each variant names one failure class and carries the numbers a caller needs
@@ -258,85 +254,6 @@ pub enum CupelError {
         /// The exact total.
         total: i128,
     },
-
-    // ----- run budget ------------------------------------------------------------
-    /// A [`TokenLimit`](crate::TokenLimit) ceiling was negative.
-    #[error("run budget {dimension} token limit must be >= 0 (got {limit})")]
-    NegativeTokenLimit {
-        /// The dimension (`input` or `output`).
-        dimension: BudgetDimension,
-        /// The rejected ceiling.
-        limit: i64,
-    },
-
-    /// A [`TokenUsage`](crate::TokenUsage) count was negative.
-    #[error("run budget {dimension} token usage must be >= 0 (got {tokens})")]
-    NegativeTokenUsage {
-        /// The dimension (`input` or `output`).
-        dimension: BudgetDimension,
-        /// The rejected count.
-        tokens: i64,
-    },
-
-    /// A run-budget deadline that is not after the clock's current reading.
-    ///
-    /// No longer produced: since issue 28 an expired deadline at
-    /// construction or at a tracker's start is a
-    /// [`RunBudgetExceeded`](Self::RunBudgetExceeded) with phase `preflight`,
-    /// so that hosts match one error type for every overage. Kept so that
-    /// existing `match` arms still compile.
-    #[error(
-        "run budget deadline {} has already expired (now {})",
-        .deadline.to_rfc3339_opts(SecondsFormat::AutoSi, true),
-        .now.to_rfc3339_opts(SecondsFormat::AutoSi, true)
-    )]
-    DeadlineExpired {
-        /// The rejected deadline.
-        deadline: DateTime<Utc>,
-        /// The clock reading it was checked against.
-        now: DateTime<Utc>,
-    },
-
-    /// A `RunRequest` (in `cupel_run`) was given a negative
-    /// projected duration.
-    #[error("run budget projected duration must be >= 0 (got {})", millis(.duration))]
-    NegativeProjectedDuration {
-        /// The rejected duration.
-        duration: TimeDelta,
-    },
-
-    /// A cumulative usage counter fed to a
-    /// `UsageMeter` (in `cupel_run`) went down: the provider reported a
-    /// total below the one it reported before (a counter reset, or a delta
-    /// passed where a total was expected). Nothing was recorded.
-    #[error(
-        "run budget cumulative {dimension} token counter went backwards (from {previous} to \
-         {observed}); pass deltas to LocalTracker::record, or start a new meter after a reset"
-    )]
-    UsageCounterDecreased {
-        /// The dimension whose counter went down (`input` or `output`).
-        dimension: BudgetDimension,
-        /// The total observed before.
-        previous: i64,
-        /// The lower total observed now.
-        observed: i64,
-    },
-
-    /// A run-budget checkpoint failed: see [`BudgetExceededError`] for the
-    /// phase, dimension, numbers and JSON state.
-    #[error(transparent)]
-    RunBudgetExceeded(BudgetExceededError),
-
-    /// The store holding a shared run budget (`cupel_run::store`) failed
-    /// during a checkpoint: no budget decision was made. Under the default
-    /// fail-closed policy the request must not be made.
-    #[error("run budget store failed at the {phase} checkpoint: {message}")]
-    BudgetStoreFailed {
-        /// The checkpoint in which the store failed.
-        phase: crate::BudgetPhase,
-        /// What failed (the operation and the store's message).
-        message: String,
-    },
 }
 
 impl From<ConfigError> for CupelError {
@@ -522,28 +439,6 @@ impl PartialEq for ConfigError {
             && self.0.key_path == other.0.key_path
             && self.0.position == other.0.position
             && self.0.expected == other.0.expected
-    }
-}
-
-impl From<BudgetExceededError> for CupelError {
-    fn from(err: BudgetExceededError) -> Self {
-        CupelError::RunBudgetExceeded(err)
-    }
-}
-
-/// `d` in milliseconds, with a fraction only when `d` is not whole
-/// (`-1500 ms`, `-0.000001 ms`).
-fn millis(d: &TimeDelta) -> String {
-    let sign = if *d < TimeDelta::zero() { "-" } else { "" };
-    let abs = d.abs();
-    let whole = abs.num_milliseconds();
-    let nanos = (abs - TimeDelta::milliseconds(whole))
-        .num_nanoseconds()
-        .unwrap_or(0);
-    if nanos == 0 {
-        format!("{sign}{whole} ms")
-    } else {
-        format!("{sign}{whole}.{nanos:06} ms")
     }
 }
 

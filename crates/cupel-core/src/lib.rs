@@ -14,13 +14,10 @@
 //!   [`DiagnosticTraceCollector`], and [`FanOut`] to feed two at once),
 //!   [`SelectionReport`], [`ExclusionReason`], [`InclusionReason`],
 //!   [`TraceEvent`], [`OverflowEvent`];
-//! * the values of a run budget and the error it fails with: [`RunBudget`]
-//!   ([`Deadline`], [`TokenLimit`]), [`TokenUsage`] and
-//!   [`BudgetExceededError`] — the tracker that enforces them, shared by an
-//!   agent and its subagents, is in the `cupel-rs-run` crate (`cupel_run`);
 //! * injected services: [`TimeProvider`] (system, fixed and manual clocks)
 //!   and [`TokenCounter`];
-//! * the one error type, [`CupelError`].
+//! * the one error type of selection, [`CupelError`] (the run budget's
+//!   values and errors are the `cupel-rs-run` crate's, `cupel_run`).
 //!
 //! Depend on `cupel-core` to implement a custom scorer, slicer, placer or
 //! collector; depend on the `cupel` facade to run selections.
@@ -42,11 +39,10 @@
 //!
 //! # Features
 //! * `serde` — `Serialize`/`Deserialize` for the data: items, kinds, budgets,
-//!   slicer outcomes, events, reasons and reports, run budgets and token
-//!   usages, tags and item variants (not for the borrowed [`ScoredItem`] and collector
-//!   records, nor for collectors, clocks or errors — a
-//!   [`BudgetExceededError`] carries its state as JSON without it), using
-//!   the specification's JSON wire format for reasons and reports.
+//!   slicer outcomes, events, reasons and reports, tags and item variants
+//!   (not for the borrowed [`ScoredItem`] and collector records, nor for
+//!   collectors, clocks or errors), using the specification's JSON wire
+//!   format for reasons and reports.
 //! * `strict` — [`strict`]: the one strict reader of
 //!   configuration shared by the pipeline, the gate and the command-line
 //!   tool (unknown keys as errors with one key-path spelling,
@@ -66,7 +62,6 @@ mod note;
 mod query;
 #[cfg(feature = "serde")]
 mod record;
-mod run_budget;
 mod stage;
 #[cfg(feature = "strict")]
 #[cfg_attr(docsrs, doc(cfg(feature = "strict")))]
@@ -96,10 +91,6 @@ pub use note::ScoreNote;
 pub use query::{Query, ScoreContext, check_embedding};
 #[cfg(feature = "serde")]
 pub use record::{ItemRecord, TokensOf, VariantRecord};
-pub use run_budget::{
-    Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase, Deadline,
-    RemainingTime, RemainingTokens, RunBudget, RunBudgetBuilder, ScopeId, TokenLimit, TokenUsage,
-};
 pub use stage::{
     OverflowStrategy, Placer, RADIX_SORT_FROM, ScoredItem, Scorer, SliceOutcome, SliceRoom, Slicer,
     SlicerKind, check_counted, check_finite, check_finite_scores, score_cmp_desc, score_sort_key,

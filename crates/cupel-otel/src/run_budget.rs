@@ -6,7 +6,7 @@
 //! the tool call) with [`record_run_budget`], and record a failed checkpoint with
 //! [`record_run_budget_exceeded`].
 
-use cupel_core::BudgetExceededError;
+use cupel_run::BudgetExceededError;
 use cupel_run::RunSnapshot;
 use opentelemetry::KeyValue;
 use opentelemetry::trace::Span;
@@ -40,8 +40,7 @@ pub const BUDGET_REQUESTER_LABEL: &str = "budget_requester_label";
 /// `tracing` field names the tracker's own events use.
 ///
 /// ```
-/// use cupel_core::{FixedTimeProvider, RunBudget, TokenLimit};
-/// use cupel_run::{LocalTracker};
+/// use cupel_run::{FixedTimeProvider, LocalTracker, RunBudget, TokenLimit};
 /// use opentelemetry::KeyValue;
 ///
 /// let clock = FixedTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
@@ -57,7 +56,7 @@ pub const BUDGET_REQUESTER_LABEL: &str = "budget_requester_label";
 ///         KeyValue::new("budget_scope_depth", 0),
 ///     ]
 /// );
-/// # Ok::<(), cupel_core::CupelError>(())
+/// # Ok::<(), cupel_run::RunError>(())
 /// ```
 pub fn budget_attributes(snapshot: &RunSnapshot) -> Vec<KeyValue> {
     let mut attributes = Vec::with_capacity(4);

@@ -28,12 +28,14 @@ use std::thread;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use cupel_core::{
-    BudgetExceededError, BudgetPhase, ContextBudget, ContextItem, ContextKind, CupelError,
-    Deadline, ManualTimeProvider, RunBudget, TimeProvider, TokenLimit, TokenUsage,
+    ContextBudget, ContextItem, ContextKind, CupelError, ManualTimeProvider, TimeProvider,
 };
-use cupel_pipeline::{Pipeline, RunOptions};
+use cupel_pipeline::{Pipeline, RunOptions, SelectWithinError};
 use cupel_placers::ChronologicalPlacer;
-use cupel_run::{LocalTracker, UsageMeter};
+use cupel_run::{
+    BudgetExceededError, BudgetPhase, Deadline, LocalTracker, RunBudget, RunError, TokenLimit,
+    TokenUsage, UsageMeter,
+};
 use cupel_scorers::RecencyScorer;
 use cupel_slicers::GreedySlice;
 
@@ -67,7 +69,7 @@ impl ModelSession {
         &mut self,
         window: &[ContextItem],
         max_output: Option<i64>,
-    ) -> Result<TokenUsage, CupelError> {
+    ) -> Result<TokenUsage, RunError> {
         let input: i64 = window.iter().map(ContextItem::tokens).sum();
         let this_call = TokenUsage::new(input, max_output.unwrap_or(80).min(80))?;
         self.total = self.total.saturating_add(this_call);
@@ -95,13 +97,13 @@ fn model_turn(
     history: &[ContextItem],
     session: &mut ModelSession,
     meter: &mut UsageMeter,
-) -> Result<TokenUsage, CupelError> {
+) -> Result<TokenUsage, SelectWithinError> {
     let out = pipeline.run_with(history, RunOptions::new().run_budget(meter.tracker()))?;
     let Some(hold) = out.hold else {
-        return Err(CupelError::PipelineConfig("a run budget was given".into()));
+        return Err(CupelError::PipelineConfig("a run budget was given".into()).into());
     };
     let running_total = session.call(&out.items, hold.max_output_tokens)?;
-    meter.settle_total(hold.reservation, running_total)
+    Ok(meter.settle_total(hold.reservation, running_total)?)
 }
 
 /// What the subagent tells the orchestrator at the end of a round.
@@ -120,7 +122,7 @@ fn summariser(
     scope: &LocalTracker,
     rounds: Receiver<()>,
     reports: Sender<Report>,
-) -> Result<(), CupelError> {
+) -> Result<(), SelectWithinError> {
     let mut session = ModelSession::default();
     let mut meter = scope.meter();
     let mut turns = 0;
@@ -130,7 +132,7 @@ fn summariser(
                 turns += 1;
                 Report::Turn(used)
             }
-            Err(CupelError::RunBudgetExceeded(e)) => Report::Stopped(turns, e),
+            Err(SelectWithinError::Run(RunError::Exceeded(e))) => Report::Stopped(turns, e),
             Err(other) => return Err(other),
         };
         let stopped = matches!(report, Report::Stopped(..));
@@ -144,7 +146,7 @@ fn summariser(
 
 /// The run's tracker: 60 s, 2,000 input and 600 output tokens, checked
 /// before the first round.
-fn tracker(clock: &ManualTimeProvider) -> Result<LocalTracker, CupelError> {
+fn tracker(clock: &ManualTimeProvider) -> Result<LocalTracker, RunError> {
     let budget = RunBudget::builder()
         .deadline(Deadline::after(clock, TimeDelta::seconds(60)))
         .token_limit(TokenLimit::new(Some(2_000), Some(600))?)
@@ -272,7 +274,7 @@ pub(crate) fn run_agent() -> Result<Outcome, Box<dyn Error>> {
                         }
                     }
                 }
-                Err(CupelError::RunBudgetExceeded(e)) => {
+                Err(SelectWithinError::Run(RunError::Exceeded(e))) => {
                     line.push_str(" refused");
                     stop = Some(e);
                 }

@@ -197,7 +197,9 @@ pub use presets::{Preset, preset, presets};
 #[cfg(feature = "config")]
 pub use registry::{ComponentRegistry, PlacerConstructor, ScorerConstructor, SlicerConstructor};
 #[allow(deprecated)]
-pub use run_budget::{BudgetedWindow, ReservedWindow};
+pub use run_budget::{
+    BudgetedWindow, NoRunBudget, ReservedWindow, RunBudgetSlot, SelectWithinError, WithRunBudget,
+};
 /// The `serde_json` crate, whose `Value` is the parameter table passed to registry constructors.
 #[cfg(feature = "config")]
 pub use serde_json;

@@ -10,6 +10,10 @@ use cupel_core::{
 use cupel_run::store::SharedReservation;
 use cupel_run::{Reservation, RunTracker};
 
+#[cfg(doc)]
+use crate::run_budget::SelectWithinError;
+use crate::run_budget::{NoRunBudget, RunBudgetSlot, Selection, WithRunBudget};
+
 use crate::policy::{Policy, PolicyBuilder};
 use crate::run::{execute, execute_with};
 
@@ -225,15 +229,16 @@ impl Pipeline {
     /// ```
     ///
     /// # Errors
-    /// As [`run`](Self::run), against the budget and policy in effect; with
-    /// a run budget, those of [`RunOptions::run_budget`]; a dry run with a
-    /// run budget is a [`CupelError::PipelineConfig`] (holding tokens is a
-    /// side effect).
-    pub fn run_with<C: TraceCollector + ?Sized, R>(
+    /// Without a run budget, a [`CupelError`]: as [`run`](Self::run),
+    /// against the budget and policy in effect. With one, a
+    /// [`SelectWithinError`]: the selection's error or the run budget's (see
+    /// [`RunOptions::run_budget`]); a dry run with a run budget is a
+    /// [`CupelError::PipelineConfig`] (holding tokens is a side effect).
+    pub fn run_with<C: TraceCollector + ?Sized, S: RunBudgetSlot>(
         &self,
         items: &[ContextItem],
-        options: RunOptions<'_, C, R>,
-    ) -> Result<RunOutput<R>, CupelError> {
+        options: RunOptions<'_, C, S>,
+    ) -> Result<RunOutput<S::Hold>, S::Error> {
         let RunOptions {
             budget,
             policy,
@@ -264,24 +269,18 @@ impl Pipeline {
         if run_budgets > 1 {
             return Err(CupelError::PipelineConfig(
                 "a run holds tokens on one run budget: give `run_budget` once, not both".into(),
-            ));
+            )
+            .into());
         }
-        if dry && run_budget.is_some() {
-            return Err(CupelError::PipelineConfig(
-                "a dry run cannot hold tokens on a run budget: drop `dry` or the run budget".into(),
-            ));
-        }
-        let Some(tracker) = run_budget else {
-            let (items, report) = select(policy, budget, items, collector, report, observer)?;
-            return Ok(RunOutput {
-                items,
-                report,
-                hold: None,
-            });
-        };
-        crate::run_budget::select_within(
-            policy, budget, items, tracker, collector, report, observer,
-        )
+        run_budget.select(Selection {
+            policy,
+            budget,
+            items,
+            collector,
+            report,
+            dry,
+            observer,
+        })
     }
 
     /// Like [`run`](Self::run), reporting every stage and decision to `collector`.
@@ -445,15 +444,22 @@ pub(crate) fn select<C: TraceCollector + ?Sized>(
 ///
 /// `C` is the collector's type; [`collector`](Self::collector) sets it.
 ///
-/// `R` is the reservation type of the run budget's tracker
-/// ([`run_budget`](Self::run_budget) sets it; [`Reservation`] without one).
-pub struct RunOptions<'a, C: TraceCollector + ?Sized = NullTraceCollector, R = Reservation> {
+/// `S` says whether the run holds tokens on a run budget:
+/// [`NoRunBudget`] (the default: the run returns a [`CupelError`]) or
+/// [`WithRunBudget`] ([`run_budget`](Self::run_budget) sets it: the run
+/// returns a [`SelectWithinError`], the selection's error or the run
+/// budget's).
+pub struct RunOptions<
+    'a,
+    C: TraceCollector + ?Sized = NullTraceCollector,
+    S: RunBudgetSlot = NoRunBudget,
+> {
     budget: Option<&'a ContextBudget>,
     policy: Option<&'a Policy>,
     collector: Option<&'a mut C>,
     report: bool,
     dry: bool,
-    run_budget: Option<&'a dyn RunTracker<Reservation = R>>,
+    run_budget: S,
     /// How many run budgets were given (more than one is an error).
     run_budgets: u8,
     query: Option<&'a Query>,
@@ -469,7 +475,7 @@ impl RunOptions<'_> {
             collector: None,
             report: false,
             dry: false,
-            run_budget: None,
+            run_budget: NoRunBudget,
             run_budgets: 0,
             query: None,
         }
@@ -482,7 +488,7 @@ impl Default for RunOptions<'_> {
     }
 }
 
-impl<C: TraceCollector + ?Sized, R> fmt::Debug for RunOptions<'_, C, R> {
+impl<C: TraceCollector + ?Sized, S: RunBudgetSlot> fmt::Debug for RunOptions<'_, C, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RunOptions")
             .field("budget", &self.budget)
@@ -490,13 +496,13 @@ impl<C: TraceCollector + ?Sized, R> fmt::Debug for RunOptions<'_, C, R> {
             .field("collector", &self.collector.is_some())
             .field("report", &self.report)
             .field("dry", &self.dry)
-            .field("run_budget", &self.run_budget.is_some())
+            .field("run_budget", &self.run_budget.holds())
             .field("query", &self.query)
             .finish()
     }
 }
 
-impl<'a, C: TraceCollector + ?Sized, R> RunOptions<'a, C, R> {
+impl<'a, C: TraceCollector + ?Sized, S: RunBudgetSlot> RunOptions<'a, C, S> {
     /// Runs under `budget` instead of the pipeline's own (a per-request
     /// budget: the policy is used in place, nothing is rebuilt).
     #[must_use]
@@ -517,7 +523,7 @@ impl<'a, C: TraceCollector + ?Sized, R> RunOptions<'a, C, R> {
     pub fn collector<D: TraceCollector + ?Sized>(
         self,
         collector: &'a mut D,
-    ) -> RunOptions<'a, D, R> {
+    ) -> RunOptions<'a, D, S> {
         RunOptions {
             budget: self.budget,
             policy: self.policy,
@@ -566,7 +572,8 @@ impl<'a, C: TraceCollector + ?Sized, R> RunOptions<'a, C, R> {
     /// `cupel_run::store::SharedTracker` whose books are in a store (e.g.
     /// Redis) shared across processes. For a shared tracker every step below
     /// is checked and held in the store; a store failure is
-    /// [`CupelError::BudgetStoreFailed`] (or, for a tracker failing open, a
+    /// [`RunError::StoreFailed`](cupel_run::RunError::StoreFailed) (or, for
+    /// a tracker failing open, a
     /// selection under the pipeline's own budget with an unverified hold).
     ///
     /// 1. **Pre-flight**: an expired deadline or a depleted dimension on the
@@ -622,18 +629,27 @@ impl<'a, C: TraceCollector + ?Sized, R> RunOptions<'a, C, R> {
     /// tokens.
     ///
     /// # Errors (of [`Pipeline::run_with`])
-    /// * [`CupelError::RunBudgetExceeded`] — the pre-flight check failed
-    ///   (phase `preflight`; the tracker is halted), pinned items alone need
-    ///   more input tokens than remain (phase `provider_request`; not
-    ///   halted, see above), or another holder consumed the room between the
-    ///   clamp and the reservation (phase `provider_request`; halted).
-    /// * every error of [`Pipeline::run`].
+    /// With a run budget, [`run_with`](Pipeline::run_with) returns a
+    /// [`SelectWithinError`]:
+    /// * [`SelectWithinError::Run`] holding
+    ///   [`RunError::Exceeded`](cupel_run::RunError::Exceeded) — the
+    ///   pre-flight check failed (phase `preflight`; the tracker is halted),
+    ///   pinned items alone need more input tokens than remain (phase
+    ///   `provider_request`; not halted, see above), or another holder
+    ///   consumed the room between the clamp and the reservation (phase
+    ///   `provider_request`; halted); or
+    ///   [`RunError::StoreFailed`](cupel_run::RunError::StoreFailed) — a
+    ///   shared tracker's store failed;
+    /// * [`SelectWithinError::Selection`] holding every error of
+    ///   [`Pipeline::run`], and a [`CupelError::PipelineConfig`] for a dry
+    ///   run (holding tokens is a side effect).
+    ///
+    /// A function that builds items and runs under a run budget can return
+    /// [`SelectWithinError`] itself: `?` converts both error types into it.
     ///
     /// ```
-    /// use cupel_core::{
-    ///     ContextBudget, ContextItem, FixedTimeProvider, RunBudget, TokenLimit, TokenUsage,
-    /// };
-    /// use cupel_run::LocalTracker;
+    /// use cupel_core::{ContextBudget, ContextItem, FixedTimeProvider};
+    /// use cupel_run::{LocalTracker, RunBudget, TokenLimit, TokenUsage};
     /// use cupel_pipeline::{Pipeline, RunOptions};
     /// use cupel_placers::ChronologicalPlacer;
     /// use cupel_scorers::ReflexiveScorer;
@@ -665,17 +681,20 @@ impl<'a, C: TraceCollector + ?Sized, R> RunOptions<'a, C, R> {
     /// // ... call the model, then settle with what it reports:
     /// hold.reservation.settle(TokenUsage::new(50, 120)?);
     /// assert_eq!(run.usage(), TokenUsage::new(90, 120)?);
-    /// # Ok::<(), cupel_core::CupelError>(())
+    /// # Ok::<(), cupel_pipeline::SelectWithinError>(())
     /// ```
     #[must_use]
-    pub fn run_budget<T: RunTracker>(self, tracker: &'a T) -> RunOptions<'a, C, T::Reservation> {
+    pub fn run_budget<T: RunTracker>(
+        self,
+        tracker: &'a T,
+    ) -> RunOptions<'a, C, WithRunBudget<'a, T::Reservation>> {
         RunOptions {
             budget: self.budget,
             policy: self.policy,
             collector: self.collector,
             report: self.report,
             dry: self.dry,
-            run_budget: Some(tracker),
+            run_budget: WithRunBudget(tracker),
             run_budgets: self.run_budgets.saturating_add(1),
             query: self.query,
         }
@@ -694,7 +713,7 @@ impl<'a, C: TraceCollector + ?Sized, R> RunOptions<'a, C, R> {
     pub fn shared_run_budget(
         self,
         tracker: &'a cupel_run::store::SharedTracker,
-    ) -> RunOptions<'a, C, SharedReservation> {
+    ) -> RunOptions<'a, C, WithRunBudget<'a, SharedReservation>> {
         self.run_budget(tracker)
     }
 }

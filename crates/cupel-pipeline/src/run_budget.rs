@@ -7,13 +7,195 @@
 //! window is handed back. Nothing is selected when the run is out of time or
 //! tokens.
 
-use cupel_core::{
-    BudgetPhase, ContextBudget, ContextItem, CupelError, TokenSign, TokenUsage, TraceCollector,
+use cupel_core::{ContextBudget, ContextItem, CupelError, TokenSign, TraceCollector};
+use cupel_run::{
+    BudgetExceededError, BudgetPhase, LocalTracker, Reservation, RunError, RunRequest, RunTracker,
+    TokenUsage,
 };
-use cupel_run::{LocalTracker, Reservation, RunRequest, RunTracker};
 
 use crate::pipeline::{OverflowObserver, RunHold, RunOptions, RunOutput, select};
 use crate::{Pipeline, Policy};
+
+/// Why a selection under a run budget failed: the selection's own error
+/// (core's [`CupelError`], as [`Pipeline::run`] returns it) or the run
+/// budget's ([`RunError`]: a refusal, a store failure). What
+/// [`Pipeline::run_with`] returns when [`RunOptions::run_budget`] gave a
+/// tracker.
+///
+/// Each crate owns its errors and they meet here (issue 50, SL-5): `?`
+/// converts either into this type, so a function that builds items and
+/// runs under a run budget can return it.
+///
+/// ```
+/// use cupel_core::CupelError;
+/// use cupel_pipeline::SelectWithinError;
+/// use cupel_run::{RunError, TokenUsage};
+///
+/// fn usage(input: i64) -> Result<TokenUsage, SelectWithinError> {
+///     Ok(TokenUsage::new(input, 0)?)
+/// }
+/// let err = usage(-1).unwrap_err();
+/// assert!(matches!(err, SelectWithinError::Run(RunError::NegativeTokenUsage { tokens: -1, .. })));
+/// assert_eq!(err.to_string(), "run budget input token usage must be >= 0 (got -1)");
+/// assert!(err.exceeded().is_none());
+/// let selection: SelectWithinError = CupelError::EmptyContent.into();
+/// assert_eq!(selection.to_string(), "context item content must not be empty");
+/// ```
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SelectWithinError {
+    /// The selection failed as [`Pipeline::run`] can (pinned items over the
+    /// budget, a token overflow, a component breaking its contract, ...).
+    #[error(transparent)]
+    Selection(#[from] CupelError),
+    /// The run budget refused the window or could not decide
+    /// ([`RunError::Exceeded`], [`RunError::StoreFailed`], ...).
+    #[error(transparent)]
+    Run(#[from] RunError),
+}
+
+impl SelectWithinError {
+    /// The run budget's refusal, when this is one
+    /// ([`RunError::Exceeded`]): the phase, dimension and numbers to act on.
+    pub fn exceeded(&self) -> Option<&BudgetExceededError> {
+        match self {
+            SelectWithinError::Run(run) => run.exceeded(),
+            SelectWithinError::Selection(_) => None,
+        }
+    }
+}
+
+impl From<BudgetExceededError> for SelectWithinError {
+    fn from(err: BudgetExceededError) -> Self {
+        SelectWithinError::Run(RunError::Exceeded(err))
+    }
+}
+
+mod sealed {
+    use super::{ContextBudget, ContextItem, OverflowObserver, Policy};
+
+    /// Only this crate's two run-budget options implement
+    /// [`RunBudgetSlot`](super::RunBudgetSlot).
+    pub trait Sealed {}
+
+    /// What one run selects from: the arguments [`Pipeline::run_with`]
+    /// hands to its run-budget option. Not nameable outside this crate.
+    ///
+    /// [`Pipeline::run_with`]: crate::Pipeline::run_with
+    pub struct Selection<'r, C: ?Sized> {
+        pub(crate) policy: &'r Policy,
+        pub(crate) budget: &'r ContextBudget,
+        pub(crate) items: &'r [ContextItem],
+        pub(crate) collector: Option<&'r mut C>,
+        pub(crate) report: bool,
+        pub(crate) dry: bool,
+        pub(crate) observer: Option<&'r OverflowObserver>,
+    }
+}
+
+pub(crate) use sealed::Selection;
+
+/// Whether a run holds tokens on a run budget: the last type parameter of
+/// [`RunOptions`], which decides what [`Pipeline::run_with`] returns.
+///
+/// | option | set by | hold | error |
+/// | --- | --- | --- | --- |
+/// | [`NoRunBudget`] | [`RunOptions::new`] | none ([`RunOutput::hold`] is `None`) | [`CupelError`] |
+/// | [`WithRunBudget`] | [`RunOptions::run_budget`] | the tracker's reservation | [`SelectWithinError`] |
+///
+/// So a run without a run budget keeps returning core's error, and only a
+/// run that holds tokens can fail with the run budget's. Sealed: the two
+/// implementations are this crate's.
+pub trait RunBudgetSlot: sealed::Sealed {
+    /// The reservation type of the tracker that holds the window's tokens.
+    type Hold;
+    /// The error type of a run with this option.
+    type Error: From<CupelError>;
+
+    /// Whether a run holds tokens (a tracker was given).
+    fn holds(&self) -> bool;
+
+    /// Selects, holding the window's tokens if a tracker was given.
+    #[doc(hidden)]
+    fn select<C: TraceCollector + ?Sized>(
+        self,
+        selection: Selection<'_, C>,
+    ) -> Result<RunOutput<Self::Hold>, Self::Error>;
+}
+
+/// The run-budget option of a run that holds no tokens (the default of
+/// [`RunOptions`]): [`Pipeline::run_with`] returns a [`CupelError`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NoRunBudget;
+
+impl sealed::Sealed for NoRunBudget {}
+
+impl RunBudgetSlot for NoRunBudget {
+    type Hold = Reservation;
+    type Error = CupelError;
+
+    fn holds(&self) -> bool {
+        false
+    }
+
+    fn select<C: TraceCollector + ?Sized>(
+        self,
+        s: Selection<'_, C>,
+    ) -> Result<RunOutput<Reservation>, CupelError> {
+        let (items, report) = select(
+            s.policy,
+            s.budget,
+            s.items,
+            s.collector,
+            s.report,
+            s.observer,
+        )?;
+        Ok(RunOutput {
+            items,
+            report,
+            hold: None,
+        })
+    }
+}
+
+/// The run-budget option of a run that holds its window's tokens on
+/// a tracker ([`RunOptions::run_budget`]): [`Pipeline::run_with`] returns a
+/// [`SelectWithinError`] and, on success, a [`RunHold`] of the tracker's
+/// reservation `R`.
+pub struct WithRunBudget<'a, R>(pub(crate) &'a dyn RunTracker<Reservation = R>);
+
+impl<R> std::fmt::Debug for WithRunBudget<'_, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WithRunBudget")
+            .field("depth", &self.0.depth())
+            .field("label", &self.0.label())
+            .finish()
+    }
+}
+
+impl<R> sealed::Sealed for WithRunBudget<'_, R> {}
+
+impl<R> RunBudgetSlot for WithRunBudget<'_, R> {
+    type Hold = R;
+    type Error = SelectWithinError;
+
+    fn holds(&self) -> bool {
+        true
+    }
+
+    fn select<C: TraceCollector + ?Sized>(
+        self,
+        s: Selection<'_, C>,
+    ) -> Result<RunOutput<R>, SelectWithinError> {
+        if s.dry {
+            return Err(CupelError::PipelineConfig(
+                "a dry run cannot hold tokens on a run budget: drop `dry` or the run budget".into(),
+            )
+            .into());
+        }
+        select_within(self.0, s)
+    }
+}
 
 /// A context window selected under a run budget, with the reservation that
 /// holds its tokens on the shared tracker: what the deprecated
@@ -65,7 +247,7 @@ impl Pipeline {
         &self,
         items: &[ContextItem],
         tracker: &LocalTracker,
-    ) -> Result<ReservedWindow, CupelError> {
+    ) -> Result<ReservedWindow, SelectWithinError> {
         let out = self.run_with(items, RunOptions::new().run_budget(tracker))?;
         ReservedWindow::from_output(out)
     }
@@ -84,14 +266,14 @@ impl Pipeline {
         items: &[ContextItem],
         tracker: &LocalTracker,
         collector: &mut C,
-    ) -> Result<ReservedWindow, CupelError> {
+    ) -> Result<ReservedWindow, SelectWithinError> {
         let options = RunOptions::new().run_budget(tracker).collector(collector);
         ReservedWindow::from_output(self.run_with(items, options)?)
     }
 }
 
 impl ReservedWindow {
-    fn from_output(out: RunOutput) -> Result<Self, CupelError> {
+    fn from_output(out: RunOutput) -> Result<Self, SelectWithinError> {
         let hold = out.hold.ok_or_else(|| {
             CupelError::PipelineConfig("a run under a run budget returned no hold".into())
         })?;
@@ -108,15 +290,19 @@ impl ReservedWindow {
 /// A selection under the run budget tracked by `tracker` (the rules of
 /// [`RunOptions::run_budget`](crate::RunOptions::run_budget)), with `budget`
 /// as the budget to clamp.
-pub(crate) fn select_within<R, C: TraceCollector + ?Sized>(
-    policy: &Policy,
-    budget: &ContextBudget,
-    items: &[ContextItem],
+fn select_within<R, C: TraceCollector + ?Sized>(
     tracker: &dyn RunTracker<Reservation = R>,
-    collector: Option<&mut C>,
-    report: bool,
-    observer: Option<&OverflowObserver>,
-) -> Result<RunOutput<R>, CupelError> {
+    s: Selection<'_, C>,
+) -> Result<RunOutput<R>, SelectWithinError> {
+    let Selection {
+        policy,
+        budget,
+        items,
+        collector,
+        report,
+        observer,
+        ..
+    } = s;
     let remaining = tracker.preflight_allowance()?;
     let input_left = remaining.and_then(|r| r.input());
     let output_left = remaining.and_then(|r| r.output());
@@ -137,16 +323,17 @@ pub(crate) fn select_within<R, C: TraceCollector + ?Sized>(
                 TokenUsage::new(pinned_tokens, 0)?,
             );
             return Err(match tracker.would_fit(&projected) {
-                Err(budget_error) => budget_error,
+                Err(budget_error) => budget_error.into(),
                 // Another holder released tokens meanwhile: report the
                 // selection's own error.
                 Ok(_) => CupelError::PinnedBudgetExceeded {
                     pinned_tokens,
                     available_tokens: context_budget.available_for_pinned(),
-                },
+                }
+                .into(),
             });
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
 
     let total: i128 = items.iter().map(|i| i128::from(i.tokens().max(0))).sum();

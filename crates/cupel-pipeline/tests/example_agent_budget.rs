@@ -4,7 +4,7 @@
 #[path = "../examples/agent_budget.rs"]
 mod agent_budget;
 
-use cupel_core::{BudgetDimension, BudgetPhase, TokenUsage};
+use cupel_run::{BudgetDimension, BudgetPhase, TokenUsage};
 
 // The numbers, by hand. Run: 2000 input / 600 output, 60 s; pipeline max
 // 1024, target 900, output reserve 120 (so the clamp starts below 904 input

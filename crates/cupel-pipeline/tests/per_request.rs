@@ -9,12 +9,12 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Utc};
 use cupel_core::{
     ContextBudget, ContextItem, CupelError, DiagnosticTraceCollector, ExclusionReason, FanOut,
-    FixedTimeProvider, NullTraceCollector, OverflowStrategy, RunBudget, SelectionReport,
-    TokenLimit, TraceCollector, TraceDetailLevel,
+    FixedTimeProvider, NullTraceCollector, OverflowStrategy, SelectionReport, TraceCollector,
+    TraceDetailLevel,
 };
-use cupel_pipeline::{Pipeline, RunOptions};
+use cupel_pipeline::{Pipeline, RunOptions, SelectWithinError};
 use cupel_placers::ChronologicalPlacer;
-use cupel_run::LocalTracker;
+use cupel_run::{LocalTracker, RunBudget, TokenLimit};
 use cupel_scorers::ReflexiveScorer;
 use cupel_slicers::GreedySlice;
 
@@ -362,7 +362,13 @@ fn a_dry_run_calls_no_overflow_observer_and_holds_no_run_budget() {
     let err = pipeline
         .run_with(&items(), RunOptions::new().run_budget(&run).dry(true))
         .unwrap_err();
-    assert!(matches!(err, CupelError::PipelineConfig(_)), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            SelectWithinError::Selection(CupelError::PipelineConfig(_))
+        ),
+        "{err:?}"
+    );
 }
 
 #[test]

@@ -2,13 +2,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, deprecated)]
 
 use chrono::{DateTime, TimeDelta, Utc};
-use cupel_core::{
-    BudgetDimension, BudgetExceededError, BudgetPhase, ContextBudget, ContextItem, CupelError,
-    Deadline, ManualTimeProvider, RunBudget, TokenLimit, TokenUsage,
-};
-use cupel_pipeline::Pipeline;
+use cupel_core::{ContextBudget, ContextItem, CupelError, ManualTimeProvider};
+use cupel_pipeline::{Pipeline, SelectWithinError};
 use cupel_placers::ChronologicalPlacer;
-use cupel_run::LocalTracker;
+use cupel_run::{
+    BudgetDimension, BudgetExceededError, BudgetPhase, Deadline, LocalTracker, RunBudget, RunError,
+    TokenLimit, TokenUsage,
+};
 use cupel_scorers::ReflexiveScorer;
 use cupel_slicers::GreedySlice;
 
@@ -57,9 +57,9 @@ fn docs() -> Vec<ContextItem> {
         .collect()
 }
 
-fn budget_error(e: CupelError) -> BudgetExceededError {
+fn budget_error(e: SelectWithinError) -> BudgetExceededError {
     match e {
-        CupelError::RunBudgetExceeded(b) => b,
+        SelectWithinError::Run(RunError::Exceeded(b)) => b,
         other => panic!("expected a run-budget error, got {other:?}"),
     }
 }
@@ -241,10 +241,10 @@ fn pinned_items_over_the_pipeline_budget_keep_the_pipeline_error() {
     let err = pipeline(30, 30, 0).run_within(&items, &run).unwrap_err();
     assert!(matches!(
         err,
-        CupelError::PinnedBudgetExceeded {
+        SelectWithinError::Selection(CupelError::PinnedBudgetExceeded {
             pinned_tokens: 40,
             ..
-        }
+        })
     ));
 }
 
@@ -378,9 +378,15 @@ fn a_shared_run_budget_clamps_and_holds_like_the_in_process_one() {
         &items,
         RunOptions::new().run_budget(&local).run_budget(&shared),
     );
-    assert!(matches!(both, Err(CupelError::PipelineConfig(m)) if m.contains("not both")));
+    assert!(matches!(
+        both,
+        Err(SelectWithinError::Selection(CupelError::PipelineConfig(m))) if m.contains("not both")
+    ));
     let dry = p.run_with(&items, RunOptions::new().run_budget(&shared).dry(true));
-    assert!(matches!(dry, Err(CupelError::PipelineConfig(_))));
+    assert!(matches!(
+        dry,
+        Err(SelectWithinError::Selection(CupelError::PipelineConfig(_)))
+    ));
 }
 
 /// The names deprecated by issue 50 still work for one minor version:

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use chrono::TimeDelta;
 use cupel_run::store::{RedisStore, RunStore, SharedTracker};
-use cupel_run::{BudgetPhase, CupelError, Deadline, RunBudget, RunTracker, TokenLimit, TokenUsage};
+use cupel_run::{BudgetPhase, Deadline, RunBudget, RunError, RunTracker, TokenLimit, TokenUsage};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -124,7 +124,7 @@ fn worker(args: &[String]) -> Result<(), Failure> {
     let stopped = loop {
         let hold = match tracker.reserve(BudgetPhase::ProviderRequest, TokenUsage::new(300, 60)?) {
             Ok(hold) => hold,
-            Err(CupelError::RunBudgetExceeded(e)) => break e.to_string(),
+            Err(RunError::Exceeded(e)) => break e.to_string(),
             Err(e) => return Err(e.into()),
         };
         // The "provider" reports a little less than was reserved.

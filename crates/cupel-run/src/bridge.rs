@@ -11,10 +11,9 @@
 
 use std::collections::BTreeMap;
 
-use cupel_core::{
-    BudgetDimension, ContextBudget, CupelError, Deadline, RunBudget, TimeProvider, TokenLimit,
-    TokenUsage,
-};
+use cupel_core::{ContextBudget, CupelError, TimeProvider};
+
+use crate::{BudgetDimension, Deadline, RunBudget, RunError, TokenLimit, TokenUsage};
 
 use crate::adaptive::{AdaptiveSuggestion, UsageError, UsageRecorder};
 use crate::tracker::LocalTracker;
@@ -146,15 +145,13 @@ impl AdaptiveSuggestion {
     /// is unlimited).
     ///
     /// # Errors
-    /// [`CupelError::InvalidArgument`] for [`BudgetDimension::Deadline`]: a
+    /// [`RunError::NotATokenDimension`] for [`BudgetDimension::Deadline`]: a
     /// token suggestion is not a time.
-    pub fn token_limit(&self, dimension: BudgetDimension) -> Result<TokenLimit, CupelError> {
+    pub fn token_limit(&self, dimension: BudgetDimension) -> Result<TokenLimit, RunError> {
         match dimension {
             BudgetDimension::Input => TokenLimit::new(Some(self.budget), None),
             BudgetDimension::Output => TokenLimit::new(None, Some(self.budget)),
-            _ => Err(CupelError::InvalidArgument(format!(
-                "a token budget suggestion can cap the input or the output dimension, not {dimension}"
-            ))),
+            _ => Err(RunError::NotATokenDimension { dimension }),
         }
     }
 
@@ -172,7 +169,7 @@ impl AdaptiveSuggestion {
         dimension: BudgetDimension,
         deadline: Option<Deadline>,
         clock: &C,
-    ) -> Result<RunBudget, CupelError> {
+    ) -> Result<RunBudget, RunError> {
         RunBudget::new(deadline, Some(self.token_limit(dimension)?), clock)
     }
 

@@ -9,9 +9,10 @@
 //!   call, [`settle`](Reservation::settle) with what the provider reports,
 //!   [`child_named`](LocalTracker::child_named) for a subagent with its own
 //!   ceilings inside the parent's. A [`UsageMeter`] turns a provider's running
-//!   totals into deltas. Every overage is one error,
-//!   [`BudgetExceededError`], tagged with a [`BudgetPhase`] and a
-//!   [`BudgetDimension`].
+//!   totals into deltas. Every fallible call returns this crate's
+//!   [`RunError`]; every overage is one of its variants,
+//!   [`RunError::Exceeded`], carrying seed 001's [`BudgetExceededError`]
+//!   tagged with a [`BudgetPhase`] and a [`BudgetDimension`].
 //! * **The adaptive budget** (`spec/16-adaptive-budget.md`): a
 //!   [`UsageRecorder`] learns each cycle's usage per agent and
 //!   [`suggest`s](UsageRecorder::suggest) the next cycle's budget.
@@ -68,12 +69,14 @@
 
 mod adaptive;
 mod bridge;
+mod error;
 mod meter;
 mod request;
 mod rules;
 mod run_tracker;
 pub mod store;
 mod tracker;
+mod values;
 
 #[cfg(feature = "serde")]
 pub use adaptive::InvalidRecorderState;
@@ -94,20 +97,20 @@ pub use store::Checkpoint;
 pub use tracker::{BudgetSnapshot, BudgetTracker};
 pub use tracker::{LocalTracker, RUN_BUDGET_TRACING_TARGET, Reservation, RunSnapshot};
 
-// The values and the error live in `cupel-core` so that every crate returning
-// a `CupelError` can name them; this crate is their home for users.
-pub use cupel_core::{
-    Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase, Deadline,
-    RemainingTime, RemainingTokens, RunBudget, RunBudgetBuilder, ScopeId, TokenLimit, TokenUsage,
-};
-/// The error type every fallible call returns, and the clocks a tracker can
-/// run on (re-exported from `cupel-core`).
+/// Core's error type (the adaptive budget's context budgets and usage
+/// records return it), and the clocks a tracker can run on (re-exported
+/// from `cupel-core`).
 pub use cupel_core::{
     CupelError, FixedTimeProvider, ManualTimeProvider, SystemTimeProvider, TimeProvider,
 };
+pub use error::RunError;
 /// Exact decimal numbers (re-exported from `rust_decimal`): the type of the
 /// adaptive-budget margin and of the candidate means.
 pub use rust_decimal::Decimal;
+pub use values::{
+    Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase, Deadline,
+    RemainingTime, RemainingTokens, RunBudget, RunBudgetBuilder, ScopeId, TokenLimit, TokenUsage,
+};
 
 #[cfg(test)]
 mod tests;

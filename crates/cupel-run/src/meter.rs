@@ -1,7 +1,7 @@
 //! [`UsageMeter`]: turns a provider's cumulative usage counter into the
 //! deltas a [`LocalTracker`] records.
 
-use cupel_core::{BudgetDimension, CupelError, TokenUsage};
+use crate::{BudgetDimension, RunError, TokenUsage};
 
 use crate::tracker::{LocalTracker, Reservation};
 
@@ -27,7 +27,7 @@ use crate::tracker::{LocalTracker, Reservation};
 /// // A counter that goes down is refused, and nothing is recorded.
 /// assert!(meter.observe_total(TokenUsage::new(1_400, 300)?).is_err());
 /// assert_eq!(run.usage(), TokenUsage::new(1_500, 260)?);
-/// # Ok::<(), cupel_run::CupelError>(())
+/// # Ok::<(), cupel_run::RunError>(())
 /// ```
 ///
 /// Use one meter per counter (one per provider session): two meters fed the
@@ -44,11 +44,11 @@ pub struct UsageMeter {
 /// The increase of a cumulative counter from `last` to `total`, per
 /// dimension, after checking that neither went down (R-18). Both meters
 /// ([`UsageMeter`] and the shared one) count with it.
-pub(crate) fn increase(last: TokenUsage, total: TokenUsage) -> Result<TokenUsage, CupelError> {
+pub(crate) fn increase(last: TokenUsage, total: TokenUsage) -> Result<TokenUsage, RunError> {
     for dimension in [BudgetDimension::Input, BudgetDimension::Output] {
         let (previous, observed) = (last.get(dimension), total.get(dimension));
         if observed < previous {
-            return Err(CupelError::UsageCounterDecreased {
+            return Err(RunError::UsageCounterDecreased {
                 dimension,
                 previous,
                 observed,
@@ -93,10 +93,10 @@ impl UsageMeter {
     /// the last one records nothing.
     ///
     /// # Errors
-    /// [`CupelError::UsageCounterDecreased`] when either dimension of
+    /// [`RunError::UsageCounterDecreased`] when either dimension of
     /// `total` is below the last observation (input checked first). Nothing
     /// is recorded and the meter keeps its last total.
-    pub fn observe_total(&mut self, total: TokenUsage) -> Result<TokenUsage, CupelError> {
+    pub fn observe_total(&mut self, total: TokenUsage) -> Result<TokenUsage, RunError> {
         let delta = self.advance(total)?;
         self.tracker.record(delta);
         Ok(delta)
@@ -108,21 +108,21 @@ impl UsageMeter {
     /// response carries the session's running total.
     ///
     /// # Errors
-    /// [`CupelError::UsageCounterDecreased`] as for
+    /// [`RunError::UsageCounterDecreased`] as for
     /// [`observe_total`](Self::observe_total); the reservation is then
     /// released (dropped) and nothing is recorded.
     pub fn settle_total(
         &mut self,
         reservation: Reservation,
         total: TokenUsage,
-    ) -> Result<TokenUsage, CupelError> {
+    ) -> Result<TokenUsage, RunError> {
         let delta = self.advance(total)?;
         reservation.settle(delta);
         Ok(delta)
     }
 
     /// `total - last` (see [`increase`]); moves `last` to `total`.
-    fn advance(&mut self, total: TokenUsage) -> Result<TokenUsage, CupelError> {
+    fn advance(&mut self, total: TokenUsage) -> Result<TokenUsage, RunError> {
         let delta = increase(self.last, total)?;
         self.last = total;
         Ok(delta)

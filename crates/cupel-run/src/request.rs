@@ -2,7 +2,7 @@
 
 use chrono::TimeDelta;
 
-use cupel_core::{BudgetPhase, CupelError, TokenUsage};
+use crate::{BudgetPhase, RunError, TokenUsage};
 
 /// One request to a run-budget checkpoint: the phase, the projected token
 /// cost and, optionally, how long the request is expected to take.
@@ -28,7 +28,7 @@ use cupel_core::{BudgetPhase, CupelError, TokenUsage};
 /// assert!(RunRequest::tool_execution(TokenUsage::ZERO)
 ///     .with_duration(TimeDelta::seconds(-1))
 ///     .is_err());
-/// # Ok::<(), cupel_run::CupelError>(())
+/// # Ok::<(), cupel_run::RunError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RunRequest {
@@ -62,10 +62,10 @@ impl RunRequest {
     /// (`duration <= deadline - now`).
     ///
     /// # Errors
-    /// [`CupelError::NegativeProjectedDuration`] when `duration` is negative.
-    pub fn with_duration(mut self, duration: TimeDelta) -> Result<Self, CupelError> {
+    /// [`RunError::NegativeProjectedDuration`] when `duration` is negative.
+    pub fn with_duration(mut self, duration: TimeDelta) -> Result<Self, RunError> {
         if duration < TimeDelta::zero() {
-            return Err(CupelError::NegativeProjectedDuration { duration });
+            return Err(RunError::NegativeProjectedDuration { duration });
         }
         self.duration = Some(duration);
         Ok(self)

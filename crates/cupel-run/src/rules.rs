@@ -7,8 +7,8 @@
 //! (`store/redis/budget.lua`); the shared behaviour suite holds it to the
 //! in-process answers.
 
+use crate::{Breach, BudgetDimension, RemainingTokens, RunBudget, TokenUsage};
 use chrono::{DateTime, TimeDelta, Utc};
-use cupel_core::{Breach, BudgetDimension, RemainingTokens, RunBudget, TokenUsage};
 
 use crate::tracker::RunSnapshot;
 

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use cupel_core::{BudgetPhase, CupelError, RemainingTokens, RunBudget, TokenUsage};
+use crate::{BudgetPhase, RemainingTokens, RunBudget, RunError, TokenUsage};
 
 use crate::request::RunRequest;
 use crate::store::Checkpoint;
@@ -24,11 +24,11 @@ use crate::tracker::{LocalTracker, Reservation, RunSnapshot};
 /// Every call answers in the shared form: a checkpoint that passes returns a
 /// [`Checkpoint`] (always [`Checkpoint::Passed`] in process; `Unverified`
 /// only for a shared tracker that fails open), and every error is a
-/// [`CupelError`] (a refusal is [`CupelError::RunBudgetExceeded`], a store
-/// failure [`CupelError::BudgetStoreFailed`]). [`LocalTracker`] also has
+/// [`RunError`] (a refusal is [`RunError::Exceeded`], a store
+/// failure [`RunError::StoreFailed`]). [`LocalTracker`] also has
 /// inherent methods of the same names with the in-process types (an
 /// infallible [`usage`](LocalTracker::usage), a
-/// [`BudgetExceededError`](cupel_core::BudgetExceededError)); method-call
+/// [`BudgetExceededError`](crate::BudgetExceededError)); method-call
 /// syntax picks those, and `RunTracker::usage(&tracker)` the trait's.
 ///
 /// Required: the checkpoints ([`preflight`](Self::preflight),
@@ -46,7 +46,7 @@ use crate::tracker::{LocalTracker, Reservation, RunSnapshot};
 /// use cupel_run::{BudgetPhase, LocalTracker, FixedTimeProvider, RunBudget, RunTracker, TokenLimit, TokenUsage};
 ///
 /// /// Holds `tokens` on any run budget, in process or shared.
-/// fn hold<T: RunTracker>(run: &T, tokens: TokenUsage) -> Result<T::Reservation, cupel_run::CupelError> {
+/// fn hold<T: RunTracker>(run: &T, tokens: TokenUsage) -> Result<T::Reservation, cupel_run::RunError> {
 ///     RunTracker::reserve(run, BudgetPhase::ProviderRequest, tokens)
 /// }
 ///
@@ -56,7 +56,7 @@ use crate::tracker::{LocalTracker, Reservation, RunSnapshot};
 /// assert!(hold(&run, TokenUsage::new(60, 0)?).is_err());
 /// held.settle(TokenUsage::new(55, 10)?);
 /// assert_eq!(RunTracker::usage(&run)?, TokenUsage::new(55, 10)?);
-/// # Ok::<(), cupel_run::CupelError>(())
+/// # Ok::<(), cupel_run::RunError>(())
 /// ```
 pub trait RunTracker {
     /// The tokens a [`reserve`](Self::reserve) holds: settle it with the
@@ -74,9 +74,9 @@ pub trait RunTracker {
     /// it alone.
     ///
     /// # Errors
-    /// [`CupelError::RunBudgetExceeded`] (phase `preflight`) for a deadline
-    /// already passed; [`CupelError::BudgetStoreFailed`] when a store fails.
-    fn child(&self, budget: RunBudget) -> Result<Self, CupelError>
+    /// [`RunError::Exceeded`] (phase `preflight`) for a deadline
+    /// already passed; [`RunError::StoreFailed`] when a store fails.
+    fn child(&self, budget: RunBudget) -> Result<Self, RunError>
     where
         Self: Sized;
 
@@ -84,7 +84,7 @@ pub trait RunTracker {
     ///
     /// # Errors
     /// As [`child`](Self::child).
-    fn child_named(&self, label: &str, budget: RunBudget) -> Result<Self, CupelError>
+    fn child_named(&self, label: &str, budget: RunBudget) -> Result<Self, RunError>
     where
         Self: Sized;
 
@@ -93,10 +93,10 @@ pub trait RunTracker {
     /// ceiling).
     ///
     /// # Errors
-    /// [`CupelError::RunBudgetExceeded`] (the breached scope is halted), or
-    /// [`CupelError::BudgetStoreFailed`] when a store fails and the tracker
+    /// [`RunError::Exceeded`] (the breached scope is halted), or
+    /// [`RunError::StoreFailed`] when a store fails and the tracker
     /// fails closed.
-    fn preflight(&self) -> Result<Checkpoint, CupelError>;
+    fn preflight(&self) -> Result<Checkpoint, RunError>;
 
     /// Checks whether `request` may start, without reserving: the deadline,
     /// the request's duration, and `usage + reserved + projected <= limit`
@@ -105,14 +105,14 @@ pub trait RunTracker {
     ///
     /// # Errors
     /// As [`preflight`](Self::preflight).
-    fn check_request(&self, request: &RunRequest) -> Result<Checkpoint, CupelError>;
+    fn check_request(&self, request: &RunRequest) -> Result<Checkpoint, RunError>;
 
     /// Asks whether `request` would pass its checkpoint now, without
     /// halting, counting or reserving anything (R-19).
     ///
     /// # Errors
     /// The error the checkpoint would return.
-    fn would_fit(&self, request: &RunRequest) -> Result<Checkpoint, CupelError>;
+    fn would_fit(&self, request: &RunRequest) -> Result<Checkpoint, RunError>;
 
     /// The atomic form of [`check_request`](Self::check_request): if the
     /// request fits, its tokens are reserved on this scope and every
@@ -120,7 +120,7 @@ pub trait RunTracker {
     ///
     /// # Errors
     /// As [`preflight`](Self::preflight); nothing is reserved.
-    fn reserve_request(&self, request: &RunRequest) -> Result<Self::Reservation, CupelError>;
+    fn reserve_request(&self, request: &RunRequest) -> Result<Self::Reservation, RunError>;
 
     /// The finalization checkpoint: fails if the scope was halted or its
     /// final tally is over a ceiling (a tally at the ceiling fits; the
@@ -128,48 +128,48 @@ pub trait RunTracker {
     ///
     /// # Errors
     /// As [`preflight`](Self::preflight).
-    fn finalize(&self) -> Result<Checkpoint, CupelError>;
+    fn finalize(&self) -> Result<Checkpoint, RunError>;
 
     /// Records usage on this scope and its ancestors without a checkpoint
     /// (tokens already spent).
     ///
     /// # Errors
-    /// [`CupelError::BudgetStoreFailed`] when a store fails, whatever the
+    /// [`RunError::StoreFailed`] when a store fails, whatever the
     /// policy: the usage was not recorded.
-    fn record(&self, usage: TokenUsage) -> Result<(), CupelError>;
+    fn record(&self, usage: TokenUsage) -> Result<(), RunError>;
 
     /// The scope's state now.
     ///
     /// # Errors
-    /// [`CupelError::BudgetStoreFailed`] when a store fails.
-    fn snapshot(&self) -> Result<RunSnapshot, CupelError>;
+    /// [`RunError::StoreFailed`] when a store fails.
+    fn snapshot(&self) -> Result<RunSnapshot, RunError>;
 
     /// Settled usage of this scope (and its children).
     ///
     /// # Errors
     /// As [`snapshot`](Self::snapshot).
-    fn usage(&self) -> Result<TokenUsage, CupelError>;
+    fn usage(&self) -> Result<TokenUsage, RunError>;
 
     /// Tokens of requests refused at a checkpoint of this scope (and its
     /// children).
     ///
     /// # Errors
     /// As [`snapshot`](Self::snapshot).
-    fn refused(&self) -> Result<TokenUsage, CupelError>;
+    fn refused(&self) -> Result<TokenUsage, RunError>;
 
     /// [`usage`](Self::usage) plus [`refused`](Self::refused): what the
     /// scope asked for (the adaptive budget's input, spec A-17).
     ///
     /// # Errors
     /// As [`snapshot`](Self::snapshot).
-    fn demand(&self) -> Result<TokenUsage, CupelError>;
+    fn demand(&self) -> Result<TokenUsage, RunError>;
 
     /// [`check_request`](Self::check_request) for `projected` tokens
     /// without a duration.
     ///
     /// # Errors
     /// As [`check_request`](Self::check_request).
-    fn check(&self, phase: BudgetPhase, projected: TokenUsage) -> Result<Checkpoint, CupelError> {
+    fn check(&self, phase: BudgetPhase, projected: TokenUsage) -> Result<Checkpoint, RunError> {
         self.check_request(&RunRequest::new(phase, projected))
     }
 
@@ -182,7 +182,7 @@ pub trait RunTracker {
         &self,
         phase: BudgetPhase,
         projected: TokenUsage,
-    ) -> Result<Self::Reservation, CupelError> {
+    ) -> Result<Self::Reservation, RunError> {
         self.reserve_request(&RunRequest::new(phase, projected))
     }
 
@@ -193,7 +193,7 @@ pub trait RunTracker {
     ///
     /// # Errors
     /// As [`preflight`](Self::preflight).
-    fn preflight_allowance(&self) -> Result<Option<RemainingTokens>, CupelError> {
+    fn preflight_allowance(&self) -> Result<Option<RemainingTokens>, RunError> {
         Ok(self
             .preflight()?
             .snapshot()
@@ -210,43 +210,43 @@ impl RunTracker for LocalTracker {
     fn label(&self) -> Option<&str> {
         LocalTracker::label(self)
     }
-    fn child(&self, budget: RunBudget) -> Result<Self, CupelError> {
+    fn child(&self, budget: RunBudget) -> Result<Self, RunError> {
         LocalTracker::child(self, budget)
     }
-    fn child_named(&self, label: &str, budget: RunBudget) -> Result<Self, CupelError> {
+    fn child_named(&self, label: &str, budget: RunBudget) -> Result<Self, RunError> {
         LocalTracker::child_named(self, label, budget)
     }
-    fn preflight(&self) -> Result<Checkpoint, CupelError> {
+    fn preflight(&self) -> Result<Checkpoint, RunError> {
         Ok(Checkpoint::Passed(LocalTracker::preflight(self)?))
     }
-    fn check_request(&self, request: &RunRequest) -> Result<Checkpoint, CupelError> {
+    fn check_request(&self, request: &RunRequest) -> Result<Checkpoint, RunError> {
         Ok(Checkpoint::Passed(LocalTracker::check_request(
             self, request,
         )?))
     }
-    fn would_fit(&self, request: &RunRequest) -> Result<Checkpoint, CupelError> {
+    fn would_fit(&self, request: &RunRequest) -> Result<Checkpoint, RunError> {
         Ok(Checkpoint::Passed(LocalTracker::would_fit(self, request)?))
     }
-    fn reserve_request(&self, request: &RunRequest) -> Result<Reservation, CupelError> {
+    fn reserve_request(&self, request: &RunRequest) -> Result<Reservation, RunError> {
         Ok(LocalTracker::reserve_request(self, request)?)
     }
-    fn finalize(&self) -> Result<Checkpoint, CupelError> {
+    fn finalize(&self) -> Result<Checkpoint, RunError> {
         Ok(Checkpoint::Passed(LocalTracker::finalize(self)?))
     }
-    fn record(&self, usage: TokenUsage) -> Result<(), CupelError> {
+    fn record(&self, usage: TokenUsage) -> Result<(), RunError> {
         LocalTracker::record(self, usage);
         Ok(())
     }
-    fn snapshot(&self) -> Result<RunSnapshot, CupelError> {
+    fn snapshot(&self) -> Result<RunSnapshot, RunError> {
         Ok(LocalTracker::snapshot(self))
     }
-    fn usage(&self) -> Result<TokenUsage, CupelError> {
+    fn usage(&self) -> Result<TokenUsage, RunError> {
         Ok(LocalTracker::usage(self))
     }
-    fn refused(&self) -> Result<TokenUsage, CupelError> {
+    fn refused(&self) -> Result<TokenUsage, RunError> {
         Ok(LocalTracker::refused(self))
     }
-    fn demand(&self) -> Result<TokenUsage, CupelError> {
+    fn demand(&self) -> Result<TokenUsage, RunError> {
         Ok(LocalTracker::demand(self))
     }
 }
@@ -264,19 +264,19 @@ pub trait WindowLedger {
     ///
     /// # Errors
     /// The checkpoint's error.
-    fn preflight_allowance(&self) -> Result<Option<RemainingTokens>, CupelError>;
+    fn preflight_allowance(&self) -> Result<Option<RemainingTokens>, RunError>;
 
     /// [`RunTracker::would_fit`], without its answer.
     ///
     /// # Errors
     /// The error the checkpoint would return.
-    fn ask_fit(&self, request: &RunRequest) -> Result<(), CupelError>;
+    fn ask_fit(&self, request: &RunRequest) -> Result<(), RunError>;
 
     /// [`RunTracker::reserve`] for a provider request.
     ///
     /// # Errors
     /// The checkpoint's error; nothing is reserved.
-    fn hold_window(&self, tokens: TokenUsage) -> Result<Self::Hold, CupelError>;
+    fn hold_window(&self, tokens: TokenUsage) -> Result<Self::Hold, RunError>;
 }
 
 #[allow(deprecated)]
@@ -286,13 +286,13 @@ where
 {
     type Hold = T::Reservation;
 
-    fn preflight_allowance(&self) -> Result<Option<RemainingTokens>, CupelError> {
+    fn preflight_allowance(&self) -> Result<Option<RemainingTokens>, RunError> {
         RunTracker::preflight_allowance(self)
     }
-    fn ask_fit(&self, request: &RunRequest) -> Result<(), CupelError> {
+    fn ask_fit(&self, request: &RunRequest) -> Result<(), RunError> {
         RunTracker::would_fit(self, request).map(|_| ())
     }
-    fn hold_window(&self, tokens: TokenUsage) -> Result<T::Reservation, CupelError> {
+    fn hold_window(&self, tokens: TokenUsage) -> Result<T::Reservation, RunError> {
         RunTracker::reserve(self, BudgetPhase::ProviderRequest, tokens)
     }
 }
@@ -304,8 +304,8 @@ mod tests {
     use super::RunTracker;
     use crate::store::{MemoryStore, SharedTracker};
     use crate::{
-        BudgetPhase, CupelError, LocalTracker, ManualTimeProvider, RunBudget, RunRequest,
-        TokenLimit, TokenUsage,
+        BudgetPhase, LocalTracker, ManualTimeProvider, RunBudget, RunError, RunRequest, TokenLimit,
+        TokenUsage,
     };
 
     fn usage(input: i64, output: i64) -> TokenUsage {
@@ -326,7 +326,7 @@ mod tests {
     }
 
     /// A subagent's turn written once against `RunTracker`.
-    fn run<T: RunTracker>(root: &T) -> Result<Seen, CupelError> {
+    fn run<T: RunTracker>(root: &T) -> Result<Seen, RunError> {
         let child = root.child_named("worker", RunBudget::unlimited())?;
         let sixty = RunRequest::provider_request(usage(60, 0));
         let held = child.reserve(BudgetPhase::ProviderRequest, usage(60, 0))?;
@@ -336,7 +336,7 @@ mod tests {
         child.record(usage(55, 10))?;
         let refused_check = matches!(
             child.check(BudgetPhase::ToolExecution, usage(50, 0)),
-            Err(CupelError::RunBudgetExceeded(_))
+            Err(RunError::Exceeded(_))
         );
         Ok(Seen {
             child: (child.depth(), child.label().map(str::to_string)),

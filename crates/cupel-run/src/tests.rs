@@ -3,7 +3,7 @@
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::*;
-use cupel_core::{CupelError, FixedTimeProvider, ManualTimeProvider};
+use crate::{FixedTimeProvider, ManualTimeProvider, RunError};
 
 fn t0() -> DateTime<Utc> {
     "2026-01-01T12:00:00Z".parse().unwrap()
@@ -36,14 +36,14 @@ fn tracker(budget: RunBudget, clock: &ManualTimeProvider) -> LocalTracker {
 fn negative_ceilings_are_rejected_with_their_dimension() {
     assert_eq!(
         TokenLimit::new(Some(-1), Some(5)),
-        Err(CupelError::NegativeTokenLimit {
+        Err(RunError::NegativeTokenLimit {
             dimension: BudgetDimension::Input,
             limit: -1
         })
     );
     assert_eq!(
         TokenLimit::new(None, Some(i64::MIN)),
-        Err(CupelError::NegativeTokenLimit {
+        Err(RunError::NegativeTokenLimit {
             dimension: BudgetDimension::Output,
             limit: i64::MIN
         })
@@ -57,7 +57,7 @@ fn negative_ceilings_are_rejected_with_their_dimension() {
 fn negative_usage_is_rejected() {
     assert_eq!(
         TokenUsage::new(0, -3),
-        Err(CupelError::NegativeTokenUsage {
+        Err(RunError::NegativeTokenUsage {
             dimension: BudgetDimension::Output,
             tokens: -3
         })
@@ -70,7 +70,7 @@ fn expired_deadline_is_rejected_at_the_boundary() {
     // A deadline equal to now has zero time left: expired.
     // Issue 28: it is the run-budget error, phase preflight.
     let err = RunBudget::new(Some(Deadline::at(t0())), None, &clock).unwrap_err();
-    let CupelError::RunBudgetExceeded(e) = err else {
+    let RunError::Exceeded(e) = err else {
         panic!("expected RunBudgetExceeded, got {err:?}")
     };
     assert_eq!(
@@ -88,7 +88,7 @@ fn expired_deadline_is_rejected_at_the_boundary() {
     clock2.advance(TimeDelta::seconds(1));
     assert!(matches!(
         LocalTracker::new(ok, clock2),
-        Err(CupelError::RunBudgetExceeded(e)) if e.phase() == BudgetPhase::Preflight
+        Err(RunError::Exceeded(e)) if e.phase() == BudgetPhase::Preflight
     ));
 }
 
@@ -445,7 +445,7 @@ fn child_deadline_earlier_than_parent() {
     clock.advance(TimeDelta::seconds(1));
     assert!(matches!(
         run.child(stale),
-        Err(CupelError::RunBudgetExceeded(e)) if e.phase() == BudgetPhase::Preflight
+        Err(RunError::Exceeded(e)) if e.phase() == BudgetPhase::Preflight
     ));
 }
 
@@ -554,7 +554,7 @@ fn negative_projected_duration_is_an_error() {
         .unwrap_err();
     assert_eq!(
         err,
-        CupelError::NegativeProjectedDuration {
+        RunError::NegativeProjectedDuration {
             duration: TimeDelta::seconds(-5)
         }
     );
@@ -649,7 +649,7 @@ fn a_meter_records_only_the_increase_of_a_running_total() {
     let err = meter.observe_total(usage(1_600, 250)).unwrap_err();
     assert_eq!(
         err,
-        CupelError::UsageCounterDecreased {
+        RunError::UsageCounterDecreased {
             dimension: BudgetDimension::Output,
             previous: 260,
             observed: 250
@@ -693,7 +693,7 @@ fn a_meter_settles_reservations_and_charges_through_its_scope() {
         .unwrap();
     assert!(matches!(
         meter.settle_total(r, usage(999, 130)),
-        Err(CupelError::UsageCounterDecreased {
+        Err(RunError::UsageCounterDecreased {
             dimension: BudgetDimension::Input,
             previous: 1_000,
             observed: 999
@@ -842,9 +842,9 @@ fn budget_json_has_the_full_state_in_a_fixed_order() {
 fn converts_into_cupel_error() {
     let budget = tokens_budget(Some(1), None);
     let err = budget.assert_within_limit(usage(1, 0)).unwrap_err();
-    let cupel: CupelError = err.clone().into();
+    let cupel: RunError = err.clone().into();
     assert_eq!(cupel.to_string(), err.to_string());
-    assert!(matches!(cupel, CupelError::RunBudgetExceeded(ref e) if *e == err));
+    assert!(matches!(cupel, RunError::Exceeded(ref e) if *e == err));
 }
 
 #[test]
@@ -1028,8 +1028,8 @@ fn a_deadline_gone_before_the_run_starts_is_a_preflight_run_budget_error() {
     let budget = RunBudget::new(Some(deadline), None, &clock).unwrap();
     // The clock passes the deadline by 1.5 s before the run starts.
     clock.advance(TimeDelta::milliseconds(6500));
-    let expect = |err: CupelError, depth: usize, label: Option<&str>| {
-        let CupelError::RunBudgetExceeded(e) = err else {
+    let expect = |err: RunError, depth: usize, label: Option<&str>| {
+        let RunError::Exceeded(e) = err else {
             panic!("expected RunBudgetExceeded, got {err:?}")
         };
         assert_eq!(e.phase(), BudgetPhase::Preflight);
@@ -1100,10 +1100,7 @@ fn a_deadline_gone_before_the_run_starts_is_a_preflight_run_budget_error() {
         (BudgetPhase::Preflight, BudgetDimension::Input)
     );
     // Every one converts into the one variant hosts match.
-    assert!(matches!(
-        CupelError::from(e),
-        CupelError::RunBudgetExceeded(_)
-    ));
+    assert!(matches!(RunError::from(e), RunError::Exceeded(_)));
 }
 
 /// Point 8: what users print reads as text.
@@ -1298,7 +1295,7 @@ fn a_suggestion_becomes_a_run_budget_or_a_context_budget() {
     let past = Deadline::at(t0() - TimeDelta::seconds(1));
     assert!(matches!(
         s.run_budget(BudgetDimension::Input, Some(past), &clock),
-        Err(CupelError::RunBudgetExceeded(_))
+        Err(RunError::Exceeded(_))
     ));
 
     // max = 1,500 + 200, target = 1,500.
@@ -1309,7 +1306,7 @@ fn a_suggestion_becomes_a_run_budget_or_a_context_budget() {
     );
     assert!(matches!(
         s.context_budget(-1),
-        Err(CupelError::InvalidArgument(_))
+        Err(cupel_core::CupelError::InvalidArgument(_))
     ));
     let huge = AdaptiveSuggestion {
         budget: i64::MAX,
@@ -1317,7 +1314,7 @@ fn a_suggestion_becomes_a_run_budget_or_a_context_budget() {
     };
     assert!(matches!(
         huge.context_budget(1),
-        Err(CupelError::TokenOverflow { total, .. }) if total == i128::from(i64::MAX) + 1
+        Err(cupel_core::CupelError::TokenOverflow { total, .. }) if total == i128::from(i64::MAX) + 1
     ));
 }
 

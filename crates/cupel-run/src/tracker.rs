@@ -18,10 +18,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use cupel_core::{
-    Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase, CupelError,
-    RemainingTime, RemainingTokens, RunBudget, ScopeId, SystemTimeProvider, TimeProvider,
-    TokenUsage,
+use crate::{
+    Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase, RemainingTime,
+    RemainingTokens, RunBudget, RunError, ScopeId, SystemTimeProvider, TimeProvider, TokenUsage,
 };
 
 use crate::request::RunRequest;
@@ -310,11 +309,11 @@ impl LocalTracker {
     /// A root tracker for `budget`, reading time from `clock`.
     ///
     /// # Errors
-    /// [`CupelError::RunBudgetExceeded`] with phase
+    /// [`RunError::Exceeded`] with phase
     /// [`BudgetPhase::Preflight`] and dimension `deadline` when the deadline
     /// is not after `clock.now()` (a deserialised budget is validated here):
     /// the same error type as every other overage.
-    pub fn new(budget: RunBudget, clock: impl TimeProvider + 'static) -> Result<Self, CupelError> {
+    pub fn new(budget: RunBudget, clock: impl TimeProvider + 'static) -> Result<Self, RunError> {
         budget.validate(clock.now(), &ScopeId::ROOT)?;
         let shared = Shared {
             clock: Arc::new(clock),
@@ -342,7 +341,7 @@ impl LocalTracker {
     ///
     /// # Errors
     /// As [`new`](Self::new).
-    pub fn with_system_clock(budget: RunBudget) -> Result<Self, CupelError> {
+    pub fn with_system_clock(budget: RunBudget) -> Result<Self, RunError> {
         Self::new(budget, SystemTimeProvider)
     }
 
@@ -356,10 +355,10 @@ impl LocalTracker {
     /// the child (and its descendants).
     ///
     /// # Errors
-    /// [`CupelError::RunBudgetExceeded`] (phase `preflight`, dimension
+    /// [`RunError::Exceeded`] (phase `preflight`, dimension
     /// `deadline`, naming the child's depth and label) when the child's
     /// deadline is not after now.
-    pub fn child(&self, budget: RunBudget) -> Result<LocalTracker, CupelError> {
+    pub fn child(&self, budget: RunBudget) -> Result<LocalTracker, RunError> {
         self.add_child(None, budget)
     }
 
@@ -391,18 +390,18 @@ impl LocalTracker {
     ///      depth 1): a request for 101 input tokens does not fit the 100 remaining (limit 100, \
     ///      used 0, reserved 0)"
     /// );
-    /// # Ok::<(), cupel_run::CupelError>(())
+    /// # Ok::<(), cupel_run::RunError>(())
     /// ```
     ///
     /// # Errors
-    /// [`CupelError::RunBudgetExceeded`] (phase `preflight`, dimension
+    /// [`RunError::Exceeded`] (phase `preflight`, dimension
     /// `deadline`, naming the child's depth and label) when the child's
     /// deadline is not after now.
     pub fn child_named(
         &self,
         label: impl Into<String>,
         budget: RunBudget,
-    ) -> Result<LocalTracker, CupelError> {
+    ) -> Result<LocalTracker, RunError> {
         self.add_child(Some(Arc::from(label.into())), budget)
     }
 
@@ -410,7 +409,7 @@ impl LocalTracker {
         &self,
         label: Option<Arc<str>>,
         budget: RunBudget,
-    ) -> Result<LocalTracker, CupelError> {
+    ) -> Result<LocalTracker, RunError> {
         let id = ScopeId {
             depth: self.path.len(),
             label: label.clone(),
@@ -625,7 +624,7 @@ impl LocalTracker {
     /// // Asking did not halt the run: a smaller request still goes through.
     /// assert!(!run.is_halted());
     /// assert!(run.reserve_request(&RunRequest::provider_request(TokenUsage::new(90, 0)?)).is_ok());
-    /// # Ok::<(), cupel_run::CupelError>(())
+    /// # Ok::<(), cupel_run::RunError>(())
     /// ```
     ///
     /// # Errors
@@ -672,7 +671,7 @@ impl LocalTracker {
     ///     .unwrap_err();
     /// assert_eq!(err.dimension(), BudgetDimension::Deadline);
     /// assert_eq!(err.remaining_time(), Some(TimeDelta::seconds(20)));
-    /// # Ok::<(), cupel_run::CupelError>(())
+    /// # Ok::<(), cupel_run::RunError>(())
     /// ```
     ///
     /// # Errors

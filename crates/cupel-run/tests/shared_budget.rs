@@ -16,9 +16,8 @@ use cupel_run::store::{
     ScopeInfo, SharedOptions, SharedTracker, StoreError, StoreRequest,
 };
 use cupel_run::{
-    BudgetDimension, BudgetPhase, CupelError, Deadline, LocalTracker, ManualTimeProvider,
-    RunBudget, RunRequest, RunTracker, SystemTimeProvider, TokenLimit, TokenUsage, UsageError,
-    UsageRecorder,
+    BudgetDimension, BudgetPhase, Deadline, LocalTracker, ManualTimeProvider, RunBudget, RunError,
+    RunRequest, RunTracker, SystemTimeProvider, TokenLimit, TokenUsage, UsageError, UsageRecorder,
 };
 
 fn usage(input: i64, output: i64) -> TokenUsage {
@@ -29,9 +28,9 @@ fn limited(input: Option<i64>, output: Option<i64>) -> RunBudget {
     RunBudget::from_parts(None, Some(TokenLimit::new(input, output).unwrap()))
 }
 
-fn exceeded(r: Result<impl std::fmt::Debug, CupelError>) -> cupel_run::BudgetExceededError {
+fn exceeded(r: Result<impl std::fmt::Debug, RunError>) -> cupel_run::BudgetExceededError {
     match r {
-        Err(CupelError::RunBudgetExceeded(e)) => e,
+        Err(RunError::Exceeded(e)) => e,
         other => panic!("expected a run-budget breach, got {other:?}"),
     }
 }
@@ -104,7 +103,7 @@ fn a_meter_records_only_increases(store: &Arc<dyn RunStore>) {
     // A counter going down is refused and records nothing.
     assert!(matches!(
         meter.observe_total(usage(1_400, 300)),
-        Err(CupelError::UsageCounterDecreased {
+        Err(RunError::UsageCounterDecreased {
             previous: 1_500,
             observed: 1_400,
             ..
@@ -299,7 +298,13 @@ fn history_is_one_for_the_fleet(store: &Arc<dyn RunStore>) {
     assert_eq!(after.suggest_token_budget(1, cupel_run::Decimal::ZERO), 900);
     // A refused cycle stores nothing.
     let err = t.record_history_cycle(&key, &[("", 1)]).unwrap_err();
-    assert!(matches!(err, CupelError::InvalidArgument(_)), "{err}");
+    assert!(
+        matches!(
+            err,
+            RunError::Usage(UsageError::EmptyAgentName { cycle: 3 })
+        ),
+        "{err}"
+    );
     let mut noop = |_: &mut UsageRecorder| Ok::<(), UsageError>(());
     assert_eq!(store.update_history(&key, &mut noop).unwrap().cycles(), 2);
 }
@@ -412,7 +417,7 @@ fn a_failing_store_fails_closed_by_default_and_open_on_request() {
     let store: Arc<dyn RunStore> = Arc::new(DownStore);
     let closed = SharedTracker::attach(store.clone(), "run", 0).unwrap();
     match closed.reserve(BudgetPhase::ToolExecution, usage(1, 0)) {
-        Err(CupelError::BudgetStoreFailed { phase, message }) => {
+        Err(RunError::StoreFailed { phase, message }) => {
             assert_eq!(phase, BudgetPhase::ToolExecution);
             assert!(
                 message.contains("admit") && message.contains("connection refused"),
@@ -455,7 +460,7 @@ fn an_unreachable_redis_is_an_error_with_the_phase() {
         .with_timeout(std::time::Duration::from_millis(300));
     let store: Arc<dyn RunStore> = Arc::new(store);
     match SharedTracker::create(store, "r", RunBudget::unlimited()) {
-        Err(CupelError::BudgetStoreFailed { phase, message }) => {
+        Err(RunError::StoreFailed { phase, message }) => {
             assert_eq!(phase, BudgetPhase::Preflight);
             assert!(message.contains("unavailable"), "{message}");
         }
@@ -530,7 +535,7 @@ mod processes {
                             hold.settle(usage(tokens, 0)).unwrap();
                             settled += tokens;
                         }
-                        Err(CupelError::RunBudgetExceeded(_)) => {}
+                        Err(RunError::Exceeded(_)) => {}
                         Err(e) => panic!("store failed: {e}"),
                     }
                 }
@@ -774,10 +779,7 @@ mod processes {
         let id = hold.id().unwrap();
         proxy.drop_next_reply();
         let lost = hold.settle(usage(18, 0)).unwrap_err();
-        assert!(
-            matches!(lost, CupelError::BudgetStoreFailed { .. }),
-            "{lost}"
-        );
+        assert!(matches!(lost, RunError::StoreFailed { .. }), "{lost}");
         // The settle did run: seen directly on the server, 18 are used.
         let direct: Arc<dyn RunStore> = Arc::new(RedisStore::open(&server.url()).unwrap());
         let seen = SharedTracker::attach(direct, t.run(), 0).unwrap();

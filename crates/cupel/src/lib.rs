@@ -197,7 +197,7 @@ pub use cupel_placers::{ChronologicalPlacer, UShapedPlacer};
 // The pipeline (cupel-pipeline).
 pub use cupel_pipeline::{
     Pipeline, PipelineBuilder, Policy, PolicyBuilder, PolicyConfig, Preset, RunHold, RunOptions,
-    RunOutput, preset, presets,
+    RunOutput, SelectWithinError, preset, presets,
 };
 // Summaries of what a window evicts (cupel-pipeline).
 pub use cupel_pipeline::{
@@ -210,8 +210,10 @@ pub use cupel_pipeline::{
 pub use cupel_run::BudgetTracker;
 pub use cupel_run::{
     BudgetDimension, BudgetExceededError, BudgetPhase, Deadline, LocalTracker, Reservation,
-    RunBudget, TokenLimit, TokenUsage,
+    RunBudget, RunError, TokenLimit, TokenUsage,
 };
+#[doc(hidden)]
+pub use cupel_run::{RemainingTime, RemainingTokens, RunBudgetBuilder};
 
 // The context gate (cupel-gate): everyday names here, all of it in `cupel::gate`.
 pub use cupel_gate::{
@@ -245,7 +247,10 @@ pub mod config {
 /// Budgets across an agent run (`cupel-rs-run`): the run budget an agent
 /// shares with its subagents (`LocalTracker`, `spec/15-run-budget.md`),
 /// adaptive per-cycle budgets (`UsageRecorder`, `spec/16-adaptive-budget.md`)
-/// and the bridge between them (`CycleDemand`).
+/// and the bridge between them (`CycleDemand`); every fallible call returns
+/// its `RunError`. A window selected under a run budget
+/// (`RunOptions::run_budget`) fails with a [`SelectWithinError`]; the
+/// run-budget options of [`RunOptions`] are here too.
 ///
 /// ```
 /// use cupel::run::{Decimal, UsageRecorder};
@@ -257,6 +262,7 @@ pub mod config {
 /// # Ok::<(), cupel::run::UsageError>(())
 /// ```
 pub mod run {
+    pub use cupel_pipeline::{NoRunBudget, RunBudgetSlot, SelectWithinError, WithRunBudget};
     pub use cupel_run::*;
 }
 
@@ -298,10 +304,9 @@ pub mod placers {
 #[doc(hidden)]
 pub use cupel_core::{
     CapExclusion, ConfigError, CountRequirementShortfall, DEFAULT_MAX_TABLE_BYTES, ExclusionRecord,
-    InclusionRecord, PipelineStage, RemainingTime, RemainingTokens, RunBudgetBuilder, SliceBudget,
-    SliceOutcome, SliceRoom, SlicerKind, StageTrace, TableLimit, TokenSign, TraceEvent,
-    check_counted, check_finite, check_finite_scores, check_token_totals, parse_timestamp,
-    score_cmp_desc, score_sort_key, serde_timestamp,
+    InclusionRecord, PipelineStage, SliceBudget, SliceOutcome, SliceRoom, SlicerKind, StageTrace,
+    TableLimit, TokenSign, TraceEvent, check_counted, check_finite, check_finite_scores,
+    check_token_totals, parse_timestamp, score_cmp_desc, score_sort_key, serde_timestamp,
 };
 #[doc(hidden)]
 pub use cupel_gate::{

@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use crate::{BudgetExceededError, RunBudget, TimeProvider, TokenUsage};
 use chrono::{DateTime, Utc};
-use cupel_core::{BudgetExceededError, RunBudget, TimeProvider, TokenUsage};
 
 use super::{
     Admission, AdmitMode, BreachRecord, HistoryError, PathState, RunStore, ScopeBooks, ScopeInfo,

@@ -54,8 +54,8 @@ mod tracker;
 
 use std::fmt;
 
+use crate::{Breach, BudgetDimension, BudgetPhase, RunBudget, RunError, TokenUsage};
 use chrono::{DateTime, TimeDelta, Utc};
-use cupel_core::{Breach, BudgetDimension, BudgetPhase, RunBudget, TokenUsage};
 
 pub use memory::MemoryStore;
 #[cfg(feature = "redis")]
@@ -99,7 +99,7 @@ pub struct PathState {
 }
 
 /// A failed checkpoint as a store keeps it: enough to rebuild the
-/// [`BudgetExceededError`](cupel_core::BudgetExceededError) any process of
+/// [`BudgetExceededError`](crate::BudgetExceededError) any process of
 /// the run sees for it, byte for byte.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BreachRecord {
@@ -404,16 +404,16 @@ pub enum HistoryError {
     Usage(#[from] crate::UsageError),
 }
 
-impl From<HistoryError> for cupel_core::CupelError {
+impl From<HistoryError> for RunError {
     fn from(e: HistoryError) -> Self {
         match e {
-            HistoryError::Usage(u) => u.into(),
+            HistoryError::Usage(u) => RunError::Usage(u),
             HistoryError::Store(s) => store_error(BudgetPhase::Budget, &s),
         }
     }
 }
 
-/// A store failure as the [`CupelError`](cupel_core::CupelError) a caller
+/// A store failure as the [`RunError`](RunError) a caller
 /// sees, tagged with the checkpoint it happened in.
 /// `record_once`'s check, the same in every store: a request id is never
 /// empty ([`StoreError::Malformed`] otherwise).
@@ -427,8 +427,8 @@ pub(crate) fn require_request_id(run: &str, request: &str) -> Result<(), StoreEr
     Ok(())
 }
 
-pub(crate) fn store_error(phase: BudgetPhase, e: &StoreError) -> cupel_core::CupelError {
-    cupel_core::CupelError::BudgetStoreFailed {
+pub(crate) fn store_error(phase: BudgetPhase, e: &StoreError) -> RunError {
+    RunError::StoreFailed {
         phase,
         message: e.to_string(),
     }

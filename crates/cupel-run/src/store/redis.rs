@@ -5,10 +5,8 @@ use std::fmt;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use crate::{Breach, BudgetDimension, BudgetPhase, Deadline, RunBudget, TokenLimit, TokenUsage};
 use chrono::{DateTime, TimeDelta, Utc};
-use cupel_core::{
-    Breach, BudgetDimension, BudgetPhase, Deadline, RunBudget, TokenLimit, TokenUsage,
-};
 use redis::Value;
 
 use super::{

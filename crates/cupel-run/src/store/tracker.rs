@@ -3,10 +3,10 @@
 use std::fmt;
 use std::sync::Arc;
 
-use chrono::TimeDelta;
-use cupel_core::{
-    BreachState, BudgetExceededError, BudgetPhase, CupelError, RunBudget, ScopeId, TokenUsage,
+use crate::{
+    BreachState, BudgetExceededError, BudgetPhase, RunBudget, RunError, ScopeId, TokenUsage,
 };
+use chrono::TimeDelta;
 
 use super::{
     Admission, AdmitMode, BreachRecord, PathState, RunStore, ScopeInfo, StoreError, StoreRequest,
@@ -22,7 +22,7 @@ use crate::tracker::{RunSnapshot, emit};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FailurePolicy {
-    /// The checkpoint fails with [`CupelError::BudgetStoreFailed`] (tagged
+    /// The checkpoint fails with [`RunError::StoreFailed`] (tagged
     /// with its phase): the request is not made. The default: a budget that
     /// cannot be checked is never treated as unlimited.
     #[default]
@@ -126,7 +126,7 @@ impl fmt::Debug for SharedTracker {
     }
 }
 
-fn failed(phase: BudgetPhase) -> impl Fn(StoreError) -> CupelError {
+fn failed(phase: BudgetPhase) -> impl Fn(StoreError) -> RunError {
     move |e| store_error(phase, &e)
 }
 
@@ -136,15 +136,15 @@ impl SharedTracker {
     /// is checked at the store's clock.
     ///
     /// # Errors
-    /// [`CupelError::RunBudgetExceeded`] (phase `preflight`) when the
+    /// [`RunError::Exceeded`] (phase `preflight`) when the
     /// deadline is not after the store's clock;
-    /// [`CupelError::BudgetStoreFailed`] when the store fails or the run
+    /// [`RunError::StoreFailed`] when the store fails or the run
     /// exists already.
     pub fn create(
         store: Arc<dyn RunStore>,
         run: &str,
         budget: RunBudget,
-    ) -> Result<Self, CupelError> {
+    ) -> Result<Self, RunError> {
         let phase = BudgetPhase::Preflight;
         let now = store.now().map_err(failed(phase))?;
         budget.validate(now, &ScopeId::ROOT)?;
@@ -167,9 +167,9 @@ impl SharedTracker {
     /// handed.
     ///
     /// # Errors
-    /// [`CupelError::BudgetStoreFailed`] when the store fails or has no such
+    /// [`RunError::StoreFailed`] when the store fails or has no such
     /// run or scope.
-    pub fn attach(store: Arc<dyn RunStore>, run: &str, scope: u64) -> Result<Self, CupelError> {
+    pub fn attach(store: Arc<dyn RunStore>, run: &str, scope: u64) -> Result<Self, RunError> {
         let path = store
             .scope_path(run, scope)
             .map_err(failed(BudgetPhase::Preflight))?;
@@ -213,12 +213,8 @@ impl SharedTracker {
     /// counts nothing again.
     ///
     /// # Errors
-    /// [`CupelError::BudgetStoreFailed`]: retry it the same way.
-    pub fn settle_reservation(
-        &self,
-        reservation: u64,
-        actual: TokenUsage,
-    ) -> Result<(), CupelError> {
+    /// [`RunError::StoreFailed`]: retry it the same way.
+    pub fn settle_reservation(&self, reservation: u64, actual: TokenUsage) -> Result<(), RunError> {
         self.store
             .settle(&self.run, &self.ids, reservation, Some(actual))
             .map_err(failed(BudgetPhase::Response))
@@ -230,15 +226,15 @@ impl SharedTracker {
     /// this call counted it.
     ///
     /// # Errors
-    /// [`CupelError::BudgetStoreFailed`] (the usage may or may not be
+    /// [`RunError::StoreFailed`] (the usage may or may not be
     /// recorded: retry with the same id).
-    pub fn record_once(&self, request_id: &str, usage: TokenUsage) -> Result<bool, CupelError> {
+    pub fn record_once(&self, request_id: &str, usage: TokenUsage) -> Result<bool, RunError> {
         self.store
             .record_once(&self.run, &self.ids, request_id, usage)
             .map_err(failed(BudgetPhase::Budget))
     }
 
-    fn open_child(&self, budget: RunBudget, label: Option<&str>) -> Result<Self, CupelError> {
+    fn open_child(&self, budget: RunBudget, label: Option<&str>) -> Result<Self, RunError> {
         let phase = BudgetPhase::Preflight;
         let now = self.store.now().map_err(failed(phase))?;
         let scope = ScopeId {
@@ -310,7 +306,7 @@ impl SharedTracker {
         &self,
         request: &RunRequest,
         mode: AdmitMode,
-    ) -> Result<(Checkpoint, Option<u64>), CupelError> {
+    ) -> Result<(Checkpoint, Option<u64>), RunError> {
         let phase = request.phase();
         let asked = StoreRequest {
             phase,
@@ -332,20 +328,20 @@ impl SharedTracker {
                 if mode != AdmitMode::Probe {
                     emit(phase, &self.snapshot_of(&state), Some(&err));
                 }
-                Err(CupelError::RunBudgetExceeded(err))
+                Err(RunError::Exceeded(err))
             }
             Err(e) => self.store_failed(phase, e).map(|c| (c, None)),
         }
     }
 
-    fn store_failed(&self, phase: BudgetPhase, e: StoreError) -> Result<Checkpoint, CupelError> {
+    fn store_failed(&self, phase: BudgetPhase, e: StoreError) -> Result<Checkpoint, RunError> {
         match self.options.on_store_failure {
             FailurePolicy::Open => Ok(Checkpoint::Unverified(e)),
             FailurePolicy::Closed => Err(store_error(phase, &e)),
         }
     }
 
-    fn own_books(&self) -> Result<super::ScopeBooks, CupelError> {
+    fn own_books(&self) -> Result<super::ScopeBooks, RunError> {
         let state = self
             .store
             .read(&self.run, &self.ids)
@@ -358,14 +354,14 @@ impl SharedTracker {
     /// budget from everyone's usage; returns the history after the cycle.
     ///
     /// # Errors
-    /// [`CupelError::BudgetStoreFailed`] when the store fails; the
-    /// recorder's own errors ([`UsageError`](crate::UsageError) converted)
+    /// [`RunError::StoreFailed`] when the store fails;
+    /// [`RunError::Usage`] (the recorder's own [`UsageError`](crate::UsageError))
     /// when the cycle is invalid, and then nothing is stored.
     pub fn record_history_cycle(
         &self,
         key: &str,
         usage: &[(&str, i64)],
-    ) -> Result<crate::UsageRecorder, CupelError> {
+    ) -> Result<crate::UsageRecorder, RunError> {
         let mut apply = |r: &mut crate::UsageRecorder| r.record_cycle(usage.iter().copied());
         Ok(self.store.update_history(key, &mut apply)?)
     }
@@ -392,17 +388,17 @@ impl RunTracker for SharedTracker {
     ///
     /// # Errors
     /// As [`child_named`](Self::child_named).
-    fn child(&self, budget: RunBudget) -> Result<Self, CupelError> {
+    fn child(&self, budget: RunBudget) -> Result<Self, RunError> {
         self.open_child(budget, None)
     }
 
     /// A child scope labelled `label` (errors name it).
     ///
     /// # Errors
-    /// [`CupelError::RunBudgetExceeded`] (phase `preflight`) for a deadline
-    /// not after the store's clock; [`CupelError::BudgetStoreFailed`] when
+    /// [`RunError::Exceeded`] (phase `preflight`) for a deadline
+    /// not after the store's clock; [`RunError::StoreFailed`] when
     /// the store fails.
-    fn child_named(&self, label: &str, budget: RunBudget) -> Result<Self, CupelError> {
+    fn child_named(&self, label: &str, budget: RunBudget) -> Result<Self, RunError> {
         self.open_child(budget, Some(label))
     }
 
@@ -410,10 +406,10 @@ impl RunTracker for SharedTracker {
     /// [`LocalTracker::preflight`](crate::LocalTracker::preflight)).
     ///
     /// # Errors
-    /// [`CupelError::RunBudgetExceeded`], or
-    /// [`CupelError::BudgetStoreFailed`] when the store fails and the
+    /// [`RunError::Exceeded`], or
+    /// [`RunError::StoreFailed`] when the store fails and the
     /// tracker fails closed.
-    fn preflight(&self) -> Result<Checkpoint, CupelError> {
+    fn preflight(&self) -> Result<Checkpoint, RunError> {
         let request = RunRequest::new(BudgetPhase::Preflight, TokenUsage::ZERO);
         self.checkpoint(&request, AdmitMode::Check).map(|(c, _)| c)
     }
@@ -423,7 +419,7 @@ impl RunTracker for SharedTracker {
     ///
     /// # Errors
     /// As [`preflight`](Self::preflight).
-    fn check_request(&self, request: &RunRequest) -> Result<Checkpoint, CupelError> {
+    fn check_request(&self, request: &RunRequest) -> Result<Checkpoint, RunError> {
         self.checkpoint(request, AdmitMode::Check).map(|(c, _)| c)
     }
 
@@ -432,7 +428,7 @@ impl RunTracker for SharedTracker {
     ///
     /// # Errors
     /// As [`preflight`](Self::preflight).
-    fn would_fit(&self, request: &RunRequest) -> Result<Checkpoint, CupelError> {
+    fn would_fit(&self, request: &RunRequest) -> Result<Checkpoint, RunError> {
         self.checkpoint(request, AdmitMode::Probe).map(|(c, _)| c)
     }
 
@@ -440,7 +436,7 @@ impl RunTracker for SharedTracker {
     ///
     /// # Errors
     /// As [`reserve`](Self::reserve).
-    fn reserve_request(&self, request: &RunRequest) -> Result<SharedReservation, CupelError> {
+    fn reserve_request(&self, request: &RunRequest) -> Result<SharedReservation, RunError> {
         let (checkpoint, id) = self.checkpoint(request, AdmitMode::Reserve)?;
         Ok(SharedReservation {
             tracker: self.clone(),
@@ -456,7 +452,7 @@ impl RunTracker for SharedTracker {
     ///
     /// # Errors
     /// As [`preflight`](Self::preflight).
-    fn finalize(&self) -> Result<Checkpoint, CupelError> {
+    fn finalize(&self) -> Result<Checkpoint, RunError> {
         let phase = BudgetPhase::Response;
         match self.store.finalize(&self.run, &self.ids, self.label()) {
             Ok(Admission::Passed { state, .. }) => {
@@ -467,7 +463,7 @@ impl RunTracker for SharedTracker {
             Ok(Admission::Refused { state, breach }) => {
                 let err = self.exceeded(&breach);
                 emit(phase, &self.snapshot_of(&state), Some(&err));
-                Err(CupelError::RunBudgetExceeded(err))
+                Err(RunError::Exceeded(err))
             }
             Err(e) => self.store_failed(phase, e),
         }
@@ -477,9 +473,9 @@ impl RunTracker for SharedTracker {
     /// (tokens already spent).
     ///
     /// # Errors
-    /// [`CupelError::BudgetStoreFailed`] whatever the policy: the usage was
+    /// [`RunError::StoreFailed`] whatever the policy: the usage was
     /// not recorded, so retry or log it.
-    fn record(&self, usage: TokenUsage) -> Result<(), CupelError> {
+    fn record(&self, usage: TokenUsage) -> Result<(), RunError> {
         self.store
             .record(&self.run, &self.ids, usage)
             .map_err(failed(BudgetPhase::Budget))
@@ -488,8 +484,8 @@ impl RunTracker for SharedTracker {
     /// The scope's state at the store's clock.
     ///
     /// # Errors
-    /// [`CupelError::BudgetStoreFailed`].
-    fn snapshot(&self) -> Result<RunSnapshot, CupelError> {
+    /// [`RunError::StoreFailed`].
+    fn snapshot(&self) -> Result<RunSnapshot, RunError> {
         let state = self
             .store
             .read(&self.run, &self.ids)
@@ -500,8 +496,8 @@ impl RunTracker for SharedTracker {
     /// Settled usage of this scope (and its children).
     ///
     /// # Errors
-    /// [`CupelError::BudgetStoreFailed`].
-    fn usage(&self) -> Result<TokenUsage, CupelError> {
+    /// [`RunError::StoreFailed`].
+    fn usage(&self) -> Result<TokenUsage, RunError> {
         let b = self.own_books()?;
         Ok(TokenUsage::saturating_from_i128(b.used[0], b.used[1]))
     }
@@ -509,8 +505,8 @@ impl RunTracker for SharedTracker {
     /// Tokens of refused requests of this scope (and its children).
     ///
     /// # Errors
-    /// [`CupelError::BudgetStoreFailed`].
-    fn refused(&self) -> Result<TokenUsage, CupelError> {
+    /// [`RunError::StoreFailed`].
+    fn refused(&self) -> Result<TokenUsage, RunError> {
         let b = self.own_books()?;
         Ok(TokenUsage::saturating_from_i128(b.refused[0], b.refused[1]))
     }
@@ -519,8 +515,8 @@ impl RunTracker for SharedTracker {
     /// asked for (the adaptive budget's input, spec A-17).
     ///
     /// # Errors
-    /// [`CupelError::BudgetStoreFailed`].
-    fn demand(&self) -> Result<TokenUsage, CupelError> {
+    /// [`RunError::StoreFailed`].
+    fn demand(&self) -> Result<TokenUsage, RunError> {
         let b = self.own_books()?;
         Ok(TokenUsage::saturating_from_i128(
             b.used[0] + b.refused[0],
@@ -566,11 +562,11 @@ impl SharedUsageMeter {
     /// Records the increase since the last observation and returns it.
     ///
     /// # Errors
-    /// [`CupelError::UsageCounterDecreased`] when the counter went down, and
-    /// [`CupelError::BudgetStoreFailed`] when the store failed; in both cases
+    /// [`RunError::UsageCounterDecreased`] when the counter went down, and
+    /// [`RunError::StoreFailed`] when the store failed; in both cases
     /// nothing is recorded and the meter keeps its last total, so the same
     /// total can be observed again.
-    pub fn observe_total(&mut self, total: TokenUsage) -> Result<TokenUsage, CupelError> {
+    pub fn observe_total(&mut self, total: TokenUsage) -> Result<TokenUsage, RunError> {
         let delta = crate::meter::increase(self.last, total)?;
         self.tracker.record(delta)?;
         self.last = total;
@@ -586,7 +582,7 @@ impl SharedUsageMeter {
         &mut self,
         reservation: SharedReservation,
         total: TokenUsage,
-    ) -> Result<TokenUsage, CupelError> {
+    ) -> Result<TokenUsage, RunError> {
         let delta = crate::meter::increase(self.last, total)?;
         reservation.settle(delta)?;
         self.last = total;
@@ -644,7 +640,7 @@ impl SharedReservation {
     /// Replaces the reservation with the usage actually reported.
     ///
     /// # Errors
-    /// [`CupelError::BudgetStoreFailed`]: the settle may or may not have
+    /// [`RunError::StoreFailed`]: the settle may or may not have
     /// reached the store (a lost reply looks the same as a lost request).
     /// Retry with [`SharedTracker::settle_reservation`] and this
     /// reservation's [`id`](Self::id): the store settles a reservation once,
@@ -652,7 +648,7 @@ impl SharedReservation {
     /// `record`, which would. (An unverified reservation has no id; its
     /// usage goes through `record`: retry it with
     /// [`SharedTracker::record_once`] and an id of your own.)
-    pub fn settle(mut self, actual: TokenUsage) -> Result<(), CupelError> {
+    pub fn settle(mut self, actual: TokenUsage) -> Result<(), RunError> {
         self.open = false;
         let t = &self.tracker;
         match self.id {
@@ -665,13 +661,13 @@ impl SharedReservation {
     /// Gives the tokens back without recording usage.
     ///
     /// # Errors
-    /// [`CupelError::BudgetStoreFailed`] (the lease gives them back later).
-    pub fn release(mut self) -> Result<(), CupelError> {
+    /// [`RunError::StoreFailed`] (the lease gives them back later).
+    pub fn release(mut self) -> Result<(), RunError> {
         self.open = false;
         self.release_now()
     }
 
-    fn release_now(&self) -> Result<(), CupelError> {
+    fn release_now(&self) -> Result<(), RunError> {
         let t = &self.tracker;
         match self.id {
             Some(id) => t

@@ -5,10 +5,12 @@ use std::fmt;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::error::{
+use super::exceeded::{
     Breach, BreachState, BudgetDimension, BudgetExceededError, BudgetPhase, ScopeId,
 };
-use crate::{CupelError, TimeProvider};
+use cupel_core::TimeProvider;
+
+use crate::RunError;
 
 /// A wall-clock cutoff for a run.
 ///
@@ -17,7 +19,7 @@ use crate::{CupelError, TimeProvider};
 ///
 /// ```
 /// use chrono::TimeDelta;
-/// use cupel_core::{Deadline, FixedTimeProvider};
+/// use cupel_run::{Deadline, FixedTimeProvider};
 /// let now = "2026-01-01T12:00:00Z".parse()?;
 /// let deadline = Deadline::after(&FixedTimeProvider::new(now), TimeDelta::seconds(30));
 /// assert_eq!(deadline.remaining(now), TimeDelta::seconds(30));
@@ -80,12 +82,12 @@ impl Deadline {
 /// the pre-flight check fails (R-3).
 ///
 /// ```
-/// use cupel_core::TokenLimit;
+/// use cupel_run::TokenLimit;
 /// let limit = TokenLimit::new(Some(10_000), None)?;
 /// assert_eq!(limit.input(), Some(10_000));
 /// assert_eq!(limit.output(), None);
 /// assert!(TokenLimit::new(Some(-1), None).is_err());
-/// # Ok::<(), cupel_core::CupelError>(())
+/// # Ok::<(), cupel_run::RunError>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -101,8 +103,8 @@ impl TokenLimit {
     /// Ceilings for the two dimensions (`None` = unbounded).
     ///
     /// # Errors
-    /// [`CupelError::NegativeTokenLimit`] when a bounded ceiling is negative.
-    pub fn new(input: Option<i64>, output: Option<i64>) -> Result<Self, CupelError> {
+    /// [`RunError::NegativeTokenLimit`] when a bounded ceiling is negative.
+    pub fn new(input: Option<i64>, output: Option<i64>) -> Result<Self, RunError> {
         for (dimension, value) in [
             (BudgetDimension::Input, input),
             (BudgetDimension::Output, output),
@@ -110,7 +112,7 @@ impl TokenLimit {
             if let Some(limit) = value
                 && limit < 0
             {
-                return Err(CupelError::NegativeTokenLimit { dimension, limit });
+                return Err(RunError::NegativeTokenLimit { dimension, limit });
             }
         }
         Ok(Self { input, output })
@@ -149,12 +151,12 @@ impl TokenLimit {
 /// providers report. Both counts are `>= 0`.
 ///
 /// ```
-/// use cupel_core::TokenUsage;
+/// use cupel_run::TokenUsage;
 /// let usage = TokenUsage::new(1_200, 300)?;
 /// assert_eq!((usage.input(), usage.output()), (1_200, 300));
 /// assert_eq!(usage.saturating_add(TokenUsage::new(1, 2)?), TokenUsage::new(1_201, 302)?);
 /// assert!(TokenUsage::new(-1, 0).is_err());
-/// # Ok::<(), cupel_core::CupelError>(())
+/// # Ok::<(), cupel_run::RunError>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -174,14 +176,14 @@ impl TokenUsage {
     /// A usage of `input` input tokens and `output` output tokens.
     ///
     /// # Errors
-    /// [`CupelError::NegativeTokenUsage`] when either count is negative.
-    pub fn new(input: i64, output: i64) -> Result<Self, CupelError> {
+    /// [`RunError::NegativeTokenUsage`] when either count is negative.
+    pub fn new(input: i64, output: i64) -> Result<Self, RunError> {
         for (dimension, tokens) in [
             (BudgetDimension::Input, input),
             (BudgetDimension::Output, output),
         ] {
             if tokens < 0 {
-                return Err(CupelError::NegativeTokenUsage { dimension, tokens });
+                return Err(RunError::NegativeTokenUsage { dimension, tokens });
             }
         }
         Ok(Self { input, output })
@@ -255,7 +257,7 @@ impl fmt::Display for RemainingTokens {
 ///
 /// ```
 /// use chrono::TimeDelta;
-/// use cupel_core::RemainingTime;
+/// use cupel_run::RemainingTime;
 /// assert_eq!(RemainingTime::new(TimeDelta::milliseconds(90_250)).to_string(), "1m 30.250s left");
 /// assert_eq!(RemainingTime::new(TimeDelta::hours(2)).to_string(), "2h 0m 0s left");
 /// assert_eq!(RemainingTime::new(TimeDelta::seconds(-2)).to_string(), "expired 2s ago");
@@ -366,7 +368,7 @@ impl RemainingTokens {
 ///
 /// ```
 /// use chrono::TimeDelta;
-/// use cupel_core::{
+/// use cupel_run::{
 ///     BudgetDimension, Deadline, FixedTimeProvider, RunBudget, TokenLimit, TokenUsage,
 /// };
 /// let clock = FixedTimeProvider::new("2026-01-01T12:00:00Z".parse().unwrap());
@@ -385,7 +387,7 @@ impl RemainingTokens {
 /// let err = budget.assert_within_limit(TokenUsage::new(1_000, 0)?).unwrap_err();
 /// assert_eq!(err.dimension(), BudgetDimension::Input);
 /// assert_eq!(err.remaining(), Some(0));
-/// # Ok::<(), cupel_core::CupelError>(())
+/// # Ok::<(), cupel_run::RunError>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -407,7 +409,7 @@ impl RunBudget {
     /// A budget from its two optional parts, validated against `clock`.
     ///
     /// # Errors
-    /// [`CupelError::RunBudgetExceeded`] (phase `preflight`, dimension
+    /// [`RunError::Exceeded`] (phase `preflight`, dimension
     /// `deadline`) when the deadline is not after `clock.now()`. (A
     /// [`TokenLimit`] cannot hold a negative ceiling, so the token part is
     /// already valid.)
@@ -415,7 +417,7 @@ impl RunBudget {
         deadline: Option<Deadline>,
         token_limit: Option<TokenLimit>,
         clock: &C,
-    ) -> Result<Self, CupelError> {
+    ) -> Result<Self, RunError> {
         let budget = Self {
             deadline,
             token_limit,
@@ -454,14 +456,14 @@ impl RunBudget {
     /// child, named by `scope`).
     ///
     /// An expired deadline is the seed's pre-flight failure: a
-    /// [`CupelError::RunBudgetExceeded`] with phase
+    /// [`RunError::Exceeded`] with phase
     /// [`BudgetPhase::Preflight`] and dimension
     /// [`BudgetDimension::Deadline`], the one error type hosts match for
     /// every overage (issue 28).
     ///
     /// # Errors
-    /// [`CupelError::RunBudgetExceeded`] when the deadline is not after `now`.
-    pub fn validate(&self, now: DateTime<Utc>, scope: &ScopeId) -> Result<(), CupelError> {
+    /// [`RunError::Exceeded`] when the deadline is not after `now`.
+    pub fn validate(&self, now: DateTime<Utc>, scope: &ScopeId) -> Result<(), RunError> {
         if let Some(deadline) = self.deadline
             && deadline.is_expired(now)
         {
@@ -475,7 +477,7 @@ impl RunBudget {
                 scope: scope.clone(),
                 requester: scope.clone(),
             };
-            return Err(CupelError::RunBudgetExceeded(BudgetExceededError::new(
+            return Err(RunError::Exceeded(BudgetExceededError::new(
                 BudgetPhase::Preflight,
                 BudgetDimension::Deadline,
                 Breach::Expired,
@@ -581,7 +583,7 @@ impl RunBudgetBuilder {
     ///
     /// # Errors
     /// As [`RunBudget::new`].
-    pub fn build<C: TimeProvider + ?Sized>(self, clock: &C) -> Result<RunBudget, CupelError> {
+    pub fn build<C: TimeProvider + ?Sized>(self, clock: &C) -> Result<RunBudget, RunError> {
         RunBudget::new(self.deadline, self.token_limit, clock)
     }
 }
@@ -594,7 +596,7 @@ pub(crate) fn clamp_i64(v: i128) -> i64 {
 #[cfg(feature = "serde")]
 mod serde_impl {
     use super::{TokenLimit, TokenUsage};
-    use crate::CupelError;
+    use crate::RunError;
 
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -606,8 +608,8 @@ mod serde_impl {
     }
 
     impl TryFrom<RawLimit> for TokenLimit {
-        type Error = CupelError;
-        fn try_from(raw: RawLimit) -> Result<Self, CupelError> {
+        type Error = RunError;
+        fn try_from(raw: RawLimit) -> Result<Self, RunError> {
             TokenLimit::new(raw.input, raw.output)
         }
     }
@@ -622,8 +624,8 @@ mod serde_impl {
     }
 
     impl TryFrom<RawUsage> for TokenUsage {
-        type Error = CupelError;
-        fn try_from(raw: RawUsage) -> Result<Self, CupelError> {
+        type Error = RunError;
+        fn try_from(raw: RawUsage) -> Result<Self, RunError> {
             TokenUsage::new(raw.input, raw.output)
         }
     }

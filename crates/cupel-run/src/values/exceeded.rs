@@ -158,11 +158,11 @@ impl ScopeId {
 /// ([`phase`](Self::phase)), the [`dimension`](Self::dimension), the ceiling,
 /// the usage, what remains, and [`budget_json`](Self::budget_json) — the whole
 /// budget state of the scope that ran out, as one JSON object. Converts into
-/// [`CupelError::RunBudgetExceeded`](crate::CupelError::RunBudgetExceeded)
+/// [`RunError::Exceeded`](crate::RunError::Exceeded)
 /// with `?`.
 ///
 /// ```
-/// use cupel_core::{BudgetDimension, BudgetPhase, FixedTimeProvider, RunBudget, TokenLimit, TokenUsage};
+/// use cupel_run::{BudgetDimension, BudgetPhase, FixedTimeProvider, RunBudget, TokenLimit, TokenUsage};
 /// let clock = FixedTimeProvider::new("2026-01-01T00:00:00Z".parse().unwrap());
 /// let budget = RunBudget::new(None, Some(TokenLimit::new(None, Some(50))?), &clock)?;
 /// let err = budget.assert_within_limit(TokenUsage::new(7, 60)?).unwrap_err();
@@ -173,7 +173,7 @@ impl ScopeId {
 ///     err.budget_json(),
 ///     r#"{"scope_depth":0,"requester_depth":0,"budget":{"token_limit":{"output":50}},"usage":{"input":7,"output":60},"reserved":{"input":0,"output":0},"requested":{"input":0,"output":0},"remaining_tokens":{"output":-10}}"#
 /// );
-/// # Ok::<(), cupel_core::CupelError>(())
+/// # Ok::<(), cupel_run::RunError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BudgetExceededError(Box<Details>);
