@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 use cupel_core::{ContextBudget, ContextItem, CupelError, ManualTimeProvider};
-use cupel_pipeline::{Pipeline, SelectWithinError};
+use cupel_pipeline::{Pipeline, RunOptions, SelectWithinError};
 use cupel_placers::ChronologicalPlacer;
 use cupel_run::{
     BudgetDimension, BudgetExceededError, BudgetPhase, Deadline, LocalTracker, RunBudget, RunError,
@@ -121,6 +121,29 @@ fn depleted_budget_selects_nothing() {
         (BudgetPhase::Preflight, BudgetDimension::Input)
     );
     assert_eq!(run.snapshot().reserved, TokenUsage::ZERO);
+}
+
+/// The same refusal through `run_with`, read with `exceeded()`: a run
+/// without a run budget keeps core's error type, so only this path can
+/// carry a run-budget error.
+#[test]
+fn run_with_a_depleted_run_budget_is_a_run_error() {
+    let (run, _) = tracker(Some(100), None);
+    run.record(usage(100, 0));
+    let p = pipeline(1_000, 500, 0);
+    let err = p
+        .run_with(&docs(), RunOptions::new().run_budget(&run))
+        .unwrap_err();
+    // 100 of 100 input tokens used: the pre-flight check finds input depleted.
+    let refusal = err.exceeded().expect("a refusal");
+    assert_eq!(
+        (refusal.phase(), refusal.dimension()),
+        (BudgetPhase::Preflight, BudgetDimension::Input)
+    );
+    assert!(matches!(err, SelectWithinError::Run(RunError::Exceeded(_))));
+    // Without the run budget the same pipeline selects (a CupelError path).
+    let plain: Result<_, CupelError> = p.run_with(&docs(), RunOptions::new());
+    assert_eq!(plain.map(|o| o.items.len()).ok(), Some(5));
 }
 
 #[test]
@@ -329,7 +352,7 @@ fn a_subagent_scope_charges_the_parent() {
 fn a_shared_run_budget_clamps_and_holds_like_the_in_process_one() {
     use std::sync::Arc;
 
-    use cupel_pipeline::{RunHold, RunOptions};
+    use cupel_pipeline::RunHold;
     use cupel_run::store::{MemoryStore, SharedReservation, SharedTracker};
     use cupel_run::{Reservation, RunTracker};
 
