@@ -22,7 +22,7 @@ use crate::{Pipeline, Policy};
 /// [`Pipeline::run_with`] returns when [`RunOptions::run_budget`] gave a
 /// tracker.
 ///
-/// Each crate owns its errors and they meet here (issue 50, SL-5): `?`
+/// Each crate owns its errors and they meet here (issue 50, SL-6): `?`
 /// converts either into this type, so a function that builds items and
 /// runs under a run budget can return it.
 ///

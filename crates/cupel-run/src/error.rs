@@ -9,7 +9,7 @@ use crate::values::{BudgetDimension, BudgetExceededError, BudgetPhase};
 /// a checkpoint that refuses ([`Exceeded`](Self::Exceeded), seed 001's
 /// [`BudgetExceededError`]), or the store of a shared budget failing.
 ///
-/// This crate owns it (issue 50, clarification SL-5): core's
+/// This crate owns it (issue 50, clarification SL-6): core's
 /// [`CupelError`](cupel_core::CupelError) keeps the selection errors. Where
 /// the two meet — a selection under a run budget — the pipeline's
 /// `SelectWithinError` wraps both with `From`.
